@@ -1,0 +1,200 @@
+"""Crawl sources -> extracted pages -> the store, in large batches, on every core.
+
+Readers run in this process; parsing (charset, HTML, URL normal form) runs in a
+pool of worker processes fed a bounded number of chunks at a time, so memory
+stays flat whatever the crawl's size; SQLite writes happen here, one
+transaction per batch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+from .extract import extract
+from .sources import Record, Skipped, SourceError, detect_format, read_source, source_size
+from .store import PageData, Store
+from .urls import canonical
+
+__all__ = ["BuildReport", "build", "prepare", "check_sources"]
+
+_CHUNK = 32
+_BATCH_PAGES = 2000
+_BATCH_LINKS = 200_000
+_HTML_SNIFF = 1024
+# WHATWG MIME sniffing's "binary data bytes": never in a text document.
+_BINARY_BYTES = bytes(list(range(0x00, 0x09)) + [0x0B] + list(range(0x0E, 0x1B)) + list(range(0x1C, 0x20)))
+
+
+@dataclass
+class BuildReport:
+    build_id: int
+    pages: int = 0
+    links: int = 0
+    seconds: float = 0.0
+    skipped: Counter = field(default_factory=Counter)
+    examples: list[Skipped] = field(default_factory=list)
+
+    def skip(self, item: Skipped) -> None:
+        reason = item.reason.split(" (")[0].split(";")[0]
+        self.skipped[reason] += 1
+        if len(self.examples) < 50:
+            self.examples.append(item)
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
+def _looks_binary(body: bytes) -> bool:
+    head = body[:_HTML_SNIFF]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False  # UTF-16 text has NUL bytes
+    return len(head) != len(head.translate(None, _BINARY_BYTES))
+
+
+def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
+    """One crawl record -> a page with canonical URLs, and what could not be used."""
+    url = canonical(record.url)
+    if url is None:
+        return None, [Skipped(record.where, f"not an http(s) URL ({record.url[:100]!r})")]
+    page = PageData(url, record.status, fetched_at=record.fetched_at)
+    problems: list[Skipped] = []
+    if record.location is not None:
+        target = canonical(record.location, url)
+        if target is not None:
+            page.links.append((target, False, 1.0, None))
+    elif record.body is not None:
+        if _looks_binary(record.body):
+            return None, [Skipped(record.where, "binary content labelled as HTML")]
+        try:
+            parsed = extract(record.body, url, record.content_type)
+        except Exception as error:  # a parser failure on one page must not stop the build
+            return None, [Skipped(record.where, f"cannot parse HTML ({type(error).__name__}: {error})")]
+        page.title = parsed.title
+        page.canonical_url = parsed.canonical_url
+        page.links = [(link.url, link.nofollow, 1.0, link.anchor_text) for link in parsed.links]
+    else:
+        seen: dict[str, int] = {}
+        for target_text, weight in record.links:
+            target = canonical(target_text)
+            if target is None:
+                problems.append(Skipped(record.where, f"not an http(s) URL ({target_text[:100]!r})"))
+                continue
+            if target in seen:
+                index = seen[target]
+                page.links[index] = (target, False, max(weight, page.links[index][2]), None)
+            else:
+                seen[target] = len(page.links)
+                page.links.append((target, False, weight, None))
+    return page, problems
+
+
+def _prepare_chunk(records: Sequence[Record]) -> list[tuple[PageData | None, list[Skipped]]]:
+    return [prepare(record) for record in records]
+
+
+def check_sources(sources: Sequence[str], fmt: str | None) -> list[str]:
+    """The format of each source; SourceError for one that cannot be opened."""
+    formats = []
+    for path in sources:
+        if not os.path.exists(path):
+            raise SourceError(f"{path}: no such file or directory")
+        if not os.access(path, os.R_OK):
+            raise SourceError(f"{path}: permission denied")
+        formats.append(fmt or detect_format(path))
+    return formats
+
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def build(
+    store: Store,
+    sources: Sequence[str],
+    fmt: str | None = None,
+    base_url: str | None = None,
+    progress: ProgressCallback | None = None,
+    jobs: int | None = None,
+) -> BuildReport:
+    """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``."""
+    formats = check_sources(sources, fmt)
+    jobs = jobs or min(2, os.cpu_count() or 1)
+    report = BuildReport(store.begin_build(sources))
+    started = time.perf_counter()
+    bytes_read = 0
+
+    def advance(count: int) -> None:
+        nonlocal bytes_read
+        bytes_read += count
+        if progress is not None:
+            progress(bytes_read, report.pages)
+
+    def records() -> Iterator[Record]:
+        for path, source_format in zip(sources, formats):
+            try:
+                for item in read_source(path, source_format, base_url, advance):
+                    if isinstance(item, Skipped):
+                        report.skip(item)
+                    else:
+                        yield item
+            except SourceError as error:
+                report.skip(Skipped(path, str(error)))
+
+    pending: list[PageData] = []
+    pending_links = 0
+
+    def flush() -> None:
+        nonlocal pending, pending_links
+        report.links += store.write_pages(pending, report.build_id)
+        report.pages += len(pending)
+        pending, pending_links = [], 0
+        if progress is not None:
+            progress(bytes_read, report.pages)
+
+    def take(results: Iterable[tuple[PageData | None, list[Skipped]]]) -> None:
+        nonlocal pending_links
+        for page, problems in results:
+            for problem in problems:
+                report.skip(problem)
+            if page is not None:
+                pending.append(page)
+                pending_links += len(page.links)
+        if len(pending) >= _BATCH_PAGES or pending_links >= _BATCH_LINKS:
+            flush()
+
+    if jobs <= 1:
+        for chunk in _chunks(records(), _CHUNK):
+            take(_prepare_chunk(chunk))
+    else:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            inflight: deque = deque()
+            for chunk in _chunks(records(), _CHUNK):
+                inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
+                if len(inflight) >= jobs * 4:
+                    take(inflight.popleft().get())
+            while inflight:
+                take(inflight.popleft().get())
+    flush()
+    store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def total_size(sources: Sequence[str]) -> int:
+    return sum(source_size(path) for path in sources)

@@ -1,0 +1,109 @@
+"""Crawl readers: one module per format, all yielding the same record types.
+
+A reader yields :class:`Record` for every page it can read and :class:`Skipped`
+for every record it cannot (with its location and the reason), so one bad
+record never stops the rest of a crawl from loading.  A source that cannot be
+opened at all raises :class:`SourceError`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+__all__ = ["Record", "Skipped", "SourceError", "FORMATS", "detect_format", "read_source"]
+
+
+@dataclass(slots=True)
+class Record:
+    """One page of a crawl.
+
+    ``body`` holds an HTML page to parse; ``links`` holds out-links already known
+    (edge lists), as ``(url, weight)`` pairs; ``location`` a redirect's target.
+    """
+
+    url: str
+    where: str
+    status: int = 200
+    body: bytes | None = None
+    content_type: str | None = None
+    links: list[tuple[str, float]] = field(default_factory=list)
+    location: str | None = None
+    fetched_at: str | None = None
+
+
+@dataclass(slots=True)
+class Skipped:
+    where: str
+    reason: str
+
+
+class SourceError(Exception):
+    """A source that cannot be opened or recognised at all."""
+
+
+Progress = Callable[[int], None]
+
+FORMATS = ("warc", "html", "edges")
+
+
+def _sniff(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as handle:
+                return handle.read(4096)
+        except (OSError, EOFError) as error:
+            raise SourceError(f"{path}: cannot decompress: {error}") from error
+    return head
+
+
+def detect_format(path: str) -> str:
+    """'warc', 'html' (a directory of saved pages) or 'edges', from the content."""
+    if os.path.isdir(path):
+        return "html"
+    if not os.path.exists(path):
+        raise SourceError(f"{path}: no such file or directory")
+    try:
+        head = _sniff(path)
+    except PermissionError as error:
+        raise SourceError(f"{path}: cannot open: {error.strerror}") from error
+    if head.startswith(b"WARC/"):
+        return "warc"
+    if not head.strip():
+        raise SourceError(f"{path}: empty file")
+    if b"\x00" in head:
+        raise SourceError(f"{path}: not a WARC, HTML directory or edge list (binary content)")
+    return "edges"
+
+
+def read_source(
+    path: str, fmt: str | None = None, base_url: str | None = None, progress: Progress | None = None
+) -> Iterator[Record | Skipped]:
+    """Records of one source; ``progress`` is called with input bytes consumed."""
+    fmt = fmt or detect_format(path)
+    if fmt == "warc":
+        from .warc import read_warc
+
+        return read_warc(path, progress)
+    if fmt == "html":
+        from .htmldir import read_html_dir
+
+        return read_html_dir(path, base_url, progress)
+    if fmt == "edges":
+        from .edgelist import read_edge_list
+
+        return read_edge_list(path, progress)
+    raise SourceError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def source_size(path: str) -> int:
+    """Bytes a reader will report through ``progress`` for this source."""
+    if os.path.isdir(path):
+        from .htmldir import html_files
+
+        return sum(entry.stat().st_size for entry in html_files(path))
+    return os.path.getsize(path)

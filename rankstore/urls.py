@@ -1,0 +1,180 @@
+"""The one URL normal form used by the build, the CLI and the proxy alike.
+
+``canonical(url, base=None)`` resolves ``url`` against ``base`` and returns the
+normal form of the result, or ``None`` when it is not an http(s) URL worth
+keeping.  The rules (RFC 3986 section 6 plus the WHATWG URL standard's
+whitespace handling):
+
+* leading/trailing whitespace and C0 controls stripped, tab/CR/LF removed inside;
+* only ``http`` and ``https`` are kept; scheme and host lower-cased;
+* hosts IDNA-encoded (``bücher.de`` -> ``xn--bcher-kva.de``), trailing dot dropped;
+* user info dropped (it never identifies a different page);
+* default ports (80, 443) dropped, invalid ports rejected;
+* dot segments resolved, an empty path becomes ``/``;
+* percent-encoding normalised: hex digits upper-cased, unreserved characters
+  decoded, characters that must be encoded (spaces, non-ASCII) encoded as UTF-8;
+* the fragment dropped, an empty query dropped;
+* URLs longer than ``MAX_URL_LENGTH`` rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from urllib.parse import quote, urljoin, urlsplit
+
+__all__ = ["MAX_URL_LENGTH", "canonical", "host_of"]
+
+MAX_URL_LENGTH = 4096
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# Characters left as they are in a path or query (RFC 3986 pchar/query minus '%').
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
+_CLEAN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=\-._~]*\Z")
+_CLEAN_QUERY = re.compile(r"[A-Za-z0-9/?:@!$&'()*+,;=\-._~]*\Z")
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
+_INNER_WS = re.compile(r"[\t\n\r]")
+_HOST_OK = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
+_DEFAULT_PORT = {"http": 80, "https": 443}
+
+
+def _fix_escape(match: re.Match) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _normalise_encoding(text: str, safe: str, clean: re.Pattern) -> str:
+    if clean.match(text):
+        return text
+    text = quote(text, safe=safe + "%", encoding="utf-8", errors="surrogatepass")
+    if "%" in text:
+        text = _BAD_PERCENT.sub("%25", text)
+        text = _PERCENT.sub(_fix_escape, text)
+    return text
+
+
+def _remove_dot_segments(path: str) -> str:
+    if "." not in path:
+        return path
+    segments = path.split("/")
+    if not any(s in (".", "..") for s in segments):
+        return path
+    output: list[str] = []
+    for segment in segments[1:]:
+        if segment == ".":
+            continue
+        if segment == "..":
+            if output:
+                output.pop()
+            continue
+        output.append(segment)
+    if segments[-1] in (".", ".."):
+        output.append("")
+    return "/" + "/".join(output)
+
+
+def _normalise_host(host: str) -> str | None:
+    host = host.rstrip(".")
+    if not host:
+        return None
+    if host.startswith("["):
+        return host if re.fullmatch(r"\[[0-9a-f:.]+\]", host) else None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    host = host.lower()
+    if "%" in host or not _HOST_OK.match(host):
+        return None
+    return host
+
+
+@lru_cache(maxsize=65536)
+def _canonical_absolute(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORT:
+        return None
+    netloc = parts.netloc.rpartition("@")[2]
+    if netloc.startswith("["):
+        close = netloc.find("]")
+        if close < 0:
+            return None
+        host, port_text = netloc[: close + 1].lower(), netloc[close + 1 :]
+        if port_text and not port_text.startswith(":"):
+            return None
+        port_text = port_text[1:]
+    else:
+        host, _, port_text = netloc.partition(":")
+    host = _normalise_host(host)
+    if host is None:
+        return None
+    if port_text:
+        if not port_text.isdigit() or int(port_text) > 65535:
+            return None
+        if int(port_text) != _DEFAULT_PORT[scheme]:
+            host = f"{host}:{int(port_text)}"
+    path = _remove_dot_segments(_normalise_encoding(parts.path, _PATH_SAFE, _CLEAN_PATH)) or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    query = parts.query
+    if query:
+        query = "?" + _normalise_encoding(query, _QUERY_SAFE, _CLEAN_QUERY)
+    result = f"{scheme}://{host}{path}{query}"
+    return result if len(result) <= MAX_URL_LENGTH else None
+
+
+def canonical(url: str | None, base: str | None = None) -> str | None:
+    """Return the normal form of ``url`` (resolved against ``base``), or None.
+
+    >>> canonical("../b/./c.html#top", "HTTP://Example.COM:80/a/x/")
+    'http://example.com/a/b/c.html'
+    >>> canonical("mailto:someone@example.com") is None
+    True
+    """
+    if not url:
+        return None
+    if len(url) > MAX_URL_LENGTH:
+        return None
+    url = url.strip(_STRIP)
+    if "\t" in url or "\n" in url or "\r" in url:
+        url = _INNER_WS.sub("", url)
+    if not url:
+        return None
+    if "\\" in url:
+        # Browsers treat backslashes in http(s) URLs as slashes.
+        url = url.replace("\\", "/")
+    if "#" in url:
+        url = url[: url.index("#")]
+    if base is None:
+        return _canonical_absolute(url) if url else None
+    if not url:
+        return canonical(base)
+    if url[0] != "?" and base.count("/") >= 3:
+        # Resolution depends on the base's directory only: share the cache across pages.
+        directory = base.split("?", 1)[0]
+        base = directory[: directory.rfind("/") + 1]
+    return _resolve(base, url)
+
+
+@lru_cache(maxsize=262144)
+def _resolve(base: str, url: str) -> str | None:
+    try:
+        joined = urljoin(base, url)
+    except ValueError:
+        return None
+    return _canonical_absolute(joined)
+
+
+def host_of(url: str) -> str:
+    """The host (with port, if any) of a canonical URL."""
+    start = url.index("//") + 2
+    end = url.find("/", start)
+    return url[start:end] if end >= 0 else url[start:]

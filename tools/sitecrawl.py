@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Serve a directory on 127.0.0.1 and crawl it with ``wget --mirror --warc-file``.
+
+Used by the tests, the benchmarks and the demo to make real crawl files with a
+real crawler.  Static assets (images, CSS, JS, fonts) are not fetched.
+
+    python tools/sitecrawl.py /usr/share/doc/python3.11/html /tmp/py.warc.gz --mirror /tmp/py-mirror
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Iterator
+
+REJECT = r"\.(png|gif|jpe?g|ico|css|js|svg|woff2?|ttf|txt|gz|zip|bz2|xz|pdf|epub|map|json)(\?.*)?$"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: str) -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1 on a free port; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=directory)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def crawl(url: str, warc_path: str, mirror_dir: str | None = None, timeout: float = 1800) -> float:
+    """Mirror ``url`` with wget into a WARC.gz (and optionally keep the files); returns seconds."""
+    if shutil.which("wget") is None:
+        raise RuntimeError("wget is not installed (apt-get install -y wget)")
+    warc_base = warc_path[: -len(".warc.gz")] if warc_path.endswith(".warc.gz") else warc_path
+    work = mirror_dir or tempfile.mkdtemp(prefix="sitecrawl-")
+    os.makedirs(work, exist_ok=True)
+    started = time.perf_counter()
+    command = [
+        "wget", "--mirror", "--no-parent", "--quiet", "--no-verbose",
+        "-e", "robots=off", "--reject-regex", REJECT,
+        f"--warc-file={os.path.abspath(warc_base)}", "--no-warc-keep-log",
+        "--directory-prefix", work, url,
+    ]
+    result = subprocess.run(command, timeout=timeout, capture_output=True, text=True)
+    # A real site has broken links (8), links to unreachable ports (4) and URLs
+    # that cannot both be files on disk, like "docs" and "docs/" (3); the WARC
+    # still records every response, and it is what we keep.
+    if result.returncode not in (0, 3, 4, 8) or not os.path.exists(warc_path):
+        raise RuntimeError(f"wget failed ({result.returncode}): {result.stderr[-2000:]}")
+    if mirror_dir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("docroot", help="directory to serve")
+    parser.add_argument("warc", help="output .warc.gz")
+    parser.add_argument("--mirror", help="keep wget's mirrored files here")
+    args = parser.parse_args()
+    with serve(args.docroot) as url:
+        seconds = crawl(url, args.warc, args.mirror)
+    print(f"crawled {url} into {args.warc} in {seconds:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
