@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .extract import extract
+from .sources.htmldir import check_html_dir
 from .sources import Record, Skipped, SourceError, detect_format, read_source, source_size
 from .store import PageData, Store
 from .urls import canonical
@@ -23,7 +24,6 @@ from .urls import canonical
 __all__ = ["BuildReport", "build", "prepare", "check_sources"]
 
 _CHUNK = 32
-_BATCH_PAGES = 2000
 _BATCH_LINKS = 200_000
 _HTML_SNIFF = 1024
 # WHATWG MIME sniffing's "binary data bytes": never in a text document.
@@ -98,15 +98,18 @@ def _prepare_chunk(records: Sequence[Record]) -> list[tuple[PageData | None, lis
     return [prepare(record) for record in records]
 
 
-def check_sources(sources: Sequence[str], fmt: str | None) -> list[str]:
-    """The format of each source; SourceError for one that cannot be opened."""
+def check_sources(sources: Sequence[str], fmt: str | None, base_url: str | None = None) -> list[str]:
+    """The format of each source; SourceError for one that cannot be used at all."""
     formats = []
     for path in sources:
         if not os.path.exists(path):
             raise SourceError(f"{path}: no such file or directory")
         if not os.access(path, os.R_OK):
             raise SourceError(f"{path}: permission denied")
-        formats.append(fmt or detect_format(path))
+        source_format = fmt or detect_format(path)
+        if source_format == "html":
+            check_html_dir(path, base_url)
+        formats.append(source_format)
     return formats
 
 
@@ -120,9 +123,10 @@ def build(
     base_url: str | None = None,
     progress: ProgressCallback | None = None,
     jobs: int | None = None,
+    commit_every: int = 2000,
 ) -> BuildReport:
     """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``."""
-    formats = check_sources(sources, fmt)
+    formats = check_sources(sources, fmt, base_url)
     jobs = jobs or min(2, os.cpu_count() or 1)
     report = BuildReport(store.begin_build(sources))
     started = time.perf_counter()
@@ -164,7 +168,7 @@ def build(
             if page is not None:
                 pending.append(page)
                 pending_links += len(page.links)
-        if len(pending) >= _BATCH_PAGES or pending_links >= _BATCH_LINKS:
+        if len(pending) >= commit_every or pending_links >= _BATCH_LINKS:
             flush()
 
     if jobs <= 1:

@@ -26,7 +26,6 @@ _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE
 )
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
@@ -89,67 +88,111 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
 
 
 def _clean_text(text: str, limit: int) -> str:
-    return _SPACES.sub(" ", text).strip()[:limit]
+    return " ".join(text.split())[:limit]
+
+
+# (base directory, href without fragment) -> canonical URL, shared across pages:
+# most links of a site repeat from page to page.
+_resolved: dict[tuple[str, str], str | None] = {}
+_RESOLVED_LIMIT = 500_000
+
+
+def _resolver(base: str):
+    """A function href -> canonical URL for links on a page whose base is ``base``."""
+    path = base.split("?", 1)[0]
+    directory = path[: path.rfind("/") + 1]
+    cache = _resolved
+    if len(cache) > _RESOLVED_LIMIT:
+        cache.clear()
+
+    def resolve(href: str) -> str | None:
+        head = href.split("#", 1)[0]
+        if not head or head[0] in "? \t\n\r\f" or head[-1] <= " ":
+            return canonical(href, base)
+        key = (directory, head)
+        try:
+            return cache[key]
+        except KeyError:
+            target = cache[key] = canonical(head, base)
+            return target
+
+    return resolve
 
 
 def extract(body: bytes | str, url: str, content_type: str | None = None) -> Page:
     """Parse one HTML page fetched from ``url`` (already canonical)."""
     if isinstance(body, bytes):
-        text, charset = decode_html(body, content_type)
+        charset, skip = sniff_charset(body, content_type)
+        # lexbor decodes UTF-8 itself (invalid bytes -> U+FFFD), faster than str.decode.
+        document = body[skip:] if charset == "utf-8" else body[skip:].decode(charset, errors="replace")
     else:
-        text, charset = body, "utf-8"
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    tree = LexborHTMLParser(text)
+        document, charset = body, "utf-8"
+    tree = LexborHTMLParser(document)
     page = Page(charset=charset)
 
-    base = url
-    for node in tree.css("base[href]"):
-        resolved = canonical(node.attributes.get("href"), url)
-        if resolved:
-            base = resolved
-        break
-
-    head = tree.head
-    title_node = head.css_first("title") if head is not None else None
-    if title_node is None:
-        title_node = tree.css_first("title")
-    if title_node is not None:
-        page.title = _clean_text(title_node.text(deep=True), MAX_TITLE) or None
-
+    # One pass over the document, in document order; links are resolved after
+    # it because the first <base href> applies to links before it too.
+    base_href = None
     page_nofollow = False
-    for node in tree.css("meta[name]"):
+    # raw href -> [nofollow on every occurrence, anchor text]; the same href
+    # repeats a lot on real pages (navigation, sidebars): read its text once.
+    hrefs: dict[str, list] = {}
+    for node in tree.css("a[href], area[href], base[href], meta[name], link[rel][href], title"):
+        tag = node.tag
         attrs = node.attributes
-        if (attrs.get("name") or "").strip().lower() in ("robots",):
-            content = (attrs.get("content") or "").lower()
-            if "nofollow" in content or "none" in content.split(","):
-                page_nofollow = True
+        if tag == "a" or tag == "area":
+            href = attrs.get("href")
+            if not href or href[0] == "#" or href.lstrip().startswith("#"):
+                continue
+            rel = attrs.get("rel")
+            nofollow = bool(rel and _NO_VOTE_RELS.intersection(rel.lower().split()))
+            seen = hrefs.get(href)
+            if seen is not None:
+                seen[0] = seen[0] and nofollow
+                if seen[1]:
+                    continue
+            if tag == "a":
+                anchor = _clean_text(node.text(deep=True, separator=" "), MAX_ANCHOR)
+            else:
+                anchor = _clean_text(attrs.get("alt") or "", MAX_ANCHOR)
+            if seen is None:
+                hrefs[href] = [nofollow, anchor]
+            else:
+                seen[1] = anchor
+        elif tag == "title":
+            if page.title is None:
+                page.title = _clean_text(node.text(deep=True), MAX_TITLE) or None
+        elif tag == "base":
+            if base_href is None:
+                base_href = attrs.get("href")
+        elif tag == "meta":
+            if (attrs.get("name") or "").strip().lower() == "robots":
+                content = (attrs.get("content") or "").lower()
+                if "nofollow" in content or "none" in [part.strip() for part in content.split(",")]:
+                    page_nofollow = True
+        elif tag == "link" and page.canonical_url is None:
+            if "canonical" in (attrs.get("rel") or "").lower().split():
+                page.canonical_url = canonical(attrs.get("href"), url)  # resolved below if <base>
 
-    for node in tree.css("link[rel][href]"):
-        rels = (node.attributes.get("rel") or "").lower().split()
-        if "canonical" in rels:
-            page.canonical_url = canonical(node.attributes.get("href"), base)
-            break
+    base = url
+    if base_href is not None:
+        base = canonical(base_href, url) or url
+    if base != url and page.canonical_url is not None:
+        page.canonical_url = None
+        for node in tree.css("link[rel][href]"):
+            if "canonical" in (node.attributes.get("rel") or "").lower().split():
+                page.canonical_url = canonical(node.attributes.get("href"), base)
+                break
 
+    resolve = _resolver(base)
     found: dict[str, Link] = {}
-    for node in tree.css("a[href], area[href]"):
-        attrs = node.attributes
-        href = attrs.get("href")
-        if not href or href.lstrip().startswith("#"):
-            continue
-        target = canonical(href, base)
+    for href, (nofollow, anchor) in hrefs.items():
+        target = resolve(href)
         if target is None:
             continue
-        rel = attrs.get("rel")
-        nofollow = page_nofollow or bool(rel and _NO_VOTE_RELS.intersection(rel.lower().split()))
-        anchor = ""
-        if node.tag == "a":
-            anchor = _clean_text(node.text(deep=True, separator=" "), MAX_ANCHOR)
-        else:
-            anchor = _clean_text(attrs.get("alt") or "", MAX_ANCHOR)
         existing = found.get(target)
         if existing is None:
-            found[target] = Link(target, nofollow, anchor)
+            found[target] = Link(target, page_nofollow or nofollow, anchor)
         else:
             existing.nofollow = existing.nofollow and nofollow
             if not existing.anchor_text:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from . import Progress, Record, Skipped, SourceError
 
-__all__ = ["read_html_dir", "html_files"]
+__all__ = ["read_html_dir", "check_html_dir", "html_files"]
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 MAX_FILE = 32 * 1024 * 1024
@@ -47,7 +47,8 @@ def _url_for(root: str, path: str, base_url: str | None) -> str:
     return f"http://{host}/{quote(rest)}"
 
 
-def read_html_dir(root: str, base_url: str | None = None, progress: Progress | None = None) -> Iterator[Record | Skipped]:
+def check_html_dir(root: str, base_url: str | None) -> None:
+    """SourceError unless ``root`` is a directory whose URLs can be known."""
     if not os.path.isdir(root):
         raise SourceError(f"{root}: not a directory")
     if base_url is None:
@@ -57,6 +58,10 @@ def read_html_dir(root: str, base_url: str | None = None, progress: Progress | N
                 f"{root}: top-level folders are not host names as wget --mirror writes them; "
                 "give --base-url (the URL the directory was saved from)"
             )
+
+
+def read_html_dir(root: str, base_url: str | None = None, progress: Progress | None = None) -> Iterator[Record | Skipped]:
+    check_html_dir(root, base_url)
     for entry in html_files(root):
         size = entry.stat().st_size
         where = entry.path

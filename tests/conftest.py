@@ -1,0 +1,48 @@
+"""Shared fixtures: real crawls of real sites, made by wget in the test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+from sitecrawl import crawl, serve  # noqa: E402
+
+PYTHON_DOC = "/usr/share/doc/python3.11/html"
+POSTGRES_DOC = "/usr/share/doc/postgresql-doc-15/html"
+
+
+def data(name: str) -> str:
+    return os.path.join(DATA, name)
+
+
+def _need(path: str) -> None:
+    if not os.path.isdir(path):
+        pytest.fail(f"{path} is missing: run tools/setup.sh (apt-get install python3.11-doc postgresql-doc-15)")
+
+
+class Crawl:
+    def __init__(self, warc: str, mirror: str, base_url: str):
+        self.warc = warc
+        self.mirror = mirror
+        self.base_url = base_url
+
+
+@pytest.fixture(scope="session")
+def python_doc_crawl(tmp_path_factory) -> Crawl:
+    """python3.11-doc served on 127.0.0.1 and crawled by wget --mirror --warc-file."""
+    _need(PYTHON_DOC)
+    if shutil.which("wget") is None:
+        pytest.fail("wget is missing: run tools/setup.sh")
+    work = tmp_path_factory.mktemp("python-doc-crawl")
+    warc = str(work / "python-doc.warc.gz")
+    mirror = str(work / "mirror")
+    with serve(PYTHON_DOC) as url:
+        crawl(url, warc, mirror)
+    return Crawl(warc, mirror, url)

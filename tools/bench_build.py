@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Benchmark `rankstore build` on Debian's rust-doc, against peers in the same run.
+
+    bash tools/setup.sh --bench && .venv/bin/python tools/bench_build.py
+
+1. crawls rust-doc once with wget into a WARC.gz (cached in ~/.cache/pagerank-proxy);
+2. end to end: `rankstore build` on it: pages/s, links/s, peak memory of the
+   process tree; then on the crawl twice over (twice the bytes) to show memory
+   stays flat in the crawl's size;
+3. extraction alone on the same sample of pages: ours (selectolax/lexbor) vs
+   beautifulsoup4 + lxml, one process each, and the ratio;
+4. WARC reading alone: FastWARC vs warcio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sitecrawl import crawl, serve  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.expanduser("~/.cache/pagerank-proxy")
+RUST_DOC = "/usr/share/doc/rust-doc/html"
+
+
+def tree_rss_kib(pid: int) -> int:
+    """Resident memory of a process and all its descendants."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            with open(f"/proc/{current}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as handle:
+                    stack.extend(int(child) for child in handle.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def run_measured(command: list[str]) -> tuple[float, int, str]:
+    """Wall seconds, peak tree RSS (KiB) and output of a command."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_kib(process.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output = process.communicate()[0]
+    done.set()
+    sampler.join()
+    if process.returncode not in (0, 3):
+        raise RuntimeError(f"{' '.join(command)} failed:\n{output}")
+    return time.perf_counter() - started, peak, output
+
+
+def ensure_crawl() -> str:
+    warc = os.path.join(CACHE, "rust-doc.warc.gz")
+    if not os.path.exists(warc):
+        if not os.path.isdir(RUST_DOC):
+            sys.exit("rust-doc is not installed: bash tools/setup.sh --bench")
+        os.makedirs(CACHE, exist_ok=True)
+        print(f"crawling {RUST_DOC} once into {warc} ...", flush=True)
+        with serve(RUST_DOC) as url:
+            seconds = crawl(url, warc + ".part.warc.gz")
+        os.replace(warc + ".part.warc.gz", warc)
+        print(f"crawled in {seconds:.0f} s", flush=True)
+    return warc
+
+
+def build_once(warc: str, work: str, label: str) -> dict:
+    store = os.path.join(work, f"{label}.db")
+    seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "build", warc, "--store", store, "-q"])
+    sys.path.insert(0, ROOT)
+    from rankstore.store import Store
+
+    with Store(store, readonly=True) as opened:
+        info = opened.info()
+    return {"label": label, "seconds": seconds, "peak_mib": peak / 1024, "pages": info["builds"][-1]["pages"],
+            "links": info["builds"][-1]["links"], "input_mib": os.path.getsize(warc) / 2**20}
+
+
+def sample_bodies(warc: str, count: int) -> list[tuple[str, bytes, str]]:
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    bodies = []
+    for record in ArchiveIterator(warc, record_types=WarcRecordType.response, parse_http=True):
+        content_type = record.http_headers.get("Content-Type") or ""
+        if record.http_headers.status_code == 200 and content_type.startswith("text/html"):
+            url = record.headers.get("WARC-Target-URI").strip("<>")
+            bodies.append((url, record.reader.read(), content_type))
+    step = max(1, len(bodies) // count)
+    return bodies[::step][:count]
+
+
+def bs4_extract(body: bytes, url: str):
+    """The same contract with beautifulsoup4 + lxml: the usual Python way."""
+    from bs4 import BeautifulSoup
+
+    from rankstore.urls import canonical
+
+    soup = BeautifulSoup(body, "lxml")
+    base_tag = soup.find("base", href=True)
+    base = (canonical(base_tag["href"], url) or url) if base_tag else url
+    links = {}
+    for tag in soup.find_all(["a", "area"], href=True):
+        target = canonical(tag["href"], base)
+        if target and not tag["href"].startswith("#"):
+            links.setdefault(target, " ".join(tag.get_text(" ").split())[:200])
+    return soup.title.get_text() if soup.title else None, links
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sample", type=int, default=1500, help="pages for the extractor comparison")
+    args = parser.parse_args()
+    sys.path.insert(0, ROOT)
+    warc = ensure_crawl()
+    work = tempfile.mkdtemp(prefix="bench-build-")
+    try:
+        print(f"\n== end to end: rankstore build {warc}")
+        runs = [build_once(warc, work, "crawl")]
+        double = os.path.join(work, "crawl-x2.warc.gz")
+        with open(double, "wb") as out:
+            for _ in range(2):
+                with open(warc, "rb") as part:
+                    shutil.copyfileobj(part, out)
+        runs.append(build_once(double, work, "crawl-x2"))
+        for run in runs:
+            print(f"{run['label']:>9}: {run['input_mib']:.0f} MiB in, {run['pages']:,} pages, {run['links']:,} links "
+                  f"in {run['seconds']:.1f} s = {run['pages'] / run['seconds']:,.0f} pages/s, "
+                  f"{run['links'] / run['seconds']:,.0f} links/s; peak RSS {run['peak_mib']:.0f} MiB")
+        print(f"memory: x2 input -> peak x{runs[1]['peak_mib'] / runs[0]['peak_mib']:.2f}")
+
+        print(f"\n== extraction alone, {args.sample} pages, one process")
+        from rankstore.extract import extract
+
+        bodies = sample_bodies(warc, args.sample)
+        started = time.perf_counter()
+        ours = [extract(body, url, ctype) for url, body, ctype in bodies]
+        ours_s = time.perf_counter() - started
+        started = time.perf_counter()
+        theirs = [bs4_extract(body, url) for url, body, _ in bodies]
+        theirs_s = time.perf_counter() - started
+        same = sum(1 for a, b in zip(ours, theirs) if {link.url for link in a.links} == set(b[1]))
+        print(f"selectolax/lexbor: {len(bodies) / ours_s:,.0f} pages/s")
+        print(f"bs4 + lxml:        {len(bodies) / theirs_s:,.0f} pages/s")
+        print(f"ratio: ours {theirs_s / ours_s:.1f}x faster; same link sets on {same}/{len(bodies)} pages")
+
+        print("\n== WARC reading alone")
+        from fastwarc.warc import ArchiveIterator as FastIterator
+        from warcio.archiveiterator import ArchiveIterator as WarcioIterator
+
+        started = time.perf_counter()
+        fast = sum(len(r.reader.read()) for r in FastIterator(warc, parse_http=True))
+        fast_s = time.perf_counter() - started
+        started = time.perf_counter()
+        with open(warc, "rb") as handle:
+            slow = sum(len(r.content_stream().read()) for r in WarcioIterator(handle))
+        slow_s = time.perf_counter() - started
+        print(f"FastWARC: {fast_s:.2f} s, warcio: {slow_s:.2f} s: FastWARC {slow_s / fast_s:.1f}x faster "
+              f"({fast / 2**20:.0f} / {slow / 2**20:.0f} MiB of payload)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

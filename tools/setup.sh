@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up pagerank-proxy on a fresh Debian machine: system packages, then a
+# virtual environment (.venv) with the project and its test tools.
+#   bash tools/setup.sh           everything the demo and the tests need
+#   bash tools/setup.sh --bench   also rust-doc and the peer libraries for tools/bench_*.py
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(wget python3.11-doc postgresql-doc-15 chromium chromium-driver)
+extras="test"
+if [[ "${1:-}" == "--bench" ]]; then
+    packages+=(rust-doc)
+    extras="test,bench"
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}" >&2
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+    python3 -m venv .venv
+fi
+stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)-$extras"
+if [[ ! -f "$stamp" ]]; then
+    echo "setup: installing Python packages into .venv" >&2
+    .venv/bin/pip install -q --disable-pip-version-check -e ".[$extras]"
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi
