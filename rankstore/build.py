@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
+import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -149,13 +151,13 @@ def build(
             except SourceError as error:
                 report.skip(Skipped(path, str(error)))
 
+    writer = _Writer(store, report)
     pending: list[PageData] = []
     pending_links = 0
 
     def flush() -> None:
         nonlocal pending, pending_links
-        report.links += store.write_pages(pending, report.build_id)
-        report.pages += len(pending)
+        writer.write(pending)
         pending, pending_links = [], 0
         if progress is not None:
             progress(bytes_read, report.pages)
@@ -171,22 +173,60 @@ def build(
         if len(pending) >= commit_every or pending_links >= _BATCH_LINKS:
             flush()
 
-    if jobs <= 1:
-        for chunk in _chunks(records(), _CHUNK):
-            take(_prepare_chunk(chunk))
-    else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            inflight: deque = deque()
+    try:
+        if jobs <= 1:
             for chunk in _chunks(records(), _CHUNK):
-                inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
-                if len(inflight) >= jobs * 4:
+                take(_prepare_chunk(chunk))
+        else:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                inflight: deque = deque()
+                for chunk in _chunks(records(), _CHUNK):
+                    inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
+                    if len(inflight) >= jobs * 8:
+                        take(inflight.popleft().get())
+                while inflight:
                     take(inflight.popleft().get())
-            while inflight:
-                take(inflight.popleft().get())
-    flush()
+        flush()
+    finally:
+        writer.close()
     store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _Writer:
+    """Writes batches on a thread of its own: SQLite releases the GIL while it
+    works, so parsing goes on while a batch is written."""
+
+    def __init__(self, store: Store, report: BuildReport):
+        self.store = store
+        self.report = report
+        self.queue: queue.Queue = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="rankstore-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (batch := self.queue.get()) is not None:
+            if self.error is not None:
+                continue
+            try:
+                self.report.links += self.store.write_pages(batch, self.report.build_id)
+                self.report.pages += len(batch)
+            except BaseException as error:  # handed to the building thread
+                self.error = error
+
+    def write(self, batch: list[PageData]) -> None:
+        if self.error is not None:
+            raise self.error
+        if batch:
+            self.queue.put(batch)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -125,7 +125,8 @@ class Store:
             if readonly:
                 self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             else:
-                self.db = sqlite3.connect(path, isolation_level=None)
+                # one thread at a time: the build writes from its writer thread
+                self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA busy_timeout = 10000")
             if not readonly:
                 self.db.execute("PRAGMA journal_mode = WAL")
