@@ -165,3 +165,381 @@ def info(store_path, as_json):
 
 def main() -> None:
     cli()
+
+
+# ------------------------------------------------------------------ ranking
+
+def _read_url_file(path: str, option: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return [line.split()[0] for line in handle if line.strip() and not line.lstrip().startswith("#")]
+    except OSError as error:
+        raise click.BadParameter(f"{path}: {error.strerror}", param_hint=option) from error
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@click.option("--name", default=None, help="Ranking name [default: pagerank, personalized, trust, badrank or topic:NAME].")
+@click.option("--damping", "-d", type=click.FloatRange(0, 1), default=0.85, show_default=True,
+              help="Probability of following a link.")
+@click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-10, show_default=True,
+              help="Stop when the L1 change of an iteration is below this.")
+@click.option("--max-iter", type=click.IntRange(1), default=1000, show_default=True)
+@click.option("--dangling", type=click.Choice(["uniform", "source", "remove", "leak"]),
+              help="Pages without out-links: uniform jump, jump by E, the paper's removal, or leak "
+                   "[default: uniform; source when E is given].")
+@click.option("--source", "sources", multiple=True, metavar="URL", help="Personalised: E on this page (repeatable).")
+@click.option("--source-roots", is_flag=True, help="Personalised: E on the root page of every server (paper §6).")
+@click.option("--topic", "topics", multiple=True, metavar="NAME=FILE",
+              help="Topic-sensitive: one ranking topic:NAME with E on the URLs in FILE (repeatable).")
+@click.option("--trusted", type=click.Path(dir_okay=False), help="TrustRank from the URLs in FILE; stores Spam Mass.")
+@click.option("--flagged", type=click.Path(dir_okay=False), help="BadRank from the URLs in FILE (reverse graph).")
+@click.option("--include-nofollow", is_flag=True, help="Let nofollow/ugc/sponsored links vote too.")
+@click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
+@click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
+@click.option("-q", "--quiet", is_flag=True, help="No per-iteration output.")
+def rank(store_path, name, damping, tol, max_iter, dangling, sources, source_roots, topics, trusted, flagged,
+         include_nofollow, unweighted, cold, quiet):
+    """Compute PageRank (or a variant) and store it as a new version of a named ranking.
+
+    Prints the L1 residual of every iteration as it goes.  Readers (the proxy)
+    keep seeing the previous version until the new one is written whole.
+
+    \b
+    Examples:
+        rankstore rank
+        rankstore rank --damping 0.85 --tol 1e-10 --dangling remove --name paper
+        rankstore rank --source https://example.com/ --name mine
+        rankstore rank --topic python=python-urls.txt --topic sql=sql-urls.txt
+        rankstore rank --trusted seeds.txt && rankstore top --ranking trust
+    """
+    from .ranking import RankingError, RankOptions, load_graph
+    from .ranking import rank as run_rank
+    from .solver import ConvergenceError
+
+    if sum(bool(x) for x in (sources or source_roots, topics, trusted, flagged)) > 1:
+        raise click.UsageError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
+    jobs: list[RankOptions] = []
+    common = dict(damping=damping, tol=tol, max_iter=max_iter, dangling=dangling,
+                  include_nofollow=include_nofollow, weighted=not unweighted, warm_start=not cold)
+    if topics:
+        for topic in topics:
+            topic_name, sep, path = topic.partition("=")
+            if not sep or not topic_name or not path:
+                raise click.BadParameter(f"{topic!r}: expected NAME=FILE", param_hint="--topic")
+            jobs.append(RankOptions(name=f"topic:{topic_name}", sources=_read_url_file(path, "--topic"), **common))
+    elif trusted:
+        jobs.append(RankOptions(name=name or "trust", trusted=_read_url_file(trusted, "--trusted"), **common))
+    elif flagged:
+        jobs.append(RankOptions(name=name or "badrank", flagged=_read_url_file(flagged, "--flagged"), **common))
+    else:
+        default = "personalized" if sources or source_roots else "pagerank"
+        jobs.append(RankOptions(name=name or default, sources=sources, source_roots=source_roots, **common))
+
+    store = open_store(store_path)
+    try:
+        loaded = load_graph(store, include_nofollow)
+        if not quiet:
+            click.echo(f"graph: {loaded.graph.n:,} pages, {loaded.graph.links:,} links "
+                       f"(read in {loaded.seconds:.2f} s)", err=True)
+        for options in jobs:
+            def show(iteration: int, residual: float) -> None:
+                if not quiet:
+                    click.echo(f"  {options.name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
+
+            try:
+                outcome = run_rank(store, options, show, loaded)
+            except ConvergenceError as error:
+                raise click.ClickException(f"{error} (raise --max-iter or --tol)") from error
+            result = outcome.result
+            warm = ""
+            if outcome.warm_from is not None:
+                saved = outcome.iterations_saved
+                warm = f"; warm start from v{outcome.warm_from}" + (
+                    f": {saved} iterations saved against a cold start" if saved is not None else "")
+            click.echo(f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} pages in "
+                       f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
+                       f"{outcome.seconds:.2f} s{warm}")
+    except (RankingError, ValueError) as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+
+
+def format_option(function):
+    return click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+                        show_default=True, help="Output format.")(function)
+
+
+def ranking_option(function):
+    return click.option("--ranking", "ranking_name", default="pagerank", show_default=True,
+                        help="Which named ranking.")(function)
+
+
+def _decorate(rows: list[dict], lowest: float, highest: float) -> list[dict]:
+    from . import display
+
+    if not rows:
+        return rows
+    scores = [row["pagerank"] or 0.0 for row in rows]
+    pages = rows[0]["pages"]
+    positions = [row["position"] if row["position"] is not None else pages for row in rows]
+    percentiles = display.percentile(positions, pages)
+    toolbars = display.toolbar(scores, pages)
+    widths = display.bar_width(scores, lowest, highest, 20)
+    out = []
+    for row, pct, tb, width in zip(rows, percentiles, toolbars, widths):
+        item = {"url": row["url"], "title": row["title"], "pagerank": row["pagerank"],
+                "percentile": round(float(pct), 3) if row["pagerank"] is not None else None,
+                "toolbar": int(tb), "rank": (row["position"] + 1) if row["position"] is not None else None,
+                "inlinks": row["inlinks"], "bar": int(width)}
+        if row.get("extra") is not None:
+            item["spam_mass"] = row["extra"]
+        for key in ("nofollow", "anchor"):
+            if key in row:
+                item[key] = row[key]
+        out.append(item)
+    return out
+
+
+def _emit(rows: list[dict], fmt: str) -> None:
+    import csv
+
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    columns = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "url", "title"]
+    extra = [key for key in ("spam_mass", "nofollow", "anchor") if rows and key in rows[0]]
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns + extra)
+        for row in rows:
+            writer.writerow([row[c] for c in columns + extra])
+        return
+    if not rows:
+        click.echo("(nothing)")
+        return
+    click.echo(f"{'rank':>7}  {'pagerank':>10}  {'pct':>7}  {'tb':>2}  {'in':>6}  bar{' ' * 18}url / title")
+    for row in rows:
+        bar = "█" * max(row["bar"], 0)
+        score = f"{row['pagerank']:.4e}" if row["pagerank"] is not None else "-"
+        rank_text = str(row["rank"]) if row["rank"] is not None else "-"
+        pct = f"{row['percentile']:.2f}" if row["percentile"] is not None else "-"
+        inlinks = row["inlinks"] if row["inlinks"] is not None else "-"
+        click.echo(f"{rank_text:>7}  {score:>10}  {pct:>7}  {row['toolbar']:>2}  {inlinks:>6}  {bar:<20} {row['url']}")
+        if row["title"]:
+            click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {'':<20} {row['title'][:100]}")
+
+
+def _open_ranked(store_path: str):
+    if not os.path.exists(store_path):
+        raise click.ClickException(f"{store_path}: no such store (run `rankstore build` first)")
+    return open_store(store_path, readonly=True)
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@ranking_option
+@click.option("-n", "--limit", type=click.IntRange(1), default=15, show_default=True)
+@format_option
+def top(store_path, ranking_name, limit, fmt):
+    """The best pages by PageRank (the paper's Table 1).
+
+    \b
+    Examples:
+        rankstore top -n 15
+        rankstore top --ranking trust --format json
+    """
+    from .store import StoreError
+
+    store = _open_ranked(store_path)
+    try:
+        ranking = store.ranking(ranking_name)
+        rows = _decorate(store.top(ranking_name, limit), *store.score_range(ranking))
+    except StoreError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+    _emit(rows, fmt)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("urls", nargs=-1, required=True)
+@store_option
+@ranking_option
+@format_option
+def show(urls, store_path, ranking_name, fmt):
+    """PageRank, percentile, toolbar score and in-links of pages.
+
+    \b
+    Example:
+        rankstore show http://127.0.0.1:8000/library/functions.html --format json
+    """
+    from .store import StoreError
+    from .urls import canonical
+
+    store = _open_ranked(store_path)
+    try:
+        ranking = store.ranking(ranking_name)
+        normal = []
+        for url in urls:
+            if canonical(url) is None:
+                raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URLS")
+            normal.append(canonical(url))
+        found = store.lookup(normal, ranking_name)
+        missing = [url for url, n in zip(urls, normal) if n not in found]
+        rows = _decorate([found[n] for n in normal if n in found], *store.score_range(ranking))
+    except StoreError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+    _emit(rows, fmt)
+    if missing:
+        click.echo(f"not in the store: {', '.join(missing)}", err=True)
+        sys.exit(1)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("url")
+@store_option
+@ranking_option
+@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0)
+@format_option
+def backlinks(url, store_path, ranking_name, limit, offset, fmt):
+    """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
+
+    \b
+    Example:
+        rankstore backlinks https://competitor.example/ --format csv > backlinks.csv
+    """
+    from .store import StoreError
+    from .urls import canonical
+
+    normal = canonical(url)
+    if normal is None:
+        raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URL")
+    store = _open_ranked(store_path)
+    try:
+        ranking = store.ranking(ranking_name)
+        if store.page_id(normal) is None:
+            raise click.ClickException(f"{normal}: not in the store")
+        rows = _decorate(store.backlinks(normal, ranking_name, limit, offset), *store.score_range(ranking))
+    except StoreError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+    _emit(rows, fmt)
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@ranking_option
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv].")
+def export(store_path, ranking_name, fmt, output):
+    """Every page's score: columns url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title.
+
+    \b
+    Examples:
+        rankstore export > ranks.csv
+        rankstore export --format parquet -o ranks.parquet
+    """
+    import csv
+
+    from . import display
+    from .store import StoreError
+
+    if fmt == "parquet" and not output:
+        raise click.UsageError("--format parquet needs --output FILE")
+    store = _open_ranked(store_path)
+    try:
+        ranking = store.ranking(ranking_name)
+        cursor = store.db.execute(
+            "SELECT p.url, s.score, s.position, s.inlinks, p.title FROM scores s JOIN pages p ON p.id = s.page_id"
+            " WHERE s.ranking_id = ? ORDER BY s.position", (ranking.id,))
+        rows = cursor.fetchall()
+    except StoreError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+    scores = [row[1] for row in rows]
+    positions = [row[2] for row in rows]
+    columns = {
+        "url": [row[0] for row in rows],
+        "pagerank": scores,
+        "algorithm1": display.algorithm1(scores, ranking.pages).tolist(),
+        "percentile": display.percentile(positions, ranking.pages).round(4).tolist(),
+        "toolbar": display.toolbar(scores, ranking.pages).tolist(),
+        "rank": [p + 1 for p in positions],
+        "inlinks": [row[3] for row in rows],
+        "title": [row[4] for row in rows],
+    }
+    if fmt == "parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError as error:
+            raise click.ClickException("parquet needs pyarrow: pip install pyarrow") from error
+        pq.write_table(pa.table(columns), output)
+        click.echo(f"wrote {len(rows):,} rows to {output}", err=True)
+        return
+    handle = open(output, "w", newline="", encoding="utf-8") if output else sys.stdout
+    try:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(list(columns))
+        writer.writerows(zip(*columns.values()))
+    finally:
+        if output:
+            handle.close()
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@ranking_option
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG: convergence and rank distribution.")
+def stats(store_path, ranking_name, plot):
+    """Convergence history and score distribution of a ranking.
+
+    The plot has the paper's Figure 4 (L1 residual per iteration, log axis)
+    and the rank distribution on log-log axes.
+
+    \b
+    Example:
+        rankstore stats --plot pagerank.png
+    """
+    import numpy as np
+
+    from .store import StoreError
+
+    store = _open_ranked(store_path)
+    try:
+        ranking = store.ranking(ranking_name)
+        _, scores = store.scores_of(ranking.id)
+    except StoreError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+    scores = np.sort(scores)[::-1]
+    click.echo(f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
+               f"{ranking.iterations} iterations, final L1 residual {ranking.residuals[-1]:.2e}")
+    click.echo(f"params: {json.dumps(ranking.params, sort_keys=True)}")
+    click.echo(f"scores: max {scores[0]:.4e}, median {np.median(scores):.4e}, min {scores[-1]:.4e}, "
+               f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}")
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+        left.semilogy(range(1, len(ranking.residuals) + 1), ranking.residuals, marker=".")
+        left.set(xlabel="iteration", ylabel="L1 residual", title="Convergence (cf. paper, Figure 4)")
+        left.grid(True, which="both", alpha=0.3)
+        right.loglog(np.arange(1, len(scores) + 1), scores, marker=".", linestyle="none", markersize=2)
+        right.set(xlabel="rank", ylabel="PageRank", title="Rank distribution")
+        right.grid(True, which="both", alpha=0.3)
+        figure.suptitle(f"{ranking.name} v{ranking.version}: {ranking.pages:,} pages")
+        figure.tight_layout()
+        figure.savefig(plot, dpi=110)
+        click.echo(f"wrote {plot}")

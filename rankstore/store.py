@@ -9,7 +9,12 @@ Layout (schema version in ``meta``):
   target for backlinks.
 * ``builds``: each ``rankstore build`` run: times, sources, counts, status
   (``running`` until it completes, so an interrupted run shows as such).
-* ``rankings`` / ``scores``: named, versioned PageRank results.
+* ``rankings`` / ``scores``: named, versioned PageRank results; each score
+  row carries the page's position in its ranking (0 = best), its in-link count
+  and a variant's extra value (TrustRank's spam mass).
+* ``ranked_links``: for the newest version of each ranking, every link keyed by
+  (target, position of its source), so the best backlinks of a page are an
+  index range scan however many it has.
 
 The store runs in WAL mode: a reader (the proxy) never blocks a writer and
 sees each transaction whole or not at all.  A build commits in large batches;
@@ -20,6 +25,7 @@ new ones.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -27,11 +33,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from .urls import host_of
 
-__all__ = ["Store", "StoreError", "PageData", "SCHEMA_VERSION"]
+__all__ = ["Store", "StoreError", "RankingNotFound", "Ranking", "PageData", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _URL_CACHE_LIMIT = 2_000_000
 _IN_CHUNK = 500
 
@@ -81,13 +89,25 @@ CREATE TABLE IF NOT EXISTS rankings (
     residuals  TEXT NOT NULL,
     created_at TEXT NOT NULL,
     pages      INTEGER NOT NULL,
+    seconds    REAL,
     UNIQUE (name, version)
 );
 CREATE TABLE IF NOT EXISTS scores (
     ranking_id INTEGER NOT NULL,
     page_id    INTEGER NOT NULL,
     score      REAL NOT NULL,
+    position   INTEGER NOT NULL,
+    inlinks    INTEGER NOT NULL,
+    extra      REAL,
     PRIMARY KEY (ranking_id, page_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS scores_by_position ON scores (ranking_id, position);
+CREATE TABLE IF NOT EXISTS ranked_links (
+    ranking_id INTEGER NOT NULL,
+    dst        INTEGER NOT NULL,
+    position   INTEGER NOT NULL,
+    src        INTEGER NOT NULL,
+    PRIMARY KEY (ranking_id, dst, position)
 ) WITHOUT ROWID;
 """
 
@@ -113,7 +133,229 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store:
+class RankingNotFound(StoreError):
+    """No ranking of that name in the store."""
+
+
+@dataclass
+class Ranking:
+    id: int
+    name: str
+    version: int
+    params: dict
+    iterations: int
+    residuals: list[float]
+    created_at: str
+    pages: int
+    seconds: float | None
+
+
+_PAGE_COLUMNS = "p.url, p.title, s.score, s.position, s.inlinks, s.extra, p.crawled"
+
+
+def _page_row(row, total: int) -> dict:
+    url, title, score, position, inlinks, extra, crawled = row
+    return {"url": url, "title": title, "pagerank": score, "position": position, "inlinks": inlinks,
+            "extra": extra, "crawled": bool(crawled), "pages": total}
+
+
+class RankingsMixin:
+    """Reading and writing rankings; part of :class:`Store`."""
+
+    db: sqlite3.Connection
+
+    # --------------------------------------------------------------- graph
+
+    def graph_arrays(self, include_nofollow: bool = False):
+        """(page ids, link sources, link targets, link weights) as page indices, all numpy.
+
+        Page index ``i`` is ``page_ids[i]``; links come in storage order.
+        """
+        page_ids = np.fromiter(itertools.chain.from_iterable(self.db.execute("SELECT id FROM pages ORDER BY id")),
+                               dtype=np.int64)
+        where = "" if include_nofollow else " WHERE NOT nofollow"
+        count = self.db.execute(f"SELECT count(*) FROM links{where}").fetchone()[0]
+        flat = np.fromiter(
+            itertools.chain.from_iterable(self.db.execute(f"SELECT src, dst, weight FROM links{where}")),
+            dtype=np.float64, count=3 * count,
+        ).reshape(-1, 3)
+        src_ids, dst_ids, weights = flat[:, 0].astype(np.int64), flat[:, 1].astype(np.int64), flat[:, 2]
+        if len(page_ids) and page_ids[-1] == len(page_ids):
+            src, dst = src_ids - 1, dst_ids - 1  # ids are 1..n: no search needed
+        else:
+            src, dst = np.searchsorted(page_ids, src_ids), np.searchsorted(page_ids, dst_ids)
+        return page_ids, src, dst, weights
+
+    def page_ids_for(self, urls: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        urls = list(dict.fromkeys(urls))
+        for start in range(0, len(urls), _IN_CHUNK):
+            chunk = urls[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.db.execute(f"SELECT url, id FROM pages WHERE url IN ({marks})", chunk))
+        return found
+
+    def root_page_ids(self) -> list[int]:
+        """The root page (``scheme://host/``) of every server in the store."""
+        return [row[0] for row in self.db.execute(
+            "SELECT id FROM pages WHERE substr(url, instr(url, '//') + 2) = host || '/'")]
+
+    # ------------------------------------------------------------ rankings
+
+    def write_ranking(self, name: str, params: dict, iterations: int, residuals: list[float], page_ids, scores,
+                      inlinks, links_src=None, links_dst=None, extra=None, seconds: float | None = None) -> Ranking:
+        """Store a new version of ranking ``name`` in one transaction.
+
+        ``page_ids``/``scores``/``inlinks``/``extra`` are arrays by page index;
+        ``links_src``/``links_dst`` (page indices) fill ``ranked_links``.
+        Older versions keep their scores (one previous version, for warm
+        starts and comparisons) but lose their ranked links.
+        """
+        order = np.argsort(-scores, kind="stable")
+        position = np.empty(len(scores), dtype=np.int64)
+        position[order] = np.arange(len(scores))
+        extra_list = [None] * len(scores) if extra is None else [None if np.isnan(v) else float(v) for v in extra]
+        with self.transaction():
+            row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()
+            version = (row[0] or 0) + 1
+            cursor = self.db.execute(
+                "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, version, json.dumps(params, sort_keys=True), iterations, json.dumps(residuals), _now(),
+                 len(scores), seconds),
+            )
+            ranking_id = cursor.lastrowid
+            self.db.executemany(
+                "INSERT INTO scores (ranking_id, page_id, score, position, inlinks, extra) VALUES (?, ?, ?, ?, ?, ?)",
+                zip(itertools.repeat(ranking_id), page_ids.tolist(), scores.tolist(), position.tolist(),
+                    np.asarray(inlinks).tolist(), extra_list),
+            )
+            if links_src is not None:
+                self.db.executemany(
+                    "INSERT OR IGNORE INTO ranked_links (ranking_id, dst, position, src) VALUES (?, ?, ?, ?)",
+                    zip(itertools.repeat(ranking_id), page_ids[links_dst].tolist(), position[links_src].tolist(),
+                        page_ids[links_src].tolist()),
+                )
+            old = [r[0] for r in self.db.execute(
+                "SELECT id FROM rankings WHERE name = ? AND version < ? ORDER BY version DESC", (name, version))]
+            for old_id in old:
+                self.db.execute("DELETE FROM ranked_links WHERE ranking_id = ?", (old_id,))
+            for old_id in old[1:]:
+                self.db.execute("DELETE FROM scores WHERE ranking_id = ?", (old_id,))
+        return self.ranking(name, version)
+
+    def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
+        sql = ("SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds FROM rankings"
+               " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1")
+        row = self.db.execute(sql, (name, version) if version else (name,)).fetchone()
+        if row is None:
+            known = ", ".join(r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY 1"))
+            raise RankingNotFound(f"no ranking {name!r}" + (f" version {version}" if version else "")
+                                  + (f" (the store has: {known})" if known else " (run `rankstore rank` first)"))
+        return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
+
+    def rankings(self) -> list[Ranking]:
+        names = [r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY name")]
+        return [self.ranking(name) for name in names]
+
+    def scores_of(self, ranking_id: int):
+        """(page ids, scores) of a stored ranking version, as numpy arrays."""
+        flat = np.fromiter(itertools.chain.from_iterable(self.db.execute(
+            "SELECT page_id, score FROM scores WHERE ranking_id = ?", (ranking_id,))), dtype=np.float64)
+        return flat[0::2].astype(np.int64), flat[1::2]
+
+    def score_range(self, ranking: "Ranking") -> tuple[float, float]:
+        """(lowest, highest) score of a ranking, for bar widths."""
+        rows = dict(self.db.execute(
+            "SELECT position, score FROM scores WHERE ranking_id = ? AND position IN (0, ?)",
+            (ranking.id, ranking.pages - 1)))
+        return rows.get(ranking.pages - 1, 0.0), rows.get(0, 0.0)
+
+    def snapshot(self):
+        """A read transaction: every query inside sees one version of the store."""
+        return _Snapshot(self.db)
+
+    def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
+        with self.snapshot():
+            ranking = self.ranking(name)
+            rows = self.db.execute(
+                f"SELECT {_PAGE_COLUMNS} FROM scores s JOIN pages p ON p.id = s.page_id"
+                " WHERE s.ranking_id = ? AND s.position >= ? ORDER BY s.position LIMIT ?",
+                (ranking.id, offset, limit),
+            ).fetchall()
+        return [_page_row(row, ranking.pages) for row in rows]
+
+    def lookup(self, urls: Sequence[str], name: str = "pagerank") -> dict[str, dict]:
+        """Scores of many URLs (already canonical) in one query per 500; absent URLs are left out."""
+        found: dict[str, dict] = {}
+        urls = list(dict.fromkeys(urls))
+        with self.snapshot():
+            ranking = self.ranking(name)
+            for start in range(0, len(urls), _IN_CHUNK):
+                chunk = urls[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for row in self.db.execute(
+                    f"SELECT {_PAGE_COLUMNS} FROM pages p JOIN scores s ON s.page_id = p.id AND s.ranking_id = ?"
+                    f" WHERE p.url IN ({marks})", [ranking.id, *chunk]):
+                    found[row[0]] = _page_row(row, ranking.pages)
+        return found
+
+    def backlinks(self, url: str, name: str = "pagerank", limit: int = 50, offset: int = 0) -> list[dict]:
+        """Pages linking to ``url``, best PageRank first (the paper's section 7.4)."""
+        with self.snapshot():
+            ranking = self.ranking(name)
+            rows = self.db.execute(
+                f"SELECT {_PAGE_COLUMNS}, l.nofollow, l.anchor FROM pages t"
+                " JOIN ranked_links r ON r.ranking_id = ? AND r.dst = t.id"
+                " JOIN scores s ON s.ranking_id = r.ranking_id AND s.page_id = r.src"
+                " JOIN pages p ON p.id = r.src"
+                " LEFT JOIN links l ON l.src = r.src AND l.dst = r.dst"
+                " WHERE t.url = ? ORDER BY r.position LIMIT ? OFFSET ?",
+                (ranking.id, url, limit, offset),
+            ).fetchall()
+        result = []
+        for row in rows:
+            entry = _page_row(row[:7], ranking.pages)
+            entry["nofollow"] = bool(row[7])
+            entry["anchor"] = row[8]
+            result.append(entry)
+        return result
+
+    def out_links_ranked(self, url: str, name: str = "pagerank", limit: int = 200) -> list[dict]:
+        with self.snapshot():
+            ranking = self.ranking(name)
+            rows = self.db.execute(
+                f"SELECT {_PAGE_COLUMNS}, l.nofollow, l.anchor FROM pages src JOIN links l ON l.src = src.id"
+                " JOIN pages p ON p.id = l.dst LEFT JOIN scores s ON s.ranking_id = ? AND s.page_id = l.dst"
+                " WHERE src.url = ? ORDER BY s.position LIMIT ?",
+                (ranking.id, url, limit),
+            ).fetchall()
+        result = []
+        for row in rows:
+            entry = _page_row(row[:7], ranking.pages)
+            entry["nofollow"] = bool(row[7])
+            entry["anchor"] = row[8]
+            result.append(entry)
+        return result
+
+
+class _Snapshot:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.outer = False
+
+    def __enter__(self):
+        self.outer = not self.db.in_transaction
+        if self.outer:
+            self.db.execute("BEGIN")
+        return self.db
+
+    def __exit__(self, *exc):
+        if self.outer:
+            self.db.execute("COMMIT")
+
+
+class Store(RankingsMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False):
@@ -123,7 +365,8 @@ class Store:
             raise StoreError(f"{path}: no such store (run `rankstore build` first)")
         try:
             if readonly:
-                self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+                self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
+                                          isolation_level=None)
             else:
                 # one thread at a time: the build writes from its writer thread
                 self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -132,6 +375,7 @@ class Store:
                 self.db.execute("PRAGMA journal_mode = WAL")
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.execute("PRAGMA cache_size = -262144")
+                self._migrate()
                 self.db.executescript(_SCHEMA)
                 self._check_version(create=True)
             else:
@@ -140,6 +384,16 @@ class Store:
             raise StoreError(f"{path}: not a rankstore database ({error})") from error
         self._url_ids: dict[str, int] = {}
         self._written: set[int] = set()
+
+    def _migrate(self) -> None:
+        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
+        if row is not None and row[0] == "1":
+            # Version 1 had placeholder ranking tables that nothing wrote.
+            self.db.executescript(
+                "BEGIN; DROP TABLE IF EXISTS scores; DROP TABLE IF EXISTS rankings;"
+                " UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;"
+            )
 
     def _check_version(self, create: bool) -> None:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

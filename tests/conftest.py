@@ -46,3 +46,26 @@ def python_doc_crawl(tmp_path_factory) -> Crawl:
     with serve(PYTHON_DOC) as url:
         crawl(url, warc, mirror)
     return Crawl(warc, mirror, url)
+
+
+def _built_store(path: str, *sources: str, base_url: str | None = None) -> str:
+    from rankstore.build import build
+    from rankstore.store import Store
+
+    with Store(path) as store:
+        build(store, list(sources), base_url=base_url, jobs=2)
+    return path
+
+
+@pytest.fixture(scope="session")
+def python_doc_store(python_doc_crawl, tmp_path_factory) -> str:
+    """A store built from the wget crawl of python3.11-doc (not yet ranked)."""
+    return _built_store(str(tmp_path_factory.mktemp("py-store") / "py.db"), python_doc_crawl.warc)
+
+
+@pytest.fixture(scope="session")
+def postgres_doc_store(tmp_path_factory) -> str:
+    """A store built from postgresql-doc-15's HTML directory."""
+    _need(POSTGRES_DOC)
+    return _built_store(str(tmp_path_factory.mktemp("pg-store") / "pg.db"), POSTGRES_DOC,
+                        base_url="http://postgres.local/docs/")

@@ -1,0 +1,51 @@
+"""How a score is shown: percentile, the toolbar's 0-10, bar width. Shared by CLI and proxy.
+
+All functions take numpy arrays (or scalars) and are vectorised.
+
+* **percentile**: the share of pages ranked at or below this one, from its
+  position in the ranking (0 = best) and the number of pages; the paper shows
+  percentiles beside PageRank.
+* **toolbar**: Google's toolbar showed 0-10 on a log scale; seed 000 estimates
+  the base at 6-7 of the "algorithm 1" PageRank (sum to N, average page 1).
+  Here: 0 below an average page, then one step per factor of 6.5, at most 10.
+* **bar width**: proportional to log PageRank (the paper's section 7.3), from
+  1 px for the lowest score of the ranking to ``max_px`` for the highest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["TOOLBAR_BASE", "percentile", "toolbar", "bar_width", "algorithm1"]
+
+TOOLBAR_BASE = 6.5
+
+
+def algorithm1(score, pages):
+    """The notes' "algorithm 1" scale: ranks summing to N (the average page is 1)."""
+    return np.asarray(score, dtype=np.float64) * pages
+
+
+def percentile(position, pages):
+    """100 for the best page, falling to 100/N for the last."""
+    position = np.asarray(position, dtype=np.float64)
+    return np.where(pages > 0, 100.0 * (pages - position) / np.maximum(pages, 1), 0.0)
+
+
+def toolbar(score, pages):
+    value = algorithm1(score, pages)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        steps = np.floor(np.log(np.maximum(value, 1e-300)) / np.log(TOOLBAR_BASE)) + 1
+    return np.clip(np.where(value >= 1, steps, 0), 0, 10).astype(np.int64)
+
+
+def bar_width(score, lowest: float, highest: float, max_px: int = 40):
+    """Pixels, log-scaled between the ranking's lowest and highest score; 0 for no score."""
+    score = np.asarray(score, dtype=np.float64)
+    if not (highest > 0 and lowest > 0):
+        return np.zeros(score.shape, dtype=np.int64)
+    span = np.log(highest) - np.log(lowest)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fraction = (np.log(np.maximum(score, lowest)) - np.log(lowest)) / span if span > 0 else np.ones(score.shape)
+    width = 1 + np.round(fraction * (max_px - 1))
+    return np.where(score > 0, width, 0).astype(np.int64)

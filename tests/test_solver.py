@@ -1,0 +1,186 @@
+"""The solver against the seeds' worked examples (exact), networkx and igraph."""
+
+from __future__ import annotations
+
+import igraph
+import networkx as nx
+import numpy as np
+import pytest
+
+from rankstore.ranking import load_graph
+from rankstore.solver import ConvergenceError, Graph, pagerank, pagerank_dense
+from rankstore.store import Store
+
+A, B, C, D = range(4)
+
+
+def graph(edges, n, weights=None):
+    return Graph.from_edges([s for s, _ in edges], [t for _, t in edges], n, weights)
+
+
+def dense(edges, n, weights=None):
+    matrix = np.zeros((n, n))
+    for (s, t), w in zip(edges, weights or [1.0] * len(edges)):
+        matrix[s, t] = w
+    return matrix
+
+
+def solve(method, edges, n, damping, dangling="uniform", weights=None):
+    if method == "power":
+        return pagerank(graph(edges, n, weights), damping, dangling=dangling, tol=1e-15, max_iter=10_000).scores
+    return pagerank_dense(dense(edges, n, weights), damping, dangling=dangling)
+
+
+# (edges, weights, damping, dangling, exact answer in the notes' "algorithm 1" scale: sum to N)
+SEED_EXAMPLES = {
+    "000 three pages, d=0.5": ([(A, B), (A, C), (B, C), (C, A)], None, 0.5, "uniform", [14 / 13, 10 / 13, 15 / 13]),
+    "000 two closed sites + A->C, d=0.75": (
+        [(A, B), (B, A), (C, D), (D, C), (A, C)], None, 0.75, "uniform", [14 / 23, 11 / 23, 35 / 23, 32 / 23]),
+    "000 dangling page C leaks rank, d=0.75": (
+        [(A, B), (A, C), (B, A)], None, 0.75, "leak", [14 / 23, 11 / 23, 11 / 23]),
+    "000 weighted links (visibility x position), d=0.5": (
+        [(A, B), (A, C), (B, A), (B, C), (C, A), (C, B)], [3, 1, 6, 2, 6, 2], 0.5, "uniform",
+        [819 / 693, 721 / 693, 539 / 693]),
+    "002 four pages, no teleport": (
+        [(A, B), (A, C), (A, D), (B, A), (B, C), (C, D), (D, A), (D, B)], None, 1.0, "uniform",
+        [4 * 9 / 34, 4 * 8 / 34, 4 * 7 / 34, 4 * 10 / 34]),
+}
+
+
+# (I - M) is singular without teleport: the dense reference only takes d < 1.
+CASES = [(method, name) for name in SEED_EXAMPLES for method in ("power", "dense")
+         if method == "power" or SEED_EXAMPLES[name][2] < 1]
+
+
+@pytest.mark.parametrize("method, example", CASES)
+def test_seed_examples_exact_in_both_scales(method, example):
+    edges, weights, damping, dangling, algorithm1 = SEED_EXAMPLES[example]
+    n = len(algorithm1)
+    scores = solve(method, edges, n, damping, dangling, weights)
+    np.testing.assert_allclose(scores * n, algorithm1, rtol=0, atol=1e-12)  # algorithm 1: sum to N
+    np.testing.assert_allclose(scores, np.array(algorithm1) / n, rtol=0, atol=1e-12)  # algorithm 2
+    if dangling != "leak":
+        assert abs(scores.sum() - 1) < 1e-12
+    else:
+        assert scores.sum() * n == pytest.approx(36 / 23, abs=1e-12)  # rank lost through the sink
+
+
+def test_seed_000_iteration_table_converges_in_about_a_dozen_steps():
+    edges = [(A, B), (A, C), (B, C), (C, A)]
+    result = pagerank(graph(edges, 3), 0.5, tol=1e-5 / 3, start=np.ones(3))
+    assert 10 <= result.iterations <= 16
+    assert all(a > b for a, b in zip(result.residuals, result.residuals[1:]))
+
+
+def test_seed_002_dead_ends_removed_then_restored():
+    # A->{B,C,D}, B->{A,C}, C->{D}, D none: remove D, then C; A, B get 1/2; C = 5/12, D = 7/12
+    edges = [(A, B), (A, C), (A, D), (B, A), (B, C), (C, D)]
+    result = pagerank(graph(edges, 4), 1.0, dangling="remove", tol=1e-15)
+    expected = np.array([1 / 2, 1 / 2, 5 / 12, 7 / 12])
+    np.testing.assert_allclose(result.scores, expected / expected.sum(), rtol=0, atol=1e-12)
+    assert result.removed_rounds == 2
+
+
+def test_seed_002_spam_farm_amplification():
+    # target t=0 with m supporting pages 1..m (t -> each, each -> t); outside: a ring 11..20 of which 11 -> t
+    d, m = 0.8, 10
+    edges = [(0, i) for i in range(1, m + 1)] + [(i, 0) for i in range(1, m + 1)]
+    ring = list(range(m + 1, m + 11))
+    edges += [(a, b) for a, b in zip(ring, ring[1:] + ring[:1])] + [(ring[0], 0)]
+    n = m + 1 + len(ring)
+    scores = pagerank(graph(edges, n), d, tol=1e-15).scores
+    x = d * scores[ring[0]] / 2  # what the outside contributes to the target
+    y = x / (1 - d * d) + (d * m + 1) / (n * (1 + d))
+    assert scores[0] == pytest.approx(y, abs=1e-12)
+    assert 1 / (1 - d * d) == pytest.approx(1 / (2 * 0.2 - 0.2**2)) and round(1 / (1 - d * d), 2) == 2.78
+
+
+@pytest.mark.parametrize("dangling", ["uniform", "source", "leak"])
+def test_power_method_matches_dense_reference_with_personalisation(dangling):
+    rng = np.random.default_rng(3)
+    n = 60
+    edges = list({(int(s), int(t)) for s, t in rng.integers(0, n, size=(240, 2))})
+    edges = [e for e in edges if e[0] % 7]  # pages 0, 7, 14, ... are sinks
+    weights = list(rng.uniform(0.5, 3, len(edges)))
+    personalization = rng.uniform(0, 1, n) * (rng.uniform(size=n) < 0.3)
+    ours = pagerank(graph(edges, n, weights), 0.85, personalization, dangling, tol=1e-14).scores
+    reference = pagerank_dense(dense(edges, n, weights), 0.85, personalization, dangling)
+    assert np.abs(ours - reference).sum() < 1e-12
+
+
+def test_duplicate_links_count_once_and_self_links_count():
+    with_duplicates = graph([(A, B), (A, B), (A, C), (B, B), (C, A)], 3)
+    assert with_duplicates.links == 4
+    reference = pagerank_dense(dense([(A, B), (A, C), (B, B), (C, A)], 3), 0.85)
+    assert np.abs(pagerank(with_duplicates, tol=1e-14).scores - reference).sum() < 1e-12
+
+
+def test_non_convergence_raises_a_named_error_with_the_partial_result():
+    edges = [(A, B), (B, A)]  # periodic without teleport: never settles from a lopsided start
+    with pytest.raises(ConvergenceError) as caught:
+        pagerank(graph(edges, 2), 1.0, start=np.array([1.0, 0.0]), max_iter=20)
+    assert caught.value.result.iterations == 20 and len(caught.value.result.residuals) == 20
+
+
+@pytest.mark.parametrize("bad", [dict(dangling="nope"), dict(damping=1.5), dict(personalization=np.zeros(3)),
+                                 dict(personalization=np.ones(2))])
+def test_bad_arguments(bad):
+    with pytest.raises(ValueError):
+        pagerank(graph([(A, B)], 3), **bad)
+
+
+def test_threaded_product_equals_single_thread():
+    rng = np.random.default_rng(5)
+    n, m = 300_000, 2_500_000
+    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), n)
+    one = pagerank(g, tol=1e-10, threads=1)
+    two = pagerank(g, tol=1e-10, threads=2)
+    assert one.iterations == two.iterations
+    assert np.abs(one.scores - two.scores).sum() < 1e-14
+
+
+# ------------------------------------------------------- against networkx and igraph on real crawls
+
+def _peers(loaded, personalization, dangling):
+    n = loaded.graph.n
+    edges = list(zip(loaded.graph.indices.tolist(), loaded.graph.targets().tolist()))
+    nxg = nx.DiGraph()
+    nxg.add_nodes_from(range(n))
+    nxg.add_edges_from(edges)
+    nx_kwargs = {}
+    if personalization is not None:
+        nx_kwargs["personalization"] = dict(enumerate(personalization))
+        nx_kwargs["dangling"] = dict(enumerate(personalization if dangling == "source" else np.ones(n)))
+    networkx_scores = nx.pagerank(nxg, 0.85, tol=1e-10 / n, max_iter=10_000, **nx_kwargs)
+    networkx_vector = np.array([networkx_scores[i] for i in range(n)])
+    ig = igraph.Graph(n=n, edges=edges, directed=True)
+    if personalization is None:
+        igraph_vector = np.array(ig.pagerank(damping=0.85, implementation="prpack"))
+    else:
+        igraph_vector = np.array(ig.personalized_pagerank(damping=0.85, reset=list(personalization),
+                                                          implementation="prpack"))
+    return networkx_vector, igraph_vector
+
+
+@pytest.mark.parametrize("store_fixture", ["python_doc_store", "postgres_doc_store"])
+@pytest.mark.parametrize("personalised", [False, True])
+def test_real_graphs_match_networkx_and_igraph(request, store_fixture, personalised):
+    with Store(request.getfixturevalue(store_fixture), readonly=True) as store:
+        loaded = load_graph(store)
+    g = loaded.graph
+    assert g.n > 1000
+    assert (g.out_weight() == 0).sum() > 1000  # dangling: pages linked to but not crawled
+    assert (g.targets() == g.indices).sum() >= 2  # pages that link to themselves
+    # duplicate links in the input count once (links are a set); the peers get the set
+    doubled = Graph.from_edges(np.concatenate([g.indices, g.indices[::3]]),
+                               np.concatenate([g.targets(), g.targets()[::3]]), g.n)
+    assert doubled.links == g.links
+    personalization, dangling = None, "uniform"
+    if personalised:
+        personalization = np.zeros(g.n)
+        personalization[np.argsort(-g.in_degree())[:25]] = 1.0
+        dangling = "source"
+    ours = pagerank(doubled, 0.85, personalization, dangling, tol=1e-10).scores
+    networkx_vector, igraph_vector = _peers(loaded, personalization, dangling)
+    assert np.abs(ours - networkx_vector).sum() <= 1e-8
+    assert np.abs(ours - igraph_vector).sum() <= 1e-8
