@@ -42,6 +42,7 @@ __all__ = ["Store", "StoreError", "RankingNotFound", "Ranking", "PageData", "SCH
 SCHEMA_VERSION = 2
 _URL_CACHE_LIMIT = 2_000_000
 _IN_CHUNK = 500
+_LOOKUP_CHUNK = 2000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -291,12 +292,13 @@ class RankingsMixin:
         urls = list(dict.fromkeys(urls))
         with self.snapshot():
             ranking = self.ranking(name)
-            for start in range(0, len(urls), _IN_CHUNK):
-                chunk = urls[start : start + _IN_CHUNK]
+            for start in range(0, len(urls), _LOOKUP_CHUNK):
+                chunk = urls[start : start + _LOOKUP_CHUNK]
                 marks = ",".join("?" * len(chunk))
                 for row in self.db.execute(
-                    f"SELECT {_PAGE_COLUMNS} FROM pages p JOIN scores s ON s.page_id = p.id AND s.ranking_id = ?"
-                    f" WHERE p.url IN ({marks})", [ranking.id, *chunk]):
+                    # CROSS JOIN pins the join order: URL index first, then one score probe each
+                    f"SELECT {_PAGE_COLUMNS} FROM pages p CROSS JOIN scores s ON s.page_id = p.id"
+                    f" AND s.ranking_id = ? WHERE p.url IN ({marks})", [ranking.id, *chunk]):
                     found[row[0]] = _page_row(row, ranking.pages)
         return found
 
@@ -304,14 +306,25 @@ class RankingsMixin:
         """Pages linking to ``url``, best PageRank first (the paper's section 7.4)."""
         with self.snapshot():
             ranking = self.ranking(name)
+            target = self.db.execute("SELECT id FROM pages WHERE url = ?", (url,)).fetchone()
+            if target is None:
+                return []
+            start = 0
+            if offset:
+                # skip on the index alone, then join only the rows shown
+                row = self.db.execute(
+                    "SELECT position FROM ranked_links WHERE ranking_id = ? AND dst = ?"
+                    " ORDER BY position LIMIT 1 OFFSET ?", (ranking.id, target[0], offset)).fetchone()
+                if row is None:
+                    return []
+                start = row[0]
             rows = self.db.execute(
-                f"SELECT {_PAGE_COLUMNS}, l.nofollow, l.anchor FROM pages t"
-                " JOIN ranked_links r ON r.ranking_id = ? AND r.dst = t.id"
+                f"SELECT {_PAGE_COLUMNS}, l.nofollow, l.anchor FROM ranked_links r"
                 " JOIN scores s ON s.ranking_id = r.ranking_id AND s.page_id = r.src"
                 " JOIN pages p ON p.id = r.src"
                 " LEFT JOIN links l ON l.src = r.src AND l.dst = r.dst"
-                " WHERE t.url = ? ORDER BY r.position LIMIT ? OFFSET ?",
-                (ranking.id, url, limit, offset),
+                " WHERE r.ranking_id = ? AND r.dst = ? AND r.position >= ? ORDER BY r.position LIMIT ?",
+                (ranking.id, target[0], start, limit),
             ).fetchall()
         result = []
         for row in rows:
@@ -320,6 +333,14 @@ class RankingsMixin:
             entry["anchor"] = row[8]
             result.append(entry)
         return result
+
+    def backlink_count(self, url: str, name: str = "pagerank") -> int:
+        with self.snapshot():
+            ranking = self.ranking(name)
+            row = self.db.execute(
+                "SELECT s.inlinks FROM pages p JOIN scores s ON s.ranking_id = ? AND s.page_id = p.id"
+                " WHERE p.url = ?", (ranking.id, url)).fetchone()
+        return row[0] if row else 0
 
     def out_links_ranked(self, url: str, name: str = "pagerank", limit: int = 200) -> list[dict]:
         with self.snapshot():
@@ -371,10 +392,13 @@ class Store(RankingsMixin):
                 # one thread at a time: the build writes from its writer thread
                 self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA busy_timeout = 10000")
+            # Lookups probe two B-trees per URL: read them through the OS page cache
+            # without a copy per page (mmap) and keep hot pages in SQLite's cache.
+            self.db.execute("PRAGMA mmap_size = 2147483648")
+            self.db.execute("PRAGMA cache_size = -262144")
             if not readonly:
                 self.db.execute("PRAGMA journal_mode = WAL")
                 self.db.execute("PRAGMA synchronous = NORMAL")
-                self.db.execute("PRAGMA cache_size = -262144")
                 self._migrate()
                 self.db.executescript(_SCHEMA)
                 self._check_version(create=True)

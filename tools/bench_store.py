@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Store lookups the proxy needs: backlinks by rank of a page with 1,000,000 backlinks, batched URL lookups.
+
+    .venv/bin/python tools/bench_store.py [--backlinks 1000000]
+
+Builds (once, cached in ~/.cache/pagerank-proxy) a store from a generated edge
+list: page 0 is linked from the next N pages, plus 2 random links per page;
+ranks it; then times, over repeated runs (median and p99):
+  * the top 50 backlinks of page 0 sorted by the linking pages' PageRank;
+  * 1,000 random URL lookups (score, position, in-links) in one batched call.
+Targets: <= 5 ms each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+CACHE = os.path.expanduser("~/.cache/pagerank-proxy")
+
+
+def url(i: int) -> str:
+    return f"http://site{i % 1000}.example/page/{i}"
+
+
+def make_store(backlinks: int) -> str:
+    path = os.path.join(CACHE, f"store-{backlinks}.db")
+    if os.path.exists(path):
+        return path
+    os.makedirs(CACHE, exist_ok=True)
+    edges = os.path.join(CACHE, f"edges-{backlinks}.tsv.gz")
+    rng = random.Random(1)
+    n = backlinks + 1
+    with gzip.open(edges, "wt", compresslevel=1) as out:
+        for page in range(1, n):
+            out.write(f"{url(page)}\t{url(0)}\n")
+            for _ in range(2):
+                out.write(f"{url(page)}\t{url(rng.randrange(n))}\n")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rankstore", "build", edges, "--store", path + ".part", "-q"], check=True)
+    subprocess.run([sys.executable, "-m", "rankstore", "rank", "--store", path + ".part", "-q"], check=True)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + ".part" + suffix):
+            os.replace(path + ".part" + suffix, path + suffix)
+    print(f"built and ranked the store in {time.perf_counter() - started:.0f} s", flush=True)
+    return path
+
+
+def timed(function, repeat: int) -> tuple[float, float]:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backlinks", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    from rankstore.store import Store
+
+    path = make_store(args.backlinks)
+    with Store(path, readonly=True) as store:
+        info = store.info()
+        print(f"store: {info['pages']:,} pages, {info['links']:,} links, {info['size_bytes'] / 2**20:.0f} MiB")
+        target = url(0)
+        rows = store.backlinks(target, limit=50)
+        assert len(rows) == 50 and [r["pagerank"] for r in rows] == sorted((r["pagerank"] for r in rows), reverse=True)
+        inlinks = store.lookup([target])[target]["inlinks"]
+        median, p99 = timed(lambda: store.backlinks(target, limit=50), args.repeat)
+        print(f"top 50 backlinks of a page with {inlinks:,} backlinks, by PageRank: median {median:.2f} ms, "
+              f"p99 {p99:.2f} ms (target <= 5 ms)")
+        median, p99 = timed(lambda: store.backlinks(target, limit=50, offset=500_000), 20)
+        print(f"  the same, page 10,001 of results (offset 500,000): median {median:.1f} ms")
+        rng = random.Random(2)
+        batches = [[url(rng.randrange(args.backlinks)) for _ in range(1000)] for _ in range(args.repeat)]
+        found = len(store.lookup(batches[0]))
+        for batch in batches[: args.repeat // 4]:  # warm the page cache, as a long-running proxy's is
+            store.lookup(batch)
+        iterator = iter(batches)
+        median, p99 = timed(lambda: store.lookup(next(iterator)), args.repeat)
+        print(f"1,000 URL lookups in one batch ({found} found): median {median:.2f} ms, p99 {p99:.2f} ms "
+              f"(target <= 5 ms)")
+
+
+if __name__ == "__main__":
+    main()
