@@ -183,11 +183,14 @@ def _read_url_file(path: str, option: str) -> list[str]:
 @click.option("--damping", "-d", type=click.FloatRange(0, 1), default=0.85, show_default=True,
               help="Probability of following a link.")
 @click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-10, show_default=True,
-              help="Stop when the L1 change of an iteration is below this.")
+              help="power: stop when the L1 change of an iteration is below this; "
+                   "bicgstab: when the relative residual is.")
 @click.option("--max-iter", type=click.IntRange(1), default=1000, show_default=True)
 @click.option("--dangling", type=click.Choice(["uniform", "source", "remove", "leak"]),
               help="Pages without out-links: uniform jump, jump by E, the paper's removal, or leak "
                    "[default: uniform; source when E is given].")
+@click.option("--method", type=click.Choice(["bicgstab", "power"]), default="bicgstab", show_default=True,
+              help="Krylov solve of the PageRank system (fast), or the paper's power iteration.")
 @click.option("--source", "sources", multiple=True, metavar="URL", help="Personalised: E on this page (repeatable).")
 @click.option("--source-roots", is_flag=True, help="Personalised: E on the root page of every server (paper §6).")
 @click.option("--topic", "topics", multiple=True, metavar="NAME=FILE",
@@ -198,7 +201,7 @@ def _read_url_file(path: str, option: str) -> list[str]:
 @click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
 @click.option("-q", "--quiet", is_flag=True, help="No per-iteration output.")
-def rank(store_path, name, damping, tol, max_iter, dangling, sources, source_roots, topics, trusted, flagged,
+def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, source_roots, topics, trusted, flagged,
          include_nofollow, unweighted, cold, quiet):
     """Compute PageRank (or a variant) and store it as a new version of a named ranking.
 
@@ -220,7 +223,7 @@ def rank(store_path, name, damping, tol, max_iter, dangling, sources, source_roo
     if sum(bool(x) for x in (sources or source_roots, topics, trusted, flagged)) > 1:
         raise click.UsageError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
     jobs: list[RankOptions] = []
-    common = dict(damping=damping, tol=tol, max_iter=max_iter, dangling=dangling,
+    common = dict(damping=damping, tol=tol, max_iter=max_iter, dangling=dangling, method=method,
                   include_nofollow=include_nofollow, weighted=not unweighted, warm_start=not cold)
     if topics:
         for topic in topics:

@@ -49,6 +49,7 @@ class RankOptions:
     trusted: Sequence[str] = ()
     flagged: Sequence[str] = ()
     warm_start: bool = True
+    method: str = "bicgstab"
 
 
 @dataclass
@@ -159,12 +160,12 @@ def rank(
     if options.warm_start:
         start, previous = _warm_start(store, options.name, page_ids)
     result = pagerank(graph, options.damping, personalization, dangling, options.tol, options.max_iter,
-                      start=start, weights=options.weighted, callback=callback)
+                      start=start, weights=options.weighted, callback=callback, method=options.method)
     extra = None
     if kind == "trust":
         extra = _spam_mass(store, page_ids, result.scores, loaded, options)
     params = {
-        "kind": kind, "damping": options.damping, "tol": options.tol, "max_iter": options.max_iter,
+        "kind": kind, "method": options.method, "damping": options.damping, "tol": options.tol, "max_iter": options.max_iter,
         "dangling": dangling, "include_nofollow": options.include_nofollow, "weighted": options.weighted,
         "sources": list(options.sources), "source_roots": options.source_roots,
         "trusted": len(options.trusted), "flagged": len(options.flagged),
@@ -189,6 +190,6 @@ def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: Rank
         plain[where[valid]] = scores[valid]
     except RankingNotFound:
         plain = pagerank(loaded.graph, options.damping, tol=options.tol, max_iter=options.max_iter,
-                         weights=options.weighted).scores
+                         weights=options.weighted, method=options.method).scores
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(plain > 0, (plain - trust) / plain, np.nan)

@@ -44,15 +44,21 @@ def site(py_store):
 def test_rank_prints_each_iteration_and_stores_history(python_doc_store, tmp_path):
     path = str(tmp_path / "r.db")
     shutil.copy(python_doc_store, path)
-    result = run("rank", "--store", path)
-    assert "pagerank iteration    1  L1 residual" in result.output
-    assert "ranked pagerank v1" in result.output
+    result = run("rank", "--store", path, "--method", "power", "--name", "paper")
+    assert "paper iteration    1  L1 residual" in result.output
+    assert "ranked paper v1" in result.output
+    run("rank", "--store", path, "--cold")  # the default: BiCGSTAB
     with Store(path, readonly=True) as store:
-        ranking = store.ranking()
+        ranking = store.ranking("paper")
         assert ranking.params["damping"] == 0.85 and ranking.params["dangling"] == "uniform"
+        assert ranking.params["method"] == "power"
         assert len(ranking.residuals) == ranking.iterations and ranking.residuals[-1] < 1e-10
-        _, scores = store.scores_of(ranking.id)
-        assert abs(scores.sum() - 1) < 1e-9
+        _, power_scores = store.scores_of(ranking.id)
+        assert abs(power_scores.sum() - 1) < 1e-9
+        krylov = store.ranking("pagerank")
+        assert krylov.params["method"] == "bicgstab" and krylov.iterations < ranking.iterations / 2
+        _, krylov_scores = store.scores_of(krylov.id)
+        assert np.abs(krylov_scores - power_scores).sum() < 1e-9
 
 
 def test_top_json_fields(py_store, site):
