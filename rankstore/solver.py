@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as sla
 
 __all__ = [
     "DANGLING",
@@ -271,8 +272,6 @@ def _bicgstab(
     Two products per step, but far fewer steps than the power method: 47
     products instead of 103 on rust-doc for a 100x smaller error.
     """
-    import scipy.sparse.linalg as sla
-
     product = _Product(graph, weighted, threads)
     n = graph.n
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1

@@ -70,6 +70,9 @@ CREATE TABLE IF NOT EXISTS links (
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS links_by_dst ON links (dst, src);
+CREATE VIRTUAL TABLE IF NOT EXISTS titles USING fts5 (
+    title, content = 'pages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+);
 CREATE TABLE IF NOT EXISTS builds (
     id          INTEGER PRIMARY KEY,
     started_at  TEXT NOT NULL,
@@ -272,6 +275,29 @@ class RankingsMixin:
             (ranking.id, ranking.pages - 1)))
         return rows.get(ranking.pages - 1, 0.0), rows.get(0, 0.0)
 
+    def ranking_head(self, name: str = "pagerank") -> tuple[int, int]:
+        """(id, pages) of the newest version of a ranking: a cheap check for a new version."""
+        row = self.db.execute("SELECT id, pages FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1",
+                              (name,)).fetchone()
+        if row is None:
+            raise RankingNotFound(f"no ranking {name!r} (run `rankstore rank` first)")
+        return row[0], row[1]
+
+    def search_titles(self, words: Sequence[str], name: str = "pagerank", limit: int = 50,
+                      offset: int = 0) -> list[dict]:
+        """Pages whose title has every word, best PageRank first (the paper's section 5.1)."""
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in words if word)
+        if not query:
+            return []
+        with self.snapshot():
+            ranking = self.ranking(name)
+            rows = self.db.execute(
+                f"SELECT {_PAGE_COLUMNS} FROM titles t JOIN pages p ON p.id = t.rowid"
+                " JOIN scores s ON s.ranking_id = ? AND s.page_id = p.id"
+                " WHERE titles MATCH ? ORDER BY s.position LIMIT ? OFFSET ?",
+                (ranking.id, query, limit, offset)).fetchall()
+        return [_page_row(row, ranking.pages) for row in rows]
+
     def snapshot(self):
         """A read transaction: every query inside sees one version of the store."""
         return _Snapshot(self.db)
@@ -452,6 +478,8 @@ class Store(RankingsMixin):
 
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
         self.db.execute("CREATE INDEX IF NOT EXISTS links_by_dst ON links (dst, src)")
+        # the title search index (the paper's section 5.1) follows the pages table
+        self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
         self.db.execute(
             "UPDATE builds SET finished_at = ?, status = 'complete', pages = ?, links = ?, skipped = ?,"
             " skip_reasons = ? WHERE id = ?",
