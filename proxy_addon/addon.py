@@ -1,0 +1,119 @@
+"""The PageRank proxy: a mitmproxy addon.
+
+    mitmdump -s proxy_addon/addon.py --set rankstore=rankstore.db
+    pagerank-proxy --store rankstore.db            (the same, with defaults)
+
+Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
+``pagerank_max_body`` (larger bodies stream through untouched),
+``pagerank_panel`` (backlinks shown in the panel; 0 for no panel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from urllib.parse import parse_qs
+
+if __package__ in (None, ""):
+    # loaded by path (mitmdump -s proxy_addon/addon.py): make the package importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mitmproxy import ctx, exceptions, http
+
+from proxy_addon.csp import allow_style_hash, apply
+from proxy_addon.options import is_candidate, parse_settings
+from proxy_addon.pages import respond
+from proxy_addon.ranks import Ranks
+from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, annotate_bytes
+from rankstore.store import StoreError
+
+CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
+
+
+class PageRankProxy:
+    def __init__(self) -> None:
+        self.settings: Settings | None = None
+        self.ranks: Ranks | None = None
+
+    def load(self, loader) -> None:
+        loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
+        loader.add_option("pagerank_ranking", str, "pagerank", "The named ranking to show.")
+        loader.add_option("pagerank_max_body", int, 8 * 1024 * 1024,
+                          "HTML bodies larger than this many bytes pass through untouched, streamed.")
+        loader.add_option("pagerank_panel", int, 10, "Backlinks shown in the page's panel (0: no panel).")
+
+    def configure(self, updated) -> None:
+        if not updated & {"rankstore", "pagerank_ranking", "pagerank_max_body", "pagerank_panel"}:
+            return
+        settings = parse_settings(ctx.options.rankstore, ctx.options.pagerank_ranking,
+                                  ctx.options.pagerank_max_body, ctx.options.pagerank_panel)
+        try:
+            ranks = Ranks(settings.store, settings.ranking, settings.panel)
+        except StoreError as error:
+            raise exceptions.OptionsError(f"rankstore: {error}") from error
+        if self.ranks is not None:
+            self.ranks.close()
+        self.settings, self.ranks = settings, ranks
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        if flow.request.pretty_host != PROXY_HOST or self.ranks is None:
+            return
+        # answered here: no request ever leaves for the reserved host
+        flow.metadata["pagerank"] = "own-page"
+        path, _, query_text = flow.request.path.partition("?")
+        query = parse_qs(query_text, keep_blank_values=True)
+        status, headers, body = await asyncio.to_thread(respond, flow.request.method, path, query, self.ranks)
+        flow.response = http.Response.make(status, b"" if flow.request.method == "HEAD" else body, headers)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if self.settings is None or flow.metadata.get("pagerank") == "own-page":
+            return
+        if not is_candidate(flow, self.settings.max_body):
+            flow.response.stream = True  # byte for byte, never buffered
+            flow.metadata["pagerank"] = "passed"
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        if (self.settings is None or flow.response is None or flow.response.stream
+                or flow.metadata.get("pagerank") in ("own-page", "passed")
+                or not is_candidate(flow, self.settings.max_body)):
+            return
+        # SQLite and the rewrite off the event loop: other flows go on meanwhile
+        await asyncio.to_thread(self._rewrite, flow)
+
+    def _rewrite(self, flow: http.HTTPFlow) -> None:
+        started = time.perf_counter()
+        response = flow.response
+        try:
+            body = response.content  # Content-Encoding decoded
+        except ValueError:
+            flow.metadata["pagerank"] = "unknown content-encoding"
+            return
+        if not body or len(body) > self.settings.max_body:
+            return
+        panel = self.ranks.panel if self.settings.panel else None
+        try:
+            done = annotate_bytes(body, response.headers.get("content-type"), flow.request.url,
+                                  self.ranks.lookup, panel)
+        except StoreError as error:
+            ctx.log.warn(f"pagerank: {error}")
+            return
+        if done is None:
+            flow.metadata["pagerank"] = "charset does not round-trip: untouched"
+            return
+        new_body, rewrite = done
+        response.content = new_body  # re-encoded as before; Content-Length follows
+        for name in CSP_HEADERS:
+            policies = response.headers.get_all(name)
+            if policies:
+                response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
+        flow.metadata["pagerank"] = (f"{rewrite.links} bars ({rewrite.ranked} ranked) in "
+                                     f"{(time.perf_counter() - started) * 1000:.1f} ms")
+
+    def done(self) -> None:
+        if self.ranks is not None:
+            self.ranks.close()
+
+
+addons = [PageRankProxy()]

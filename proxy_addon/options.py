@@ -1,0 +1,45 @@
+"""The addon's options, checked by pure functions (mitmproxy's blocklist style)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from mitmproxy import exceptions, http
+
+__all__ = ["Settings", "parse_settings", "is_candidate", "HTML_TYPES"]
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+@dataclass(frozen=True)
+class Settings:
+    store: str
+    ranking: str
+    max_body: int
+    panel: int
+
+
+def parse_settings(store: str, ranking: str, max_body: int, panel: int) -> Settings:
+    """Check the options; OptionsError with a message a user can act on."""
+    if not store:
+        raise exceptions.OptionsError("set the store: --set rankstore=PATH")
+    if not os.path.exists(store):
+        raise exceptions.OptionsError(f"rankstore: {store}: no such file (run `rankstore build` and `rankstore rank`)")
+    if max_body < 1024:
+        raise exceptions.OptionsError("pagerank_max_body must be at least 1024 bytes")
+    if not 0 <= panel <= 100:
+        raise exceptions.OptionsError("pagerank_panel must be between 0 and 100")
+    return Settings(store, ranking or "pagerank", max_body, panel)
+
+
+def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:
+    """A response worth reading whole: an HTML page with a body, not too large."""
+    response = flow.response
+    if response is None or flow.request.method == "HEAD" or response.status_code != 200:
+        return False
+    content_type = (response.headers.get("content-type") or "").lower().lstrip()
+    if not content_type.startswith(HTML_TYPES):
+        return False
+    length = response.headers.get("content-length")
+    return not (length and length.isdigit() and int(length) > max_body)

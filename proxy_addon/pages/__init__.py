@@ -1,0 +1,205 @@
+"""The proxy's own pages at http://pagerank.proxy/: read-only views of the store.
+
+``/``            search form and links
+``/top``         the best pages by PageRank (the paper's Table 1)
+``/search?q=``   title search, every word must match, best PageRank first (§5.1)
+``/backlinks?url=``  a page's backlinks, best first, paged; ``&format=csv`` downloads them (§7.4)
+``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
+
+Every string from the crawl is HTML-escaped; the pages carry a strict
+Content-Security-Policy (no script at all, only our hashed style) so that
+even a missed escape could not run anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+from typing import Mapping, Sequence
+
+from rankstore.store import StoreError
+from rankstore.urls import canonical
+
+from ..ranks import Ranks
+from ..rewrite import STYLE, LinkInfo, _escape, _format_score, bar, proxy_url
+
+__all__ = ["respond", "PAGE_SIZE"]
+
+PAGE_SIZE = 50
+_PAGE_STYLE = STYLE + (
+    "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}"
+    "h1{color:#900;font-size:1.5em}table{border-collapse:collapse;width:100%}"
+    "td,th{padding:3px 6px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    "small{color:#666;overflow-wrap:anywhere}nav a{margin-right:1em}form{margin:1em 0}"
+    "input[type=search],input[type=url]{width:60%;padding:4px}"
+)
+_STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_PAGE_STYLE.encode()).digest()).decode()
+CSP = (f"default-src 'none'; style-src '{_STYLE_HASH}'; img-src 'none'; form-action http://pagerank.proxy; "
+       "base-uri 'none'; frame-ancestors 'none'")
+_HEADERS = {"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+def _layout(title: str, body: str) -> bytes:
+    nav = (f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
+           f'<a href="{proxy_url("/search")}">Search titles</a></nav>')
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title>'
+            f"<style>{_PAGE_STYLE}</style></head><body>{nav}<h1>{_escape(title)}</h1>{body}</body></html>").encode()
+
+
+def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
+    if not rows:
+        return "<p>Nothing found.</p>"
+    store = ranks.store()
+    head = store.ranking_head(ranks.ranking)
+    infos = ranks.infos(rows, *ranks._range(store, *head))
+    lines = ["<table><tr><th>#</th><th>PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th>"
+             "<th>Page</th></tr>"]
+    for number, (row, info) in enumerate(zip(rows, infos), start):
+        nofollow = row.get("nofollow", False)
+        title = row["title"] or row["url"]
+        lines.append(
+            f'<tr data-pagerank="{info.pagerank!r}"><td class="n">{number}</td>'
+            f'<td class="n">{bar(info, nofollow)}{_format_score(info.pagerank)}</td>'
+            f'<td class="n">{info.percentile:.2f}</td><td class="n">{info.toolbar}</td>'
+            f'<td class="n">{info.inlinks:,}</td>'
+            f'<td><a href="{_escape(row["url"])}">{_escape(title)}</a><br>'
+            f'<small>{_escape(row["url"])}</small> · '
+            f'<a href="{_escape(proxy_url("/page", url=row["url"]))}">details</a></td></tr>'
+        )
+    lines.append("</table>")
+    return "".join(lines)
+
+
+def _first(query: Mapping[str, Sequence[str]], key: str, default: str = "") -> str:
+    values = query.get(key) or [default]
+    return values[0]
+
+
+def _number(query, key: str, default: int, low: int = 1, high: int = 10_000) -> int:
+    try:
+        return max(low, min(high, int(_first(query, key, str(default)))))
+    except ValueError:
+        return default
+
+
+def _error(status: int, message: str) -> tuple[int, dict, bytes]:
+    return status, dict(_HEADERS), _layout("PageRank proxy", f"<p>{_escape(message)}</p>")
+
+
+def _url_param(query) -> str | None:
+    return canonical(_first(query, "url").strip() or None)
+
+
+def index(ranks, query):
+    body = (
+        f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
+        'placeholder="words in the title" aria-label="Search titles"> <button>Search</button></form>'
+        f'<form action="{proxy_url("/backlinks")}" method="get"><input type="url" name="url" '
+        'placeholder="https://example.com/" aria-label="Backlinks of"> <button>Backlinks</button></form>'
+        f'<p><a href="{proxy_url("/top")}">The top pages</a> of ranking <b>{_escape(ranks.ranking)}</b>.</p>'
+    )
+    return 200, dict(_HEADERS), _layout("PageRank proxy", body)
+
+
+def top(ranks, query):
+    limit = _number(query, "n", 100, 1, 1000)
+    rows = ranks.store().top(ranks.ranking, limit)
+    return 200, dict(_HEADERS), _layout(f"Top {limit} pages by PageRank", _rows_table(ranks, rows))
+
+
+def search(ranks, query):
+    words = _first(query, "q").split()
+    page = _number(query, "page", 1)
+    rows = ranks.store().search_titles(words, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE) if words else []
+    form = (f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
+            f'value="{_escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>')
+    more = ""
+    if len(rows) == PAGE_SIZE:
+        more = f'<p><a href="{_escape(proxy_url("/search", q=" ".join(words), page=str(page + 1)))}">Next page</a></p>'
+    title = f"Titles with: {' '.join(words)}" if words else "Search titles"
+    return 200, dict(_HEADERS), _layout(title, form + (_rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1)
+                                                      if words else "") + more)
+
+
+def backlinks(ranks, query):
+    url = _url_param(query)
+    if url is None:
+        return _error(400, "Give an http(s) URL: /backlinks?url=https://example.com/")
+    store = ranks.store()
+    if store.page_id(url) is None:
+        return _error(404, f"{url} is not in the store.")
+    if _first(query, "format") == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["rank", "url", "title", "pagerank", "nofollow", "anchor"])
+        offset = 0
+        while True:
+            rows = store.backlinks(url, ranks.ranking, 5000, offset)
+            for number, row in enumerate(rows, offset + 1):
+                writer.writerow([number, row["url"], row["title"] or "", repr(row["pagerank"]),
+                                 int(row["nofollow"]), row["anchor"] or ""])
+            if len(rows) < 5000:
+                break
+            offset += 5000
+        headers = {"Content-Type": "text/csv; charset=utf-8", "X-Content-Type-Options": "nosniff",
+                   "Content-Disposition": 'attachment; filename="backlinks.csv"', "Cache-Control": "no-store"}
+        return 200, headers, out.getvalue().encode()
+    page = _number(query, "page", 1)
+    total = store.backlink_count(url, ranks.ranking)
+    rows = store.backlinks(url, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+    pages = max(1, -(-total // PAGE_SIZE))
+    links = [f'<a href="{_escape(proxy_url("/backlinks", url=url, format="csv"))}">Download CSV</a>']
+    if page > 1:
+        links.append(f'<a href="{_escape(proxy_url("/backlinks", url=url, page=str(page - 1)))}">Previous</a>')
+    if page < pages:
+        links.append(f'<a href="{_escape(proxy_url("/backlinks", url=url, page=str(page + 1)))}">Next</a>')
+    body = (f'<p>{total:,} pages link to <a href="{_escape(url)}">{_escape(url)}</a>; page {page} of {pages}, '
+            f"best PageRank first.</p><p>{' · '.join(links)}</p>"
+            + _rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1))
+    return 200, dict(_HEADERS), _layout("Backlinks by PageRank", body)
+
+
+def page_view(ranks, query):
+    url = _url_param(query)
+    if url is None:
+        return _error(400, "Give an http(s) URL: /page?url=https://example.com/")
+    store = ranks.store()
+    found = store.lookup([url], ranks.ranking).get(url)
+    if found is None:
+        return _error(404, f"{url} is not in the store.")
+    info: LinkInfo = ranks.infos([found], *ranks._range(store, *store.ranking_head(ranks.ranking)))[0]
+    outgoing = store.out_links_ranked(url, ranks.ranking, 200)
+    incoming = store.backlinks(url, ranks.ranking, 20)
+    body = (
+        f'<p><a href="{_escape(url)}">{_escape(found["title"] or url)}</a><br><small>{_escape(url)}</small></p>'
+        f"<p>{bar(info)} PageRank {_format_score(info.pagerank)} (sum-to-1 scale; "
+        f"{info.pagerank * found['pages']:.3g} in the notes' sum-to-N scale) · {info.percentile:.2f} percentile · "
+        f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links</p>"
+        f'<h2>Best backlinks</h2><p><a href="{_escape(proxy_url("/backlinks", url=url))}">all {info.inlinks:,}</a></p>'
+        + _rows_table(ranks, incoming)
+        + f"<h2>Out-links ({len(outgoing)})</h2>"
+        + _rows_table(ranks, [row for row in outgoing if row["pagerank"] is not None])
+    )
+    return 200, dict(_HEADERS), _layout("Page", body)
+
+
+ROUTES = {"/": index, "/top": top, "/search": search, "/backlinks": backlinks, "/page": page_view}
+
+
+def respond(method: str, path: str, query: Mapping[str, Sequence[str]], ranks: Ranks) -> tuple[int, dict, bytes]:
+    """(status, headers, body) for a request to the proxy's own host."""
+    if method not in ("GET", "HEAD"):
+        status, headers, body = _error(405, "These pages are read-only.")
+        headers["Allow"] = "GET, HEAD"
+        return status, headers, body
+    handler = ROUTES.get(path)
+    if handler is None:
+        return _error(404, f"No page {path}. Try /top, /search, /backlinks?url=, /page?url=.")
+    try:
+        return handler(ranks, query)
+    except StoreError as error:
+        return _error(503, str(error))

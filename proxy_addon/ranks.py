@@ -1,0 +1,82 @@
+"""Read-only access to a rankstore for the proxy: one connection per thread, reused.
+
+Turns store rows into what the rewriter shows (:class:`LinkInfo`, :class:`PanelData`),
+with the display scales of :mod:`rankstore.display`.  All of a page's link
+targets are looked up in one batched query.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from rankstore import display
+from rankstore.store import Store
+
+from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, PanelData
+
+__all__ = ["Ranks"]
+
+
+class Ranks:
+    def __init__(self, store_path: str, ranking: str = "pagerank", panel_size: int = 10):
+        self.store_path = store_path
+        self.ranking = ranking
+        self.panel_size = panel_size
+        self._local = threading.local()
+        self._ranges: dict[int, tuple[float, float]] = {}
+        store = self.store()
+        store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
+
+    def store(self) -> Store:
+        store = getattr(self._local, "store", None)
+        if store is None:
+            store = self._local.store = Store(self.store_path, readonly=True)
+        return store
+
+    def _range(self, store: Store, ranking_id: int, pages: int) -> tuple[float, float]:
+        if ranking_id not in self._ranges:
+            self._ranges[ranking_id] = store.score_range(store.ranking(self.ranking))
+        return self._ranges[ranking_id]
+
+    def infos(self, rows: Sequence[dict], lowest: float, highest: float) -> list[LinkInfo]:
+        if not rows:
+            return []
+        pages = rows[0]["pages"]
+        scores = np.array([row["pagerank"] for row in rows], dtype=np.float64)
+        positions = np.array([row["position"] for row in rows], dtype=np.float64)
+        percentiles = display.percentile(positions, pages)
+        toolbars = display.toolbar(scores, pages)
+        widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
+        return [LinkInfo(float(s), float(p), int(t), int(row["inlinks"]), int(w))
+                for row, s, p, t, w in zip(rows, scores, percentiles, toolbars, widths)]
+
+    def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
+        """Every URL in one batched query."""
+        store = self.store()
+        ranking_id, pages = store.ranking_head(self.ranking)
+        lowest, highest = self._range(store, ranking_id, pages)
+        found = store.lookup(urls, self.ranking)
+        rows = list(found.values())
+        return {row["url"]: info for row, info in zip(rows, self.infos(rows, lowest, highest))}
+
+    def panel(self, url: str) -> PanelData:
+        store = self.store()
+        ranking_id, pages = store.ranking_head(self.ranking)
+        lowest, highest = self._range(store, ranking_id, pages)
+        with store.snapshot():
+            own = store.lookup([url], self.ranking).get(url)
+            rows = store.backlinks(url, self.ranking, self.panel_size) if own else []
+        info = self.infos([own], lowest, highest)[0] if own else LinkInfo(None)
+        widths = display.bar_width([row["pagerank"] for row in rows], lowest, highest, MAX_BAR_PX)
+        backlinks = [Backlink(row["url"], row["title"], row["pagerank"], int(width), row["nofollow"])
+                     for row, width in zip(rows, widths)]
+        return PanelData(url, info, backlinks, own["inlinks"] if own else 0, self.ranking)
+
+    def close(self) -> None:
+        store = getattr(self._local, "store", None)
+        if store is not None:
+            store.close()
+            self._local.store = None
