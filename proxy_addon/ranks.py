@@ -70,9 +70,8 @@ class Ranks:
             own = store.lookup([url], self.ranking).get(url)
             rows = store.backlinks(url, self.ranking, self.panel_size) if own else []
         info = self.infos([own], lowest, highest)[0] if own else LinkInfo(None)
-        widths = display.bar_width([row["pagerank"] for row in rows], lowest, highest, MAX_BAR_PX)
-        backlinks = [Backlink(row["url"], row["title"], row["pagerank"], int(width), row["nofollow"])
-                     for row, width in zip(rows, widths)]
+        backlinks = [Backlink(row["url"], row["title"], link_info, row["nofollow"])
+                     for row, link_info in zip(rows, self.infos(rows, lowest, highest))]
         return PanelData(url, info, backlinks, own["inlinks"] if own else 0, self.ranking)
 
     def close(self) -> None:

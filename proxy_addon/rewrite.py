@@ -53,8 +53,7 @@ class LinkInfo:
 class Backlink:
     url: str
     title: str | None
-    pagerank: float
-    width: int
+    info: LinkInfo
     nofollow: bool = False
 
 
@@ -328,9 +327,8 @@ def panel(data: PanelData) -> str:
     items = []
     for link in data.backlinks:
         title = _escape(link.title or link.url)
-        link_info = LinkInfo(link.pagerank, width=link.width)
         items.append(
-            f'<li data-pagerank="{float(link.pagerank)!r}">{bar(link_info, link.nofollow)}'
+            f'<li data-pagerank="{float(link.info.pagerank)!r}">{bar(link.info, link.nofollow)}'
             f'<a href="{_escape(link.url)}">{title}</a><small>{_escape(link.url)}</small></li>'
         )
     backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
@@ -340,7 +338,7 @@ def panel(data: PanelData) -> str:
         f'<aside id="pagerank-panel" data-pagerank="{"unranked" if info.pagerank is None else repr(float(info.pagerank))}">'
         f"<details><summary>{_escape(summary)}</summary>"
         f"<p>Best backlinks by PageRank:</p>{backlinks}"
-        f'<p><a href="{explorer}">All backlinks</a> · <a href="{page}">This page</a></p>'
+        f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'
         "</details></aside>"
     )
 

@@ -35,7 +35,7 @@ class Crawl:
 
 
 @pytest.fixture(scope="session")
-def python_doc_crawl(tmp_path_factory) -> Crawl:
+def python_doc_crawl(tmp_path_factory):
     """python3.11-doc served on 127.0.0.1 and crawled by wget --mirror --warc-file."""
     _need(PYTHON_DOC)
     if shutil.which("wget") is None:
@@ -43,9 +43,10 @@ def python_doc_crawl(tmp_path_factory) -> Crawl:
     work = tmp_path_factory.mktemp("python-doc-crawl")
     warc = str(work / "python-doc.warc.gz")
     mirror = str(work / "mirror")
+    # the origin stays up for the session: the proxy tests browse the site that was crawled
     with serve(PYTHON_DOC) as url:
         crawl(url, warc, mirror)
-    return Crawl(warc, mirror, url)
+        yield Crawl(warc, mirror, url)
 
 
 def _built_store(path: str, *sources: str, base_url: str | None = None) -> str:

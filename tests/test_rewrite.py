@@ -1,0 +1,253 @@
+"""The rewriter: minimal-diff insertion, correct around raw text, foreign content, CSP."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import POSTGRES_DOC, PYTHON_DOC
+from proxy_addon.csp import allow_style_hash, apply
+from proxy_addon.rewrite import (STYLE_HASH, Backlink, LinkInfo, PanelData, annotate, annotate_bytes, bar,
+                                 remove_edits)
+
+PAGE = "http://site.example/dir/page.html"
+INFO = LinkInfo(0.01, 99.5, 4, 12, 30)
+
+
+def everything(urls):
+    return {url: INFO for url in urls}
+
+
+def bars(text):
+    return re.findall(r'<pagerank-bar data-pagerank="([^"]+)"', text)
+
+
+def strip_insertions(text):
+    """Remove what we insert, by its markup alone (independent of the recorded edits)."""
+    text = re.sub(r"<pagerank-bar [^>]*><pagerank-fill></pagerank-fill></pagerank-bar>", "", text)
+    text = re.sub(r'<style id="pagerank-proxy-style">.*?</style>', "", text, flags=re.S)
+    text = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
+    return text
+
+
+def test_bar_after_each_link_start_tag_and_nowhere_else():
+    source = ('<!DOCTYPE html><html><head><title>t</title></head><body>'
+              '<a href="a.html">A</a> <a name="x">no href</a> <A HREF=/b>B</A>'
+              '<map><area href="c.html" alt=c></map></body></html>')
+    out = annotate(source, PAGE, everything)
+    assert out.links == 3 and bars(out.text) == ["0.01"] * 3
+    assert '<a href="a.html"><pagerank-bar' in out.text and "<A HREF=/b><pagerank-bar" in out.text
+    assert remove_edits(out.text, out.edits) == source
+    assert strip_insertions(out.text) == source
+
+
+@pytest.mark.parametrize("snippet", [
+    "<script>var s = '<a href=\"x.html\">x</a>';</script>",
+    "<script type=module>if (a<b) { document.write('<a href=y>') }</script>",
+    "<style>a[href='x'] { color: red } /* <a href=x> */</style>",
+    "<textarea><a href='x.html'>not a link</a></textarea>",
+    "<title><a href=x>in title</a></title>",
+    "<!-- <a href='x.html'>commented out</a> -->",
+    "<!-- a -- b --!> <a-still-text>",
+    "<noscript><a href='x.html'>scripting browsers see text</a></noscript>",
+    "<template><a href='x.html'>inert</a></template>",
+    "<svg><a href='x.html'><text>svg link</text></a></svg>",
+    "<svg><![CDATA[<a href='x.html'>]]></svg>",
+    "<math><mi><a href='x.html'>math</a></mi></math>",
+    "<xmp><a href=x></xmp>",
+    "<iframe><a href=x></iframe>",
+    "<a href='x.html' title='quote \" and > inside'>",
+    "<a title=it's href=x.html>unquoted value with a quote</a>",
+    "<a href=x.html/>",
+    "<a\nhref\n=\n'x.html'\n>spread over lines</a>",
+    "<!doctype html><?php echo '<a href=x>' ?>",
+    "<div title='<a href=x.html>'>attribute text</div>",
+    "<p>1 < 2 and <a href='x.html'>real</a></p>",
+    "<a href='x.html'",
+])
+def test_tricky_markup_keeps_every_original_character(snippet):
+    source = f"<html><head></head><body>{snippet}<a href='z.html'>z</a></body></html>"
+    out = annotate(source, PAGE, everything)
+    assert remove_edits(out.text, out.edits) == source
+    assert strip_insertions(out.text) == source
+
+
+def test_only_real_links_get_bars():
+    source = ("<body><script>'<a href=s>'</script><svg><a href=v /></svg><template><a href=t>t</a></template>"
+              "<textarea><a href=ta></textarea><!-- <a href=c> --><noscript><a href=n>n</a></noscript>"
+              "<svg><foreignObject><a href=f.html>html inside svg</a></foreignObject></svg>"
+              "<math><a href=m></math><p><a href=real.html>real</a></p></body>")
+    out = annotate(source, PAGE, everything)
+    assert out.links == 2
+    targets = [m for m in re.findall(r"<a href=(\S+?)><pagerank-bar", out.text)]
+    assert targets == ["f.html", "real.html"]
+
+
+def test_fragment_javascript_and_mailto_links_get_no_bar():
+    out = annotate("<a href='#top'>t</a><a href='javascript:x()'>j</a><a href='mailto:a@b'>m</a>"
+                   "<a href=''>e</a><a href='y.html#frag'>y</a>", PAGE, everything)
+    assert out.links == 1
+
+
+def test_unranked_and_nofollow_links():
+    out = annotate("<a href=a.html>a</a><a rel='nofollow ugc' href=b.html>b</a>", PAGE, lambda urls: {})
+    assert bars(out.text) == ["unranked", "unranked"]
+    assert out.text.count("data-nofollow=\"true\"") == 1 and "passes no PageRank" in out.text
+
+
+def test_meta_robots_nofollow_marks_every_bar():
+    out = annotate("<meta name=robots content=nofollow><a href=a.html>a</a>", PAGE, everything)
+    assert "data-nofollow=\"true\"" in out.text
+
+
+def test_lookup_gets_every_target_once_in_canonical_form_honouring_base():
+    calls = []
+
+    def lookup(urls):
+        calls.append(list(urls))
+        return {}
+
+    annotate("<head><base href='https://other.example/root/'></head><a href=a.html>1</a><a href='a.html#x'>2</a>"
+             "<a href='/abs'>3</a><a href='HTTPS://OTHER.example:443/abs'>4</a>", PAGE, lookup)
+    assert calls == [["https://other.example/root/a.html", "https://other.example/abs"]]
+
+
+def test_style_block_never_before_the_doctype():
+    out = annotate("<!DOCTYPE html><p><a href=a>a</a>", PAGE, everything)
+    assert out.text.startswith("<!DOCTYPE html><style")
+    out = annotate("<p><a href=a>a</a>", PAGE, everything)
+    assert out.text.startswith("<style")
+
+
+def test_panel_lists_backlinks_escaped_and_sorted_as_given():
+    data = PanelData(PAGE, INFO, [
+        Backlink("http://x.example/?a=1&b=<2>", "<script>alert(1)</script>", LinkInfo(0.3, 99.9, 5, 3, 40)),
+        Backlink("http://y.example/\"onmouseover=\"alert(1)", "Y \"quoted\" 'single'", LinkInfo(0.1, 90.0, 4, 1, 20),
+                 True),
+    ], 2)
+    out = annotate("<html><body><p>hi</p></body></html>", PAGE, everything, lambda url: data)
+    panel = re.search(r'<aside id="pagerank-panel".*?</aside>', out.text, re.S).group(0)
+    assert "<script>" not in panel and "&lt;script&gt;" in panel
+    assert 'onmouseover="alert' not in panel and "&quot;onmouseover=&quot;" in panel
+    assert re.findall(r'<li data-pagerank="([^"]+)"', panel) == ["0.3", "0.1"]
+    assert "http://pagerank.proxy/backlinks?url=" in panel
+    assert out.text.index("<body>") < out.text.index("<aside id=\"pagerank-panel\"")
+
+
+def test_titles_with_non_ascii_become_character_references():
+    info = LinkInfo(0.01, 99.0, 1, 1, 1)
+    data = PanelData(PAGE, info, [Backlink("http://x.example/é", "Café ☕", LinkInfo(0.1, 50.0, 3, 1, 5))], 1)
+    out = annotate("<body></body>", PAGE, everything, lambda url: data)
+    assert out.text.isascii() and "Caf&#233; &#9749;" in out.text
+
+
+@pytest.mark.parametrize("charset, body", [
+    ("utf-8", "<meta charset=utf-8><title>été</title><a href=a>ça</a>".encode()),
+    ("iso-8859-1 (meta only)", "<meta charset=iso-8859-1><title>été</title><a href=a>ça</a>".encode("latin-1")),
+    ("windows-1251 header", "<title>Привет</title><a href=a>ссылка</a>".encode("cp1251")),
+    ("shift_jis", "<meta charset=shift_jis><title>日本語</title><a href=a>リンク</a>".encode("shift_jis")),
+    ("utf-8 with BOM", "\ufeff<title>x</title><a href=a>y</a>".encode("utf-8")),
+    ("utf-16 with BOM", "\ufeff<title>x</title><a href=a>y</a>".encode("utf-16")),
+    ("invalid utf-8 bytes", b"<meta charset=utf-8><a href=a>\xff\xfe broken</a>"),
+])
+def test_charset_kept_byte_for_byte(charset, body):
+    content_type = "text/html; charset=windows-1251" if "1251" in charset else "text/html"
+    done = annotate_bytes(body, content_type, PAGE, everything)
+    assert done is not None
+    new_body, rewrite = done
+    assert b"pagerank-bar" in new_body.decode("utf-16") .encode() if "16" in charset else b"pagerank-bar" in new_body
+    # removing the insertions, re-encoded the same way, gives the original bytes
+    from rankstore.extract import sniff_charset
+
+    name, skip = sniff_charset(body, content_type)
+    restored = remove_edits(new_body[skip:].decode(name, errors="surrogateescape"), rewrite.edits)
+    assert body[:skip] + restored.encode(name, errors="surrogateescape") == body
+
+
+def test_meta_csp_gets_the_style_hash_by_insertion_only():
+    source = ("<html><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'self'\">"
+              "</head><body><a href=a>a</a></body></html>")
+    out = annotate(source, PAGE, everything)
+    assert f"style-src 'self' &#39;{STYLE_HASH}&#39;" in out.text
+    assert remove_edits(out.text, out.edits) == source
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ("default-src 'self'", "default-src 'self'; style-src 'self' 'H'"),
+    ("default-src 'self'; style-src 'self' https://cdn.example",
+     "default-src 'self'; style-src 'self' https://cdn.example 'H'"),
+    ("style-src 'self' 'unsafe-inline'", "style-src 'self' 'unsafe-inline'"),  # already allowed: untouched
+    ("style-src 'nonce-r4nd0m' 'unsafe-inline'", "style-src 'nonce-r4nd0m' 'unsafe-inline' 'H'"),
+    ("script-src 'self'", "script-src 'self'"),  # styles not restricted
+    ("default-src 'none'", "default-src 'none'; style-src 'H'"),
+    ("default-src 'self'; style-src-elem 'self'; style-src 'none'",
+     "default-src 'self'; style-src-elem 'self' 'H'; style-src 'none'"),
+    ("default-src 'self';", "default-src 'self'; style-src 'self' 'H'"),
+    ("default-src 'self', style-src https://a.example", "default-src 'self'; style-src 'self' 'H', "
+                                                        "style-src https://a.example 'H'"),
+])
+def test_csp_insertions(policy, expected):
+    assert apply(policy, allow_style_hash(policy, "H")) == expected
+
+
+def _real_pages(root, count):
+    pages = []
+    for folder, _, files in sorted(os.walk(root)):
+        for name in sorted(files):
+            if name.endswith(".html"):
+                pages.append(os.path.join(folder, name))
+    return pages[:: max(1, len(pages) // count)]
+
+
+@pytest.mark.parametrize("root", [PYTHON_DOC, POSTGRES_DOC])
+def test_real_pages_round_trip_and_every_link_gets_a_bar(root):
+    from rankstore.extract import extract
+    from rankstore.urls import canonical
+
+    checked = 0
+    for path in _real_pages(root, 120):
+        body = open(path, "rb").read()
+        url = "http://docs.local/" + os.path.relpath(path, root)
+        new_body, rewrite = annotate_bytes(body, "text/html", url, everything)
+        text = body.decode("utf-8")
+        assert remove_edits(new_body.decode("utf-8"), rewrite.edits) == text
+        # as many bars as links with an http(s) target the parser sees (the oracle counts occurrences)
+        from selectolax.lexbor import LexborHTMLParser
+
+        tree = LexborHTMLParser(text)
+        expected = 0
+        for node in tree.css("a[href], area[href]"):
+            href = node.attributes.get("href") or ""
+            if href.strip() and not href.strip().startswith("#") and canonical(href, url):
+                expected += 1
+        assert rewrite.links == expected, path
+        checked += 1
+        assert extract(body, url).links is not None
+    assert checked >= 100
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(
+    st.sampled_from(["<a href='x.html'>", "<A HREF=y>", "</a>", "<area href=z>", "<script>", "</script>",
+                     "<style>", "</style>", "<textarea>", "</textarea>", "<!--", "-->", "<svg>", "</svg>",
+                     "<template>", "</template>", "<![CDATA[", "]]>", "<title>", "</title>", "<body>",
+                     "<head>", "<base href='http://b.example/'>", "<noscript>", "</noscript>", "<", ">",
+                     "'", '"', "=", " ", "\n", "&amp;", "é", "<a href=", "<!DOCTYPE html>", "<meta charset=x>",
+                     "<meta http-equiv=content-security-policy content=\"default-src 'self'\">"]),
+    st.text(max_size=8)), max_size=40))
+def test_any_input_comes_back_when_insertions_are_removed(parts):
+    source = "".join(parts)
+    out = annotate(source, PAGE, everything, lambda url: PanelData(url, INFO, [], 0))
+    assert remove_edits(out.text, out.edits) == source
+
+
+def test_bar_markup_is_plain():
+    markup = bar(INFO)
+    assert "style=" not in markup and "<script" not in markup and 'data-pagerank="0.01"' in markup
+    gzip.compress(markup.encode())  # ASCII only
+    assert markup.isascii()
