@@ -49,6 +49,12 @@ class PageRankProxy:
             return
         settings = parse_settings(ctx.options.rankstore, ctx.options.pagerank_ranking,
                                   ctx.options.pagerank_max_body, ctx.options.pagerank_panel)
+        if settings is None:
+            if self.ranks is not None:
+                self.ranks.close()
+            self.settings = self.ranks = None
+            ctx.log.warn("pagerank: no store set (--set rankstore=PATH): pages pass through unchanged")
+            return
         try:
             ranks = Ranks(settings.store, settings.ranking, settings.panel)
         except StoreError as error:

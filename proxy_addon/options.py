@@ -20,10 +20,13 @@ class Settings:
     panel: int
 
 
-def parse_settings(store: str, ranking: str, max_body: int, panel: int) -> Settings:
-    """Check the options; OptionsError with a message a user can act on."""
+def parse_settings(store: str, ranking: str, max_body: int, panel: int) -> Settings | None:
+    """Check the options; OptionsError with a message a user can act on.
+
+    None while no store is set: the addon is then idle and passes everything on.
+    """
     if not store:
-        raise exceptions.OptionsError("set the store: --set rankstore=PATH")
+        return None
     if not os.path.exists(store):
         raise exceptions.OptionsError(f"rankstore: {store}: no such file (run `rankstore build` and `rankstore rank`)")
     if max_body < 1024:

@@ -1,0 +1,167 @@
+"""The addon inside mitmproxy's test harness (taddons, tflow)."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from mitmproxy import exceptions
+from mitmproxy.test import taddons, tflow, tutils
+
+from conftest import data
+from proxy_addon.addon import PageRankProxy
+from proxy_addon.options import parse_settings
+from proxy_addon.rewrite import STYLE_HASH
+from rankstore.cli import cli
+from rankstore.store import Store
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("addon") / "small.db")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["build", data("small.warc.gz"), "--store", path]).exit_code == 0
+    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    return path
+
+
+@pytest.fixture
+def site(store_path):
+    with Store(store_path, readonly=True) as store:
+        url = store.db.execute("SELECT url FROM pages WHERE url LIKE '%/index.html' AND url NOT LIKE '%/docs/%'"
+                               ).fetchone()[0]
+    return url[: -len("index.html")]
+
+
+def make_flow(url, body=b"<html><body><a href='docs/'>d</a></body></html>", content_type="text/html; charset=utf-8",
+              status=200, method="GET", headers=()):
+    flow = tflow.tflow(resp=True)
+    flow.request = tutils.treq()
+    flow.request.url = url
+    flow.request.method = method
+    flow.response = tutils.tresp(status_code=status, content=b"")
+    flow.response.headers.clear()
+    flow.response.headers["content-type"] = content_type
+    for name, value in headers:
+        flow.response.headers.add(name, value)
+    flow.response.content = body
+    return flow
+
+
+def outside_panel(text):
+    return re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
+
+
+async def run_hooks(addon, flow):
+    addon.responseheaders(flow)
+    await addon.response(flow)
+
+
+@pytest.fixture
+def addon(store_path):
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        context.configure(addon, rankstore=store_path)
+        yield addon
+
+
+async def test_html_gets_bars_and_panel(addon, site):
+    flow = make_flow(site + "index.html", b"<html><head></head><body><a href='docs/'>Docs</a>"
+                                          b"<a href='https://nowhere.example/'>x</a></body></html>")
+    await run_hooks(addon, flow)
+    text = flow.response.text
+    start, end = text.index('<aside id="pagerank-panel"'), text.index("</aside>")
+    page, panel = text[:start] + text[end:], text[start:end]
+    assert page.count("<pagerank-bar") == 2
+    assert 'data-pagerank="unranked"' in page  # nowhere.example is not in the store
+    with Store(addon.settings.store, readonly=True) as store:
+        expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
+    assert expected and [u.replace("&amp;", "&") for u in
+                         re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', panel)] == expected
+    assert flow.metadata["pagerank"].startswith("2 bars (1 ranked)")
+
+
+async def test_gzip_body_is_re_encoded_with_right_length(addon, site):
+    flow = make_flow(site + "docs/", b"")
+    flow.response.headers["content-encoding"] = "gzip"
+    flow.response.content = b"<html><body><a href='latin1.html'>l</a></body></html>"  # encoded by mitmproxy
+    assert flow.response.raw_content[:2] == b"\x1f\x8b"
+    await run_hooks(addon, flow)
+    assert flow.response.headers["content-encoding"] == "gzip"
+    raw = flow.response.raw_content
+    assert outside_panel(gzip.decompress(raw).decode()).count("<pagerank-bar") == 1
+    assert int(flow.response.headers.get("content-length", len(raw))) == len(raw)
+
+
+@pytest.mark.parametrize("case", ["json", "image", "status-404", "status-206", "status-304", "status-204", "head"])
+async def test_non_candidates_pass_untouched_and_streamed(addon, site, case):
+    body = b"<a href='x'>looks like html</a>"
+    kwargs = {"json": dict(content_type="application/json"), "image": dict(content_type="image/png"),
+              "status-404": dict(status=404), "status-206": dict(status=206), "status-304": dict(status=304),
+              "status-204": dict(status=204), "head": dict(method="HEAD")}[case]
+    flow = make_flow(site + "index.html", body, **kwargs)
+    await run_hooks(addon, flow)
+    assert flow.response.content == body
+    assert flow.response.stream is True
+
+
+async def test_large_body_streams(addon, site, store_path):
+    with taddons.context(addon) as context:
+        context.configure(addon, rankstore=store_path, pagerank_max_body=2048)
+        flow = make_flow(site + "index.html", b"<a href=x>" * 1000)
+        flow.response.headers["content-length"] = str(10_000)
+        addon.responseheaders(flow)
+        assert flow.response.stream is True
+
+
+async def test_csp_header_gets_our_hash_and_nothing_else(addon, site):
+    flow = make_flow(site + "index.html", headers=[("content-security-policy", "default-src 'self'"),
+                                                    ("content-security-policy-report-only", "style-src 'none'"),
+                                                    ("content-security-policy", "img-src 'self'")])
+    await run_hooks(addon, flow)
+    policies = flow.response.headers.get_all("content-security-policy")
+    assert policies == [f"default-src 'self'; style-src 'self' '{STYLE_HASH}'", "img-src 'self'"]
+    assert flow.response.headers["content-security-policy-report-only"] == f"style-src 'none' '{STYLE_HASH}'"
+
+
+async def test_own_pages_answered_without_upstream(addon, site):
+    flow = tflow.tflow()
+    flow.request.url = "http://pagerank.proxy/top?n=5"
+    await addon.request(flow)
+    assert flow.response is not None and flow.response.status_code == 200
+    assert flow.response.headers["content-security-policy"].startswith("default-src 'none'")
+    assert flow.response.text.count("<tr data-pagerank=") == 5
+    post = tflow.tflow()
+    post.request.url = "http://pagerank.proxy/top"
+    post.request.method = "POST"
+    await addon.request(post)
+    assert post.response.status_code == 405
+
+
+async def test_other_hosts_are_not_answered(addon):
+    flow = tflow.tflow()
+    flow.request.url = "http://example.com/"
+    await addon.request(flow)
+    assert flow.response is None
+
+
+def test_options_are_checked(tmp_path):
+    assert parse_settings("", "pagerank", 10_000, 10) is None  # idle until a store is set
+    with pytest.raises(exceptions.OptionsError, match="no such file"):
+        parse_settings(str(tmp_path / "none.db"), "pagerank", 10_000, 10)
+    with pytest.raises(exceptions.OptionsError, match="pagerank_panel"):
+        parse_settings(__file__, "pagerank", 10_000, 1000)
+
+
+def test_missing_ranking_is_an_options_error(store_path, tmp_path):
+    unranked = str(tmp_path / "unranked.db")
+    with Store(store_path, readonly=True) as source, Store(unranked) as store:
+        source.db.backup(store.db)
+        store.db.execute("DELETE FROM rankings")
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        with pytest.raises(exceptions.OptionsError, match="rankstore rank"):
+            context.configure(addon, rankstore=unranked)
