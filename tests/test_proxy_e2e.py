@@ -1,0 +1,266 @@
+"""End to end: a real mitmdump process (pagerank-proxy) on 127.0.0.1, a real origin, headless Chromium."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT
+from rankstore.cli import cli
+
+selenium = pytest.importorskip("selenium")  # installed by tools/setup.sh; a clear failure below if not
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+
+ARTIFACTS = os.path.join(ROOT, "artifacts")
+OURS = "document.querySelectorAll('pagerank-bar, #pagerank-panel, #pagerank-proxy-style')"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the proxy exited: {process.stdout.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("the proxy did not start listening")
+
+
+class Proxy:
+    def __init__(self, store: str):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wait_for_port(self.port, self.process)
+
+    def stop(self) -> str:
+        self.process.terminate()
+        try:
+            output, _ = self.process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            output, _ = self.process.communicate()
+        return output
+
+
+def browser(proxy_port: int | None):
+    if not (os.path.exists("/usr/bin/chromium") and os.path.exists("/usr/bin/chromedriver")):
+        pytest.fail("chromium and chromium-driver are missing: run tools/setup.sh")
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(flag)
+    if proxy_port:
+        options.add_argument(f"--proxy-server=http://127.0.0.1:{proxy_port}")
+        options.add_argument("--proxy-bypass-list=<-loopback>")  # loopback is bypassed unless told
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def ranked_store(python_doc_store, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("e2e") / "py.db")
+    shutil.copy(python_doc_store, path)
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def proxy(ranked_store):
+    running = Proxy(ranked_store)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def proxied(proxy):
+    driver = browser(proxy.port)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def direct():
+    driver = browser(None)
+    yield driver
+    driver.quit()
+
+
+def severe(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def test_bars_and_panel_in_the_rendered_page(proxied, python_doc_crawl):
+    url = python_doc_crawl.base_url + "library/functions.html"
+    proxied.get(url)
+    bars = proxied.execute_script(
+        "return [...document.querySelectorAll('pagerank-bar')].map(b => [b.dataset.pagerank, "
+        "b.getBoundingClientRect().width, b.firstElementChild.getBoundingClientRect().width, b.title, "
+        "b.parentElement.getClientRects().length > 0])")
+    in_page = [bar for bar in bars if bar[0] is not None]
+    assert len(in_page) > 200
+    ranked = [bar for bar in in_page if bar[0] != "unranked"]
+    assert len(ranked) > 100
+    shown = [bar for bar in in_page if bar[4]]  # links in hidden menus (the mobile nav) are not drawn
+    assert len(shown) > 200
+    assert all(bar[1] > 10 for bar in shown)  # our style applies: every bar of a visible link is drawn
+    assert all(bar[2] >= 1 for bar in shown if bar[0] != "unranked") and max(bar[2] for bar in shown) == 40
+    assert all("PageRank" in bar[3] and "percentile" in bar[3] for bar in ranked)
+    panel = proxied.execute_script(
+        "const p = document.getElementById('pagerank-panel'); const r = p.getBoundingClientRect();"
+        "return [p.dataset.pagerank, r.width, r.height, "
+        "[...p.querySelectorAll('li')].map(li => parseFloat(li.dataset.pagerank))]")
+    assert panel[0] != "unranked" and panel[1] > 100 and panel[2] > 10
+    assert panel[3] and panel[3] == sorted(panel[3], reverse=True)
+    proxied.execute_script("document.querySelector('#pagerank-panel details').open = true")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    proxied.save_screenshot(os.path.join(ARTIFACTS, "functions-through-proxy.png"))
+    assert os.path.getsize(os.path.join(ARTIFACTS, "functions-through-proxy.png")) > 50_000
+
+
+@pytest.mark.parametrize("page", ["library/functions.html", "index.html", "tutorial/classes.html"])
+def test_page_dom_otherwise_unchanged_and_no_console_errors_from_us(proxied, direct, python_doc_crawl, page):
+    url = python_doc_crawl.base_url + page
+    strip = f"{OURS}.forEach(e => e.remove()); return document.documentElement.outerHTML"
+    direct.get(url)
+    expected = direct.execute_script(strip)
+    direct_errors = severe(direct)
+    proxied.get_log("browser")
+    proxied.get(url)
+    assert proxied.execute_script(f"return {OURS}.length") > 2
+    assert proxied.execute_script(strip) == expected
+    ours = [error for error in severe(proxied) if error not in direct_errors]
+    assert ours == []
+
+
+def test_own_pages(proxied, python_doc_crawl):
+    target = python_doc_crawl.base_url + "library/functions.html"
+    proxied.get("http://pagerank.proxy/top?n=20")
+    assert proxied.execute_script("return document.querySelectorAll('tr[data-pagerank]').length") == 20
+    proxied.get("http://pagerank.proxy/search?q=built-in+functions")
+    titles = proxied.execute_script("return [...document.querySelectorAll('tr[data-pagerank] td a')].map(a => a.textContent)")
+    assert any("Built-in Functions" in title for title in titles)
+    proxied.get("http://pagerank.proxy/backlinks?url=" + target)
+    scores = proxied.execute_script(
+        "return [...document.querySelectorAll('tr[data-pagerank]')].map(r => parseFloat(r.dataset.pagerank))")
+    assert len(scores) == 50 and scores == sorted(scores, reverse=True)
+    proxied.get("http://pagerank.proxy/page?url=" + target)
+    assert "in-links" in proxied.page_source
+    assert severe(proxied) == []
+
+
+class _CSPHandler(http.server.SimpleHTTPRequestHandler):
+    policy = ""
+
+    def end_headers(self):
+        if self.policy and self.path.endswith(".html"):
+            self.send_header("Content-Security-Policy", self.policy)
+        super().end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def csp_origin(tmp_path):
+    (tmp_path / "header.html").write_text(
+        "<!DOCTYPE html><html><head><title>CSP header</title></head><body><p><a href='meta.html'>meta</a> "
+        "<a href='header.html'>self</a></p></body></html>")
+    (tmp_path / "meta.html").write_text(
+        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"style-src 'self'\">"
+        "<title>CSP meta</title></head><body><p><a href='header.html'>header</a></p></body></html>")
+    handler = type("Handler", (_CSPHandler,), {"policy": "default-src 'self'; script-src 'none'"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("page", ["header.html", "meta.html"])
+def test_strict_csp_pages_still_show_bars(proxied, csp_origin, page):
+    proxied.get_log("browser")
+    proxied.get(csp_origin + page)
+    widths = proxied.execute_script(
+        "return [...document.querySelectorAll('pagerank-bar')].map(b => b.getBoundingClientRect().width)")
+    assert widths and all(width > 10 for width in widths)  # our hashed style block was allowed
+    assert not [e for e in severe(proxied) if "Content Security Policy" in e]
+
+
+XSS = [
+    "<script>window.__xss=1</script>",
+    "\"><img src=x onerror=\"window.__xss=1\">",
+    "'><svg onload='window.__xss=1'>",
+    "</title><script>window.__xss=1</script>",
+    "javascript:window.__xss=1",
+]
+
+
+@pytest.fixture(scope="module")
+def hostile_store(tmp_path_factory, python_doc_crawl):
+    from rankstore.store import PageData, Store
+
+    path = str(tmp_path_factory.mktemp("xss") / "xss.db")
+    site = python_doc_crawl.base_url
+    with Store(path) as store:
+        build = store.begin_build(["hostile"])
+        pages = [PageData(f"http://evil{i}.example/x?q=%22%3E%3Cscript%3Ewindow.__xss=1%3C/script%3E", 200,
+                          title=payload, links=[(site + "library/functions.html", False, 1.0, payload)])
+                 for i, payload in enumerate(XSS)]
+        store.write_pages(pages, build)
+        store.finish_build(build, len(pages), len(pages), {})
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    return path
+
+
+def test_hostile_titles_and_urls_execute_nothing(hostile_store, python_doc_crawl):
+    running = Proxy(hostile_store)
+    driver = browser(running.port)
+    try:
+        target = python_doc_crawl.base_url + "library/functions.html"
+        for url in (target, "http://pagerank.proxy/top", "http://pagerank.proxy/search?q=script",
+                    "http://pagerank.proxy/search?q=%3Cscript%3Ewindow.__xss%3D1%3C%2Fscript%3E",
+                    "http://pagerank.proxy/backlinks?url=" + target, "http://pagerank.proxy/page?url=" + target,
+                    "http://pagerank.proxy/page?url=http://evil0.example/x?q=%2522%253E"):
+            driver.get(url)
+            driver.execute_script("const d = document.querySelector('#pagerank-panel details'); if (d) d.open = true")
+            with pytest.raises(NoAlertPresentException):
+                driver.switch_to.alert.text
+            assert driver.execute_script("return window.__xss === undefined")
+        driver.get("http://pagerank.proxy/top")
+        text = driver.execute_script("return document.body.innerText")
+        assert "<script>window.__xss=1</script>" in text  # shown as text, not run
+    finally:
+        driver.quit()
+        running.stop()
+
+
+def test_proxy_listens_on_loopback_only(proxy):
+    out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
+    lines = [line for line in out.splitlines() if f":{proxy.port} " in line]
+    assert lines and all("127.0.0.1:" in line for line in lines)
