@@ -118,6 +118,18 @@ _TAG = re.compile(
     (?P<close>>|\Z)""",
     re.X,
 )
+# Everything up to the next token the scanner cares about, consumed in C: text,
+# a lone '<', and whole tags whose names do not matter here, quoted values
+# included (so a '<a' inside a quoted value is never taken for a tag).  For
+# speed this grammar treats any quote in such a tag as opening a value; where a
+# page has an unquoted value with a quote in it (alt=don't) the scan may run
+# past a link, which then gets no bar: a missed bar, never a broken page.
+_INTERESTING = (r"(?:a|area|base|meta|body|head|html|svg|math|template|script|style|xmp|iframe|noembed"
+                r"|noframes|noscript|textarea|title|plaintext)(?=[\t\n\f\r />])")
+_INTERESTING_END = r"(?:template|svg|math)(?=[\t\n\f\r />])"  # the only end tags the HTML context needs
+_SKIP = re.compile(
+    rf"""(?:[^<]++|<(?!(?i:{_INTERESTING}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
+    rf"""|</(?!(?i:{_INTERESTING_END}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>|<(?![A-Za-z/!?]))*+""")
 _ATTR = re.compile(
     r"""(?P<name>[^\t\n\f\r />][^\t\n\f\r /=>]*+)
     (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"(?P<dq>[^"]*+)"|'(?P<sq>[^']*+)'|(?P<uq>[^\t\n\f\r >]++))?)?""",
@@ -164,8 +176,14 @@ def _scan(text: str) -> _Scan:
     stack: list[str] = []  # foreign-content namespaces: "svg", "math", or "html" for integration points
     template_depth = 0
     find = text.find
+    skip = _SKIP.match
     while True:
-        start = find("<", position)
+        if stack and stack[-1] != "html":
+            start = find("<", position)  # foreign content: every tag counts (breakout, nesting)
+        else:
+            start = skip(text, position).end()
+            if start >= length:
+                break
         if start < 0 or start + 1 >= length:
             break
         following = text[start + 1]

@@ -50,15 +50,21 @@ def generated_graph(pages: int, links: int, seed: int = 7) -> str:
     host_of = np.repeat(np.arange(len(sizes)), sizes)
     # out-degree: ~10% dangling, the rest heavy-tailed, scaled to the wanted number of links
     degree = np.where(rng.random(pages) < 0.1, 0, rng.zipf(2.1, pages)).astype(np.float64)
-    degree = np.minimum(np.round(degree * links * 1.08 / degree.sum()), 2000).astype(np.int64)
+    degree = np.minimum(np.round(degree * links * 1.85 / degree.sum()), 5000).astype(np.int64)
     src = np.repeat(np.arange(pages, dtype=np.int64), degree)
     m = len(src)
     inside = rng.random(m) < 0.8
-    # inside a host: Zipf over the host's pages (its root page first); outside: a Zipf-popular page anywhere
-    local_rank = np.minimum(rng.zipf(1.6, m) - 1, sizes[host_of[src]] - 1)
-    global_target = np.minimum(rng.zipf(1.3, m) - 1, pages - 1)
+    size = sizes[host_of[src]]
+    # inside a host: half to its popular pages (Zipf from its root), half anywhere in it;
+    # outside: a Zipf-popular page of the whole graph, or any page
+    zipf_local = np.minimum(rng.zipf(1.6, m) - 1, size - 1)
+    uniform_local = (rng.random(m) * size).astype(np.int64)
+    local = np.where(rng.random(m) < 0.5, zipf_local, uniform_local)
     popular = rng.permutation(pages)
-    dst = np.where(inside, host_start[host_of[src]] + local_rank, popular[global_target])
+    remote = np.where(rng.random(m) < 0.5, popular[np.minimum(rng.zipf(1.3, m) - 1, pages - 1)],
+                      rng.integers(0, pages, m))
+    dst = np.where(inside, host_start[host_of[src]] + local, remote)
+    del zipf_local, uniform_local, local, remote, size
     key = np.unique(dst * pages + src)
     dst_sorted = (key // pages).astype(np.int32)
     src_sorted = (key % pages).astype(np.int32)

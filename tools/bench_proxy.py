@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Latency and throughput: direct, through plain mitmdump, through pagerank-proxy, in one run.
+
+    .venv/bin/python tools/bench_proxy.py [--rounds 5]
+
+The python3.11-doc site is served on 127.0.0.1 (python -m http.server in its
+own process), crawled with wget, built and ranked; then plain mitmdump and
+pagerank-proxy listen side by side and the same requests go to each, with
+keep-alive connections:
+  * latency, one client: ~40 KB pages (every page of 30-50 KB, several rounds),
+    and library/functions.html (the largest page with the most links);
+  * throughput: 4 clients in parallel over the ~40 KB pages.
+Loops are bounded in count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sitecrawl import crawl  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = "/usr/share/doc/python3.11/html"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait(port: int) -> None:
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def fetch(connection: http.client.HTTPConnection, url: str, proxied: bool) -> bytes:
+    connection.request("GET", url if proxied else "/" + url.split("/", 3)[3], headers={"Accept-Encoding": "identity"})
+    response = connection.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{url}: HTTP {response.status}")
+    return body
+
+
+def latencies(port: int, urls: list[str], proxied: bool) -> list[float]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    samples = []
+    for url in urls:
+        started = time.perf_counter()
+        fetch(connection, url, proxied)
+        samples.append((time.perf_counter() - started) * 1000)
+    connection.close()
+    return samples
+
+
+def throughput(port: int, urls: list[str], proxied: bool, clients: int = 4) -> float:
+    share = [urls[i::clients] for i in range(clients)]
+    threads = [threading.Thread(target=latencies, args=(port, part, proxied)) for part in share]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(urls) / (time.perf_counter() - started)
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-proxy-")
+    processes = []
+    try:
+        origin_port = free_port()
+        processes.append(subprocess.Popen([sys.executable, "-m", "http.server", str(origin_port), "--bind",
+                                           "127.0.0.1", "-d", DOC], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        wait(origin_port)
+        site = f"http://127.0.0.1:{origin_port}/"
+        warc = os.path.join(work, "site.warc.gz")
+        store = os.path.join(work, "site.db")
+        crawl(site, warc)
+        subprocess.run([sys.executable, "-m", "rankstore", "build", warc, "--store", store, "-q"], check=True,
+                       cwd=ROOT, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "rankstore", "rank", "--store", store, "-q"], check=True, cwd=ROOT,
+                       stdout=subprocess.DEVNULL)
+        plain_port, ours_port = free_port(), free_port()
+        mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
+        processes.append(subprocess.Popen([mitmdump, "--listen-host", "127.0.0.1", "-p", str(plain_port), "-q"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        processes.append(subprocess.Popen([sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port",
+                                           str(ours_port), "--", "-q"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        wait(plain_port)
+        wait(ours_port)
+
+        pages = []
+        for folder, _, files in os.walk(DOC):
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                if name.endswith(".html") and 30_000 <= os.path.getsize(path) <= 50_000:
+                    pages.append(site + os.path.relpath(path, DOC))
+        pages.sort()
+        functions = site + "library/functions.html"
+        body = latencies(ours_port, [functions], True)  # warm up every path once
+        for port, proxied in ((origin_port, False), (plain_port, True), (ours_port, True)):
+            latencies(port, pages[:20], proxied)
+        proxied_body = fetch(http.client.HTTPConnection("127.0.0.1", ours_port), functions, True)
+        print(f"{len(pages)} pages of 30-50 KB (mean {statistics.mean(os.path.getsize(DOC + '/' + p[len(site):]) for p in pages) / 1024:.0f} KB); "
+              f"library/functions.html {os.path.getsize(DOC + '/library/functions.html') / 1024:.0f} KB -> "
+              f"{len(proxied_body) / 1024:.0f} KB through pagerank-proxy, "
+              f"{proxied_body.count(b'<pagerank-bar')} bars")
+        del body
+        results = {}
+        for label, port, proxied in (("direct", origin_port, False), ("mitmdump", plain_port, True),
+                                     ("pagerank-proxy", ours_port, True)):
+            small = latencies(port, pages * args.rounds, proxied)
+            big = latencies(port, [functions] * (20 * args.rounds), proxied)
+            rate = throughput(port, pages * args.rounds, proxied)
+            results[label] = (small, big, rate)
+            print(f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p99 {pct(small, 0.99):6.2f} ms | "
+                  f"functions.html p50 {pct(big, 0.5):6.2f} ms p99 {pct(big, 0.99):6.2f} ms | "
+                  f"{rate:6.0f} pages/s (4 clients)")
+        plain, ours = results["mitmdump"], results["pagerank-proxy"]
+        print(f"added over plain mitmdump: ~40 KB p50 +{pct(ours[0], 0.5) - pct(plain[0], 0.5):.2f} ms (target <= 3), "
+              f"functions.html p50 +{pct(ours[1], 0.5) - pct(plain[1], 0.5):.2f} ms (target <= 15); "
+              f"throughput {ours[2] / plain[2]:.0%} of plain mitmdump (target >= 80%)")
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
