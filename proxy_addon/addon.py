@@ -5,13 +5,16 @@
 
 Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_max_body`` (larger bodies stream through untouched),
-``pagerank_panel`` (backlinks shown in the panel; 0 for no panel).
+``pagerank_panel`` (backlinks shown in the panel; 0 for no panel),
+``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread).
 """
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 import sys
 import time
 from urllib.parse import parse_qs
@@ -26,7 +29,8 @@ from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.options import is_candidate, parse_settings
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, annotate_bytes
+from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
+from proxy_addon.worker import rewrite_page, warm_up
 from rankstore.store import StoreError
 
 CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
@@ -34,8 +38,9 @@ CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
 
 class PageRankProxy:
     def __init__(self) -> None:
-        self.settings: Settings | None = None
+        self.settings = None
         self.ranks: Ranks | None = None
+        self.pool: ProcessPoolExecutor | None = None
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -43,9 +48,11 @@ class PageRankProxy:
         loader.add_option("pagerank_max_body", int, 8 * 1024 * 1024,
                           "HTML bodies larger than this many bytes pass through untouched, streamed.")
         loader.add_option("pagerank_panel", int, 10, "Backlinks shown in the page's panel (0: no panel).")
+        loader.add_option("pagerank_workers", int, min(os.cpu_count() or 1, 4),
+                          "Processes that rewrite pages beside mitmproxy's own (0: a thread of mitmproxy's).")
 
     def configure(self, updated) -> None:
-        if not updated & {"rankstore", "pagerank_ranking", "pagerank_max_body", "pagerank_panel"}:
+        if not updated & {"rankstore", "pagerank_ranking", "pagerank_max_body", "pagerank_panel", "pagerank_workers"}:
             return
         settings = parse_settings(ctx.options.rankstore, ctx.options.pagerank_ranking,
                                   ctx.options.pagerank_max_body, ctx.options.pagerank_panel)
@@ -61,7 +68,19 @@ class PageRankProxy:
             raise exceptions.OptionsError(f"rankstore: {error}") from error
         if self.ranks is not None:
             self.ranks.close()
+        self._stop_pool()
         self.settings, self.ranks = settings, ranks
+        workers = max(0, ctx.options.pagerank_workers)
+        if workers:
+            # spawn, not fork: mitmproxy's process already runs threads and an event loop
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            for _ in range(workers):
+                self.pool.submit(warm_up, settings.store, settings.ranking, settings.panel)
+
+    def _stop_pool(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
 
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.request.pretty_host != PROXY_HOST or self.ranks is None:
@@ -85,41 +104,42 @@ class PageRankProxy:
                 or flow.metadata.get("pagerank") in ("own-page", "passed")
                 or not is_candidate(flow, self.settings.max_body)):
             return
-        # SQLite and the rewrite off the event loop: other flows go on meanwhile
-        await asyncio.to_thread(self._rewrite, flow)
-
-    def _rewrite(self, flow: http.HTTPFlow) -> None:
         started = time.perf_counter()
         response = flow.response
         try:
             body = response.content  # Content-Encoding decoded
         except ValueError:
-            flow.metadata["pagerank"] = "unknown content-encoding"
+            flow.metadata["pagerank"] = "unknown content-encoding: untouched"
             return
         if not body or len(body) > self.settings.max_body:
             return
-        panel = self.ranks.panel if self.settings.panel else None
+        settings = self.settings
+        job = (settings.store, settings.ranking, settings.panel, body, response.headers.get("content-type"),
+               flow.request.url)
         try:
-            done = annotate_bytes(body, response.headers.get("content-type"), flow.request.url,
-                                  self.ranks.lookup, panel)
+            if self.pool is not None:
+                done = await asyncio.get_running_loop().run_in_executor(self.pool, rewrite_page, *job)
+            else:
+                # SQLite and the rewrite off the event loop: other flows go on meanwhile
+                done = await asyncio.to_thread(rewrite_page, *job)
         except StoreError as error:
             ctx.log.warn(f"pagerank: {error}")
             return
         if done is None:
             flow.metadata["pagerank"] = "charset does not round-trip: untouched"
             return
-        new_body, rewrite = done
-        response.content = new_body  # re-encoded as before; Content-Length follows
+        new_body, links, ranked = done
+        response.content = new_body  # re-encoded as it came; Content-Length follows
         for name in CSP_HEADERS:
             policies = response.headers.get_all(name)
             if policies:
                 response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
-        flow.metadata["pagerank"] = (f"{rewrite.links} bars ({rewrite.ranked} ranked) in "
-                                     f"{(time.perf_counter() - started) * 1000:.1f} ms")
+        flow.metadata["pagerank"] = f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
 
     def done(self) -> None:
         if self.ranks is not None:
             self.ranks.close()
+        self._stop_pool()
 
 
 addons = [PageRankProxy()]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
+from rankstore.extract import resolver as _resolver
 from rankstore.urls import canonical
 
 __all__ = ["LinkInfo", "Backlink", "PanelData", "Rewrite", "annotate", "annotate_bytes", "remove_edits", "STYLE", "STYLE_HASH", "PROXY_HOST", "MAX_BAR_PX"]
@@ -326,8 +327,8 @@ def bar(info: LinkInfo, nofollow: bool = False) -> str:
     width = max(0, min(MAX_BAR_PX, int(info.width)))
     flag = ' data-nofollow="true"' if nofollow else ""
     label = _escape(_tooltip(info, nofollow))
-    return (f'<pagerank-bar data-pagerank="{value}" data-w="{width}"{flag} title="{label}" role="img" '
-            f'aria-label="{label}"><pagerank-fill></pagerank-fill></pagerank-bar>')
+    return (f'<pagerank-bar data-pagerank="{value}" data-w="{width}"{flag} title="{label}" role="img">'
+            "<pagerank-fill></pagerank-fill></pagerank-bar>")
 
 
 def proxy_url(path: str, **query: str) -> str:
@@ -379,20 +380,25 @@ def annotate(
     scan = _scan(text)
     base = canonical(scan.base_href, page_url) if scan.base_href else None
     base = base or page_url
+    resolve = _resolver(base)  # (base directory, href) -> URL, shared across pages
     targets: list[str | None] = []
     for _, href, _ in scan.links:
         stripped = href.strip()
-        targets.append(None if not stripped or stripped.startswith("#") else canonical(href, base))
+        targets.append(None if not stripped or stripped.startswith("#") else resolve(href))
     known = lookup([t for t in dict.fromkeys(targets) if t]) if any(targets) else {}
     edits: list[tuple[int, str]] = []
     ranked = 0
     unknown = LinkInfo(None)
+    markup: dict[tuple[str, bool], str] = {}  # the same target recurs: render its bar once
     for (offset, _, nofollow), target in zip(scan.links, targets):
         if target is None:
             continue
         info = known.get(target, unknown)
         ranked += info.pagerank is not None
-        edits.append((offset, bar(info, nofollow or scan.robots_nofollow)))
+        key = (target, nofollow or scan.robots_nofollow)
+        if key not in markup:
+            markup[key] = bar(info, key[1])
+        edits.append((offset, markup[key]))
     # Never before the doctype: content there would put the page in quirks mode.
     for head_insert in (scan.head_at, scan.html_at, scan.doctype_end, 0):
         if head_insert is not None:

@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from .urls import canonical
 
-__all__ = ["Link", "Page", "decode_html", "extract", "MAX_TITLE", "MAX_ANCHOR"]
+__all__ = ["Link", "Page", "decode_html", "extract", "resolver", "sniff_charset", "MAX_TITLE", "MAX_ANCHOR"]
 
 MAX_TITLE = 500
 MAX_ANCHOR = 200
@@ -97,7 +97,7 @@ _resolved: dict[tuple[str, str], str | None] = {}
 _RESOLVED_LIMIT = 500_000
 
 
-def _resolver(base: str):
+def resolver(base: str):
     """A function href -> canonical URL for links on a page whose base is ``base``."""
     path = base.split("?", 1)[0]
     directory = path[: path.rfind("/") + 1]
@@ -184,7 +184,7 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
                 page.canonical_url = canonical(node.attributes.get("href"), base)
                 break
 
-    resolve = _resolver(base)
+    resolve = resolver(base)
     found: dict[str, Link] = {}
     for href, (nofollow, anchor) in hrefs.items():
         target = resolve(href)

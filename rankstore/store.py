@@ -317,21 +317,21 @@ class RankingsMixin:
         found: dict[str, dict] = {}
         urls = list(dict.fromkeys(urls))
         with self.snapshot():
-            ranking = self.ranking(name)
+            ranking_id, pages = self.ranking_head(name)
             for start in range(0, len(urls), _LOOKUP_CHUNK):
                 chunk = urls[start : start + _LOOKUP_CHUNK]
                 marks = ",".join("?" * len(chunk))
                 for row in self.db.execute(
                     # CROSS JOIN pins the join order: URL index first, then one score probe each
                     f"SELECT {_PAGE_COLUMNS} FROM pages p CROSS JOIN scores s ON s.page_id = p.id"
-                    f" AND s.ranking_id = ? WHERE p.url IN ({marks})", [ranking.id, *chunk]):
-                    found[row[0]] = _page_row(row, ranking.pages)
+                    f" AND s.ranking_id = ? WHERE p.url IN ({marks})", [ranking_id, *chunk]):
+                    found[row[0]] = _page_row(row, pages)
         return found
 
     def backlinks(self, url: str, name: str = "pagerank", limit: int = 50, offset: int = 0) -> list[dict]:
         """Pages linking to ``url``, best PageRank first (the paper's section 7.4)."""
         with self.snapshot():
-            ranking = self.ranking(name)
+            ranking_id, pages = self.ranking_head(name)
             target = self.db.execute("SELECT id FROM pages WHERE url = ?", (url,)).fetchone()
             if target is None:
                 return []
@@ -340,7 +340,7 @@ class RankingsMixin:
                 # skip on the index alone, then join only the rows shown
                 row = self.db.execute(
                     "SELECT position FROM ranked_links WHERE ranking_id = ? AND dst = ?"
-                    " ORDER BY position LIMIT 1 OFFSET ?", (ranking.id, target[0], offset)).fetchone()
+                    " ORDER BY position LIMIT 1 OFFSET ?", (ranking_id, target[0], offset)).fetchone()
                 if row is None:
                     return []
                 start = row[0]
@@ -350,11 +350,11 @@ class RankingsMixin:
                 " JOIN pages p ON p.id = r.src"
                 " LEFT JOIN links l ON l.src = r.src AND l.dst = r.dst"
                 " WHERE r.ranking_id = ? AND r.dst = ? AND r.position >= ? ORDER BY r.position LIMIT ?",
-                (ranking.id, target[0], start, limit),
+                (ranking_id, target[0], start, limit),
             ).fetchall()
         result = []
         for row in rows:
-            entry = _page_row(row[:7], ranking.pages)
+            entry = _page_row(row[:7], pages)
             entry["nofollow"] = bool(row[7])
             entry["anchor"] = row[8]
             result.append(entry)
