@@ -264,3 +264,49 @@ def test_proxy_listens_on_loopback_only(proxy):
     out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
     lines = [line for line in out.splitlines() if f":{proxy.port} " in line]
     assert lines and all("127.0.0.1:" in line for line in lines)
+
+
+@pytest.fixture
+def https_origin(tmp_path):
+    """An HTTPS origin with a self-signed certificate, serving one HTML page."""
+    import ssl
+
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is missing")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
+                   check=True, capture_output=True)
+    (tmp_path / "page.html").write_text("<!DOCTYPE html><html><head><title>h2</title></head><body>"
+                                        "<a href='page.html'>self</a> <a href='https://x.example/'>x</a></body></html>")
+    handler = functools.partial(_CSPHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}/page.html"
+    server.shutdown()
+    server.server_close()
+
+
+def test_http2_client_through_the_proxy(ranked_store, https_origin, tmp_path):
+    if shutil.which("curl") is None:
+        pytest.fail("curl is missing")
+    port = free_port()
+    confdir = tmp_path / "mitmproxy"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", ranked_store, "--port", str(port), "--",
+         "--set", f"confdir={confdir}", "--set", "ssl_insecure=true"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, process)
+        result = subprocess.run(
+            ["curl", "-sS", "--http2", "--proxy", f"http://127.0.0.1:{port}", "--cacert",
+             str(confdir / "mitmproxy-ca-cert.pem"), "-w", "\n%{http_version}", https_origin],
+            capture_output=True, text=True, timeout=30)
+        body, _, version = result.stdout.rpartition("\n")
+        assert version == "2", result.stderr
+        assert body.count("<pagerank-bar") == 2 and "pagerank-proxy-style" in body
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

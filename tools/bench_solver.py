@@ -183,7 +183,8 @@ def subprocess_run(solver: str, source: str, tol: float, reference: str | None) 
         command += ["--reference", reference]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
-        return {"solver": solver, "error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
+        tail = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no message"
+        return {"solver": solver, "error": f"exit status {done.returncode}: {tail}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

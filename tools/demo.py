@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The embedded default: crawl a real local site, build the store, show it.
+"""The embedded default: a real local site, crawled, built, ranked, and the proxy in front of it.
 
 Serves Debian's python3.11-doc on 127.0.0.1, crawls it with wget into a
-WARC.gz, loads it with `rankstore build` and prints `rankstore info`.
+WARC.gz, loads it with `rankstore build`, ranks it with `rankstore rank`,
+shows `rankstore info` and the top pages, then starts `pagerank-proxy` on
+127.0.0.1:8080 and prints the address to browse, until Ctrl-C.
 
-    .venv/bin/python tools/demo.py [--site DIR] [--work DIR]
+    .venv/bin/python tools/demo.py [--site DIR] [--work DIR] [--port 8080] [--seconds N]
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--site", default="/usr/share/doc/python3.11/html", help="directory to serve and crawl")
     parser.add_argument("--work", default=os.path.join(ROOT, "demo"), help="where the crawl and the store go")
+    parser.add_argument("--port", type=int, default=8080, help="the proxy's port on 127.0.0.1")
+    parser.add_argument("--seconds", type=float, help="stop the proxy after this long (default: until Ctrl-C)")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     warc = os.path.join(args.work, "site.warc.gz")
@@ -40,7 +44,29 @@ def main() -> None:
         seconds = crawl(url, warc)
         print(f"demo: crawled into {warc} in {seconds:.1f} s", flush=True)
         rankstore("build", warc, "--store", store)
+        rankstore("rank", "--store", store, "-q")
         rankstore("info", "--store", store)
+        rankstore("top", "--store", store, "-n", "5")
+        page = url + "library/functions.html"
+        print(f"""
+demo: the PageRank proxy is starting on 127.0.0.1:{args.port}. Browse through it, for example:
+    chromium --proxy-server=127.0.0.1:{args.port} --proxy-bypass-list='<-loopback>' {page}
+    curl -x 127.0.0.1:{args.port} {page} | grep -c pagerank-bar
+  its own pages: http://pagerank.proxy/top  http://pagerank.proxy/search?q=tutorial
+                 http://pagerank.proxy/backlinks?url={page}
+  (the site stays served at {url} while the proxy runs; Ctrl-C stops both)
+""", flush=True)
+        command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(args.port)]
+        proxy = subprocess.Popen(command, cwd=ROOT)
+        try:
+            proxy.wait(timeout=args.seconds)
+        except subprocess.TimeoutExpired:
+            pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            proxy.terminate()
+            proxy.wait(timeout=10)
 
 
 if __name__ == "__main__":
