@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -334,10 +335,18 @@ def _emit(rows: list[dict], fmt: str) -> None:
             click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {'':<20} {row['title'][:100]}")
 
 
-def _open_ranked(store_path: str):
+@contextlib.contextmanager
+def reading(store_path: str):
+    """The store, read-only; store errors become clean CLI errors."""
     if not os.path.exists(store_path):
         raise click.ClickException(f"{store_path}: no such store (run `rankstore build` first)")
-    return open_store(store_path, readonly=True)
+    store = open_store(store_path, readonly=True)
+    try:
+        yield store
+    except StoreError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
 
 
 @cli.command(context_settings=CONTEXT)
@@ -353,16 +362,9 @@ def top(store_path, ranking_name, limit, fmt):
         rankstore top -n 15
         rankstore top --ranking trust --format json
     """
-    from .store import StoreError
-
-    store = _open_ranked(store_path)
-    try:
+    with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         rows = _decorate(store.top(ranking_name, limit), *store.score_range(ranking))
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    finally:
-        store.close()
     _emit(rows, fmt)
 
 
@@ -378,11 +380,9 @@ def show(urls, store_path, ranking_name, fmt):
     Example:
         rankstore show http://127.0.0.1:8000/library/functions.html --format json
     """
-    from .store import StoreError
     from .urls import canonical
 
-    store = _open_ranked(store_path)
-    try:
+    with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         normal = []
         for url in urls:
@@ -392,10 +392,6 @@ def show(urls, store_path, ranking_name, fmt):
         found = store.lookup(normal, ranking_name)
         missing = [url for url, n in zip(urls, normal) if n not in found]
         rows = _decorate([found[n] for n in normal if n in found], *store.score_range(ranking))
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    finally:
-        store.close()
     _emit(rows, fmt)
     if missing:
         click.echo(f"not in the store: {', '.join(missing)}", err=True)
@@ -416,22 +412,16 @@ def backlinks(url, store_path, ranking_name, limit, offset, fmt):
     Example:
         rankstore backlinks https://competitor.example/ --format csv > backlinks.csv
     """
-    from .store import StoreError
     from .urls import canonical
 
     normal = canonical(url)
     if normal is None:
         raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URL")
-    store = _open_ranked(store_path)
-    try:
+    with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         if store.page_id(normal) is None:
             raise click.ClickException(f"{normal}: not in the store")
         rows = _decorate(store.backlinks(normal, ranking_name, limit, offset), *store.score_range(ranking))
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    finally:
-        store.close()
     _emit(rows, fmt)
 
 
@@ -451,21 +441,12 @@ def export(store_path, ranking_name, fmt, output):
     import csv
 
     from . import display
-    from .store import StoreError
 
     if fmt == "parquet" and not output:
         raise click.UsageError("--format parquet needs --output FILE")
-    store = _open_ranked(store_path)
-    try:
+    with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
-        cursor = store.db.execute(
-            "SELECT p.url, s.score, s.position, s.inlinks, p.title FROM scores s JOIN pages p ON p.id = s.page_id"
-            " WHERE s.ranking_id = ? ORDER BY s.position", (ranking.id,))
-        rows = cursor.fetchall()
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    finally:
-        store.close()
+        rows = store.export_rows(ranking)
     scores = [row[1] for row in rows]
     positions = [row[2] for row in rows]
     columns = {
@@ -513,16 +494,9 @@ def stats(store_path, ranking_name, plot):
     """
     import numpy as np
 
-    from .store import StoreError
-
-    store = _open_ranked(store_path)
-    try:
+    with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         _, scores = store.scores_of(ranking.id)
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    finally:
-        store.close()
     scores = np.sort(scores)[::-1]
     click.echo(f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
                f"{ranking.iterations} iterations, final L1 residual {ranking.residuals[-1]:.2e}")

@@ -208,19 +208,22 @@ class _Product:
             self.pool.shutdown()
 
 
-def _power(
-    graph: Graph,
-    damping: float,
-    teleport: np.ndarray,
-    dangling_to: np.ndarray | None,
-    tol: float,
-    max_iter: int,
-    start: np.ndarray,
-    weighted: bool,
-    callback: Callable[[int, float], None] | None,
-    threads: int | None,
-) -> Result:
-    product = _Product(graph, weighted, threads)
+@dataclass
+class _System:
+    """One PageRank problem: the graph, how the surfer moves, and how to compute it."""
+
+    graph: Graph
+    damping: float
+    teleport: np.ndarray
+    dangling_to: np.ndarray | None  # where rank at sinks goes; None: lost
+    weighted: bool
+    threads: int | None
+
+
+def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
+           callback: Callable[[int, float], None] | None) -> Result:
+    damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
+    product = _Product(system.graph, system.weighted, system.threads)
     try:
         x = start.copy()
         y = np.empty_like(x)
@@ -255,25 +258,16 @@ def _power(
         product.close()
 
 
-def _bicgstab(
-    graph: Graph,
-    damping: float,
-    teleport: np.ndarray,
-    dangling_to: np.ndarray | None,
-    tol: float,
-    max_iter: int,
-    start: np.ndarray,
-    weighted: bool,
-    callback: Callable[[int, float], None] | None,
-    threads: int | None,
-) -> Result:
+def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
+              callback: Callable[[int, float], None] | None) -> Result:
     """Solve the linear system (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB.
 
     Two products per step, but far fewer steps than the power method: 47
     products instead of 103 on rust-doc for a 100x smaller error.
     """
-    product = _Product(graph, weighted, threads)
-    n = graph.n
+    damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
+    product = _Product(system.graph, system.weighted, system.threads)
+    n = system.graph.n
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
     buffer = np.empty(n)
 
@@ -337,10 +331,12 @@ def _transition(graph: Graph, weighted: bool) -> sp.csr_matrix:
     return sp.csr_matrix((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
 
 
-def _remove_and_restore(solve, graph, damping, teleport, tol, max_iter, start, weighted, callback, threads) -> Result:
+def _remove_and_restore(solve, system: _System, tol, max_iter, start, callback) -> Result:
+    graph, damping, teleport = system.graph, system.damping, system.teleport
     layers = _dangling_layers(graph)
     if not layers:
-        return solve(graph, damping, teleport, teleport, tol, max_iter, start, weighted, callback, threads)
+        return solve(_System(graph, damping, teleport, teleport, system.weighted, system.threads),
+                     tol, max_iter, start, callback)
     removed = np.zeros(graph.n, dtype=bool)
     for layer in layers:
         removed[layer] = True
@@ -350,13 +346,14 @@ def _remove_and_restore(solve, graph, damping, teleport, tol, max_iter, start, w
     scale = teleport[old].sum()
     core_teleport = teleport[old] / scale if scale > 0 else np.full(len(old), 1.0 / len(old))
     core_start = start[old] / start[old].sum() if start[old].sum() > 0 else core_teleport
-    result = solve(core, damping, core_teleport, None, tol, max_iter, core_start, weighted, callback, threads)
+    result = solve(_System(core, damping, core_teleport, None, system.weighted, system.threads),
+                   tol, max_iter, core_start, callback)
     scores = np.zeros(graph.n)
     scores[old] = result.scores
     # Restore in reverse removal order: a page removed in round k only gets
     # rank from the core and from pages removed in later rounds, with the
     # original out-degrees (seed 002's back-substitution).
-    transition = _transition(graph, weighted)
+    transition = _transition(graph, system.weighted)
     per_unit = 1.0 / scale if scale > 0 else 0.0
     for layer in reversed(layers):
         scores[layer] = (1.0 - damping) * per_unit * teleport[layer] + damping * (transition[layer] @ scores)
@@ -407,11 +404,12 @@ def pagerank(
     teleport = _normalised(personalization, graph.n, "personalization")
     initial = teleport if start is None else _normalised(start, graph.n, "start")
     solve = _bicgstab if method == "bicgstab" and damping < 1 else _power
+    dangling_to = {"uniform": np.full(1, 1.0 / graph.n), "source": teleport, "leak": None, "remove": None}[dangling]
+    system = _System(graph, damping, teleport, dangling_to, weights, threads)
     if dangling == "remove":
-        result = _remove_and_restore(solve, graph, damping, teleport, tol, max_iter, initial, weights, callback, threads)
+        result = _remove_and_restore(solve, system, tol, max_iter, initial, callback)
     else:
-        dangling_to = {"uniform": np.full(1, 1.0 / graph.n), "source": teleport, "leak": None}[dangling]
-        result = solve(graph, damping, teleport, dangling_to, tol, max_iter, initial, weights, callback, threads)
+        result = solve(system, tol, max_iter, initial, callback)
     if not result.converged:
         raise ConvergenceError(
             f"PageRank did not converge to tol={tol:g} in {max_iter} iterations "

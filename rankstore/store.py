@@ -298,6 +298,12 @@ class RankingsMixin:
                 (ranking.id, query, limit, offset)).fetchall()
         return [_page_row(row, ranking.pages) for row in rows]
 
+    def export_rows(self, ranking: "Ranking") -> list[tuple]:
+        """(url, score, position, inlinks, title) of every page of a ranking, best first."""
+        return self.db.execute(
+            "SELECT p.url, s.score, s.position, s.inlinks, p.title FROM scores s JOIN pages p ON p.id = s.page_id"
+            " WHERE s.ranking_id = ? ORDER BY s.position", (ranking.id,)).fetchall()
+
     def snapshot(self):
         """A read transaction: every query inside sees one version of the store."""
         return _Snapshot(self.db)
