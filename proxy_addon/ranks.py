@@ -58,9 +58,16 @@ class Ranks:
         store = self.store()
         ranking_id, pages = store.ranking_head(self.ranking)
         lowest, highest = self._range(store, ranking_id, pages)
-        found = store.lookup(urls, self.ranking)
-        rows = list(found.values())
-        return {row["url"]: info for row, info in zip(rows, self.infos(rows, lowest, highest))}
+        found, pages = store.scores_by_url(urls, self.ranking)
+        if not found:
+            return {}
+        values = np.array(list(found.values()), dtype=np.float64)
+        scores, positions, inlinks = values[:, 0], values[:, 1], values[:, 2]
+        percentiles = display.percentile(positions, pages)
+        toolbars = display.toolbar(scores, pages)
+        widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
+        return {url: LinkInfo(float(s), float(p), int(t), int(i), int(w))
+                for url, s, p, t, i, w in zip(found, scores, percentiles, toolbars, inlinks, widths)}
 
     def panel(self, url: str) -> PanelData:
         store = self.store()

@@ -61,6 +61,15 @@ class ConvergenceError(RuntimeError):
         self.result = result
 
 
+def _indptr(dst_sorted: np.ndarray, n: int, links: int) -> np.ndarray:
+    # int32 row pointers while they fit: scipy then keeps the int32 column
+    # indices as they are instead of widening both to int64 (8 bytes a link).
+    dtype = np.int32 if links < 2**31 - 1 else np.int64
+    indptr = np.zeros(n + 1, dtype=dtype)
+    np.cumsum(np.bincount(dst_sorted, minlength=n), out=indptr[1:])
+    return indptr
+
+
 @dataclass
 class Graph:
     """A link graph as in-link CSR: row ``i`` lists the pages linking to page ``i``.
@@ -105,16 +114,12 @@ class Graph:
             w = w_all[order][first]
         dst_sorted = key // n
         indices = (key - dst_sorted * n).astype(np.int32)
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(dst_sorted, minlength=n), out=indptr[1:])
-        return cls(n, indptr, indices, w)
+        return cls(n, _indptr(dst_sorted, n, len(indices)), indices, w)
 
     @classmethod
     def from_sorted(cls, n: int, dst_sorted: np.ndarray, src: np.ndarray, weights: np.ndarray | None = None) -> "Graph":
         """Build from links already sorted by target (no copies of the source array)."""
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(dst_sorted, minlength=n), out=indptr[1:])
-        return cls(n, indptr, np.asarray(src, dtype=np.int32), weights)
+        return cls(n, _indptr(dst_sorted, n, len(src)), np.asarray(src, dtype=np.int32), weights)
 
     @property
     def links(self) -> int:
@@ -328,7 +333,7 @@ def _transition(graph: Graph, weighted: bool) -> sp.csr_matrix:
     data = inverse[graph.indices]
     if weighted and graph.weights is not None:
         data = data * graph.weights
-    return sp.csr_matrix((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+    return sp.csr_matrix((data, graph.indices, graph.indptr), shape=(graph.n, graph.n), copy=False)
 
 
 def _remove_and_restore(solve, system: _System, tol, max_iter, start, callback) -> Result:

@@ -6,8 +6,9 @@
 Graphs:
   * rust-doc: Debian's rust-doc HTML directory loaded by `rankstore build`
     (cached in ~/.cache/pagerank-proxy/rust-doc-dir.db); end to end = store -> scores;
-  * generated: a host-structured graph (power-law host sizes, most links inside
-    a host, a Zipf choice of targets, ~10% dangling pages) saved to a .npz file;
+  * generated: a host-structured graph (power-law host sizes, page ids grouped
+    by host, 80% of links inside a host, targets chosen by Zipf popularity or
+    uniformly, ~10% dangling pages) saved to a .npz file;
     end to end = file -> scores.
 
 Every solver must get within L1 <= 1e-9 of a float64 reference (ours at
@@ -50,18 +51,18 @@ def generated_graph(pages: int, links: int, seed: int = 7) -> str:
     host_of = np.repeat(np.arange(len(sizes)), sizes)
     # out-degree: ~10% dangling, the rest heavy-tailed, scaled to the wanted number of links
     degree = np.where(rng.random(pages) < 0.1, 0, rng.zipf(2.1, pages)).astype(np.float64)
-    degree = np.minimum(np.round(degree * links * 1.85 / degree.sum()), 5000).astype(np.int64)
+    degree = np.minimum(np.round(degree * links * 2.2 / degree.sum()), 5000).astype(np.int64)
     src = np.repeat(np.arange(pages, dtype=np.int64), degree)
     m = len(src)
     inside = rng.random(m) < 0.8
     size = sizes[host_of[src]]
     # inside a host: half to its popular pages (Zipf from its root), half anywhere in it;
-    # outside: a Zipf-popular page of the whole graph, or any page
+    # outside: mostly a Zipf-popular page of the whole graph (85%), else any page
     zipf_local = np.minimum(rng.zipf(1.6, m) - 1, size - 1)
     uniform_local = (rng.random(m) * size).astype(np.int64)
     local = np.where(rng.random(m) < 0.5, zipf_local, uniform_local)
     popular = rng.permutation(pages)
-    remote = np.where(rng.random(m) < 0.5, popular[np.minimum(rng.zipf(1.3, m) - 1, pages - 1)],
+    remote = np.where(rng.random(m) < 0.85, popular[np.minimum(rng.zipf(1.3, m) - 1, pages - 1)],
                       rng.integers(0, pages, m))
     dst = np.where(inside, host_start[host_of[src]] + local, remote)
     del zipf_local, uniform_local, local, remote, size

@@ -86,13 +86,16 @@ def main() -> None:
         print(f"  the same, page 10,001 of results (offset 500,000): median {median:.1f} ms")
         rng = random.Random(2)
         batches = [[url(rng.randrange(args.backlinks)) for _ in range(1000)] for _ in range(args.repeat)]
-        found = len(store.lookup(batches[0]))
+        found = len(store.scores_by_url(batches[0])[0])
         for batch in batches[: args.repeat // 4]:  # warm the page cache, as a long-running proxy's is
-            store.lookup(batch)
+            store.scores_by_url(batch)
+        iterator = iter(batches)
+        median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
+        print(f"1,000 URL lookups in one batch, as the proxy makes them ({found} found): median {median:.2f} ms, "
+              f"p99 {p99:.2f} ms (target <= 5 ms)")
         iterator = iter(batches)
         median, p99 = timed(lambda: store.lookup(next(iterator)), args.repeat)
-        print(f"1,000 URL lookups in one batch ({found} found): median {median:.2f} ms, p99 {p99:.2f} ms "
-              f"(target <= 5 ms)")
+        print(f"  with titles, as `rankstore show` reads them: median {median:.2f} ms, p99 {p99:.2f} ms")
 
 
 if __name__ == "__main__":
