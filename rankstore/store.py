@@ -500,7 +500,8 @@ class Store(RankingsMixin):
             self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif row is None or int(row[0]) != SCHEMA_VERSION:
             found = row[0] if row else "none"
-            raise StoreError(f"{self.path}: schema version {found}, this rankstore reads {SCHEMA_VERSION}")
+            hint = " (any writing command, e.g. `rankstore rank`, upgrades it)" if row and int(row[0]) < SCHEMA_VERSION else ""
+            raise StoreError(f"{self.path}: schema version {found}, this rankstore reads {SCHEMA_VERSION}{hint}")
 
     def close(self) -> None:
         self.db.close()

@@ -74,7 +74,11 @@ def generated_graph(pages: int, links: int, seed: int = 7) -> str:
 
 
 def rust_doc_store() -> str:
+    from rankstore.store import Store
+
     path = os.path.join(CACHE, "rust-doc-dir.db")
+    if os.path.exists(path):
+        Store(path).close()  # brings a cached store from an older schema up to date
     if not os.path.exists(path):
         os.makedirs(CACHE, exist_ok=True)
         subprocess.run([sys.executable, "-m", "rankstore", "build", "/usr/share/doc/rust-doc/html",

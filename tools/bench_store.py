@@ -72,6 +72,7 @@ def main() -> None:
     from rankstore.store import Store
 
     path = make_store(args.backlinks)
+    Store(path).close()  # brings a cached store from an older schema up to date
     with Store(path, readonly=True) as store:
         info = store.info()
         print(f"store: {info['pages']:,} pages, {info['links']:,} links, {info['size_bytes'] / 2**20:.0f} MiB")
