@@ -12,6 +12,7 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -33,6 +34,7 @@ from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
 from proxy_addon.worker import rewrite_page, warm_up
 from rankstore.store import StoreError
 
+log = logging.getLogger(__name__)
 CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
 
 
@@ -60,7 +62,7 @@ class PageRankProxy:
             if self.ranks is not None:
                 self.ranks.close()
             self.settings = self.ranks = None
-            ctx.log.warn("pagerank: no store set (--set rankstore=PATH): pages pass through unchanged")
+            log.warning("pagerank: no store set (--set rankstore=PATH): pages pass through unchanged")
             return
         try:
             ranks = Ranks(settings.store, settings.ranking, settings.panel)
@@ -123,7 +125,7 @@ class PageRankProxy:
                 # SQLite and the rewrite off the event loop: other flows go on meanwhile
                 done = await asyncio.to_thread(rewrite_page, *job)
         except StoreError as error:
-            ctx.log.warn(f"pagerank: {error}")
+            log.warning("pagerank: %s", error)
             return
         if done is None:
             flow.metadata["pagerank"] = "charset does not round-trip: untouched"

@@ -129,7 +129,9 @@ def build(
 ) -> BuildReport:
     """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``."""
     formats = check_sources(sources, fmt, base_url)
-    jobs = jobs or min(2, os.cpu_count() or 1)
+    if jobs is None:
+        # Edge lists need no parsing: sending them to workers costs more than it saves.
+        jobs = 1 if all(f == "edges" for f in formats) else min(2, os.cpu_count() or 1)
     report = BuildReport(store.begin_build(sources))
     started = time.perf_counter()
     bytes_read = 0
