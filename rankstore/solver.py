@@ -176,36 +176,52 @@ def _normalised(vector: np.ndarray | None, n: int, name: str) -> np.ndarray:
     return vector / vector.sum()
 
 
-class _Product:
-    """y = M x for the column-stochastic link matrix, on row blocks in threads."""
+try:  # y += A x in place; scipy's own kernel, used by A @ x after it allocates y
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+except ImportError:  # pragma: no cover - a scipy without it falls back to A @ x
+    _csr_matvec = None
 
-    def __init__(self, graph: Graph, weighted: bool, threads: int | None):
+
+class _Product:
+    """y = scale·M x (M column-stochastic), written in place, on row blocks in threads.
+
+    scipy releases the GIL inside its CSR kernel, so the row blocks run in
+    parallel; writing into the caller's vector saves an allocation and a copy
+    of an n-vector per product.
+    """
+
+    def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0):
         self.dangling = np.flatnonzero(np.bincount(graph.indices, minlength=graph.n) == 0)
-        self.matrix = _transition(graph, weighted)
+        self.matrix = _transition(graph, weighted, scale)
+        self.n = graph.n
         threads = threads or min(os.cpu_count() or 1, 8)
-        self.blocks: list[tuple[int, int, sp.csr_matrix]] = []
+        matrix = self.matrix
+        self.blocks: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
         if threads > 1 and graph.links >= _THREAD_MIN_LINKS:
-            # Split rows so each block holds about the same number of links.
-            cuts = np.searchsorted(graph.indptr, np.linspace(0, graph.links, threads + 1))
+            # rows split so that each block holds about the same number of links
+            cuts = np.searchsorted(matrix.indptr, np.linspace(0, graph.links, threads + 1))
             cuts[0], cuts[-1] = 0, graph.n
-            matrix = self.matrix
             for start, stop in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
                 if stop > start:
-                    # views of the data and index arrays: no copy of the links
                     lo, hi = matrix.indptr[start], matrix.indptr[stop]
-                    block = sp.csr_matrix(
-                        (matrix.data[lo:hi], matrix.indices[lo:hi], matrix.indptr[start : stop + 1] - lo),
-                        shape=(stop - start, graph.n), copy=False)
-                    self.blocks.append((start, stop, block))
+                    # views of the data and index arrays: no copy of the links
+                    self.blocks.append((start, stop, matrix.indptr[start : stop + 1] - lo,
+                                        matrix.indices[lo:hi], matrix.data[lo:hi]))
             self.pool = ThreadPoolExecutor(len(self.blocks))
 
-    def __call__(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
-        if not self.blocks:
-            out[:] = self.matrix @ x
+    def __call__(self, x: np.ndarray, out: np.ndarray, fill: float | np.ndarray = 0.0) -> np.ndarray:
+        """out = fill + scale·M x."""
+        out[:] = fill
+        if _csr_matvec is None:
+            out += self.matrix @ x
             return out
-        futures = [(start, stop, self.pool.submit(block.dot, x)) for start, stop, block in self.blocks]
-        for start, stop, future in futures:
-            out[start:stop] = future.result()
+        if not self.blocks:
+            _csr_matvec(self.n, self.n, self.matrix.indptr, self.matrix.indices, self.matrix.data, x, out)
+            return out
+        futures = [self.pool.submit(_csr_matvec, stop - start, self.n, indptr, indices, data, x, out[start:stop])
+                   for start, stop, indptr, indices, data in self.blocks]
+        for future in futures:
+            future.result()
         return out
 
     def close(self) -> None:
@@ -228,27 +244,24 @@ class _System:
 def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
            callback: Callable[[int, float], None] | None) -> Result:
     damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
-    product = _Product(system.graph, system.weighted, system.threads)
+    # damping is folded into the matrix, teleport and the sinks' rank into the
+    # vector the product starts from: one pass over y besides the product
+    product = _Product(system.graph, system.weighted, system.threads, scale=damping)
     try:
         x = start.copy()
         y = np.empty_like(x)
         residuals: list[float] = []
-        # A uniform vector is kept as a scalar: two fewer n-vectors at 10M pages.
         uniform_teleport = bool(np.all(teleport == teleport[0]))
         base = (1.0 - damping) * (teleport[0] if uniform_teleport else teleport)
         uniform_dangling = dangling_to is not None and bool(np.all(dangling_to == dangling_to[0]))
-        dangling_scalar = dangling_to[0] if uniform_dangling else None
         diff = np.empty_like(x)
         for iteration in range(1, max_iter + 1):
-            product(x, y)
-            y *= damping
-            if dangling_to is not None and len(product.dangling):
-                mass = damping * x[product.dangling].sum()
-                if uniform_dangling:
-                    y += mass * dangling_scalar
-                else:
-                    y += mass * dangling_to
-            y += base
+            mass = damping * x[product.dangling].sum() if dangling_to is not None and len(product.dangling) else 0.0
+            if uniform_dangling or not mass:
+                fill = base + (mass * dangling_to[0] if mass else 0.0)
+            else:
+                fill = base + mass * dangling_to
+            product(x, y, fill)
             np.subtract(y, x, out=diff)
             np.abs(diff, out=diff)
             residual = float(diff.sum())
@@ -271,17 +284,17 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     products instead of 103 on rust-doc for a 100x smaller error.
     """
     damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
-    product = _Product(system.graph, system.weighted, system.threads)
+    product = _Product(system.graph, system.weighted, system.threads, scale=damping)
     n = system.graph.n
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
     buffer = np.empty(n)
 
     def apply(x: np.ndarray) -> np.ndarray:
-        linked = product(x, buffer)
+        fill = 0.0
         if dangling_to is not None and len(product.dangling):
-            mass = x[product.dangling].sum()
-            np.add(linked, mass * (dangling_to[0] if uniform_dangling else dangling_to), out=linked)
-        return x - damping * linked
+            mass = damping * x[product.dangling].sum()
+            fill = mass * dangling_to[0] if uniform_dangling else mass * dangling_to
+        return x - product(x, buffer, fill)
 
     residuals: list[float] = []
     previous = start.copy()
@@ -326,10 +339,10 @@ def _dangling_layers(graph: Graph) -> list[np.ndarray]:
     return layers
 
 
-def _transition(graph: Graph, weighted: bool) -> sp.csr_matrix:
+def _transition(graph: Graph, weighted: bool, scale: float = 1.0) -> sp.csr_matrix:
     out = graph.out_weight(weighted)
     with np.errstate(divide="ignore"):
-        inverse = np.where(out > 0, 1.0 / out, 0.0)
+        inverse = np.where(out > 0, scale / out, 0.0)
     data = inverse[graph.indices]
     if weighted and graph.weights is not None:
         data = data * graph.weights
