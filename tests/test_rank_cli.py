@@ -212,3 +212,22 @@ def test_display_scales():
     assert display.toolbar(1.0, 10**12) == 10
     widths = display.bar_width([1e-6, 1e-4, 1e-2, 0.0], 1e-6, 1e-2, 41)
     assert list(widths) == [1, 21, 41, 0]
+
+
+def test_older_schema_is_upgraded_by_a_writing_open(py_store, site):
+    import sqlite3
+
+    from rankstore.store import SCHEMA_VERSION, StoreError
+
+    db = sqlite3.connect(py_store)
+    db.execute("DROP TABLE score_keys")
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="upgrades it"):
+        Store(py_store, readonly=True)
+    Store(py_store).close()
+    with Store(py_store, readonly=True) as store:
+        found, pages = store.scores_by_url([site + "library/functions.html", "http://nowhere.example/"])
+        assert list(found) == [site + "library/functions.html"] and pages > 1000
+        assert store.db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
