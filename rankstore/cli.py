@@ -240,6 +240,8 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
         default = "personalized" if sources or source_roots else "pagerank"
         jobs.append(RankOptions(name=name or default, sources=sources, source_roots=source_roots, **common))
 
+    if not os.path.exists(store_path):
+        raise click.ClickException(f"{store_path}: no such store (run `rankstore build` first)")
     store = open_store(store_path)
     try:
         loaded = load_graph(store, include_nofollow)
