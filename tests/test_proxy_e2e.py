@@ -18,10 +18,9 @@ from click.testing import CliRunner
 from conftest import ROOT
 from rankstore.cli import cli
 
-selenium = pytest.importorskip("selenium")  # installed by tools/setup.sh; a clear failure below if not
-from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium import webdriver  # the test extra; tools/setup.sh installs it
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
 
 ARTIFACTS = os.path.join(ROOT, "artifacts")
 OURS = "document.querySelectorAll('pagerank-bar, #pagerank-panel, #pagerank-proxy-style')"
