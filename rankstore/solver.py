@@ -36,7 +36,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as sla
 
 __all__ = [
     "DANGLING",
@@ -278,42 +277,75 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
 
 def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
               callback: Callable[[int, float], None] | None) -> Result:
-    """Solve the linear system (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB.
+    """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||/||b|| < tol.
 
-    Two products per step, but far fewer steps than the power method: 47
-    products instead of 103 on rust-doc for a 100x smaller error.
+    Two products a step, but far fewer steps than the power method (17 instead
+    of 103 on rust-doc, for a 100x smaller error).  Written out here, in place,
+    with seven n-vectors (x, r, r0, p, v, t and one for the change), rather
+    than scipy's version, which allocates new vectors at every step.
     """
     damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
     product = _Product(system.graph, system.weighted, system.threads, scale=damping)
-    n = system.graph.n
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
-    buffer = np.empty(n)
 
-    def apply(x: np.ndarray) -> np.ndarray:
+    def apply(vector: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out = (I - dM - d s dangling^T) vector."""
         fill = 0.0
         if dangling_to is not None and len(product.dangling):
-            mass = damping * x[product.dangling].sum()
+            mass = damping * vector[product.dangling].sum()
             fill = mass * dangling_to[0] if uniform_dangling else mass * dangling_to
-        return x - product(x, buffer, fill)
+        product(vector, out, fill)
+        np.subtract(vector, out, out=out)
+        return out
 
-    residuals: list[float] = []
-    previous = start.copy()
-
-    def step(x: np.ndarray) -> None:
-        residuals.append(float(np.abs(x - previous).sum()))
-        previous[:] = x
-        if callback is not None:
-            callback(len(residuals), residuals[-1])
-
-    operator = sla.LinearOperator((n, n), matvec=apply, dtype=np.float64)
-    b = (1.0 - damping) * teleport
     try:
-        x, info = sla.bicgstab(operator, b, x0=start.copy(), rtol=tol, atol=0.0, maxiter=max_iter, callback=step)
+        x = start.copy()
+        r = np.empty_like(x)
+        apply(x, r)
+        b_norm = float(np.linalg.norm(teleport)) * (1.0 - damping)
+        np.subtract((1.0 - damping) * teleport, r, out=r)  # r = b - A x
+        r0 = r.copy()
+        p = np.zeros_like(x)
+        v = np.zeros_like(x)
+        t = np.empty_like(x)
+        change = np.empty_like(x)
+        rho = alpha = omega = 1.0
+        residuals: list[float] = []
+        converged = b_norm == 0 or float(np.linalg.norm(r)) <= tol * b_norm
+        steps = 0
+        while not converged and steps < max_iter:
+            steps += 1
+            rho_new = float(r0 @ r)
+            if rho_new == 0.0:
+                break  # breakdown: r is orthogonal to r0
+            beta = (rho_new / rho) * (alpha / omega)
+            p -= omega * v
+            p *= beta
+            p += r
+            apply(p, v)
+            alpha = rho_new / float(r0 @ v)
+            r -= alpha * v  # r holds s from here
+            np.multiply(p, alpha, out=change)
+            if float(np.linalg.norm(r)) <= tol * b_norm:
+                x += change
+                converged = True
+            else:
+                apply(r, t)
+                omega = float(t @ r) / float(t @ t)
+                change += omega * r
+                x += change
+                r -= omega * t
+                converged = float(np.linalg.norm(r)) <= tol * b_norm
+            rho = rho_new
+            np.abs(change, out=change)
+            residuals.append(float(change.sum()))
+            if callback is not None:
+                callback(steps, residuals[-1])
     finally:
         product.close()
     if dangling_to is not None and x.sum() > 0:
-        x = x / x.sum()
-    return Result(x, len(residuals), residuals or [0.0], info == 0)
+        x /= x.sum()
+    return Result(x, steps, residuals or [0.0], converged)
 
 
 def _dangling_layers(graph: Graph) -> list[np.ndarray]:

@@ -125,6 +125,14 @@ def test_non_convergence_raises_a_named_error_with_the_partial_result():
     assert caught.value.result.iterations == 20 and len(caught.value.result.residuals) == 20
 
 
+def test_bicgstab_that_runs_out_of_steps_raises_too():
+    rng = np.random.default_rng(9)
+    g = Graph.from_edges(rng.integers(0, 500, 3000), rng.integers(0, 500, 3000), 500)
+    with pytest.raises(ConvergenceError) as caught:
+        pagerank(g, 0.85, tol=1e-14, max_iter=2, method="bicgstab")
+    assert caught.value.result.iterations == 2 and len(caught.value.result.residuals) == 2
+
+
 @pytest.mark.parametrize("bad", [dict(dangling="nope"), dict(damping=1.5), dict(personalization=np.zeros(3)),
                                  dict(personalization=np.ones(2))])
 def test_bad_arguments(bad):
