@@ -279,7 +279,7 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
               callback: Callable[[int, float], None] | None) -> Result:
     """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||/||b|| < tol.
 
-    Two products a step, but far fewer steps than the power method (17 instead
+    Two products a step, but far fewer steps than the power method (18 instead
     of 103 on rust-doc, for a 100x smaller error).  Written out here, in place,
     with seven n-vectors (x, r, r0, p, v, t and one for the change), rather
     than scipy's version, which allocates new vectors at every step.
