@@ -125,7 +125,7 @@ def build(
     base_url: str | None = None,
     progress: ProgressCallback | None = None,
     jobs: int | None = None,
-    commit_every: int = 2000,
+    commit_every: int = 20000,
 ) -> BuildReport:
     """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``."""
     formats = check_sources(sources, fmt, base_url)

@@ -64,8 +64,9 @@ def cli():
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Source format (default: detected from content).")
 @click.option("--base-url", help="For a directory of saved HTML: the URL its root was saved from.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), help="Parser processes (default: up to 2 cores).")
-@click.option("--commit-every", type=click.IntRange(1), default=2000, show_default=True,
-              help="Pages per transaction: what an interrupted build can lose at most.")
+@click.option("--commit-every", type=click.IntRange(1), default=20000, show_default=True,
+              help="Pages per transaction (a transaction also ends at 200,000 links): "
+                   "what an interrupted build can lose at most.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def build(sources, store_path, fmt, base_url, jobs, commit_every, quiet):
     """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists) into the store.
