@@ -36,43 +36,34 @@ class Ranks:
             store = self._local.store = Store(self.store_path, readonly=True)
         return store
 
-    def _range(self, store: Store, ranking_id: int, pages: int) -> tuple[float, float]:
+    def score_range(self, store: Store, ranking_id: int) -> tuple[float, float]:
+        """(lowest, highest) score of the current ranking, read once per version."""
         if ranking_id not in self._ranges:
             self._ranges[ranking_id] = store.score_range(store.ranking(self.ranking))
         return self._ranges[ranking_id]
 
     def infos(self, rows: Sequence[dict], lowest: float, highest: float) -> list[LinkInfo]:
+        """LinkInfo for store rows (dicts with pagerank, position, inlinks, pages)."""
         if not rows:
             return []
-        pages = rows[0]["pages"]
-        scores = np.array([row["pagerank"] for row in rows], dtype=np.float64)
-        positions = np.array([row["position"] for row in rows], dtype=np.float64)
-        percentiles = display.percentile(positions, pages)
-        toolbars = display.toolbar(scores, pages)
-        widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
-        return [LinkInfo(float(s), float(p), int(t), int(row["inlinks"]), int(w))
-                for row, s, p, t, w in zip(rows, scores, percentiles, toolbars, widths)]
+        return _link_infos([row["pagerank"] for row in rows], [row["position"] for row in rows],
+                           [row["inlinks"] for row in rows], rows[0]["pages"], lowest, highest)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """Every URL in one batched query."""
         store = self.store()
-        ranking_id, pages = store.ranking_head(self.ranking)
-        lowest, highest = self._range(store, ranking_id, pages)
+        ranking_id, _ = store.ranking_head(self.ranking)
+        lowest, highest = self.score_range(store, ranking_id)
         found, pages = store.scores_by_url(urls, self.ranking)
         if not found:
             return {}
-        values = np.array(list(found.values()), dtype=np.float64)
-        scores, positions, inlinks = values[:, 0], values[:, 1], values[:, 2]
-        percentiles = display.percentile(positions, pages)
-        toolbars = display.toolbar(scores, pages)
-        widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
-        return {url: LinkInfo(float(s), float(p), int(t), int(i), int(w))
-                for url, s, p, t, i, w in zip(found, scores, percentiles, toolbars, inlinks, widths)}
+        scores, positions, inlinks = zip(*found.values())
+        return dict(zip(found, _link_infos(scores, positions, inlinks, pages, lowest, highest)))
 
     def panel(self, url: str) -> PanelData:
         store = self.store()
-        ranking_id, pages = store.ranking_head(self.ranking)
-        lowest, highest = self._range(store, ranking_id, pages)
+        ranking_id, _ = store.ranking_head(self.ranking)
+        lowest, highest = self.score_range(store, ranking_id)
         with store.snapshot():
             own = store.lookup([url], self.ranking).get(url)
             rows = store.backlinks(url, self.ranking, self.panel_size) if own else []
@@ -86,3 +77,12 @@ class Ranks:
         if store is not None:
             store.close()
             self._local.store = None
+
+
+def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: float) -> list[LinkInfo]:
+    scores = np.asarray(scores, dtype=np.float64)
+    percentiles = display.percentile(np.asarray(positions, dtype=np.float64), pages)
+    toolbars = display.toolbar(scores, pages)
+    widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
+    return [LinkInfo(float(s), float(p), int(t), int(i), int(w))
+            for s, p, t, i, w in zip(scores, percentiles, toolbars, inlinks, widths)]

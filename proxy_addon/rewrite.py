@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from rankstore.extract import resolver as _resolver
-from rankstore.urls import canonical
+from rankstore.extract import sniff_charset
+from rankstore.urls import canonical, resolver
 
-__all__ = ["LinkInfo", "Backlink", "PanelData", "Rewrite", "annotate", "annotate_bytes", "remove_edits", "STYLE", "STYLE_HASH", "PROXY_HOST", "MAX_BAR_PX"]
+from .csp import allow_style_hash
+
+__all__ = ["escape", "format_score", "LinkInfo", "Backlink", "PanelData", "Rewrite", "annotate", "annotate_bytes", "remove_edits", "STYLE", "STYLE_HASH", "PROXY_HOST", "MAX_BAR_PX"]
 
 PROXY_HOST = "pagerank.proxy"
 MAX_BAR_PX = 40
@@ -302,12 +304,12 @@ def _scan(text: str) -> _Scan:
 # ------------------------------------------------------------------ markup
 
 
-def _escape(value: str) -> str:
+def escape(value: str) -> str:
     """Escape for text and quoted attributes; non-ASCII as character references (any charset)."""
     return html.escape(value, quote=True).encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
-def _format_score(value: float) -> str:
+def format_score(value: float) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
@@ -315,7 +317,7 @@ def _tooltip(info: LinkInfo, nofollow: bool) -> str:
     if info.pagerank is None:
         text = "Not in the PageRank store"
     else:
-        text = (f"PageRank {_format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
+        text = (f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
                 f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links")
     if nofollow:
         text += " · nofollow: this link passes no PageRank"
@@ -326,7 +328,7 @@ def bar(info: LinkInfo, nofollow: bool = False) -> str:
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
     width = max(0, min(MAX_BAR_PX, int(info.width)))
     flag = ' data-nofollow="true"' if nofollow else ""
-    label = _escape(_tooltip(info, nofollow))
+    label = escape(_tooltip(info, nofollow))
     return (f'<pagerank-bar data-pagerank="{value}" data-w="{width}"{flag} title="{label}" role="img">'
             "<pagerank-fill></pagerank-fill></pagerank-bar>")
 
@@ -341,21 +343,21 @@ def panel(data: PanelData) -> str:
     if info.pagerank is None:
         summary = "PageRank: this page is not in the store"
     else:
-        summary = (f"PageRank {_format_score(info.pagerank)} · {info.percentile:.1f} pct · "
+        summary = (f"PageRank {format_score(info.pagerank)} · {info.percentile:.1f} pct · "
                    f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks")
     items = []
     for link in data.backlinks:
-        title = _escape(link.title or link.url)
+        title = escape(link.title or link.url)
         items.append(
             f'<li data-pagerank="{float(link.info.pagerank)!r}">{bar(link.info, link.nofollow)}'
-            f'<a href="{_escape(link.url)}">{title}</a><small>{_escape(link.url)}</small></li>'
+            f'<a href="{escape(link.url)}">{title}</a><small>{escape(link.url)}</small></li>'
         )
     backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
-    explorer = _escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
-    page = _escape(proxy_url("/page", url=data.url, ranking=data.ranking))
+    explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
+    page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
     return (
         f'<aside id="pagerank-panel" data-pagerank="{"unranked" if info.pagerank is None else repr(float(info.pagerank))}">'
-        f"<details><summary>{_escape(summary)}</summary>"
+        f"<details><summary>{escape(summary)}</summary>"
         f"<p>Best backlinks by PageRank:</p>{backlinks}"
         f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'
         "</details></aside>"
@@ -380,7 +382,7 @@ def annotate(
     scan = _scan(text)
     base = canonical(scan.base_href, page_url) if scan.base_href else None
     base = base or page_url
-    resolve = _resolver(base)  # (base directory, href) -> URL, shared across pages
+    resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
     targets: list[str | None] = []
     for _, href, _ in scan.links:
         stripped = href.strip()
@@ -405,8 +407,6 @@ def annotate(
             break
     edits.append((head_insert, STYLE_BLOCK))
     for start, end, policy in scan.csp_metas:
-        from .csp import allow_style_hash
-
         for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
             edits.append((start + offset, inserted))
     if panel_data is not None:
@@ -437,8 +437,6 @@ def annotate_bytes(
     None when the body does not decode and re-encode to the very same bytes in
     that charset: such a page is passed on untouched rather than risked.
     """
-    from rankstore.extract import sniff_charset
-
     charset, skip = sniff_charset(body, content_type)
     try:
         text = body[skip:].decode(charset, errors="surrogateescape")

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser
 
-from .urls import canonical
+from .urls import canonical, resolver
 
-__all__ = ["Link", "Page", "decode_html", "extract", "resolver", "sniff_charset", "MAX_TITLE", "MAX_ANCHOR"]
+__all__ = ["Link", "Page", "decode_html", "extract", "sniff_charset", "MAX_TITLE", "MAX_ANCHOR"]
 
 MAX_TITLE = 500
 MAX_ANCHOR = 200
@@ -89,34 +89,6 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
 
 def _clean_text(text: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
-
-
-# (base directory, href without fragment) -> canonical URL, shared across pages:
-# most links of a site repeat from page to page.
-_resolved: dict[tuple[str, str], str | None] = {}
-_RESOLVED_LIMIT = 500_000
-
-
-def resolver(base: str):
-    """A function href -> canonical URL for links on a page whose base is ``base``."""
-    path = base.split("?", 1)[0]
-    directory = path[: path.rfind("/") + 1]
-    cache = _resolved
-    if len(cache) > _RESOLVED_LIMIT:
-        cache.clear()
-
-    def resolve(href: str) -> str | None:
-        head = href.split("#", 1)[0]
-        if not head or head[0] in "? \t\n\r\f" or head[-1] <= " ":
-            return canonical(href, base)
-        key = (directory, head)
-        try:
-            return cache[key]
-        except KeyError:
-            target = cache[key] = canonical(head, base)
-            return target
-
-    return resolve
 
 
 def extract(body: bytes | str, url: str, content_type: str | None = None) -> Page:

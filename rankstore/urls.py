@@ -23,7 +23,7 @@ import re
 from functools import lru_cache
 from urllib.parse import quote, urljoin, urlsplit
 
-__all__ = ["MAX_URL_LENGTH", "canonical", "host_of"]
+__all__ = ["MAX_URL_LENGTH", "canonical", "host_of", "resolver"]
 
 MAX_URL_LENGTH = 4096
 
@@ -178,3 +178,31 @@ def host_of(url: str) -> str:
     start = url.index("//") + 2
     end = url.find("/", start)
     return url[start:end] if end >= 0 else url[start:]
+
+
+# (base directory, href without fragment) -> canonical URL, shared across pages:
+# most links of a site repeat from page to page.
+_resolved: dict[tuple[str, str], str | None] = {}
+_RESOLVED_LIMIT = 500_000
+
+
+def resolver(base: str):
+    """A function href -> canonical URL for links on a page whose base is ``base``."""
+    path = base.split("?", 1)[0]
+    directory = path[: path.rfind("/") + 1]
+    cache = _resolved
+    if len(cache) > _RESOLVED_LIMIT:
+        cache.clear()
+
+    def resolve(href: str) -> str | None:
+        head = href.split("#", 1)[0]
+        if not head or head[0] in "? \t\n\r\f" or head[-1] <= " ":
+            return canonical(href, base)
+        key = (directory, head)
+        try:
+            return cache[key]
+        except KeyError:
+            target = cache[key] = canonical(head, base)
+            return target
+
+    return resolve

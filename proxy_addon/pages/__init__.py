@@ -23,7 +23,7 @@ from rankstore.store import StoreError
 from rankstore.urls import canonical
 
 from ..ranks import Ranks
-from ..rewrite import STYLE, LinkInfo, _escape, _format_score, bar, proxy_url
+from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, proxy_url
 
 __all__ = ["respond", "PAGE_SIZE"]
 
@@ -46,8 +46,8 @@ _HEADERS = {"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy
 def _layout(title: str, body: str) -> bytes:
     nav = (f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
            f'<a href="{proxy_url("/search")}">Search titles</a></nav>')
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title>'
-            f"<style>{_PAGE_STYLE}</style></head><body>{nav}<h1>{_escape(title)}</h1>{body}</body></html>").encode()
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{_PAGE_STYLE}</style></head><body>{nav}<h1>{escape(title)}</h1>{body}</body></html>").encode()
 
 
 def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
@@ -55,7 +55,7 @@ def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
         return "<p>Nothing found.</p>"
     store = ranks.store()
     head = store.ranking_head(ranks.ranking)
-    infos = ranks.infos(rows, *ranks._range(store, *head))
+    infos = ranks.infos(rows, *ranks.score_range(store, head[0]))
     lines = ["<table><tr><th>#</th><th>PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th>"
              "<th>Page</th></tr>"]
     for number, (row, info) in enumerate(zip(rows, infos), start):
@@ -63,12 +63,12 @@ def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
         title = row["title"] or row["url"]
         lines.append(
             f'<tr data-pagerank="{info.pagerank!r}"><td class="n">{number}</td>'
-            f'<td class="n">{bar(info, nofollow)}{_format_score(info.pagerank)}</td>'
+            f'<td class="n">{bar(info, nofollow)}{format_score(info.pagerank)}</td>'
             f'<td class="n">{info.percentile:.2f}</td><td class="n">{info.toolbar}</td>'
             f'<td class="n">{info.inlinks:,}</td>'
-            f'<td><a href="{_escape(row["url"])}">{_escape(title)}</a><br>'
-            f'<small>{_escape(row["url"])}</small> · '
-            f'<a href="{_escape(proxy_url("/page", url=row["url"]))}">details</a></td></tr>'
+            f'<td><a href="{escape(row["url"])}">{escape(title)}</a><br>'
+            f'<small>{escape(row["url"])}</small> · '
+            f'<a href="{escape(proxy_url("/page", url=row["url"]))}">details</a></td></tr>'
         )
     lines.append("</table>")
     return "".join(lines)
@@ -87,7 +87,7 @@ def _number(query, key: str, default: int, low: int = 1, high: int = 10_000) -> 
 
 
 def _error(status: int, message: str) -> tuple[int, dict, bytes]:
-    return status, dict(_HEADERS), _layout("PageRank proxy", f"<p>{_escape(message)}</p>")
+    return status, dict(_HEADERS), _layout("PageRank proxy", f"<p>{escape(message)}</p>")
 
 
 def _url_param(query) -> str | None:
@@ -100,7 +100,7 @@ def index(ranks, query):
         'placeholder="words in the title" aria-label="Search titles"> <button>Search</button></form>'
         f'<form action="{proxy_url("/backlinks")}" method="get"><input type="url" name="url" '
         'placeholder="https://example.com/" aria-label="Backlinks of"> <button>Backlinks</button></form>'
-        f'<p><a href="{proxy_url("/top")}">The top pages</a> of ranking <b>{_escape(ranks.ranking)}</b>.</p>'
+        f'<p><a href="{proxy_url("/top")}">The top pages</a> of ranking <b>{escape(ranks.ranking)}</b>.</p>'
     )
     return 200, dict(_HEADERS), _layout("PageRank proxy", body)
 
@@ -116,10 +116,10 @@ def search(ranks, query):
     page = _number(query, "page", 1)
     rows = ranks.store().search_titles(words, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE) if words else []
     form = (f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
-            f'value="{_escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>')
+            f'value="{escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>')
     more = ""
     if len(rows) == PAGE_SIZE:
-        more = f'<p><a href="{_escape(proxy_url("/search", q=" ".join(words), page=str(page + 1)))}">Next page</a></p>'
+        more = f'<p><a href="{escape(proxy_url("/search", q=" ".join(words), page=str(page + 1)))}">Next page</a></p>'
     title = f"Titles with: {' '.join(words)}" if words else "Search titles"
     return 200, dict(_HEADERS), _layout(title, form + (_rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1)
                                                       if words else "") + more)
@@ -152,12 +152,12 @@ def backlinks(ranks, query):
     total = store.backlink_count(url, ranks.ranking)
     rows = store.backlinks(url, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     pages = max(1, -(-total // PAGE_SIZE))
-    links = [f'<a href="{_escape(proxy_url("/backlinks", url=url, format="csv"))}">Download CSV</a>']
+    links = [f'<a href="{escape(proxy_url("/backlinks", url=url, format="csv"))}">Download CSV</a>']
     if page > 1:
-        links.append(f'<a href="{_escape(proxy_url("/backlinks", url=url, page=str(page - 1)))}">Previous</a>')
+        links.append(f'<a href="{escape(proxy_url("/backlinks", url=url, page=str(page - 1)))}">Previous</a>')
     if page < pages:
-        links.append(f'<a href="{_escape(proxy_url("/backlinks", url=url, page=str(page + 1)))}">Next</a>')
-    body = (f'<p>{total:,} pages link to <a href="{_escape(url)}">{_escape(url)}</a>; page {page} of {pages}, '
+        links.append(f'<a href="{escape(proxy_url("/backlinks", url=url, page=str(page + 1)))}">Next</a>')
+    body = (f'<p>{total:,} pages link to <a href="{escape(url)}">{escape(url)}</a>; page {page} of {pages}, '
             f"best PageRank first.</p><p>{' · '.join(links)}</p>"
             + _rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1))
     return 200, dict(_HEADERS), _layout("Backlinks by PageRank", body)
@@ -171,15 +171,15 @@ def page_view(ranks, query):
     found = store.lookup([url], ranks.ranking).get(url)
     if found is None:
         return _error(404, f"{url} is not in the store.")
-    info: LinkInfo = ranks.infos([found], *ranks._range(store, *store.ranking_head(ranks.ranking)))[0]
+    info: LinkInfo = ranks.infos([found], *ranks.score_range(store, store.ranking_head(ranks.ranking)[0]))[0]
     outgoing = store.out_links_ranked(url, ranks.ranking, 200)
     incoming = store.backlinks(url, ranks.ranking, 20)
     body = (
-        f'<p><a href="{_escape(url)}">{_escape(found["title"] or url)}</a><br><small>{_escape(url)}</small></p>'
-        f"<p>{bar(info)} PageRank {_format_score(info.pagerank)} (sum-to-1 scale; "
+        f'<p><a href="{escape(url)}">{escape(found["title"] or url)}</a><br><small>{escape(url)}</small></p>'
+        f"<p>{bar(info)} PageRank {format_score(info.pagerank)} (sum-to-1 scale; "
         f"{info.pagerank * found['pages']:.3g} in the notes' sum-to-N scale) · {info.percentile:.2f} percentile · "
         f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links</p>"
-        f'<h2>Best backlinks</h2><p><a href="{_escape(proxy_url("/backlinks", url=url))}">all {info.inlinks:,}</a></p>'
+        f'<h2>Best backlinks</h2><p><a href="{escape(proxy_url("/backlinks", url=url))}">all {info.inlinks:,}</a></p>'
         + _rows_table(ranks, incoming)
         + f"<h2>Out-links ({len(outgoing)})</h2>"
         + _rows_table(ranks, [row for row in outgoing if row["pagerank"] is not None])
