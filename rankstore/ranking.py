@@ -112,11 +112,17 @@ def _warm_start(store: Store, name: str, page_ids: np.ndarray) -> tuple[np.ndarr
     old_ids, old_scores = store.scores_of(previous.id)
     if len(old_ids) == 0:
         return None, None
-    start = np.full(len(page_ids), old_scores.mean())  # pages new since then: an average share
-    where = np.searchsorted(page_ids, old_ids)
-    valid = (where < len(page_ids)) & (page_ids[np.minimum(where, len(page_ids) - 1)] == old_ids)
-    start[where[valid]] = old_scores[valid]
-    return start, previous
+    # pages new since then start with an average share
+    return _by_page(page_ids, old_ids, old_scores, old_scores.mean()), previous
+
+
+def _by_page(page_ids: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: float) -> np.ndarray:
+    """``values`` (keyed by page id ``ids``) laid out by page index; ``fill`` where a page has none."""
+    out = np.full(len(page_ids), fill)
+    where = np.searchsorted(page_ids, ids)
+    valid = (where < len(page_ids)) & (page_ids[np.minimum(where, len(page_ids) - 1)] == ids)
+    out[where[valid]] = values[valid]
+    return out
 
 
 def _cold_iterations(store: Store, name: str) -> int | None:
@@ -184,10 +190,7 @@ def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: Rank
     """Spam Mass (P - T) / P per page, P from the ``pagerank`` ranking (computed if missing)."""
     try:
         ids, scores = store.scores_of(store.ranking("pagerank").id)
-        plain = np.zeros(len(page_ids))
-        where = np.searchsorted(page_ids, ids)
-        valid = (where < len(page_ids)) & (page_ids[np.minimum(where, len(page_ids) - 1)] == ids)
-        plain[where[valid]] = scores[valid]
+        plain = _by_page(page_ids, ids, scores, 0.0)
     except RankingNotFound:
         plain = pagerank(loaded.graph, options.damping, tol=options.tol, max_iter=options.max_iter,
                          weights=options.weighted, method=options.method).scores

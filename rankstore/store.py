@@ -184,6 +184,14 @@ def _page_row(row, total: int) -> dict:
             "extra": extra, "crawled": bool(crawled), "pages": total}
 
 
+def _link_row(row, total: int) -> dict:
+    """A page row followed by the link's nofollow flag and anchor text."""
+    entry = _page_row(row[:7], total)
+    entry["nofollow"] = bool(row[7])
+    entry["anchor"] = row[8]
+    return entry
+
+
 class RankingsMixin:
     """Reading and writing rankings; part of :class:`Store`."""
 
@@ -390,13 +398,7 @@ class RankingsMixin:
                 " WHERE r.ranking_id = ? AND r.dst = ? AND r.position >= ? ORDER BY r.position LIMIT ?",
                 (ranking_id, target[0], start, limit),
             ).fetchall()
-        result = []
-        for row in rows:
-            entry = _page_row(row[:7], pages)
-            entry["nofollow"] = bool(row[7])
-            entry["anchor"] = row[8]
-            result.append(entry)
-        return result
+        return [_link_row(row, pages) for row in rows]
 
     def scores_by_url(self, urls: Sequence[str], name: str = "pagerank") -> tuple[dict[str, tuple], int]:
         """{url: (score, position, inlinks)} for the URLs in the store, and the ranking's page count.
@@ -436,13 +438,7 @@ class RankingsMixin:
                 " WHERE src.url = ? ORDER BY s.position LIMIT ?",
                 (ranking.id, url, limit),
             ).fetchall()
-        result = []
-        for row in rows:
-            entry = _page_row(row[:7], ranking.pages)
-            entry["nofollow"] = bool(row[7])
-            entry["anchor"] = row[8]
-            result.append(entry)
-        return result
+        return [_link_row(row, ranking.pages) for row in rows]
 
 
 class _Snapshot:
