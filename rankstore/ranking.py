@@ -125,13 +125,6 @@ def _by_page(page_ids: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: fl
     return out
 
 
-def _cold_iterations(store: Store, name: str) -> int | None:
-    row = store.db.execute(
-        "SELECT iterations FROM rankings WHERE name = ? AND json_extract(params, '$.warm_from') IS NULL"
-        " ORDER BY version DESC LIMIT 1", (name,)).fetchone()
-    return row[0] if row else None
-
-
 def rank(
     store: Store,
     options: RankOptions,
@@ -178,7 +171,7 @@ def rank(
         "links": graph.links, "warm_from": previous.version if previous is not None else None,
         "load_seconds": round(loaded.seconds, 3),
     }
-    cold = _cold_iterations(store, options.name) if previous is not None else None
+    cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     ranking = store.write_ranking(
         options.name, params, result.iterations, result.residuals, page_ids, result.scores,

@@ -298,6 +298,13 @@ class RankingsMixin:
                                   + (f" (the store has: {known})" if known else " (run `rankstore rank` first)"))
         return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
 
+    def cold_iterations(self, name: str) -> int | None:
+        """Iterations of the newest version of ``name`` computed without a warm start."""
+        row = self.db.execute(
+            "SELECT iterations FROM rankings WHERE name = ? AND json_extract(params, '$.warm_from') IS NULL"
+            " ORDER BY version DESC LIMIT 1", (name,)).fetchone()
+        return row[0] if row else None
+
     def rankings(self) -> list[Ranking]:
         names = [r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY name")]
         return [self.ranking(name) for name in names]
