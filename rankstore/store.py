@@ -410,7 +410,7 @@ class RankingsMixin:
     def scores_by_url(self, urls: Sequence[str], name: str = "pagerank") -> tuple[dict[str, tuple], int]:
         """{url: (score, position, inlinks)} for the URLs in the store, and the ranking's page count.
 
-        The proxy's lookup: one probe of a covering integer index per URL, all
+        The proxy's lookup: one probe of the (ranking, URL hash) B-tree of score_keys per URL, all
         in one query per 2,000 URLs.
         """
         urls = list(dict.fromkeys(urls))
