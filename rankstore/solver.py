@@ -22,11 +22,14 @@ default).  ``dangling`` says what happens at a page without out-links:
 Scores sum to 1 (the paper's "algorithm 2") except with ``leak``; multiply by
 the number of pages for the notes' "algorithm 1" scale.
 
-Two methods, both in float64 (float32 stalled near an L1 residual of 1e-7 at
-10M pages, as measured for the issue): ``power``, the paper's iteration (this
-function's default), and ``bicgstab``, a Krylov solve of the same linear system
-in far fewer steps (the default of ``rankstore rank``).  The sparse product
-runs on row blocks in threads, since scipy releases the GIL inside it.
+Two methods: ``power``, the paper's iteration (this function's default), and
+``bicgstab``, a Krylov solve of the same linear system in far fewer steps (the
+default of ``rankstore rank``).  BiCGSTAB runs in float64; the power method
+iterates the *change* between steps in float32 and adds it to float64 scores,
+with a float64 step to start each float32 run and to end the iteration, so its
+answer is the float64 iteration's (float32 alone stalled near an L1 residual of
+1e-7 at 10M pages, as measured for the issue).  The sparse product runs on row
+blocks in threads, since scipy releases the GIL inside it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas as _blas
 
 __all__ = [
     "DANGLING",
@@ -52,6 +56,7 @@ __all__ = [
 DANGLING = ("uniform", "source", "remove", "leak")
 METHODS = ("power", "bicgstab")
 _THREAD_MIN_LINKS = 2_000_000
+_CHUNK = 4_000_000  # links a thread handles at once while setting up
 
 
 class ConvergenceError(RuntimeError):
@@ -184,49 +189,86 @@ except ImportError:  # pragma: no cover - a scipy without it falls back to A @ x
 
 
 class _Product:
-    """y = scale·M x (M column-stochastic), written in place, on row blocks in threads.
+    """out = fill + scale·M x (M column-stochastic), written in place, on row blocks in threads.
 
     scipy releases the GIL inside its CSR kernel, so the row blocks run in
     parallel; writing into the caller's vector saves an allocation and a copy
-    of an n-vector per product.
+    of an n-vector per product.  The fill and any per-block follow-up (``after``)
+    run in the block's thread too, on memory the product has just touched.
+    With ``single=True`` a float32 copy of the matrix is kept as well, and a
+    float32 ``x`` is multiplied by it (half the bytes to read per link).
     """
 
-    def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0):
-        self.dangling = np.flatnonzero(np.bincount(graph.indices, minlength=graph.n) == 0)
-        self.matrix = _transition(graph, weighted, scale)
-        self.n = graph.n
+    def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0,
+                 single: bool = False):
+        n, links, indptr, indices = graph.n, graph.links, graph.indptr, graph.indices
+        self.n = n
         threads = threads or min(os.cpu_count() or 1, 8)
-        matrix = self.matrix
-        self.blocks: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
-        if threads > 1 and graph.links >= _THREAD_MIN_LINKS:
+        cuts = [0, n]
+        if threads > 1 and links >= _THREAD_MIN_LINKS:
             # rows split so that each block holds about the same number of links
-            cuts = np.searchsorted(matrix.indptr, np.linspace(0, graph.links, threads + 1))
-            cuts[0], cuts[-1] = 0, graph.n
-            for start, stop in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-                if stop > start:
-                    lo, hi = matrix.indptr[start], matrix.indptr[stop]
-                    # views of the data and index arrays: no copy of the links
-                    self.blocks.append((start, stop, matrix.indptr[start : stop + 1] - lo,
-                                        matrix.indices[lo:hi], matrix.data[lo:hi]))
-            self.pool = ThreadPoolExecutor(len(self.blocks))
+            cuts = np.searchsorted(indptr, np.linspace(0, links, threads + 1)).tolist()
+            cuts[0], cuts[-1] = 0, n
+        spans = [(start, stop, int(indptr[start]), int(indptr[stop]))
+                 for start, stop in zip(cuts[:-1], cuts[1:]) if stop > start]
+        self.pool = ThreadPoolExecutor(len(spans)) if len(spans) > 1 else None
+        # one pass to count out-links, then the values M[i, j] = scale / out(j)
+        # (times the link's weight) gathered block by block in the threads
+        def count(span: tuple, weights: np.ndarray | None = None) -> np.ndarray:
+            total = np.zeros(n, dtype=np.int64 if weights is None else np.float64)
+            for lo in range(span[2], span[3], _CHUNK):  # bounded temporaries (bincount widens to int64)
+                hi = min(lo + _CHUNK, span[3])
+                total += np.bincount(indices[lo:hi], None if weights is None else weights[lo:hi], minlength=n)
+            return total
 
-    def __call__(self, x: np.ndarray, out: np.ndarray, fill: float | np.ndarray = 0.0) -> np.ndarray:
-        """out = fill + scale·M x."""
-        out[:] = fill
-        if _csr_matvec is None:
-            out += self.matrix @ x
-            return out
-        if not self.blocks:
-            _csr_matvec(self.n, self.n, self.matrix.indptr, self.matrix.indices, self.matrix.data, x, out)
-            return out
-        futures = [self.pool.submit(_csr_matvec, stop - start, self.n, indptr, indices, data, x, out[start:stop])
-                   for start, stop, indptr, indices, data in self.blocks]
-        for future in futures:
-            future.result()
-        return out
+        degree = sum(self._map(count, spans)) if spans else np.zeros(n, dtype=np.int64)
+        self.dangling = np.flatnonzero(degree == 0)
+        weights = graph.weights if weighted else None
+        out = degree if weights is None else sum(self._map(lambda span: count(span, weights), spans))
+        with np.errstate(divide="ignore"):
+            inverse = np.where(out > 0, scale / out, 0.0)
+        del degree, out
+        kinds = [np.dtype(np.float64)] + ([np.dtype(np.float32)] if single else [])
+        data = {kind: np.empty(links, dtype=kind) for kind in kinds}
+        per_page = {kind: inverse.astype(kind, copy=False) for kind in kinds}
+
+        def gather(span: tuple) -> None:
+            for lo in range(span[2], span[3], _CHUNK):
+                hi = min(lo + _CHUNK, span[3])
+                for kind, values in data.items():
+                    values[lo:hi] = per_page[kind][indices[lo:hi]]
+                    if weights is not None:
+                        values[lo:hi] *= weights[lo:hi]
+
+        self._map(gather, spans)
+        self.blocks = [(start, stop, indptr[start : stop + 1] - lo, indices[lo:hi],
+                        {kind: values[lo:hi] for kind, values in data.items()})  # views: no copy of the links
+                       for start, stop, lo, hi in spans]
+
+    def _map(self, function: Callable, items: list) -> list:
+        if self.pool is None:
+            return [function(item) for item in items]
+        return [future.result() for future in [self.pool.submit(function, item) for item in items]]
+
+    def __call__(self, x: np.ndarray, out: np.ndarray, fill: float | np.ndarray = 0.0,
+                 after: Callable[[int, int], object] | None = None) -> list:
+        """out = fill + scale·M x; returns ``after(start, stop)`` of each row block."""
+        n = self.n
+
+        def block(start: int, stop: int, indptr: np.ndarray, indices: np.ndarray, data: dict) -> object:
+            piece = out[start:stop]
+            piece[:] = fill if np.ndim(fill) == 0 else fill[start:stop]
+            values = data[x.dtype]
+            if _csr_matvec is None:
+                piece += sp.csr_matrix((values, indices, indptr), shape=(stop - start, n), copy=False) @ x
+            else:
+                _csr_matvec(stop - start, n, indptr, indices, values, x, piece)
+            return after(start, stop) if after is not None else None
+
+        return self._map(lambda b: block(*b), self.blocks)
 
     def close(self) -> None:
-        if self.blocks:
+        if self.pool is not None:
             self.pool.shutdown()
 
 
@@ -242,35 +284,94 @@ class _System:
     threads: int | None
 
 
+_REFRESH = 1e-3  # a float32 run ends once its change has shrunk this much below the last float64 step's
+_NOISE = 1.001  # ... or once it stops shrinking by the damping factor: rounding noise
+
+
 def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
            callback: Callable[[int, float], None] | None) -> Result:
+    """The paper's iteration x <- dMx + d(rank at sinks)D + (1-d)E, in mixed precision.
+
+    Successive changes obey delta' = A delta for the linear part A of the
+    iteration, so most steps iterate the change in float32 (the product then
+    reads 12 bytes a link instead of 16) and add it to scores held in float64.
+    A float64 step, x' = A x + (1-d)E computed from the scores themselves,
+    starts each float32 run and ends the iteration: float32 rounding never
+    accumulates in the scores, and the stopping rule is the float64
+    iteration's, since the last step is a float64 one whose L1 change is below
+    ``tol``.  As ||A v||_1 <= d ||v||_1 for every v, a float32 change that
+    stops shrinking by d is rounding noise: a float64 step follows at once.
+    Without damping (d = 1) nothing pulls rounding errors back and every step
+    is a float64 one.
+    """
     damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
-    # damping is folded into the matrix, teleport and the sinks' rank into the
-    # vector the product starts from: one pass over y besides the product
-    product = _Product(system.graph, system.weighted, system.threads, scale=damping)
+    mixed = damping < 1
+    product = _Product(system.graph, system.weighted, system.threads, scale=damping, single=mixed)
     try:
         x = start.copy()
         y = np.empty_like(x)
-        residuals: list[float] = []
+        change = np.empty(len(x), dtype=np.float32)
+        following = np.empty_like(change)
         uniform_teleport = bool(np.all(teleport == teleport[0]))
         base = (1.0 - damping) * (teleport[0] if uniform_teleport else teleport)
+        sinks = product.dangling if dangling_to is not None and len(product.dangling) else None
         uniform_dangling = dangling_to is not None and bool(np.all(dangling_to == dangling_to[0]))
-        diff = np.empty_like(x)
+
+        def spread(mass: float) -> float | np.ndarray:
+            """The rank ``mass`` that sinks pass on, spread over the pages it goes to."""
+            if sinks is None:
+                return 0.0
+            return damping * mass * (dangling_to[0] if uniform_dangling else dangling_to)
+
+        def sinks_mass(vector: np.ndarray, start: int = 0, stop: int | None = None) -> float:
+            if sinks is None:
+                return 0.0
+            lo, hi = (0, len(sinks)) if stop is None else np.searchsorted(sinks, (start, stop))
+            return float(vector[sinks[lo:hi]].sum(dtype=np.float64))
+
+        def double_step() -> float:
+            nonlocal mass
+            product(x, y, base + spread(sinks_mass(x)))
+            np.subtract(y, x, out=y)  # the change
+            np.add(x, y, out=x)
+            change[:] = y
+            mass = sinks_mass(change)
+            return float(_blas.dasum(y))
+
+        def single_step() -> float:
+            nonlocal mass
+            fill = spread(mass)
+            fill = np.float32(fill) if np.ndim(fill) == 0 else fill.astype(np.float32)
+            new = following
+
+            def add(start: int, stop: int) -> tuple[float, float]:
+                """Add the block's change to the scores; its L1 norm and its sinks' share, for the next step."""
+                piece = new[start:stop]
+                np.add(x[start:stop], piece, out=x[start:stop])
+                return float(_blas.sasum(piece)) if stop > start else 0.0, sinks_mass(new, start, stop)
+
+            parts = product(change, new, fill, after=add)
+            mass = sum(part[1] for part in parts)
+            return float(sum(part[0] for part in parts))
+
+        mass = 0.0  # the rank at the sinks in the last change
+        residuals: list[float] = []
+        residual = previous = float("inf")
+        level, exact = float("inf"), False
         for iteration in range(1, max_iter + 1):
-            mass = damping * x[product.dangling].sum() if dangling_to is not None and len(product.dangling) else 0.0
-            if uniform_dangling or not mass:
-                fill = base + (mass * dangling_to[0] if mass else 0.0)
+            if not mixed or not residuals or (not exact and (residual < tol or residual < level * _REFRESH
+                                                or residual > damping * previous * _NOISE)):
+                residual = level = double_step()
+                exact = True
             else:
-                fill = base + mass * dangling_to
-            product(x, y, fill)
-            np.subtract(y, x, out=diff)
-            np.abs(diff, out=diff)
-            residual = float(diff.sum())
+                previous = residual
+                residual = single_step()
+                change, following = following, change
+                exact = False
             residuals.append(residual)
-            x, y = y, x
             if callback is not None:
                 callback(iteration, residual)
-            if residual < tol:
+            if exact and residual < tol:
                 return Result(x, iteration, residuals, True)
         return Result(x, max_iter, residuals, False)
     finally:
@@ -282,13 +383,15 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||/||b|| < tol.
 
     Two products a step, but far fewer steps than the power method (18 instead
-    of 103 on rust-doc, for a 100x smaller error).  Written out here, in place,
-    with seven n-vectors (x, r, r0, p, v, t and one for the change), rather
-    than scipy's version, which allocates new vectors at every step.
+    of 103 on rust-doc, for a 100x smaller error).  Written out here, in place
+    with BLAS level-1 calls on seven n-vectors (x, r, r0, p, v, t and one for
+    the change), rather than scipy's version, which allocates new vectors at
+    every step.
     """
     damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
     product = _Product(system.graph, system.weighted, system.threads, scale=damping)
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
+    dot, axpy, norm = _blas.ddot, _blas.daxpy, _blas.dnrm2
 
     def apply(vector: np.ndarray, out: np.ndarray) -> np.ndarray:
         """out = (I - dM - d s dangling^T) vector."""
@@ -296,8 +399,11 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         if dangling_to is not None and len(product.dangling):
             mass = damping * vector[product.dangling].sum()
             fill = mass * dangling_to[0] if uniform_dangling else mass * dangling_to
-        product(vector, out, fill)
-        np.subtract(vector, out, out=out)
+
+        def subtract(start: int, stop: int) -> None:
+            np.subtract(vector[start:stop], out[start:stop], out=out[start:stop])
+
+        product(vector, out, fill, after=subtract)
         return out
 
     try:
@@ -313,34 +419,33 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         change = np.empty_like(x)
         rho = alpha = omega = 1.0
         residuals: list[float] = []
-        converged = b_norm == 0 or float(np.linalg.norm(r)) <= tol * b_norm
+        converged = b_norm == 0 or float(norm(r)) <= tol * b_norm
         steps = 0
         while not converged and steps < max_iter:
             steps += 1
-            rho_new = float(r0 @ r)
+            rho_new = float(dot(r0, r))
             if rho_new == 0.0:
                 break  # breakdown: r is orthogonal to r0
             beta = (rho_new / rho) * (alpha / omega)
-            p -= omega * v
+            axpy(v, p, a=-omega)  # p = beta (p - omega v) + r
             p *= beta
-            p += r
+            axpy(r, p)
             apply(p, v)
-            alpha = rho_new / float(r0 @ v)
-            r -= alpha * v  # r holds s from here
+            alpha = rho_new / float(dot(r0, v))
+            axpy(v, r, a=-alpha)  # r holds s from here
             np.multiply(p, alpha, out=change)
-            if float(np.linalg.norm(r)) <= tol * b_norm:
-                x += change
+            if float(norm(r)) <= tol * b_norm:
+                axpy(change, x)
                 converged = True
             else:
                 apply(r, t)
-                omega = float(t @ r) / float(t @ t)
-                change += omega * r
-                x += change
-                r -= omega * t
-                converged = float(np.linalg.norm(r)) <= tol * b_norm
+                omega = float(dot(t, r)) / float(dot(t, t))
+                axpy(r, change, a=omega)
+                axpy(change, x)
+                axpy(t, r, a=-omega)
+                converged = float(norm(r)) <= tol * b_norm
             rho = rho_new
-            np.abs(change, out=change)
-            residuals.append(float(change.sum()))
+            residuals.append(float(_blas.dasum(change)))
             if callback is not None:
                 callback(steps, residuals[-1])
     finally:
