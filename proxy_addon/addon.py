@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 import sys
 import time
 from urllib.parse import parse_qs
@@ -31,7 +29,7 @@ from proxy_addon.options import is_candidate, parse_settings
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
-from proxy_addon.worker import rewrite_page, warm_up
+from proxy_addon.worker import WorkerError, Workers, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -42,7 +40,7 @@ class PageRankProxy:
     def __init__(self) -> None:
         self.settings = None
         self.ranks: Ranks | None = None
-        self.pool: ProcessPoolExecutor | None = None
+        self.workers: Workers | None = None
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -61,6 +59,7 @@ class PageRankProxy:
         if settings is None:
             if self.ranks is not None:
                 self.ranks.close()
+            self._stop_workers()
             self.settings = self.ranks = None
             log.warning("pagerank: no store set (--set rankstore=PATH): pages pass through unchanged")
             return
@@ -70,19 +69,20 @@ class PageRankProxy:
             raise exceptions.OptionsError(f"rankstore: {error}") from error
         if self.ranks is not None:
             self.ranks.close()
-        self._stop_pool()
+        self._stop_workers()
         self.settings, self.ranks = settings, ranks
-        workers = max(0, ctx.options.pagerank_workers)
-        if workers:
-            # spawn, not fork: mitmproxy's process already runs threads and an event loop
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-            for _ in range(workers):
-                self.pool.submit(warm_up, settings.store, settings.ranking, settings.panel)
+        count = max(0, ctx.options.pagerank_workers)
+        if count:
+            self.workers = Workers(count, settings.store, settings.ranking, settings.panel)  # started in running()
 
-    def _stop_pool(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+    async def running(self) -> None:
+        if self.workers is not None:
+            await self.workers.start()  # so that the first page finds them warm (else: at first use)
+
+    def _stop_workers(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+            self.workers = None
 
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.request.pretty_host != PROXY_HOST or self.ranks is None:
@@ -116,16 +116,17 @@ class PageRankProxy:
         if not body or len(body) > self.settings.max_body:
             return
         settings = self.settings
-        job = (settings.store, settings.ranking, settings.panel, body, response.headers.get("content-type"),
-               flow.request.url)
+        content_type, url = response.headers.get("content-type"), flow.request.url
         try:
-            if self.pool is not None:
-                done = await asyncio.get_running_loop().run_in_executor(self.pool, rewrite_page, *job)
+            if self.workers is not None:
+                done = await self.workers.rewrite(body, content_type, url)
             else:
                 # SQLite and the rewrite off the event loop: other flows go on meanwhile
-                done = await asyncio.to_thread(rewrite_page, *job)
-        except StoreError as error:
-            log.warning("pagerank: %s", error)
+                done = await asyncio.to_thread(rewrite_page, settings.store, settings.ranking, settings.panel,
+                                               body, content_type, url)
+        except (StoreError, WorkerError) as error:
+            log.warning("pagerank: %s: %s", url, error)
+            flow.metadata["pagerank"] = f"untouched: {error}"
             return
         if done is None:
             flow.metadata["pagerank"] = "charset does not round-trip: untouched"
@@ -141,7 +142,7 @@ class PageRankProxy:
     def done(self) -> None:
         if self.ranks is not None:
             self.ranks.close()
-        self._stop_pool()
+        self._stop_workers()
 
 
 addons = [PageRankProxy()]

@@ -111,28 +111,32 @@ STYLE_BLOCK = f'<style id="pagerank-proxy-style">{STYLE}</style>'
 # ------------------------------------------------------------------ tokenizer
 
 _WS = "\t\n\f\r "
-_TAG = re.compile(
-    r"""<(?P<end>/)?(?P<name>[A-Za-z][^\t\n\f\r />]*+)
-    (?P<attrs>(?>
-        [\t\n\f\r /]++
-      | [^\t\n\f\r />][^\t\n\f\r /=>]*+
-        (?>[\t\n\f\r ]*+=[\t\n\f\r ]*+(?>"[^"]*+"|'[^']*+'|[^\t\n\f\r >]++)?)?
-    )*+)
-    (?P<close>>|\Z)""",
-    re.X,
+_TAG_SOURCE = (
+    r"<(?P<end>/)?(?P<name>[A-Za-z][^\t\n\f\r />]*+)"
+    r"(?P<attrs>(?>[\t\n\f\r /]++|[^\t\n\f\r />][^\t\n\f\r /=>]*+"
+    r"""(?>[\t\n\f\r ]*+=[\t\n\f\r ]*+(?>"[^"]*+"|'[^']*+'|[^\t\n\f\r >]++)?)?)*+)"""
+    r"(?P<close>>|\Z)"
 )
+_TAG = re.compile(_TAG_SOURCE)
 # Everything up to the next token the scanner cares about, consumed in C: text,
 # a lone '<', and whole tags whose names do not matter here, quoted values
 # included (so a '<a' inside a quoted value is never taken for a tag).  For
 # speed this grammar treats any quote in such a tag as opening a value; where a
 # page has an unquoted value with a quote in it (alt=don't) the scan may run
 # past a link, which then gets no bar: a missed bar, never a broken page.
-_INTERESTING = (r"(?:a|area|base|meta|body|head|html|svg|math|template|script|style|xmp|iframe|noembed"
-                r"|noframes|noscript|textarea|title|plaintext)(?=[\t\n\f\r />])")
+# a, area, base, body, head, html, iframe, meta, math, noembed, noframes, noscript,
+# plaintext, svg, script, style, template, textarea, title, xmp: as a trie, which
+# Python's regex engine tries far faster than a flat list of twenty names
+_INTERESTING = (r"(?:a(?:rea)?|b(?:ase|ody)|h(?:ead|tml)|iframe|m(?:eta|ath)|no(?:embed|frames|script)|plaintext"
+                r"|s(?:vg|cript|tyle)|t(?:emplate|extarea|itle)|xmp)(?=[\t\n\f\r />])")
+# first letters no interesting name has: such tags are skipped without the lookahead
+_DULL_INITIAL = "c-gj-loq-ru-wy-zC-GJ-LOQ-RU-WY-Z"
 _INTERESTING_END = r"(?:template|svg|math)(?=[\t\n\f\r />])"  # the only end tags the HTML context needs
 _SKIP = re.compile(
-    rf"""(?:[^<]++|<(?!(?i:{_INTERESTING}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
+    rf"""(?:[^<]++|<(?:[{_DULL_INITIAL}]|(?!(?i:{_INTERESTING}))[A-Za-z])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
     rf"""|</(?!(?i:{_INTERESTING_END}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>|<(?![A-Za-z/!?]))*+""")
+# The skip and the tag after it in one call: most tokens need nothing else.
+_NEXT = re.compile(rf"{_SKIP.pattern}(?P<tag>{_TAG_SOURCE})?")
 _ATTR = re.compile(
     r"""(?P<name>[^\t\n\f\r />][^\t\n\f\r /=>]*+)
     (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"(?P<dq>[^"]*+)"|'(?P<sq>[^']*+)'|(?P<uq>[^\t\n\f\r >]++))?)?""",
@@ -149,16 +153,25 @@ _INTEGRATION = {"foreignobject", "desc", "title", "annotation-xml"}
 
 def _attributes(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
-    for match in _ATTR.finditer(text):
-        name = match.group("name").lower()
+    for name, double, single, unquoted in _ATTR.findall(text):
+        name = name.lower()
         if name not in found:  # the first of a repeated attribute wins
-            value = match.group("dq")
-            if value is None:
-                value = match.group("sq")
-            if value is None:
-                value = match.group("uq") or ""
-            found[name] = html.unescape(value)
+            value = double or single or unquoted  # each "" when absent; an empty value is "" too
+            found[name] = html.unescape(value) if "&" in value else value
     return found
+
+
+_NOFOLLOW = frozenset(("nofollow", "ugc", "sponsored"))
+
+
+def _link(attrs_text: str, position: int) -> tuple[int, str, bool] | None:
+    """(offset, href, nofollow) for a link's start tag, or None without an href."""
+    attrs = _attributes(attrs_text)
+    href = attrs.get("href")
+    if href is None:
+        return None
+    rel = attrs.get("rel")
+    return position, href, bool(rel) and not _NOFOLLOW.isdisjoint(rel.lower().split())
 
 
 @dataclass
@@ -179,14 +192,19 @@ def _scan(text: str) -> _Scan:
     stack: list[str] = []  # foreign-content namespaces: "svg", "math", or "html" for integration points
     template_depth = 0
     find = text.find
-    skip = _SKIP.match
+    following_token = _NEXT.match
     while True:
+        match = None
         if stack and stack[-1] != "html":
             start = find("<", position)  # foreign content: every tag counts (breakout, nesting)
         else:
-            start = skip(text, position).end()
-            if start >= length:
-                break
+            token = following_token(text, position)
+            if token.group("tag") is not None:
+                match, start = token, token.start("tag")
+            else:
+                start = token.end()
+                if start >= length:
+                    break
         if start < 0 or start + 1 >= length:
             break
         following = text[start + 1]
@@ -223,18 +241,24 @@ def _scan(text: str) -> _Scan:
                 break
             position = close + 1
             continue
-        match = _TAG.match(text, start)
+        if match is None:
+            match = _TAG.match(text, start)
         if match is None:
             position = start + 1
             continue
         position = match.end()
-        if not match.group("close"):
+        end, name, attrs_text, close = match.group("end", "name", "attrs", "close")
+        if not close:
             break  # end of file inside a tag: browsers drop it
-        name = match.group("name").lower()
-        attrs_text = match.group("attrs")
+        name = name.lower()
+        if name == "a" and not end and not stack and not template_depth:  # most tokens: a link in HTML
+            link = _link(attrs_text, position)
+            if link is not None:
+                scan.links.append(link)
+            continue
         self_closing = attrs_text.rstrip(_WS).endswith("/")
         foreign = bool(stack) and stack[-1] != "html"
-        if match.group("end"):
+        if end:
             if name == "template" and template_depth:
                 template_depth -= 1
             elif stack and name in ("svg", "math") and stack[-1] == name:
@@ -270,15 +294,9 @@ def _scan(text: str) -> _Scan:
             template_depth += 1
             continue
         if name in ("a", "area"):
-            if template_depth:
-                continue
-            attrs = _attributes(attrs_text)
-            href = attrs.get("href")
-            if href is None:
-                continue
-            rel = attrs.get("rel", "").lower().split()
-            nofollow = bool({"nofollow", "ugc", "sponsored"} & set(rel))
-            scan.links.append((position, href, nofollow))
+            link = None if template_depth else _link(attrs_text, position)
+            if link is not None:
+                scan.links.append(link)
         elif name == "body" and scan.body_at is None:
             scan.body_at = position
         elif name == "head" and scan.head_at is None:

@@ -1,17 +1,36 @@
 """Page rewriting in worker processes, so it runs beside mitmproxy rather than under its GIL.
 
-Each worker keeps one read-only store connection per (store, ranking) and is
-handed the body, its Content-Type and URL; it returns the new body or None.
+The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL`` processes
+and talks to them over their standard input and output, which mitmproxy's own
+event loop reads and writes: no helper threads in the proxy (a
+``concurrent.futures`` process pool adds two, and their hand-offs under the
+GIL cost more than the rewrite itself).  A job is one length-prefixed pickle,
+``(body, content_type, url)``; the answer is ``(True, (new_body, links, ranked))``,
+``(True, None)`` for a page left untouched, or ``(False, message)``.
+
+Each worker keeps one read-only store connection, opened before its first job.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import pickle
+import struct
+import sys
+
 from .ranks import Ranks
 from .rewrite import annotate_bytes
 
-__all__ = ["rewrite_page", "warm_up"]
+__all__ = ["rewrite_page", "Workers", "WorkerError", "serve"]
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_HEADER = struct.Struct("!I")
 _ranks: dict[tuple[str, str, int], Ranks] = {}
+
+
+class WorkerError(RuntimeError):
+    """A worker could not rewrite a page (the message says why); the page passes untouched."""
 
 
 def _ranks_for(store: str, ranking: str, panel: int) -> Ranks:
@@ -21,16 +40,132 @@ def _ranks_for(store: str, ranking: str, panel: int) -> Ranks:
     return _ranks[key]
 
 
-def warm_up(store: str, ranking: str, panel: int) -> bool:
-    _ranks_for(store, ranking, panel)
-    return True
-
-
 def rewrite_page(store: str, ranking: str, panel: int, body: bytes, content_type: str | None,
                  url: str) -> tuple[bytes, int, int] | None:
+    """The rewritten body and its bar counts, or None for a page to pass untouched."""
     ranks = _ranks_for(store, ranking, panel)
     done = annotate_bytes(body, content_type, url, ranks.lookup, ranks.panel if panel else None)
     if done is None:
         return None
     new_body, rewrite = done
     return new_body, rewrite.links, rewrite.ranked
+
+
+# ------------------------------------------------------------------ the worker process
+
+
+def _read(stream, size: int) -> bytes:
+    data = stream.read(size)
+    return data if data is not None else b""
+
+
+def serve(store: str, ranking: str, panel: int) -> None:
+    """Answer jobs from standard input until it closes."""
+    jobs, answers = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must never corrupt the answers
+    try:
+        _ranks_for(store, ranking, panel)
+    except Exception as error:  # reported with each job instead
+        print(f"pagerank worker: {error}", file=sys.stderr)
+    while True:
+        header = _read(jobs, _HEADER.size)
+        if len(header) < _HEADER.size:
+            return  # the proxy has gone
+        (size,) = _HEADER.unpack(header)
+        payload = _read(jobs, size)
+        if len(payload) < size:
+            return
+        try:
+            answer = (True, rewrite_page(store, ranking, panel, *pickle.loads(payload)))
+        except Exception as error:  # the page passes untouched; the worker lives on
+            answer = (False, f"{type(error).__name__}: {error}")
+        data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        answers.write(_HEADER.pack(len(data)))
+        answers.write(data)
+        answers.flush()
+
+
+# ------------------------------------------------------------------ the proxy's side
+
+
+class Workers:
+    """``count`` worker processes, each doing one page at a time, driven by the event loop."""
+
+    def __init__(self, count: int, store: str, ranking: str, panel: int):
+        self.count = count
+        self.args = (store, ranking, str(panel))
+        self._idle: asyncio.Queue | None = None
+        self._processes: list[asyncio.subprocess.Process] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "proxy_addon.worker", *self.args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+        self._processes.append(process)
+        return process
+
+    async def start(self) -> None:
+        """Start the processes (once per event loop); they open the store before their first job."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self.close()
+            self._loop, self._lock, self._idle = loop, asyncio.Lock(), None
+        async with self._lock:
+            if self._idle is None:
+                idle: asyncio.Queue = asyncio.Queue()
+                for _ in range(self.count):
+                    idle.put_nowait(await self._spawn())
+                self._idle = idle
+
+    async def rewrite(self, body: bytes, content_type: str | None, url: str) -> tuple[bytes, int, int] | None:
+        await self.start()
+        idle = self._idle
+        process = await idle.get()
+        healthy = False
+        try:
+            payload = pickle.dumps((body, content_type, url), protocol=pickle.HIGHEST_PROTOCOL)
+            process.stdin.write(_HEADER.pack(len(payload)))
+            process.stdin.write(payload)
+            await process.stdin.drain()
+            (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
+            ok, value = pickle.loads(await process.stdout.readexactly(size))
+            healthy = True
+        except (asyncio.IncompleteReadError, ConnectionError) as error:
+            raise WorkerError(f"a rewriting process exited (status {process.returncode})") from error
+        finally:
+            if healthy:
+                idle.put_nowait(process)
+            else:  # died, or the flow was cancelled mid-answer: a fresh process takes its place
+                self._discard(process)
+                if idle is self._idle:
+                    idle.put_nowait(await asyncio.shield(self._spawn()))
+        if not ok:
+            raise WorkerError(value)
+        return value
+
+    def _discard(self, process: asyncio.subprocess.Process) -> None:
+        if process in self._processes:
+            self._processes.remove(process)
+        if process.returncode is None:
+            process.kill()
+
+    def close(self) -> None:
+        """Stop every process (they would also exit on their own once the proxy's end of the pipe closes)."""
+        for process in list(self._processes):
+            self._discard(process)
+        self._idle = None
+
+    async def aclose(self) -> None:
+        """Stop every process and wait for it, from the event loop that started it."""
+        processes = list(self._processes)
+        self.close()
+        for process in processes:
+            await process.wait()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -56,6 +56,7 @@ __all__ = [
 DANGLING = ("uniform", "source", "remove", "leak")
 METHODS = ("power", "bicgstab")
 _THREAD_MIN_LINKS = 2_000_000
+_BLAS_MIN = 1_000_000  # pages from which BiCGSTAB's vector updates go through BLAS
 _CHUNK = 4_000_000  # links a thread handles at once while setting up
 
 
@@ -391,7 +392,13 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     damping, teleport, dangling_to = system.damping, system.teleport, system.dangling_to
     product = _Product(system.graph, system.weighted, system.threads, scale=damping)
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
-    dot, axpy, norm = _blas.ddot, _blas.daxpy, _blas.dnrm2
+    if system.graph.n >= _BLAS_MIN:
+        dot, axpy, norm = _blas.ddot, _blas.daxpy, _blas.dnrm2
+    else:  # OpenBLAS wakes its threads for these: slower than numpy on short vectors
+        dot, norm = np.dot, np.linalg.norm
+
+        def axpy(vector: np.ndarray, out: np.ndarray, a: float = 1.0) -> None:
+            out += a * vector
 
     def apply(vector: np.ndarray, out: np.ndarray) -> np.ndarray:
         """out = (I - dM - d s dangling^T) vector."""

@@ -61,11 +61,14 @@ async def run_hooks(addon, flow):
 
 
 @pytest.fixture
-def addon(store_path):
+async def addon(store_path):
     addon = PageRankProxy()
     with taddons.context(addon) as context:
         context.configure(addon, rankstore=store_path)
+        await addon.running()
         yield addon
+        if addon.workers is not None:
+            await addon.workers.aclose()
 
 
 async def test_html_gets_bars_and_panel(addon, site):
@@ -165,3 +168,35 @@ def test_missing_ranking_is_an_options_error(store_path, tmp_path):
     with taddons.context(addon) as context:
         with pytest.raises(exceptions.OptionsError, match="rankstore rank"):
             context.configure(addon, rankstore=unranked)
+
+
+async def test_a_worker_that_dies_leaves_its_page_untouched_and_is_replaced(addon, site):
+    await addon.workers.start()
+    first = addon.workers._processes[0]  # the first one a job gets
+    first.kill()
+    await first.wait()
+    body = b"<html><body><a href='docs/'>Docs</a></body></html>"
+    flow = make_flow(site + "index.html", body)
+    await run_hooks(addon, flow)
+    assert flow.response.content == body
+    assert flow.metadata["pagerank"].startswith("untouched: a rewriting process exited")
+    for _ in range(3):  # the other worker, then the one started in place of the dead one
+        flow = make_flow(site + "index.html", body)
+        await run_hooks(addon, flow)
+        assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+    assert first not in addon.workers._processes and len(addon.workers._processes) == 2
+
+
+async def test_worker_error_is_reported_and_the_worker_lives_on(addon, site, monkeypatch):
+    # a job the worker cannot unpickle stands in for any error inside it
+    from proxy_addon import worker
+
+    real_dumps = worker.pickle.dumps
+    monkeypatch.setattr(worker.pickle, "dumps", lambda value, protocol=None: b"garbage")
+    flow = make_flow(site + "index.html", b"<a href='docs/'>Docs</a>")
+    await run_hooks(addon, flow)
+    assert flow.metadata["pagerank"].startswith("untouched: UnpicklingError")
+    monkeypatch.setattr(worker.pickle, "dumps", real_dumps)
+    flow = make_flow(site + "index.html", b"<a href='docs/'>Docs</a>")
+    await run_hooks(addon, flow)
+    assert outside_panel(flow.response.text).count("<pagerank-bar") == 1

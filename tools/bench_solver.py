@@ -126,14 +126,20 @@ def run_one(solver: str, source: str, tol: float, reference: str | None) -> dict
     graph, load_s = load(source)
     n = graph.n
     started = time.perf_counter()
-    iterations = None
+    iterations = steady = None
     if solver in ("ours", "ours-power", "reference"):
         from rankstore.solver import pagerank
 
         method = "bicgstab" if solver == "ours" else "power"
-        result = pagerank(graph, DAMPING, tol=tol, max_iter=10_000, method=method)
+        stamps: list[float] = []
+        result = pagerank(graph, DAMPING, tol=tol, max_iter=10_000, method=method,
+                          callback=lambda iteration, residual: stamps.append(time.perf_counter()))
         scores, iterations = result.scores, result.iterations
         setup_s = 0.0
+        if len(stamps) > 2:
+            # a sweep over every link: one product a power step, two a BiCGSTAB step
+            sweep_s = float(np.median(np.diff(stamps))) / (2 if method == "bicgstab" else 1)
+            steady = graph.links / sweep_s / 1e6
     elif solver == "igraph":
         import igraph
 
@@ -174,7 +180,8 @@ def run_one(solver: str, source: str, tol: float, reference: str | None) -> dict
     total_s = time.perf_counter() - started
     out = {"solver": solver, "tol": tol, "load_s": load_s, "setup_s": setup_s, "solve_s": total_s - setup_s,
            "end_to_end_s": load_s + total_s, "iterations": iterations, "peak_mib": peak_mib() - before,
-           "links": graph.links, "pages": n}
+           "links": graph.links, "pages": n,
+           "steady_m_links_per_s": steady}
     if reference:
         out["l1_error"] = float(np.abs(scores - np.load(reference)).sum())
     else:
@@ -210,10 +217,12 @@ def compare(label: str, source: str, solvers: list[str]) -> None:
         if "error" in result:
             print(f"{solver:>14}: failed: {result['error']}", flush=True)
             continue
+        steady = result.get("steady_m_links_per_s")
         rate = result["links"] * (result["iterations"] or 0) / result["solve_s"] / 1e6 if result["iterations"] else None
         print(f"{solver:>14}: solve {result['solve_s']:7.2f} s, end to end {result['end_to_end_s']:7.2f} s, "
               f"L1 error {result['l1_error']:.1e} (tol {result['tol']:g}), iterations {result['iterations'] or '-'}, "
-              f"{(f'{rate:.0f} M links/s/iter, ' if rate else '')}peak +{result['peak_mib']:.0f} MiB "
+              f"{(f'{rate:.0f} M links/s/iter, ' if rate else '')}"
+              f"{(f'median sweep {steady:.0f} M links/s, ' if steady else '')}peak +{result['peak_mib']:.0f} MiB "
               f"({result['peak_mib'] * 2**20 / result['links']:.1f} B/link)", flush=True)
     ours = next(r for r in rows if r["solver"] == "ours")
     for row in rows:
