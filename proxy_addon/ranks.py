@@ -19,6 +19,8 @@ from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, PanelData
 
 __all__ = ["Ranks"]
 
+_CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
+
 
 class Ranks:
     def __init__(self, store_path: str, ranking: str = "pagerank", panel_size: int = 10):
@@ -27,6 +29,7 @@ class Ranks:
         self.panel_size = panel_size
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
+        self._known: tuple[int | None, dict[str, LinkInfo | None]] = (None, {})  # (ranking id, URL -> info)
         store = self.store()
         store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
 
@@ -50,15 +53,28 @@ class Ranks:
                            [row["inlinks"] for row in rows], rows[0]["pages"], lowest, highest)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
-        """Every URL in one batched query."""
+        """Every URL in one batched query, but for those already looked up in this version of the ranking.
+
+        A site's navigation links recur on every page; what is known of a URL
+        only changes with a new version of the ranking (a new id, checked here
+        with one cheap query a page), which starts a new cache.
+        """
         store = self.store()
         ranking_id, _ = store.ranking_head(self.ranking)
-        lowest, highest = self.score_range(store, ranking_id)
-        found, pages = store.scores_by_url(urls, self.ranking)
-        if not found:
-            return {}
-        scores, positions, inlinks = zip(*found.values())
-        return dict(zip(found, _link_infos(scores, positions, inlinks, pages, lowest, highest)))
+        version, cache = self._known
+        if version != ranking_id or len(cache) > _CACHE_URLS:
+            cache = {}
+            self._known = (ranking_id, cache)
+        missing = [url for url in urls if url not in cache]
+        if missing:
+            lowest, highest = self.score_range(store, ranking_id)
+            found, pages = store.scores_by_url(missing, self.ranking)
+            if found:
+                scores, positions, inlinks = zip(*found.values())
+                cache.update(zip(found, _link_infos(scores, positions, inlinks, pages, lowest, highest)))
+            for url in missing:
+                cache.setdefault(url, None)  # not in the store (until a new version)
+        return {url: info for url in urls if (info := cache[url]) is not None}
 
     def panel(self, url: str) -> PanelData:
         store = self.store()

@@ -23,6 +23,7 @@ block is all a Content-Security-Policy has to allow.  No JavaScript.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import re
@@ -165,13 +166,28 @@ _NOFOLLOW = frozenset(("nofollow", "ugc", "sponsored"))
 
 
 def _link(attrs_text: str, position: int) -> tuple[int, str, bool] | None:
-    """(offset, href, nofollow) for a link's start tag, or None without an href."""
-    attrs = _attributes(attrs_text)
-    href = attrs.get("href")
+    """(offset, href, nofollow) for a link's start tag, or None without an href.
+
+    :func:`_attributes` cut down to the two attributes a link needs (the first
+    of a repeated attribute wins; character references decoded).
+    """
+    href = rel = None
+    for name, double, single, unquoted in _ATTR.findall(attrs_text):
+        key = name.lower()
+        if key == "href":
+            if href is None:
+                href = double or single or unquoted
+        elif key == "rel" and rel is None:
+            rel = double or single or unquoted
     if href is None:
         return None
-    rel = attrs.get("rel")
-    return position, href, bool(rel) and not _NOFOLLOW.isdisjoint(rel.lower().split())
+    if "&" in href:
+        href = html.unescape(href)
+    if not rel:
+        return position, href, False
+    if "&" in rel:
+        rel = html.unescape(rel)
+    return position, href, not _NOFOLLOW.isdisjoint(rel.lower().split())
 
 
 @dataclass
@@ -193,12 +209,24 @@ def _scan(text: str) -> _Scan:
     template_depth = 0
     find = text.find
     following_token = _NEXT.match
+    links_append = scan.links.append
     while True:
         match = None
         if stack and stack[-1] != "html":
             start = find("<", position)  # foreign content: every tag counts (breakout, nesting)
         else:
             token = following_token(text, position)
+            if not stack and not template_depth:
+                # the common case: a run of links in HTML, each needing nothing but its attributes
+                while True:
+                    end, name, close = token.group("end", "name", "close")
+                    if (name != "a" and name != "A") or end or not close:
+                        break
+                    position = token.end()
+                    link = _link(token.group("attrs"), position)
+                    if link is not None:
+                        links_append(link)
+                    token = following_token(text, position)
             if token.group("tag") is not None:
                 match, start = token, token.start("tag")
             else:
@@ -342,6 +370,7 @@ def _tooltip(info: LinkInfo, nofollow: bool) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=65_536)  # the same scores recur across a site's pages
 def bar(info: LinkInfo, nofollow: bool = False) -> str:
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
     width = max(0, min(MAX_BAR_PX, int(info.width)))
