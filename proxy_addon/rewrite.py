@@ -134,8 +134,8 @@ _INTERESTING = (r"(?:a(?:rea)?|b(?:ase|ody)|h(?:ead|tml)|iframe|m(?:eta|ath)|no(
 _DULL_INITIAL = "c-gj-loq-ru-wy-zC-GJ-LOQ-RU-WY-Z"
 _INTERESTING_END = r"(?:template|svg|math)(?=[\t\n\f\r />])"  # the only end tags the HTML context needs
 _SKIP = re.compile(
-    rf"""(?:[^<]++|<(?:[{_DULL_INITIAL}]|(?!(?i:{_INTERESTING}))[A-Za-z])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
-    rf"""|</(?!(?i:{_INTERESTING_END}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>|<(?![A-Za-z/!?]))*+""")
+    rf"""(?:[^<]++|<(?:[{_DULL_INITIAL}]|(?!(?ai:{_INTERESTING}))[A-Za-z])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
+    rf"""|</(?!(?ai:{_INTERESTING_END}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>|<(?![A-Za-z/!?]))*+""")
 # The skip and the tag after it in one call: most tokens need nothing else.
 _NEXT = re.compile(rf"{_SKIP.pattern}(?P<tag>{_TAG_SOURCE})?")
 _ATTR = re.compile(
@@ -202,7 +202,36 @@ class _Scan:
     csp_metas: list[tuple[int, int, str]]  # (content value start, end, policy) of meta CSP tags
 
 
-def _scan(text: str) -> _Scan:
+def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
+    """What a <base> or <meta> tag (attributes at text[start:end]) says."""
+    attrs_text = text[start:end]
+    if name == "base":
+        if scan.base_href is None:
+            scan.base_href = _attributes(attrs_text).get("href")
+        return
+    attrs = _attributes(attrs_text)
+    if attrs.get("name", "").strip().lower() == "robots" and "nofollow" in attrs.get("content", "").lower():
+        scan.robots_nofollow = True
+    if attrs.get("http-equiv", "").strip().lower() == "content-security-policy":
+        content = re.search(r"""(?i)\bcontent[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)')""", attrs_text)
+        if content:
+            group = 1 if content.group(1) is not None else 2
+            scan.csp_metas.append((start + content.start(group), start + content.end(group), content.group(group)))
+
+
+def _scan_fast(text: str) -> _Scan:
+    """:func:`_scan_python`, with the tokenizing done by the C module ``_fastscan``."""
+    links, body_at, head_at, html_at, doctype_end, extras = _fastscan.scan(text)
+    scan = _Scan([(position, html.unescape(href) if "&" in href else href,
+                   bool(rel) and not _NOFOLLOW.isdisjoint((html.unescape(rel) if "&" in rel else rel).lower().split()))
+                  for position, href, rel in links], body_at, head_at, html_at, doctype_end, None, False, [])
+    for name, start, end in extras:
+        _head_tag(scan, name, text, start, end)
+    return scan
+
+
+def _scan_python(text: str) -> _Scan:
+    """Find the links and the places to insert at: the reference scanner (``_fastscan`` is its C twin)."""
     scan = _Scan([], None, None, None, None, None, False, [])
     position, length = 0, len(text)
     stack: list[str] = []  # foreign-content namespaces: "svg", "math", or "html" for integration points
@@ -295,7 +324,7 @@ def _scan(text: str) -> _Scan:
                 stack.pop()
             continue
         if foreign:
-            if name in _BREAKOUT or (name == "font" and re.search(r"(?i)\b(color|face|size)\s*=", attrs_text)):
+            if name in _BREAKOUT or (name == "font" and re.search(r"(?ai)\b(color|face|size)\s*=", attrs_text)):
                 stack.clear()
                 foreign = False
             else:
@@ -311,7 +340,7 @@ def _scan(text: str) -> _Scan:
                 stack.append(name)
             continue
         if name in _RAW_TEXT:
-            closing = re.compile(r"</" + name + r"[\t\n\f\r />]", re.I).search(text, position)
+            closing = re.compile(r"</" + name + r"[\t\n\f\r />]", re.I | re.A).search(text, position)
             if closing is None:
                 break
             position = closing.start()
@@ -331,21 +360,16 @@ def _scan(text: str) -> _Scan:
             scan.head_at = position
         elif name == "html" and scan.html_at is None:
             scan.html_at = position
-        elif name == "base" and scan.base_href is None and not template_depth:
-            scan.base_href = _attributes(attrs_text).get("href")
-        elif name == "meta" and not template_depth:
-            attrs = _attributes(attrs_text)
-            if attrs.get("name", "").strip().lower() == "robots" and "nofollow" in attrs.get("content", "").lower():
-                scan.robots_nofollow = True
-            if attrs.get("http-equiv", "").strip().lower() == "content-security-policy":
-                content = re.search(r"""(?i)\bcontent[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)')""", attrs_text)
-                if content:
-                    group = 1 if content.group(1) is not None else 2
-                    offset = match.start("attrs")
-                    scan.csp_metas.append((offset + content.start(group), offset + content.end(group),
-                                           content.group(group)))
+        elif name in ("base", "meta") and not template_depth:
+            _head_tag(scan, name, text, match.start("attrs"), match.end("attrs"))
     return scan
 
+
+try:
+    from . import _fastscan
+except ImportError:  # not built (no C compiler at install time): the pure-Python scanner
+    _fastscan = None
+_scan = _scan_python if _fastscan is None else _scan_fast
 
 # ------------------------------------------------------------------ markup
 

@@ -249,3 +249,49 @@ def test_bar_markup_is_plain():
     markup = bar(INFO)
     assert "style=" not in markup and "<script" not in markup and 'data-pagerank="0.01"' in markup
     assert markup.isascii()
+
+
+# ------------------------------------------------------------------ the C scanner against the Python reference
+
+SOUP = st.lists(st.one_of(
+    st.sampled_from(["<a href='x.html'>", "<A HREF=y>", "</a>", "<area href=z>", "<a rel='nofollow ugc' href=n>",
+                     "<a href=r&amp;s rel=&#110;ofollow>", "<a href=1 href=2>", "<a/href=q>", "<abbr>", "<aside>",
+                     "<script>", "</script>", "</SCRIPT >", "<style>", "</style>", "<textarea>", "</textarea>",
+                     "<xmp>", "</xmp>", "<iframe>", "</iframe>", "<noscript>", "</noscript>", "<plaintext>",
+                     "<!--", "-->", "--!>", "<!-->", "<svg>", "</svg>", "<svg/>", "<math>", "</math>",
+                     "<foreignObject>", "</foreignObject>", "<desc>", "<annotation-xml>", "<font color=r>",
+                     "<font>", "<b>", "<p>", "<template>", "</template>", "<![CDATA[", "]]>", "<title>", "</title>",
+                     "<body>", "<head>", "<html>", "<base href='http://b.example/'>", "<base>", "<meta name=robots "
+                     "content=nofollow>", "<meta http-equiv=content-security-policy content=\"default-src 'self'\">",
+                     "<", ">", "</", "<?", "<!", "'", '"', "=", " ", "\n", "\t", "/", "&amp;", "é", "ſ", "K",
+                     "<a href=", "<div title='", "<img alt=\"", "<!DOCTYPE html>", "<!doctype", "<span class=x>"]),
+    st.text(max_size=6)), max_size=50).map("".join)
+
+
+def _scan_answer(scan):
+    return (scan.links, scan.body_at, scan.head_at, scan.html_at, scan.doctype_end, scan.base_href,
+            scan.robots_nofollow, scan.csp_metas)
+
+
+def test_the_c_scanner_is_built_and_used():
+    from proxy_addon import rewrite
+
+    assert rewrite._fastscan is not None, "proxy_addon._fastscan did not build (is a C compiler installed?)"
+    assert rewrite._scan is rewrite._scan_fast
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SOUP)
+def test_c_scanner_answers_as_the_python_reference_on_tag_soup(source):
+    from proxy_addon.rewrite import _scan_fast, _scan_python
+
+    assert _scan_answer(_scan_fast(source)) == _scan_answer(_scan_python(source))
+
+
+@pytest.mark.parametrize("root", [PYTHON_DOC, POSTGRES_DOC])
+def test_c_scanner_answers_as_the_python_reference_on_real_pages(root):
+    from proxy_addon.rewrite import _scan_fast, _scan_python
+
+    for path in _real_pages(root, 400):
+        text = open(path, encoding="utf-8", errors="surrogateescape").read()
+        assert _scan_answer(_scan_fast(text)) == _scan_answer(_scan_python(text)), path

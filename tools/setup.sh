@@ -6,7 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(wget python3.11-doc postgresql-doc-15 chromium chromium-driver)
+# gcc builds the proxy's C scanner (proxy_addon/_fastscan.c; pure Python without it, but slower)
+packages=(wget python3.11-doc postgresql-doc-15 chromium chromium-driver gcc)
+if ! python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; then
+    packages+=(python3-dev)
+fi
 extras="test"
 if [[ "${1:-}" == "--bench" ]]; then
     packages+=(rust-doc)
@@ -27,7 +31,7 @@ fi
 if [[ ! -x .venv/bin/python ]]; then
     python3 -m venv .venv
 fi
-stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)-$extras"
+stamp=".venv/.installed-$(cat pyproject.toml setup.py proxy_addon/_fastscan.c | sha1sum | cut -c1-12)-$extras"
 if [[ ! -f "$stamp" ]]; then
     echo "setup: installing Python packages into .venv" >&2
     .venv/bin/pip install -q --disable-pip-version-check -e ".[$extras]"
