@@ -116,7 +116,7 @@ class Workers:
             self._loop, self._lock, self._idle = loop, asyncio.Lock(), None
         async with self._lock:
             if self._idle is None:
-                idle: asyncio.Queue = asyncio.Queue()
+                idle: asyncio.Queue = asyncio.LifoQueue()  # the most recently busy worker first: warm caches
                 for _ in range(self.count):
                     idle.put_nowait(await self._spawn())
                 self._idle = idle

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency and throughput: direct, through plain mitmdump, through pagerank-proxy, in one run.
 
-    .venv/bin/python tools/bench_proxy.py [--rounds 5]
+    .venv/bin/python tools/bench_proxy.py [--rounds 7]
 
 The python3.11-doc site is served on 127.0.0.1 (python -m http.server in its
 own process), crawled with wget, built and ranked; then plain mitmdump and
@@ -10,6 +10,8 @@ keep-alive connections:
   * latency, one client: ~40 KB pages (every page of 30-50 KB, several rounds),
     and library/functions.html (the largest page with the most links);
   * throughput: 4 clients in parallel over the ~40 KB pages.
+Each round runs all three in turn (this VM's speed drifts over minutes);
+latency percentiles pool every round, throughput is the median of the rounds.
 Loops are bounded in count.
 """
 
@@ -80,6 +82,28 @@ def throughput(port: int, urls: list[str], proxied: bool, clients: int = 4) -> f
     return len(urls) / (time.perf_counter() - started)
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU time (user + system) of a process and of its live children (the rewriting workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def used(path: str) -> tuple[int, float]:
+        with open(path) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / tick  # ppid, utime + stime
+
+    own = used(f"/proc/{pid}/stat")[1]
+    children = 0.0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and entry != str(pid):
+            try:
+                parent, seconds = used(f"/proc/{entry}/stat")
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == pid:
+                children += seconds
+    return own, children
+
+
 def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -87,7 +111,7 @@ def pct(samples: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
@@ -132,20 +156,38 @@ def main() -> None:
               f"{len(proxied_body) / 1024:.0f} KB through pagerank-proxy, "
               f"{proxied_body.count(b'<pagerank-bar')} bars")
         del body
-        results = {}
-        for label, port, proxied in (("direct", origin_port, False), ("mitmdump", plain_port, True),
-                                     ("pagerank-proxy", ours_port, True)):
-            small = latencies(port, pages * args.rounds, proxied)
-            big = latencies(port, [functions] * (20 * args.rounds), proxied)
-            rate = throughput(port, pages * args.rounds, proxied)
-            results[label] = (small, big, rate)
+        # Rounds alternate between the three, so that this VM's drifts in speed touch each alike.
+        targets = (("direct", origin_port, False), ("mitmdump", plain_port, True), ("pagerank-proxy", ours_port, True))
+        pids = {"direct": processes[0].pid, "mitmdump": processes[1].pid, "pagerank-proxy": processes[2].pid}
+        results: dict[str, tuple[list, list, list]] = {label: ([], [], []) for label, _, _ in targets}
+        cpu = {label: [0.0, 0.0, 0] for label, _, _ in targets}  # proxy process s, its workers s, pages
+        for _ in range(args.rounds):
+            for label, port, proxied in targets:
+                small, big, rates = results[label]
+                small += latencies(port, pages, proxied)
+                big += latencies(port, [functions] * 20, proxied)
+                before = cpu_seconds(pids[label])
+                rates.append(throughput(port, pages * 3, proxied))
+                after = cpu_seconds(pids[label])
+                cpu[label][0] += after[0] - before[0]
+                cpu[label][1] += after[1] - before[1]
+                cpu[label][2] += len(pages) * 3
+        for label, (small, big, rates) in results.items():
             print(f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p99 {pct(small, 0.99):6.2f} ms | "
                   f"functions.html p50 {pct(big, 0.5):6.2f} ms p99 {pct(big, 0.99):6.2f} ms | "
-                  f"{rate:6.0f} pages/s (4 clients)")
+                  f"{statistics.median(rates):6.0f} pages/s (4 clients; median of {len(rates)} rounds: "
+                  f"{', '.join(f'{rate:.0f}' for rate in rates)})")
+        for label in ("mitmdump", "pagerank-proxy"):
+            own, workers, count = cpu[label]
+            print(f"{label:>15}: CPU per page during the throughput runs: proxy process {own / count * 1000:.2f} ms"
+                  + (f", rewriting workers {workers / count * 1000:.2f} ms" if workers else ""))
         plain, ours = results["mitmdump"], results["pagerank-proxy"]
+        ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
         print(f"added over plain mitmdump: ~40 KB p50 +{pct(ours[0], 0.5) - pct(plain[0], 0.5):.2f} ms (target <= 3), "
               f"functions.html p50 +{pct(ours[1], 0.5) - pct(plain[1], 0.5):.2f} ms (target <= 15); "
-              f"throughput {ours[2] / plain[2]:.0%} of plain mitmdump (target >= 80%)")
+              f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.0%} of plain mitmdump "
+              f"(medians; target >= 80%), rounds' ratios {', '.join(f'{ratio:.0%}' for ratio in ratios)} "
+              f"(median {statistics.median(ratios):.0%})")
     finally:
         for process in processes:
             process.terminate()
