@@ -200,3 +200,14 @@ async def test_worker_error_is_reported_and_the_worker_lives_on(addon, site, mon
     flow = make_flow(site + "index.html", b"<a href='docs/'>Docs</a>")
     await run_hooks(addon, flow)
     assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+
+
+async def test_without_workers_pages_are_rewritten_in_a_thread(site, store_path):
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        context.configure(addon, rankstore=store_path, pagerank_workers=0)
+        await addon.running()
+        assert addon.workers is None
+        flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
+        await run_hooks(addon, flow)
+        assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
