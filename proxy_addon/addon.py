@@ -139,10 +139,12 @@ class PageRankProxy:
                 response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
         flow.metadata["pagerank"] = f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
 
-    def done(self) -> None:
+    async def done(self) -> None:
         if self.ranks is not None:
             self.ranks.close()
-        self._stop_workers()
+        if self.workers is not None:
+            workers, self.workers = self.workers, None
+            await workers.aclose()
 
 
 addons = [PageRankProxy()]

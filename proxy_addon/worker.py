@@ -152,6 +152,12 @@ class Workers:
             self._processes.remove(process)
         if process.returncode is None:
             process.kill()
+        transport = getattr(process, "_transport", None)  # its pipes, now rather than at garbage collection
+        if transport is not None:
+            try:
+                transport.close()
+            except RuntimeError:  # the event loop that started it has already closed
+                pass
 
     def close(self) -> None:
         """Stop every process (they would also exit on their own once the proxy's end of the pipe closes)."""
@@ -159,12 +165,26 @@ class Workers:
             self._discard(process)
         self._idle = None
 
-    async def aclose(self) -> None:
-        """Stop every process and wait for it, from the event loop that started it."""
-        processes = list(self._processes)
-        self.close()
+    async def aclose(self, timeout: float = 2.0) -> None:
+        """End every process and wait for it, from the event loop that started it.
+
+        Closing a worker's input ends it (it finishes the page in hand first);
+        one that is still there after ``timeout`` seconds is killed.  Its pipes
+        are closed here, not left for the garbage collector after the loop ends.
+        """
+        processes, self._processes, self._idle = list(self._processes), [], None
         for process in processes:
-            await process.wait()
+            if process.stdin is not None:
+                process.stdin.close()
+        for process in processes:
+            try:
+                await asyncio.wait_for(process.wait(), timeout)
+            except asyncio.TimeoutError:
+                process.kill()
+                await process.wait()
+            transport = getattr(process, "_transport", None)
+            if transport is not None:
+                transport.close()
 
 
 if __name__ == "__main__":
