@@ -311,21 +311,23 @@ def test_http2_client_through_the_proxy(ranked_store, https_origin, tmp_path):
         process.wait(timeout=10)
 
 
-def test_proxy_stops_cleanly_and_takes_its_workers_along(ranked_store, python_doc_crawl):
+def test_proxy_stops_cleanly_and_takes_its_workers_along(ranked_store, python_doc_crawl, tmp_path):
     import urllib.request
 
-    running = Proxy(ranked_store)
+    store = str(tmp_path / "own.db")  # a path of its own: the workers are found by it
+    shutil.copy(ranked_store, store)
+    running = Proxy(store)
     try:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
         body = opener.open(python_doc_crawl.base_url + "index.html", timeout=30).read()
         assert b"<pagerank-bar" in body  # the workers have done a page
-        workers = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {ranked_store}"], capture_output=True, text=True)
+        workers = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {store}"], capture_output=True, text=True)
         assert len(workers.stdout.split()) == 2
     finally:
         output = running.stop()
     assert "Traceback" not in output and "Error" not in output, output
     for _ in range(50):  # they end as their input closes
-        left = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {ranked_store}"], capture_output=True, text=True)
+        left = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {store}"], capture_output=True, text=True)
         if not left.stdout.split():
             break
         time.sleep(0.1)
