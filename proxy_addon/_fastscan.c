@@ -256,6 +256,15 @@ static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssiz
     return Py_BuildValue("(nNN)", position, href, rel);
 }
 
+/* Append the link a start tag makes (if it has an href) to `links`; -1 on error. */
+static int add_link(PyObject *links, PyObject *text, const Text *t, const Tag *tag) {
+    PyObject *link = link_tuple(text, t, tag->attrs_start, tag->attrs_end, tag->after);
+    if (link == NULL) return -1;
+    int status = link == Py_None ? 0 : PyList_Append(links, link);
+    Py_DECREF(link);
+    return status;
+}
+
 /* (?i)\b(color|face|size)\s*= in a font tag's attributes (ASCII), which ends foreign content */
 static int font_breaks_out(const Text *t, Py_ssize_t s, Py_ssize_t e) {
     static const char *words[] = {"color", "face", "size", NULL};
@@ -342,13 +351,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         Py_ssize_t ns = tag.name_start, ne = tag.name_end;
         int is_a = ne - ns == 1 && lower(CH(t, ns)) == 'a';
         if (is_a && !tag.end_tag && depth == 0 && template_depth == 0) {
-            PyObject *link = link_tuple(arg, t, tag.attrs_start, tag.attrs_end, position);
-            if (link == NULL) goto fail;
-            if (link != Py_None && PyList_Append(links, link) < 0) {
-                Py_DECREF(link);
-                goto fail;
-            }
-            Py_DECREF(link);
+            if (add_link(links, arg, t, &tag) < 0) goto fail;
             continue;
         }
         int self_closing = 0;
@@ -418,15 +421,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             continue;
         }
         if (is_a || name_is(t, ns, ne, "area")) {
-            if (!template_depth) {
-                PyObject *link = link_tuple(arg, t, tag.attrs_start, tag.attrs_end, position);
-                if (link == NULL) goto fail;
-                if (link != Py_None && PyList_Append(links, link) < 0) {
-                    Py_DECREF(link);
-                    goto fail;
-                }
-                Py_DECREF(link);
-            }
+            if (!template_depth && add_link(links, arg, t, &tag) < 0) goto fail;
         } else if (name_is(t, ns, ne, "body")) {
             if (body_at < 0) body_at = position;
         } else if (name_is(t, ns, ne, "head")) {
