@@ -86,7 +86,9 @@ static const char *INTEGRATION[] = {"foreignobject", "desc", "title", "annotatio
 
 /* one of `names` at `at`, followed by a tab, newline, form feed, return, space, '/' or '>' */
 static int names_one_of(const Text *t, Py_ssize_t at, const char **names) {
+    Py_UCS4 first = lower(CH(t, at));
     for (const char **name = names; *name; name++) {
+        if ((Py_UCS4)(*name)[0] != first) continue;
         Py_ssize_t len = (Py_ssize_t)strlen(*name);
         if (at + len < t->n && spells(t, at, t->n, *name) && ends_name(CH(t, at + len))) return 1;
     }
@@ -115,14 +117,33 @@ static Py_ssize_t skip_tag_body(const Text *t, Py_ssize_t i) {
     return -1;
 }
 
+/* The next '<' at or after `from`, or the length: the text between tags, read by the string's width. */
+static Py_ssize_t next_lt(const Text *t, Py_ssize_t from) {
+    Py_ssize_t n = t->n;
+    if (from >= n) return n;
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *data = t->data;
+        const Py_UCS1 *found = memchr(data + from, '<', (size_t)(n - from));
+        return found ? found - data : n;
+    }
+    if (t->kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *data = t->data;
+        for (Py_ssize_t i = from; i < n; i++)
+            if (data[i] == '<') return i;
+        return n;
+    }
+    const Py_UCS4 *data = t->data;
+    for (Py_ssize_t i = from; i < n; i++)
+        if (data[i] == '<') return i;
+    return n;
+}
+
 /* Text, a lone '<' and tags whose names do not matter, as _SKIP in rewrite.py. */
 static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
     Py_ssize_t n = t->n;
     while (pos < n) {
-        if (CH(t, pos) != '<') {
-            pos++;
-            continue;
-        }
+        pos = next_lt(t, pos);
+        if (pos >= n) return n;
         if (pos + 1 >= n) return n;  /* a lone '<' at the very end */
         Py_UCS4 c = CH(t, pos + 1);
         if (is_alpha(c)) {
