@@ -119,7 +119,8 @@ _TAG_SOURCE = (
     r"(?P<close>>|\Z)"
 )
 _TAG = re.compile(_TAG_SOURCE)
-# Everything up to the next token the scanner cares about, consumed in C: text,
+# Everything up to the next token the scanner cares about, consumed inside the
+# regex engine rather than by Python code: text,
 # a lone '<', and whole tags whose names do not matter here, quoted values
 # included (so a '<a' inside a quoted value is never taken for a tag).  For
 # speed this grammar treats any quote in such a tag as opening a value; where a
@@ -133,11 +134,11 @@ _INTERESTING = (r"(?:a(?:rea)?|b(?:ase|ody)|h(?:ead|tml)|iframe|m(?:eta|ath)|no(
 # first letters no interesting name has: such tags are skipped without the lookahead
 _DULL_INITIAL = "c-gj-loq-ru-wy-zC-GJ-LOQ-RU-WY-Z"
 _INTERESTING_END = r"(?:template|svg|math)(?=[\t\n\f\r />])"  # the only end tags the HTML context needs
-_SKIP = re.compile(
+_SKIP_SOURCE = (
     rf"""(?:[^<]++|<(?:[{_DULL_INITIAL}]|(?!(?ai:{_INTERESTING}))[A-Za-z])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
     rf"""|</(?!(?ai:{_INTERESTING_END}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>|<(?![A-Za-z/!?]))*+""")
 # The skip and the tag after it in one call: most tokens need nothing else.
-_NEXT = re.compile(rf"{_SKIP.pattern}(?P<tag>{_TAG_SOURCE})?")
+_NEXT = re.compile(rf"{_SKIP_SOURCE}(?P<tag>{_TAG_SOURCE})?")
 _ATTR = re.compile(
     r"""(?P<name>[^\t\n\f\r />][^\t\n\f\r /=>]*+)
     (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"(?P<dq>[^"]*+)"|'(?P<sq>[^']*+)'|(?P<uq>[^\t\n\f\r >]++))?)?""",
@@ -179,8 +180,11 @@ def _link(attrs_text: str, position: int) -> tuple[int, str, bool] | None:
                 href = double or single or unquoted
         elif key == "rel" and rel is None:
             rel = double or single or unquoted
-    if href is None:
-        return None
+    return None if href is None else _link_values(position, href, rel)
+
+
+def _link_values(position: int, href: str, rel: str | None) -> tuple[int, str, bool]:
+    """(offset, href, nofollow) from a link's raw href and rel values (character references decoded)."""
     if "&" in href:
         href = html.unescape(href)
     if not rel:
@@ -222,9 +226,7 @@ def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
 def _scan_fast(text: str) -> _Scan:
     """:func:`_scan_python`, with the tokenizing done by the C module ``_fastscan``."""
     links, body_at, head_at, html_at, doctype_end, extras = _fastscan.scan(text)
-    scan = _Scan([(position, html.unescape(href) if "&" in href else href,
-                   bool(rel) and not _NOFOLLOW.isdisjoint((html.unescape(rel) if "&" in rel else rel).lower().split()))
-                  for position, href, rel in links], body_at, head_at, html_at, doctype_end, None, False, [])
+    scan = _Scan([_link_values(*link) for link in links], body_at, head_at, html_at, doctype_end, None, False, [])
     for name, start, end in extras:
         _head_tag(scan, name, text, start, end)
     return scan

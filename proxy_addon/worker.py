@@ -152,12 +152,7 @@ class Workers:
             self._processes.remove(process)
         if process.returncode is None:
             process.kill()
-        transport = getattr(process, "_transport", None)  # its pipes, now rather than at garbage collection
-        if transport is not None:
-            try:
-                transport.close()
-            except RuntimeError:  # the event loop that started it has already closed
-                pass
+        _close_pipes(process)
 
     def close(self) -> None:
         """Stop every process (they would also exit on their own once the proxy's end of the pipe closes)."""
@@ -182,9 +177,17 @@ class Workers:
             except asyncio.TimeoutError:
                 process.kill()
                 await process.wait()
-            transport = getattr(process, "_transport", None)
-            if transport is not None:
-                transport.close()
+            _close_pipes(process)
+
+
+def _close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close a worker's pipes now rather than at garbage collection, perhaps after its event loop has ended."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        try:
+            transport.close()
+        except RuntimeError:  # that event loop has already closed
+            pass
 
 
 if __name__ == "__main__":

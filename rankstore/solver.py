@@ -196,8 +196,8 @@ class _Product:
     parallel; writing into the caller's vector saves an allocation and a copy
     of an n-vector per product.  The fill and any per-block follow-up (``after``)
     run in the block's thread too, on memory the product has just touched.
-    With ``single=True`` a float32 copy of the matrix is kept as well, and a
-    float32 ``x`` is multiplied by it (half the bytes to read per link).
+    With ``single=True`` a float32 copy of the matrix values is kept as well,
+    and a float32 ``x`` is multiplied by it (12 bytes read per link, not 16).
     """
 
     def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0,

@@ -105,24 +105,17 @@ def load(source: str):
 
 # ------------------------------------------------------------------ one solver, in its own process
 
-def rss_mib() -> float:
+def status_mib(field: str) -> float:
+    """A memory figure of this process from /proc/self/status: VmRSS (now) or VmHWM (peak)."""
     with open("/proc/self/status") as handle:
         for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def peak_mib() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
 
 def run_one(solver: str, source: str, tol: float, reference: str | None) -> dict:
-    before = rss_mib()
+    before = status_mib("VmRSS")
     graph, load_s = load(source)
     n = graph.n
     started = time.perf_counter()
@@ -179,7 +172,7 @@ def run_one(solver: str, source: str, tol: float, reference: str | None) -> dict
         raise SystemExit(f"unknown solver {solver}")
     total_s = time.perf_counter() - started
     out = {"solver": solver, "tol": tol, "load_s": load_s, "setup_s": setup_s, "solve_s": total_s - setup_s,
-           "end_to_end_s": load_s + total_s, "iterations": iterations, "peak_mib": peak_mib() - before,
+           "end_to_end_s": load_s + total_s, "iterations": iterations, "peak_mib": status_mib("VmHWM") - before,
            "links": graph.links, "pages": n,
            "steady_m_links_per_s": steady}
     if reference:
