@@ -211,3 +211,20 @@ async def test_without_workers_pages_are_rewritten_in_a_thread(site, store_path)
         flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
         await run_hooks(addon, flow)
         assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+
+
+def test_lookups_remembered_until_a_new_ranking_version(store_path, site, tmp_path):
+    from proxy_addon.ranks import Ranks
+
+    path = str(tmp_path / "reranked.db")
+    shutil.copy(store_path, path)
+    url = site + "index.html"
+    ranks = Ranks(path)
+    before = ranks.lookup([url])[url].pagerank
+    assert ranks.lookup([url])[url].pagerank == before  # from the cache
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+    with Store(path, readonly=True) as store:
+        expected = store.lookup([url])[url]["pagerank"]
+    assert expected != before
+    assert ranks.lookup([url])[url].pagerank == expected  # the new version, not the remembered one
+    ranks.close()
