@@ -8,12 +8,20 @@ GIL cost more than the rewrite itself).  A job is one length-prefixed pickle,
 ``(body, content_type, url)``; the answer is ``(True, (new_body, links, ranked))``,
 ``(True, None)`` for a page left untouched, or ``(False, message)``.
 
+Bodies travel through a region of shared memory of each worker's own (a
+``memfd`` the worker inherits), and the pipes carry only the small messages
+that say how long they are (a ~40 KB page and its ~70 KB answer through pipes
+of 64 KB take several system calls and wake-ups each way).  A body or answer
+larger than the region, or a system without ``memfd_create``, goes through the
+pipe inside the pickle instead.
+
 Each worker keeps one read-only store connection, opened before its first job.
 """
 
 from __future__ import annotations
 
 import asyncio
+import mmap
 import os
 import pickle
 import struct
@@ -26,6 +34,7 @@ __all__ = ["rewrite_page", "Workers", "WorkerError", "serve"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _HEADER = struct.Struct("!I")
+SHARED_BYTES = 4 * 1024 * 1024  # per worker (only the pages ever touched take memory); 0: pipes only
 _ranks: dict[tuple[str, str, int], Ranks] = {}
 
 
@@ -59,10 +68,11 @@ def _read(stream, size: int) -> bytes:
     return data if data is not None else b""
 
 
-def serve(store: str, ranking: str, panel: int) -> None:
-    """Answer jobs from standard input until it closes."""
+def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, shared_size: int = 0) -> None:
+    """Answer jobs from standard input until it closes (bodies in the shared region, if given)."""
     jobs, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must never corrupt the answers
+    shared = mmap.mmap(shared_fd, shared_size) if shared_fd is not None else None
     try:
         _ranks_for(store, ranking, panel)
     except Exception as error:  # reported with each job instead
@@ -76,12 +86,18 @@ def serve(store: str, ranking: str, panel: int) -> None:
         if len(payload) < size:
             return
         try:
-            answer = (True, rewrite_page(store, ranking, panel, *pickle.loads(payload)))
+            body, content_type, url = pickle.loads(payload)
+            if isinstance(body, int):
+                body = shared[:body]
+            done = rewrite_page(store, ranking, panel, body, content_type, url)
+            if done is not None and shared is not None and len(done[0]) <= shared_size:
+                shared[: len(done[0])] = done[0]
+                done = (len(done[0]),) + done[1:]
+            answer = (True, done)
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = (False, f"{type(error).__name__}: {error}")
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-        answers.write(_HEADER.pack(len(data)))
-        answers.write(data)
+        answers.write(_HEADER.pack(len(data)) + data)
         answers.flush()
 
 
@@ -96,16 +112,29 @@ class Workers:
         self.args = (store, ranking, str(panel))
         self._idle: asyncio.Queue | None = None
         self._processes: list[asyncio.subprocess.Process] = []
+        self._shared: dict[asyncio.subprocess.Process, mmap.mmap] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         env = dict(os.environ)
         env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "proxy_addon.worker", *self.args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+        size, fd, shared = SHARED_BYTES, None, None
+        if hasattr(os, "memfd_create") and size > 0:
+            fd = os.memfd_create("pagerank-worker")
+            os.ftruncate(fd, size)
+            shared = mmap.mmap(fd, size)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "proxy_addon.worker", *self.args, *((str(fd), str(size)) if shared else ()),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
+                pass_fds=(fd,) if shared else ())
+        finally:
+            if fd is not None:
+                os.close(fd)  # the mappings keep the memory
         self._processes.append(process)
+        if shared is not None:
+            self._shared[process] = shared
         return process
 
     async def start(self) -> None:
@@ -127,12 +156,17 @@ class Workers:
         process = await idle.get()
         healthy = False
         try:
+            shared = self._shared.get(process)
+            if shared is not None and len(body) <= len(shared):
+                shared[: len(body)] = body
+                body = len(body)
             payload = pickle.dumps((body, content_type, url), protocol=pickle.HIGHEST_PROTOCOL)
-            process.stdin.write(_HEADER.pack(len(payload)))
-            process.stdin.write(payload)
+            process.stdin.write(_HEADER.pack(len(payload)) + payload)
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
+            if ok and value is not None and isinstance(value[0], int):
+                value = (shared[: value[0]],) + value[1:]
             healthy = True
         except (asyncio.IncompleteReadError, ConnectionError) as error:
             raise WorkerError(f"a rewriting process exited (status {process.returncode})") from error
@@ -152,7 +186,20 @@ class Workers:
             self._processes.remove(process)
         if process.returncode is None:
             process.kill()
-        _close_pipes(process)
+        self._release(process)
+
+    def _release(self, process: asyncio.subprocess.Process) -> None:
+        """Close a worker's pipes now rather than at garbage collection (perhaps after its loop has
+        ended), and its shared memory."""
+        transport = getattr(process, "_transport", None)
+        if transport is not None:
+            try:
+                transport.close()
+            except RuntimeError:  # that event loop has already closed
+                pass
+        shared = self._shared.pop(process, None)
+        if shared is not None:
+            shared.close()
 
     def close(self) -> None:
         """Stop every process (they would also exit on their own once the proxy's end of the pipe closes)."""
@@ -177,18 +224,8 @@ class Workers:
             except asyncio.TimeoutError:
                 process.kill()
                 await process.wait()
-            _close_pipes(process)
-
-
-def _close_pipes(process: asyncio.subprocess.Process) -> None:
-    """Close a worker's pipes now rather than at garbage collection, perhaps after its event loop has ended."""
-    transport = getattr(process, "_transport", None)
-    if transport is not None:
-        try:
-            transport.close()
-        except RuntimeError:  # that event loop has already closed
-            pass
+            self._release(process)
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), *(int(arg) for arg in sys.argv[4:6]))

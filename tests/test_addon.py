@@ -228,3 +228,26 @@ def test_lookups_remembered_until_a_new_ranking_version(store_path, site, tmp_pa
     assert expected != before
     assert ranks.lookup([url])[url].pagerank == expected  # the new version, not the remembered one
     ranks.close()
+
+
+@pytest.mark.parametrize("shared_bytes", [0, 1_000, 4 * 1024 * 1024])
+async def test_bodies_pass_through_shared_memory_or_the_pipe(site, store_path, monkeypatch, shared_bytes):
+    # 0: no shared memory; 1,000: the body fits, its answer does not; 4 MiB: both go through it
+    from proxy_addon import worker
+
+    monkeypatch.setattr(worker, "SHARED_BYTES", shared_bytes)
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        context.configure(addon, rankstore=store_path)
+        await addon.running()
+        body = b"<html><body>" + b"<a href='docs/'>Docs</a>" * 20 + b"</body></html>"
+        assert len(body) < 1_000
+        flow = make_flow(site + "index.html", body)
+        await run_hooks(addon, flow)
+        assert outside_panel(flow.response.text).count("<pagerank-bar") == 20
+        shared = list(addon.workers._shared.values())
+        assert len(shared) == (0 if shared_bytes == 0 else 2)
+        if shared_bytes > 1_000:  # the answer came back through the region
+            assert any(region[: len(flow.response.content)] == flow.response.content for region in shared)
+        await addon.workers.aclose()
+        assert not addon.workers._shared
