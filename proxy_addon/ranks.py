@@ -7,8 +7,9 @@ targets are looked up in one batched query.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -52,47 +53,74 @@ class Ranks:
         return _link_infos([row["pagerank"] for row in rows], [row["position"] for row in rows],
                            [row["inlinks"] for row in rows], rows[0]["pages"], lowest, highest)
 
-    def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
-        """Every URL in one batched query, but for those already looked up in this version of the ranking.
-
-        A site's navigation links recur on every page; what is known of a URL
-        only changes with a new version of the ranking (a new id, checked here
-        with one cheap query a page), which starts a new cache.
-        """
+    @contextlib.contextmanager
+    def page(self) -> Iterator["PageView"]:
+        """One page's look-ups and panel, all from one version of the ranking (one read transaction)."""
         store = self.store()
-        ranking_id, _ = store.ranking_head(self.ranking)
-        version, cache = self._known
-        if version != ranking_id or len(cache) > _CACHE_URLS:
-            cache = {}
-            self._known = (ranking_id, cache)
-        missing = [url for url in urls if url not in cache]
-        if missing:
-            lowest, highest = self.score_range(store, ranking_id)
-            found, pages = store.scores_by_url(missing, self.ranking)
-            if found:
-                scores, positions, inlinks = zip(*found.values())
-                cache.update(zip(found, _link_infos(scores, positions, inlinks, pages, lowest, highest)))
-            for url in missing:
-                cache.setdefault(url, None)  # not in the store (until a new version)
-        return {url: info for url in urls if (info := cache[url]) is not None}
+        with store.snapshot():
+            ranking_id, pages = store.ranking_head(self.ranking)
+            yield PageView(self, store, ranking_id, pages)
+
+    def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
+        """:meth:`PageView.lookup` in a version of its own."""
+        with self.page() as view:
+            return view.lookup(urls)
 
     def panel(self, url: str) -> PanelData:
-        store = self.store()
-        ranking_id, _ = store.ranking_head(self.ranking)
-        lowest, highest = self.score_range(store, ranking_id)
-        with store.snapshot():
-            own = store.lookup([url], self.ranking).get(url)
-            rows = store.backlinks(url, self.ranking, self.panel_size) if own else []
-        info = self.infos([own], lowest, highest)[0] if own else LinkInfo(None)
-        backlinks = [Backlink(row["url"], row["title"], link_info, row["nofollow"])
-                     for row, link_info in zip(rows, self.infos(rows, lowest, highest))]
-        return PanelData(url, info, backlinks, own["inlinks"] if own else 0, self.ranking)
+        """:meth:`PageView.panel` in a version of its own."""
+        with self.page() as view:
+            return view.panel(url)
 
     def close(self) -> None:
         store = getattr(self._local, "store", None)
         if store is not None:
             store.close()
             self._local.store = None
+
+
+class PageView:
+    """Look-ups for one page, from the ranking version current when it began."""
+
+    def __init__(self, ranks: Ranks, store: Store, ranking_id: int, pages: int):
+        self.ranks, self.store, self.ranking_id, self.pages = ranks, store, ranking_id, pages
+
+    def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
+        """Every URL in one batched query, but for those already looked up in this version of the ranking.
+
+        A site's navigation links recur on every page; what is known of a URL
+        only changes with a new version of the ranking (a new id, checked once
+        a page), which starts a new cache.
+        """
+        ranks = self.ranks
+        version, cache = ranks._known
+        if version != self.ranking_id or len(cache) > _CACHE_URLS:
+            cache = {}
+            ranks._known = (self.ranking_id, cache)
+        missing = [url for url in urls if url not in cache]
+        if missing:
+            lowest, highest = ranks.score_range(self.store, self.ranking_id)
+            found = self.store.scores_in(self.ranking_id, missing)
+            if found:
+                scores, positions, inlinks = zip(*found.values())
+                cache.update(zip(found, _link_infos(scores, positions, inlinks, self.pages, lowest, highest)))
+            for url in missing:
+                cache.setdefault(url, None)  # not in the store (until a new version)
+        return {url: info for url in urls if (info := cache[url]) is not None}
+
+    def panel(self, url: str) -> PanelData:
+        """The page's own score and its best backlinks: one query (the page's own entry is a look-up)."""
+        ranks = self.ranks
+        info = self.lookup([url]).get(url)
+        if info is None:
+            return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)
+        rows = self.store.top_backlinks(self.ranking_id, url, ranks.panel_size)
+        backlinks = []
+        if rows:
+            lowest, highest = ranks.score_range(self.store, self.ranking_id)
+            _, _, scores, positions, inlinks, _ = zip(*rows)
+            infos = _link_infos(scores, positions, inlinks, self.pages, lowest, highest)
+            backlinks = [Backlink(row[0], row[1], link_info, bool(row[5])) for row, link_info in zip(rows, infos)]
+        return PanelData(url, info, backlinks, info.inlinks, ranks.ranking)
 
 
 def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: float) -> list[LinkInfo]:

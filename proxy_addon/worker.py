@@ -53,7 +53,8 @@ def rewrite_page(store: str, ranking: str, panel: int, body: bytes, content_type
                  url: str) -> tuple[bytes, int, int] | None:
     """The rewritten body and its bar counts, or None for a page to pass untouched."""
     ranks = _ranks_for(store, ranking, panel)
-    done = annotate_bytes(body, content_type, url, ranks.lookup, ranks.panel if panel else None)
+    with ranks.page() as view:  # bars and panel from one version of the ranking
+        done = annotate_bytes(body, content_type, url, view.lookup, view.panel if panel else None)
     if done is None:
         return None
     new_body, rewrite = done

@@ -413,20 +413,37 @@ class RankingsMixin:
         The proxy's lookup: one probe of the (ranking, URL hash) B-tree of score_keys per URL, all
         in one query per 2,000 URLs.
         """
-        urls = list(dict.fromkeys(urls))
-        by_key = {url_key(url): url for url in urls}
-        found: dict[str, tuple] = {}
         with self.snapshot():
             ranking_id, pages = self.ranking_head(name)
-            keys = list(by_key)
-            for start in range(0, len(keys), _LOOKUP_CHUNK):
-                chunk = keys[start : start + _LOOKUP_CHUNK]
-                marks = ",".join("?" * len(chunk))
-                for key, score, position, inlinks in self.db.execute(
-                        "SELECT url_hash, score, position, inlinks FROM score_keys"
-                        f" WHERE ranking_id = ? AND url_hash IN ({marks})", [ranking_id, *chunk]):
-                    found[by_key[key]] = (score, position, inlinks)
-        return found, pages
+            return self.scores_in(ranking_id, urls), pages
+
+    def scores_in(self, ranking_id: int, urls: Sequence[str]) -> dict[str, tuple]:
+        """:meth:`scores_by_url` for a ranking version already known (call it inside a snapshot)."""
+        by_key = {url_key(url): url for url in dict.fromkeys(urls)}
+        found: dict[str, tuple] = {}
+        keys = list(by_key)
+        for start in range(0, len(keys), _LOOKUP_CHUNK):
+            chunk = keys[start : start + _LOOKUP_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for key, score, position, inlinks in self.db.execute(
+                    "SELECT url_hash, score, position, inlinks FROM score_keys"
+                    f" WHERE ranking_id = ? AND url_hash IN ({marks})", [ranking_id, *chunk]):
+                found[by_key[key]] = (score, position, inlinks)
+        return found
+
+    def top_backlinks(self, ranking_id: int, url: str, limit: int) -> list[tuple]:
+        """(url, title, score, position, inlinks, nofollow) of the pages linking to ``url``, best first.
+
+        The proxy's panel, in one query, for a ranking version already known (call it inside a
+        snapshot); :meth:`backlinks` is the general form.
+        """
+        return self.db.execute(
+            "SELECT p.url, p.title, s.score, s.position, s.inlinks, l.nofollow FROM ranked_links r"
+            " JOIN scores s ON s.ranking_id = r.ranking_id AND s.page_id = r.src"
+            " JOIN pages p ON p.id = r.src"
+            " LEFT JOIN links l ON l.src = r.src AND l.dst = r.dst"
+            " WHERE r.ranking_id = ? AND r.dst = (SELECT id FROM pages WHERE url = ?) ORDER BY r.position LIMIT ?",
+            (ranking_id, url, limit)).fetchall()
 
     def backlink_count(self, url: str, name: str = "pagerank") -> int:
         with self.snapshot():

@@ -251,3 +251,25 @@ async def test_bodies_pass_through_shared_memory_or_the_pipe(site, store_path, m
             assert any(region[: len(flow.response.content)] == flow.response.content for region in shared)
         await addon.workers.aclose()
         assert not addon.workers._shared
+
+
+def test_a_page_sees_one_ranking_version_even_while_a_new_one_is_written(store_path, site, tmp_path):
+    # the rewrite's look-ups and panel run in one read transaction: a version
+    # written meanwhile (which also drops the old version's backlink order)
+    # shows on the next page, not halfway through this one
+    from proxy_addon.ranks import Ranks
+
+    path = str(tmp_path / "reranked.db")
+    shutil.copy(store_path, path)
+    url = site + "index.html"
+    ranks = Ranks(path)
+    before = ranks.panel(url)
+    assert before.backlinks
+    with ranks.page() as view:
+        assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+        during = view.panel(url)
+        assert during == before
+    after = ranks.panel(url)
+    assert after.info.pagerank != before.info.pagerank
+    assert [link.url for link in after.backlinks]  # the new version's own backlink order
+    ranks.close()
