@@ -91,14 +91,10 @@ class PageView:
         only changes with a new version of the ranking (a new id, checked once
         a page), which starts a new cache.
         """
-        ranks = self.ranks
-        version, cache = ranks._known
-        if version != self.ranking_id or len(cache) > _CACHE_URLS:
-            cache = {}
-            ranks._known = (self.ranking_id, cache)
+        cache = self._cache()
         missing = [url for url in urls if url not in cache]
         if missing:
-            lowest, highest = ranks.score_range(self.store, self.ranking_id)
+            lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
             found = self.store.scores_in(self.ranking_id, missing)
             if found:
                 scores, positions, inlinks = zip(*found.values())
@@ -108,19 +104,33 @@ class PageView:
         return {url: info for url in urls if (info := cache[url]) is not None}
 
     def panel(self, url: str) -> PanelData:
-        """The page's own score and its best backlinks: one query (the page's own entry is a look-up)."""
+        """The page's own score and its best backlinks: one query (the page's own entry is a look-up).
+
+        What a backlink shows is remembered with the look-ups (the same good
+        pages link to many others).
+        """
         ranks = self.ranks
         info = self.lookup([url]).get(url)
         if info is None:
             return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)
         rows = self.store.top_backlinks(self.ranking_id, url, ranks.panel_size)
-        backlinks = []
-        if rows:
+        cache = self._cache()
+        new = [row for row in rows if cache.get(row[0]) is None]
+        if new:
             lowest, highest = ranks.score_range(self.store, self.ranking_id)
-            _, _, scores, positions, inlinks, _ = zip(*rows)
-            infos = _link_infos(scores, positions, inlinks, self.pages, lowest, highest)
-            backlinks = [Backlink(row[0], row[1], link_info, bool(row[5])) for row, link_info in zip(rows, infos)]
+            _, _, scores, positions, inlinks, _ = zip(*new)
+            cache.update(zip([row[0] for row in new],
+                             _link_infos(scores, positions, inlinks, self.pages, lowest, highest)))
+        backlinks = [Backlink(row[0], row[1], cache[row[0]], bool(row[5])) for row in rows]
         return PanelData(url, info, backlinks, info.inlinks, ranks.ranking)
+
+    def _cache(self) -> dict[str, LinkInfo | None]:
+        """What is known of URLs in this version of the ranking (a new version starts afresh)."""
+        version, cache = self.ranks._known
+        if version != self.ranking_id or len(cache) > _CACHE_URLS:
+            cache = {}
+            self.ranks._known = (self.ranking_id, cache)
+        return cache
 
 
 def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: float) -> list[LinkInfo]:

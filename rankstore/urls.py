@@ -180,29 +180,34 @@ def host_of(url: str) -> str:
     return url[start:end] if end >= 0 else url[start:]
 
 
-# (base directory, href without fragment) -> canonical URL, shared across pages:
-# most links of a site repeat from page to page.
-_resolved: dict[tuple[str, str], str | None] = {}
-_RESOLVED_LIMIT = 500_000
+# base directory -> {href: canonical URL}, shared across pages: most links of a
+# site repeat from page to page.
+_resolved: dict[str, dict[str, str | None]] = {}
+_RESOLVED_LIMIT = 500_000  # hrefs remembered in all before starting over
+_remembered = [0]
 
 
 def resolver(base: str):
     """A function href -> canonical URL for links on a page whose base is ``base``."""
     path = base.split("?", 1)[0]
     directory = path[: path.rfind("/") + 1]
-    cache = _resolved
-    if len(cache) > _RESOLVED_LIMIT:
-        cache.clear()
+    if _remembered[0] > _RESOLVED_LIMIT:
+        _resolved.clear()
+        _remembered[0] = 0
+    cache = _resolved.get(directory)
+    if cache is None:
+        cache = _resolved[directory] = {}
 
     def resolve(href: str) -> str | None:
+        try:
+            return cache[href]  # only hrefs whose answer is the directory's alone are kept
+        except KeyError:
+            pass
         head = href.split("#", 1)[0]
         if not head or head[0] in "? \t\n\r\f" or head[-1] <= " ":
-            return canonical(href, base)
-        key = (directory, head)
-        try:
-            return cache[key]
-        except KeyError:
-            target = cache[key] = canonical(head, base)
-            return target
+            return canonical(href, base)  # depends on the page's own URL, or unusual: not kept
+        target = cache[href] = canonical(head, base)
+        _remembered[0] += 1
+        return target
 
     return resolve
