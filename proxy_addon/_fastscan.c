@@ -6,9 +6,12 @@
  * built.  It spends about 8 ms on a 290 KB page in Python's regex engine;
  * here, well under one.
  *
- * scan(text) -> (links, body_at, head_at, html_at, doctype_end, extras)
- *   links   list of (offset after the start tag, raw href, raw rel or None)
- *           for <a>/<area> with an href, outside templates and foreign content
+ * scan(text) -> (links, body_at, head_at, html_at, doctype_end, extras, raw)
+ *   links   list of (offset after the start tag, href, False) for <a>/<area>
+ *           with an href, outside templates and foreign content, when the href
+ *           has no character reference and there is no rel (most links); else
+ *           (offset, raw href, raw rel or None), for the Python side to decode
+ *   raw     how many links are of the second kind
  *   *_at    offset after the first <body>/<head>/<html> start tag, or None
  *   doctype_end  offset after the first <!doctype ...>, or None
  *   extras  list of (name, attrs start, attrs end) for <base> and <meta>
@@ -20,13 +23,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* The text as one byte per character: only ASCII decides anything here, so a
+   string of two or four bytes a character is read through a copy with every
+   character above 0x7f as 0x80 (offsets unchanged); a one-byte string as it is. */
 typedef struct {
-    int kind;
-    const void *data;
+    const unsigned char *data;
     Py_ssize_t n;
 } Text;
 
-#define CH(t, i) PyUnicode_READ((t)->kind, (t)->data, (i))
+#define CH(t, i) ((Py_UCS4)(t)->data[(i)])
 
 static inline int is_ws(Py_UCS4 c) { return c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == ' '; }
 static inline int is_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -86,12 +91,14 @@ static const char *INTEGRATION[] = {"foreignobject", "desc", "title", "annotatio
 
 /* one of `names` at `at`, followed by a tab, newline, form feed, return, space, '/' or '>' */
 static int names_one_of(const Text *t, Py_ssize_t at, const char **names) {
-    Py_UCS4 first = lower(CH(t, at));
-    for (const char **name = names; *name; name++) {
-        if ((Py_UCS4)(*name)[0] != first) continue;
-        Py_ssize_t len = (Py_ssize_t)strlen(*name);
-        if (at + len < t->n && spells(t, at, t->n, *name) && ends_name(CH(t, at + len))) return 1;
+    Py_ssize_t len = 0, n = t->n;
+    while (at + len < n && !ends_name(CH(t, at + len))) {
+        if (++len > 14) return 0; /* longer than any name in these lists ("annotation-xml") */
     }
+    if (at + len >= n) return 0;
+    Py_UCS4 first = lower(CH(t, at));
+    for (const char **name = names; *name; name++)
+        if ((Py_UCS4)(*name)[0] == first && name_is(t, at, at + len, *name)) return 1;
     return 0;
 }
 
@@ -121,21 +128,8 @@ static Py_ssize_t skip_tag_body(const Text *t, Py_ssize_t i) {
 static Py_ssize_t next_lt(const Text *t, Py_ssize_t from) {
     Py_ssize_t n = t->n;
     if (from >= n) return n;
-    if (t->kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *data = t->data;
-        const Py_UCS1 *found = memchr(data + from, '<', (size_t)(n - from));
-        return found ? found - data : n;
-    }
-    if (t->kind == PyUnicode_2BYTE_KIND) {
-        const Py_UCS2 *data = t->data;
-        for (Py_ssize_t i = from; i < n; i++)
-            if (data[i] == '<') return i;
-        return n;
-    }
-    const Py_UCS4 *data = t->data;
-    for (Py_ssize_t i = from; i < n; i++)
-        if (data[i] == '<') return i;
-    return n;
+    const unsigned char *found = memchr(t->data + from, '<', (size_t)(n - from));
+    return found ? found - t->data : n;
 }
 
 /* Text, a lone '<' and tags whose names do not matter, as _SKIP in rewrite.py. */
@@ -268,6 +262,8 @@ static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssiz
     }
     if (href_s < 0) Py_RETURN_NONE;
     PyObject *href = PyUnicode_Substring(text, href_s, href_e);
+    if (href != NULL && (rel_s < 0 || rel_s == rel_e) && find_char(t, '&', href_s, href_e) < 0)
+        return Py_BuildValue("(nNO)", position, href, Py_False); /* nothing to decode, follows */
     PyObject *rel = rel_s < 0 ? (Py_INCREF(Py_None), Py_None) : PyUnicode_Substring(text, rel_s, rel_e);
     if (href == NULL || rel == NULL) {
         Py_XDECREF(href);
@@ -277,10 +273,11 @@ static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssiz
     return Py_BuildValue("(nNN)", position, href, rel);
 }
 
-/* Append the link a start tag makes (if it has an href) to `links`; -1 on error. */
-static int add_link(PyObject *links, PyObject *text, const Text *t, const Tag *tag) {
+/* Append the link a start tag makes (if it has an href) to `links`, counting the raw ones; -1 on error. */
+static int add_link(PyObject *links, PyObject *text, const Text *t, const Tag *tag, Py_ssize_t *raw) {
     PyObject *link = link_tuple(text, t, tag->attrs_start, tag->attrs_end, tag->after);
     if (link == NULL) return -1;
+    if (link != Py_None && PyTuple_GET_ITEM(link, 2) != Py_False) ++*raw;
     int status = link == Py_None ? 0 : PyList_Append(links, link);
     Py_DECREF(link);
     return status;
@@ -311,10 +308,24 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         return NULL;
     }
     if (PyUnicode_READY(arg) < 0) return NULL;
-    Text text = {PyUnicode_KIND(arg), PyUnicode_DATA(arg), PyUnicode_GET_LENGTH(arg)};
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg), position = 0;
+    int kind = PyUnicode_KIND(arg);
+    const void *source = PyUnicode_DATA(arg);
+    unsigned char *narrow = NULL; /* the one-byte copy of a wider string */
+    if (kind != PyUnicode_1BYTE_KIND) {
+        narrow = PyMem_Malloc(n + 1);
+        if (narrow == NULL) return PyErr_NoMemory();
+        if (kind == PyUnicode_2BYTE_KIND) { /* one plain loop per width: the compiler vectorises it */
+            const Py_UCS2 *wide = source;
+            for (Py_ssize_t i = 0; i < n; i++) narrow[i] = wide[i] < 0x80 ? (unsigned char)wide[i] : 0x80;
+        } else {
+            const Py_UCS4 *wide = source;
+            for (Py_ssize_t i = 0; i < n; i++) narrow[i] = wide[i] < 0x80 ? (unsigned char)wide[i] : 0x80;
+        }
+    }
+    Text text = {narrow ? narrow : (const unsigned char *)source, n};
     const Text *t = &text;
-    Py_ssize_t n = t->n, position = 0;
-    Py_ssize_t body_at = -1, head_at = -1, html_at = -1, doctype_end = -1;
+    Py_ssize_t body_at = -1, head_at = -1, html_at = -1, doctype_end = -1, raw = 0;
     /* foreign-content stack: 's' svg, 'm' math, 'h' an HTML integration point (a push takes a tag of
        three characters or more, so n + 1 entries always suffice) */
     char *stack = PyMem_Malloc(n + 1);
@@ -372,7 +383,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         Py_ssize_t ns = tag.name_start, ne = tag.name_end;
         int is_a = ne - ns == 1 && lower(CH(t, ns)) == 'a';
         if (is_a && !tag.end_tag && depth == 0 && template_depth == 0) {
-            if (add_link(links, arg, t, &tag) < 0) goto fail;
+            if (add_link(links, arg, t, &tag, &raw) < 0) goto fail;
             continue;
         }
         int self_closing = 0;
@@ -442,7 +453,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             continue;
         }
         if (is_a || name_is(t, ns, ne, "area")) {
-            if (!template_depth && add_link(links, arg, t, &tag) < 0) goto fail;
+            if (!template_depth && add_link(links, arg, t, &tag, &raw) < 0) goto fail;
         } else if (name_is(t, ns, ne, "body")) {
             if (body_at < 0) body_at = position;
         } else if (name_is(t, ns, ne, "head")) {
@@ -461,16 +472,19 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     }
 #define OPT(v) ((v) < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromSsize_t(v))
     PyMem_Free(stack);
-    return Py_BuildValue("(NNNNNN)", links, OPT(body_at), OPT(head_at), OPT(html_at), OPT(doctype_end), extras);
+    PyMem_Free(narrow);
+    return Py_BuildValue("(NNNNNNn)", links, OPT(body_at), OPT(head_at), OPT(html_at), OPT(doctype_end), extras,
+                         raw);
 fail:
     PyMem_Free(stack);
+    PyMem_Free(narrow);
     Py_XDECREF(links);
     Py_XDECREF(extras);
     return NULL;
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O, "scan(text) -> (links, body_at, head_at, html_at, doctype_end, extras)"},
+    {"scan", scan, METH_O, "scan(text) -> (links, body_at, head_at, html_at, doctype_end, extras, raw)"},
     {NULL, NULL, 0, NULL},
 };
 

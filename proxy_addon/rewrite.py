@@ -225,8 +225,10 @@ def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
 
 def _scan_fast(text: str) -> _Scan:
     """:func:`_scan_python`, with the tokenizing done by the C module ``_fastscan``."""
-    links, body_at, head_at, html_at, doctype_end, extras = _fastscan.scan(text)
-    scan = _Scan([_link_values(*link) for link in links], body_at, head_at, html_at, doctype_end, None, False, [])
+    links, body_at, head_at, html_at, doctype_end, extras, raw = _fastscan.scan(text)
+    if raw:  # links with a rel or a character reference in their href: decoded here
+        links = [link if link[2] is False else _link_values(*link) for link in links]
+    scan = _Scan(links, body_at, head_at, html_at, doctype_end, None, False, [])
     for name, start, end in extras:
         _head_tag(scan, name, text, start, end)
     return scan
@@ -411,6 +413,12 @@ def proxy_url(path: str, **query: str) -> str:
                                           if query else "")
 
 
+@functools.lru_cache(maxsize=16_384)  # the same good pages link to many others
+def _backlink_item(link: Backlink) -> str:
+    return (f'<li data-pagerank="{float(link.info.pagerank)!r}">{bar(link.info, link.nofollow)}'
+            f'<a href="{escape(link.url)}">{escape(link.title or link.url)}</a><small>{escape(link.url)}</small></li>')
+
+
 def panel(data: PanelData) -> str:
     info = data.info
     if info.pagerank is None:
@@ -418,13 +426,7 @@ def panel(data: PanelData) -> str:
     else:
         summary = (f"PageRank {format_score(info.pagerank)} · {info.percentile:.1f} pct · "
                    f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks")
-    items = []
-    for link in data.backlinks:
-        title = escape(link.title or link.url)
-        items.append(
-            f'<li data-pagerank="{float(link.info.pagerank)!r}">{bar(link.info, link.nofollow)}'
-            f'<a href="{escape(link.url)}">{title}</a><small>{escape(link.url)}</small></li>'
-        )
+    items = [_backlink_item(link) for link in data.backlinks]
     backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
     page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
@@ -456,10 +458,11 @@ def annotate(
     base = canonical(scan.base_href, page_url) if scan.base_href else None
     base = base or page_url
     resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
-    targets: list[str | None] = []
-    for _, href, _ in scan.links:
-        stripped = href.strip()
-        targets.append(None if not stripped or stripped.startswith("#") else resolve(href))
+    # no bar for a link within the page (an href of only a fragment, perhaps after white space)
+    targets: list[str | None] = [
+        resolve(href) if (first := href[:1]) and first != "#" and not first.isspace()
+        else None if not href.strip() or href.strip().startswith("#") else resolve(href)
+        for _, href, _ in scan.links]
     known = lookup([t for t in dict.fromkeys(targets) if t]) if any(targets) else {}
     edits: list[tuple[int, str]] = []
     ranked = 0
