@@ -348,6 +348,12 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
             lo, hi = (0, len(sinks)) if stop is None else np.searchsorted(sinks, (start, stop))
             return float(vector[sinks[lo:hi]].sum(dtype=np.float64))
 
+        def sinks_edges(start: int, stop: int) -> list[int] | None:
+            """Where the pieces of [start, stop) begin and end in ``sinks``."""
+            if sinks is None:
+                return None
+            return np.searchsorted(sinks, list(range(start, stop, _PIECE)) + [stop]).tolist()
+
         def double_step() -> float:
             nonlocal mass
             product(x, y, base + spread(sinks_mass(x)))
@@ -364,10 +370,23 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
             new = following
 
             def add(start: int, stop: int) -> tuple[float, float]:
-                """Add the block's change to the scores; its L1 norm and its sinks' share, for the next step."""
-                piece = new[start:stop]
-                np.add(x[start:stop], piece, out=x[start:stop])
-                return _l1(piece), sinks_mass(new, start, stop)
+                """Add the block's change to the scores; its L1 norm and its sinks' share, for the next step.
+
+                One pass, a cache-sized piece at a time: each piece of the
+                change is read from memory once for all three.
+                """
+                l1 = at_sinks = 0.0
+                scratch = np.empty(min(stop - start, _PIECE), dtype=np.float32)
+                edges = sinks_edges(start, stop)
+                for k, lo in enumerate(range(start, stop, _PIECE)):
+                    hi = min(lo + _PIECE, stop)
+                    piece, part = new[lo:hi], scratch[: hi - lo]
+                    np.add(x[lo:hi], piece, out=x[lo:hi])
+                    np.abs(piece, out=part)
+                    l1 += float(np.add.reduce(part, dtype=np.float64))
+                    if edges is not None and edges[k + 1] > edges[k]:
+                        at_sinks += float(new[sinks[edges[k] : edges[k + 1]]].sum(dtype=np.float64))
+                return l1, at_sinks
 
             parts = product(change, new, fill, after=add)
             mass = sum(part[1] for part in parts)
