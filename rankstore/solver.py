@@ -342,11 +342,8 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
                 return 0.0
             return damping * mass * (dangling_to[0] if uniform_dangling else dangling_to)
 
-        def sinks_mass(vector: np.ndarray, start: int = 0, stop: int | None = None) -> float:
-            if sinks is None:
-                return 0.0
-            lo, hi = (0, len(sinks)) if stop is None else np.searchsorted(sinks, (start, stop))
-            return float(vector[sinks[lo:hi]].sum(dtype=np.float64))
+        def sinks_mass(vector: np.ndarray) -> float:
+            return 0.0 if sinks is None else float(vector[sinks].sum(dtype=np.float64))
 
         def sinks_edges(start: int, stop: int) -> list[int] | None:
             """Where the pieces of [start, stop) begin and end in ``sinks``."""
