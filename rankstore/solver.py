@@ -207,6 +207,11 @@ def _l1(vector: np.ndarray) -> float:
     return total
 
 
+def _piece_edges(sinks: np.ndarray, start: int, stop: int) -> list[int]:
+    """Where each cache-sized piece of pages [start, stop) begins and ends in the sorted ``sinks``."""
+    return np.searchsorted(sinks, list(range(start, stop, _PIECE)) + [stop]).tolist()
+
+
 class _Product:
     """out = fill + scale·M x (M column-stochastic), written in place, on row blocks in threads.
 
@@ -345,11 +350,6 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         def sinks_mass(vector: np.ndarray) -> float:
             return 0.0 if sinks is None else float(vector[sinks].sum(dtype=np.float64))
 
-        def sinks_edges(start: int, stop: int) -> list[int] | None:
-            """Where the pieces of [start, stop) begin and end in ``sinks``."""
-            if sinks is None:
-                return None
-            return np.searchsorted(sinks, list(range(start, stop, _PIECE)) + [stop]).tolist()
 
         def double_step() -> float:
             nonlocal mass
@@ -374,7 +374,7 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
                 """
                 l1 = at_sinks = 0.0
                 scratch = np.empty(min(stop - start, _PIECE), dtype=np.float32)
-                edges = sinks_edges(start, stop)
+                edges = _piece_edges(sinks, start, stop) if sinks is not None else None
                 for k, lo in enumerate(range(start, stop, _PIECE)):
                     hi = min(lo + _PIECE, stop)
                     piece, part = new[lo:hi], scratch[: hi - lo]
@@ -466,7 +466,7 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
     einsum = np.einsum
 
-    bounds = np.searchsorted(sinks, pieces.starts + [n]).tolist() if sinks is not None else None
+    bounds = _piece_edges(sinks, 0, n) if sinks is not None else None
 
     def sinks_sum(vector: np.ndarray, lo: int, hi: int) -> float:
         """The part of ``vector`` at sinks among pages [lo, hi) (a piece of ``pieces``)."""

@@ -197,3 +197,19 @@ def test_real_graphs_match_networkx_and_igraph(request, store_fixture, personali
     networkx_vector, igraph_vector = _peers(loaded, personalization, dangling)
     assert np.abs(ours - networkx_vector).sum() <= 1e-8
     assert np.abs(ours - igraph_vector).sum() <= 1e-8
+
+
+@pytest.mark.parametrize("method", ["power", "bicgstab"])
+def test_many_pieces_and_threads_give_the_one_piece_answer(method, monkeypatch):
+    # the vector passes work a cache-sized piece at a time, each piece with its
+    # own share of the sinks: cut a graph with many sinks into 13 pieces on 2 threads
+    from rankstore import solver
+
+    rng = np.random.default_rng(11)
+    n, m = 50_000, 300_000
+    g = Graph.from_edges(rng.integers(0, n // 2, m), rng.integers(0, n, m), n)  # half the pages are sinks
+    whole = pagerank(g, tol=1e-12, method=method)
+    monkeypatch.setattr(solver, "_PIECE", 4096)
+    monkeypatch.setattr(solver, "_THREAD_MIN_LINKS", 0)
+    cut = pagerank(g, tol=1e-12, threads=2, method=method)
+    assert np.abs(whole.scores - cut.scores).sum() < 1e-10
