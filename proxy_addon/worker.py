@@ -1,15 +1,16 @@
 """Page rewriting in worker processes, so it runs beside mitmproxy rather than under its GIL.
 
-The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL`` processes
+The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL [FD SIZE]`` processes
 and talks to them over their standard input and output, which mitmproxy's own
 event loop reads and writes: no helper threads in the proxy (a
 ``concurrent.futures`` process pool adds two, and their hand-offs under the
 GIL cost more than the rewrite itself).  A job is one length-prefixed pickle,
 ``(body, content_type, url)``; the answer is ``(True, (new_body, links, ranked))``,
-``(True, None)`` for a page left untouched, or ``(False, message)``.
+``(True, None)`` for a page left untouched, or ``(False, message)``.  A body
+that sits in the shared region (below) is sent as its length instead of its bytes.
 
 Bodies travel through a region of shared memory of each worker's own (a
-``memfd`` the worker inherits), and the pipes carry only the small messages
+``memfd`` the worker inherits as file descriptor FD, SIZE bytes), and the pipes carry only the small messages
 that say how long they are (a ~40 KB page and its ~70 KB answer through pipes
 of 64 KB take several system calls and wake-ups each way).  A body or answer
 larger than the region, or a system without ``memfd_create``, goes through the
