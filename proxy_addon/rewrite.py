@@ -459,10 +459,8 @@ def annotate(
     base = base or page_url
     resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
     # no bar for a link within the page (an href of only a fragment, perhaps after white space)
-    targets: list[str | None] = [
-        resolve(href) if (first := href[:1]) and first != "#" and not first.isspace()
-        else None if not href.strip() or href.strip().startswith("#") else resolve(href)
-        for _, href, _ in scan.links]
+    targets: list[str | None] = [None if href.lstrip()[:1] in ("", "#") else resolve(href)
+                                 for _, href, _ in scan.links]
     known = lookup([t for t in dict.fromkeys(targets) if t]) if any(targets) else {}
     edits: list[tuple[int, str]] = []
     ranked = 0
