@@ -209,7 +209,7 @@ def _l1(vector: np.ndarray) -> float:
 
 
 _CALL_LINKS = 1 << 16  # links one kernel call multiplies: its stand-in values (all ones) stay in cache
-_GROUPS = (32, 8, 1)  # out-degree thresholds of the inner page order (see _page_order)
+_GROUPS = (32, 8, 1)  # out-degree thresholds of the inner page order (see _page_groups)
 
 
 def _page_groups(out_degree: np.ndarray) -> np.ndarray:
@@ -522,8 +522,9 @@ class _Pieces:
 
     ``run(kernel, width)`` calls ``kernel(lo, hi, scratch)`` for every piece
     [lo, hi) of [0, n) (numpy releases the GIL inside its loops, so the two
-    halves overlap) and returns the sums of the ``width`` numbers each call
-    returns, added in piece order: the answer does not depend on the threads.
+    halves overlap; ``scratch`` is two piece-sized rows) and returns the sums
+    of the ``width`` numbers each call returns, added in piece order: the
+    answer does not depend on the threads.
     """
 
     def __init__(self, n: int, product: "_Product"):
@@ -538,11 +539,11 @@ class _Pieces:
         n, starts = self.n, self.starts
 
         def half(span: tuple[int, int]) -> None:
-            scratch = np.empty(_PIECE)
+            scratch = np.empty((2, _PIECE))
             for k in range(*span):
                 lo = starts[k]
                 hi = min(lo + _PIECE, n)
-                found = kernel(lo, hi, scratch[: hi - lo])
+                found = kernel(lo, hi, scratch[:, : hi - lo])
                 if width:
                     partials[k] = found
 
@@ -556,12 +557,11 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
 
     Two products a step, but far fewer steps than the power method (18 instead
     of 103 on rust-doc, for a 100x smaller error).  Written out here, in place
-    on eight n-vectors (x, r, r0, p, v, t, the change, and inverse·p or
-    inverse·s for the product), rather than scipy's version, which allocates
-    new vectors at every step; the vector
-    updates between the two products are fused into four passes over
-    cache-sized pieces (:class:`_Pieces`), which also gather the rank at the
-    sinks that the next product needs.
+    on seven n-vectors (x, r, r0, p, v, t, and inverse·p or inverse·s for the
+    product), rather than scipy's version, which allocates new vectors at
+    every step; the vector updates around the two products are fused into
+    five passes over cache-sized pieces (:class:`_Pieces`), which also gather
+    the rank at the sinks that the next product needs.
     """
     damping, dangling_to = system.damping, system.dangling_to
     product = _Product(system.graph, system.weighted, system.threads, scale=damping)
@@ -578,31 +578,29 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         """The part of ``vector`` at sinks among pages [lo, hi) (the sinks are the pages from ``live`` on)."""
         return float(vector[max(lo, live) : hi].sum()) if has_sinks and hi > live else 0.0
 
-    def apply(vector: np.ndarray, scaled: np.ndarray, out: np.ndarray, at_sinks: float) -> np.ndarray:
-        """out = (I - dM - d s dangling^T) vector, given inverse·vector and the part of ``vector`` at sinks."""
+    def moved(scaled: np.ndarray, out: np.ndarray, at_sinks: float) -> None:
+        """out = (dM + d s dangling^T) vector, given inverse·vector and the part of ``vector`` at sinks.
+
+        A x is then x - out; callers take that difference in their next pass.
+        """
         fill = 0.0
         if has_sinks:
             mass = damping * at_sinks
             fill = mass * dangling_to[0] if uniform_dangling else mass * dangling_to
-
-        def subtract(start: int, stop: int) -> None:
-            np.subtract(vector[start:stop], out[start:stop], out=out[start:stop])
-
-        product(scaled, out, fill, after=subtract)
-        return out
+        product(scaled, out, fill)
 
     try:
         x = product.inner(start)
         r = np.empty_like(x)
         scaled = x * inverse  # inverse·(the vector the next product multiplies)
-        apply(x, scaled, r, sinks_sum(x, 0, n))
+        moved(scaled, r, sinks_sum(x, 0, n))
         b_norm = float(np.linalg.norm(teleport)) * (1.0 - damping)
-        np.subtract((1.0 - damping) * teleport, r, out=r)  # r = b - A x
+        np.subtract(r, x, out=r)
+        np.add(r, (1.0 - damping) * teleport, out=r)  # r = b - A x
         r0 = r.copy()
         p = np.zeros_like(x)
         v = np.zeros_like(x)
         t = np.empty_like(x)
-        change = np.empty_like(x)
         rho = alpha = omega = 1.0
         residuals: list[float] = []
         rho_new, r_norm = (float(value) for value in pieces.run(
@@ -618,24 +616,29 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
             def new_direction(lo: int, hi: int, scratch: np.ndarray) -> tuple:
                 """p = beta (p - omega v) + r, and inverse·p; p's part at sinks."""
                 piece = p[lo:hi]
-                np.multiply(v[lo:hi], omega, out=scratch)
-                np.subtract(piece, scratch, out=piece)
+                np.multiply(v[lo:hi], omega, out=scratch[0])
+                np.subtract(piece, scratch[0], out=piece)
                 np.multiply(piece, beta, out=piece)
                 np.add(piece, r[lo:hi], out=piece)
                 np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
                 return (sinks_sum(p, lo, hi),)
 
             (p_sinks,) = pieces.run(new_direction, 1)
-            apply(p, scaled, v, float(p_sinks))
-            (r0_v,) = pieces.run(lambda lo, hi, _: (einsum("i,i->", r0[lo:hi], v[lo:hi]),), 1)
+            moved(scaled, v, float(p_sinks))
+
+            def direction_applied(lo: int, hi: int, _: np.ndarray) -> tuple:
+                """v = A p; (r0, v)."""
+                np.subtract(p[lo:hi], v[lo:hi], out=v[lo:hi])
+                return (einsum("i,i->", r0[lo:hi], v[lo:hi]),)
+
+            (r0_v,) = pieces.run(direction_applied, 1)
             alpha = rho_new / float(r0_v)
 
             def half_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                """s = r - alpha v (kept in r), change = alpha p, and inverse·s; ||s||^2 and s's part at sinks."""
+                """s = r - alpha v (kept in r), and inverse·s; ||s||^2 and s's part at sinks."""
                 piece = r[lo:hi]
-                np.multiply(v[lo:hi], alpha, out=scratch)
-                np.subtract(piece, scratch, out=piece)
-                np.multiply(p[lo:hi], alpha, out=change[lo:hi])
+                np.multiply(v[lo:hi], alpha, out=scratch[0])
+                np.subtract(piece, scratch[0], out=piece)
                 np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
                 return einsum("i,i->", piece, piece), sinks_sum(r, lo, hi)
 
@@ -643,29 +646,37 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
             if math.sqrt(s_norm) <= tol * b_norm:
 
                 def finish(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                    """x += change; ||change||_1."""
-                    np.add(x[lo:hi], change[lo:hi], out=x[lo:hi])
-                    np.abs(change[lo:hi], out=scratch)
-                    return (scratch.sum(),)
+                    """x += alpha p; ||alpha p||_1."""
+                    step = scratch[0]
+                    np.multiply(p[lo:hi], alpha, out=step)
+                    np.add(x[lo:hi], step, out=x[lo:hi])
+                    np.abs(step, out=step)
+                    return (step.sum(),)
 
                 (l1,) = pieces.run(finish, 1)
                 converged = True
             else:
-                apply(r, scaled, t, float(s_sinks))
-                t_s, t_t = pieces.run(
-                    lambda lo, hi, _: (einsum("i,i->", t[lo:hi], r[lo:hi]), einsum("i,i->", t[lo:hi], t[lo:hi])), 2)
+                moved(scaled, t, float(s_sinks))
+
+                def s_applied(lo: int, hi: int, _: np.ndarray) -> tuple:
+                    """t = A s; (t, s), (t, t)."""
+                    np.subtract(r[lo:hi], t[lo:hi], out=t[lo:hi])
+                    return einsum("i,i->", t[lo:hi], r[lo:hi]), einsum("i,i->", t[lo:hi], t[lo:hi])
+
+                t_s, t_t = pieces.run(s_applied, 2)
                 omega = float(t_s) / float(t_t)
 
                 def full_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                    """change += omega s; x += change; r = s - omega t; ||r||^2, (r0, r), ||change||_1."""
-                    piece, step = r[lo:hi], change[lo:hi]
-                    np.multiply(piece, omega, out=scratch)
-                    np.add(step, scratch, out=step)
+                    """x += alpha p + omega s; r = s - omega t; ||r||^2, (r0, r), ||alpha p + omega s||_1."""
+                    piece, step, other = r[lo:hi], scratch[0], scratch[1]
+                    np.multiply(p[lo:hi], alpha, out=step)
+                    np.multiply(piece, omega, out=other)
+                    np.add(step, other, out=step)
                     np.add(x[lo:hi], step, out=x[lo:hi])
-                    np.multiply(t[lo:hi], omega, out=scratch)
-                    np.subtract(piece, scratch, out=piece)
-                    np.abs(step, out=scratch)
-                    return einsum("i,i->", piece, piece), einsum("i,i->", r0[lo:hi], piece), scratch.sum()
+                    np.multiply(t[lo:hi], omega, out=other)
+                    np.subtract(piece, other, out=piece)
+                    np.abs(step, out=step)
+                    return einsum("i,i->", piece, piece), einsum("i,i->", r0[lo:hi], piece), step.sum()
 
                 r_norm, rho_next, l1 = pieces.run(full_step, 3)
                 converged = math.sqrt(r_norm) <= tol * b_norm
