@@ -212,6 +212,12 @@ _CALL_LINKS = 1 << 16  # links one kernel call multiplies: its stand-in values (
 _GROUPS = (32, 8, 1)  # out-degree thresholds of the inner page order (see _page_groups)
 
 
+def _row_cuts(indptr: np.ndarray, start: int, stop: int, links: int) -> list[int]:
+    """Row boundaries from ``start`` to ``stop`` with about ``links`` links between them (more for a long row)."""
+    at = np.arange(int(indptr[start]), int(indptr[stop]), links, dtype=indptr.dtype)  # same dtype: no copy of indptr
+    return sorted(set((np.searchsorted(indptr, at, "right") - 1).tolist()) | {start, stop})
+
+
 def _page_groups(out_degree: np.ndarray) -> np.ndarray:
     """Each page's group in the product's inner page order: the pages it reads most first, sinks last.
 
@@ -264,20 +270,18 @@ class _Product:
         kinds = [np.dtype(np.float64)] + ([np.dtype(np.float32)] if single else [])
 
         # setup runs on row ranges of about _CHUNK links (bounded temporaries), spread over the threads
-        cuts = np.unique(np.searchsorted(indptr, np.arange(0, links, _CHUNK), "right") - 1).tolist()
-        chunks = [(start, stop, int(indptr[start]), int(indptr[stop]))
-                  for start, stop in zip(cuts, cuts[1:] + [n]) if stop > start]
-        shares = [list(enumerate(chunks))[k::threads] for k in range(threads)]
+        cuts = _row_cuts(indptr, 0, n, _CHUNK)
+        shares = [list(zip(cuts[:-1], cuts[1:]))[k::threads] for k in range(threads)]
 
         def count(share: list, by: np.ndarray | None) -> np.ndarray:
             total = np.zeros(n, dtype=np.int64 if by is None else np.float64)
-            for _, (_, _, lo, hi) in share:  # bincount widens to int64: a chunk at a time
+            for start, stop in share:  # bincount widens to int64: a chunk at a time
+                lo, hi = int(indptr[start]), int(indptr[stop])
                 total += np.bincount(indices[lo:hi], None if by is None else by[lo:hi], minlength=n)
             return total
 
         degree = sum(self._map(lambda share: count(share, None), shares), np.zeros(n, dtype=np.int64))
-        group = _page_groups(degree)
-        self.order = np.argsort(group, kind="stable")
+        self.order = np.argsort(_page_groups(degree), kind="stable").astype(np.int32)
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
         with np.errstate(divide="ignore"):
@@ -285,55 +289,50 @@ class _Product:
         del degree, out
         self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}
 
-        # the links in the inner order: the rows of group 0, then group 1, ..., each row's links as they were
+        # the links in the inner order: row by row of it, each row's links as they were
         new_of = np.empty(n, dtype=np.int32)
         new_of[self.order] = np.arange(n, dtype=np.int32)
         in_degree = np.diff(indptr)
-        groups = len(_GROUPS) + 1
-        counts = np.array([np.bincount(group[start:stop], in_degree[start:stop], minlength=groups)
-                           for start, stop, _, _ in chunks], dtype=np.int64).reshape(-1, groups)
-        # at[k][c]: where chunk c's links of group k go (the links of groups < k, then of earlier chunks)
-        group_base = np.concatenate([[0], np.cumsum(counts.sum(axis=0))[:-1]])
-        at = (group_base[:, None] + np.cumsum(counts, axis=0).T - counts.T).tolist()
+        new_indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(in_degree[self.order], out=new_indptr[1:])
+        shift = np.empty(n, dtype=np.int64)  # where each row's links move: new position - old position
+        shift[self.order] = new_indptr[:-1]
+        shift -= indptr[:-1]
         self.indices = np.empty(links, dtype=np.int32)
         self.values = None if weights is None else {kind: np.empty(links, dtype=kind) for kind in kinds}
 
         def renumber(share: list) -> None:
-            for c, (start, stop, lo, hi) in share:
-                row_group = np.repeat(group[start:stop], in_degree[start:stop])
-                sources = indices[lo:hi]
-                for k in range(groups):
-                    mask = row_group == k
-                    picked = new_of[sources[mask]]
-                    where = int(at[k][c])
-                    self.indices[where : where + len(picked)] = picked
-                    if self.values is not None:
-                        chosen = weights[lo:hi][mask]
-                        for values in self.values.values():
-                            values[where : where + len(picked)] = chosen
+            for start, stop in share:
+                steps = _row_cuts(indptr, start, stop, _CHUNK // 16)
+                for a, b in zip(steps[:-1], steps[1:]):
+                    lo, hi = int(indptr[a]), int(indptr[b])
+                    where = np.repeat(shift[a:b], in_degree[a:b])
+                    where += np.arange(lo, hi)
+                    self.indices[where] = np.take(new_of, indices[lo:hi])
+                    for values in (self.values or {}).values():
+                        values[where] = weights[lo:hi]
 
         self._map(renumber, shares)
-        del new_of, group
-        self.indptr = np.zeros(n + 1, dtype=indptr.dtype)
-        np.cumsum(in_degree[self.order], out=self.indptr[1:])
+        del new_of, shift
         self.ones = {kind: np.ones(min(links, _CALL_LINKS), dtype=kind) for kind in kinds}
 
         # row blocks with about the same number of links, one a thread, and each block's kernel calls
+        # (their row pointers are all the product keeps of new_indptr)
         block_cuts = [0, n]
         if threads > 1:
-            block_cuts = np.searchsorted(self.indptr, np.linspace(0, links, threads + 1)).tolist()
+            block_cuts = np.searchsorted(new_indptr, np.linspace(0, links, threads + 1)).tolist()
             block_cuts[0], block_cuts[-1] = 0, n
-        self.blocks = [(start, stop, self._calls(start, stop))
+        self.blocks = [(start, stop, self._calls(new_indptr, start, stop))
                        for start, stop in zip(block_cuts[:-1], block_cuts[1:]) if stop > start]
 
-    def _calls(self, start: int, stop: int) -> list[tuple]:
+    def _calls(self, indptr: np.ndarray, start: int, stop: int) -> list[tuple]:
         """The kernel calls for rows [start, stop): ``_CALL_LINKS`` links each, a long row over several.
 
         Each is (first row, row after the last, row pointers local to the
         call, first link, link after the last); the kernel adds each row's sum
         to ``out``, so a row cut between two calls gets both parts.
         """
-        indptr, calls = self.indptr, []
+        calls = []
         los = np.arange(int(indptr[start]), int(indptr[stop]), _CALL_LINKS, dtype=np.int64)
         his = np.minimum(los + _CALL_LINKS, int(indptr[stop]))
         firsts = np.searchsorted(indptr, los, "right") - 1  # the rows holding each call's first link
@@ -430,6 +429,7 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         run = np.zeros(n, dtype=np.float32)  # the changes of the float32 steps since the last float64 step
         uniform_teleport = bool(np.all(teleport == teleport[0]))
         base = (1.0 - damping) * (teleport[0] if uniform_teleport else teleport)
+        del teleport
         has_sinks = dangling_to is not None and live < n
         uniform_dangling = dangling_to is not None and bool(np.all(dangling_to == dangling_to[0]))
         if dangling_to is not None and not uniform_dangling:
@@ -571,7 +571,6 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
     if dangling_to is not None and not uniform_dangling:
         dangling_to = product.inner(dangling_to)
-    teleport = product.inner(system.teleport)
     einsum = np.einsum
 
     def sinks_sum(vector: np.ndarray, lo: int, hi: int) -> float:
@@ -594,9 +593,12 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         r = np.empty_like(x)
         scaled = x * inverse  # inverse·(the vector the next product multiplies)
         moved(scaled, r, sinks_sum(x, 0, n))
-        b_norm = float(np.linalg.norm(teleport)) * (1.0 - damping)
+        b = product.inner(system.teleport)
+        b *= 1.0 - damping
+        b_norm = float(np.linalg.norm(b))
         np.subtract(r, x, out=r)
-        np.add(r, (1.0 - damping) * teleport, out=r)  # r = b - A x
+        np.add(r, b, out=r)  # r = b - A x
+        del b
         r0 = r.copy()
         p = np.zeros_like(x)
         v = np.zeros_like(x)

@@ -213,3 +213,42 @@ def test_many_pieces_and_threads_give_the_one_piece_answer(method, monkeypatch):
     monkeypatch.setattr(solver, "_THREAD_MIN_LINKS", 0)
     cut = pagerank(g, tol=1e-12, threads=2, method=method)
     assert np.abs(whole.scores - cut.scores).sum() < 1e-10
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_product_in_its_inner_order_is_the_plain_product(weighted, monkeypatch):
+    # pages renumbered (most-read first, sinks last), set up over several chunks,
+    # long rows cut between kernel calls, two threads: still M x, page for page
+    from rankstore import solver
+
+    monkeypatch.setattr(solver, "_CALL_LINKS", 7)
+    monkeypatch.setattr(solver, "_CHUNK", 500)
+    monkeypatch.setattr(solver, "_THREAD_MIN_LINKS", 0)
+    rng = np.random.default_rng(3)
+    n, m = 400, 5000
+    src = np.minimum(rng.pareto(0.8, m) * 3, n // 2 - 1).astype(np.int64)  # out-degrees from 1 to hundreds
+    dst = np.where(rng.random(m) < 0.1, 7, rng.integers(0, n, m))  # page 7 has hundreds of in-links
+    g = Graph.from_edges(src, dst, n, rng.random(m) + 0.1 if weighted else None)
+    product = solver._Product(g, weighted, threads=2, scale=0.85, single=True)
+    try:
+        degree = np.bincount(g.indices, minlength=n)
+        group = solver._page_groups(degree)
+        assert set(np.unique(group)) == {0, 1, 2, 3}  # every group present
+        assert sorted(product.order.tolist()) == list(range(n))
+        assert np.all(np.diff(group[product.order]) >= 0)  # groups in order, sinks last
+        assert product.live == np.count_nonzero(degree) and np.all(degree[product.order[product.live:]] == 0)
+        assert len(product.blocks) == 2 and np.diff(g.indptr).max() > 3 * solver._CALL_LINKS
+        x = rng.random(n)
+        expected = 0.5 + solver._transition(g, weighted, scale=0.85) @ x
+        for kind, tolerance in ((np.float64, 1e-13), (np.float32, 1e-5)):
+            z = (product.inner(x) * product.inverse[np.dtype(kind)]).astype(kind)
+            out = np.empty(n, dtype=kind)
+            product(z, out, kind(0.5))
+            assert np.abs(product.outer(out) - expected).max() < tolerance * expected.max()
+    finally:
+        product.close()
+
+
+@pytest.mark.parametrize("method", ["power", "bicgstab"])
+def test_a_graph_without_links_ranks_every_page_alike(method):
+    assert np.allclose(pagerank(Graph.from_edges([], [], 5), method=method).scores, 0.2)
