@@ -183,10 +183,16 @@ def _normalised(vector: np.ndarray | None, n: int, name: str) -> np.ndarray:
     return vector / vector.sum()
 
 
-try:  # y += A x in place; scipy's own kernel, used by A @ x after it allocates y
+try:  # scipy's own kernels: y += A x in place (A @ x allocates y), and the row gather behind A[rows]
     from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
-except ImportError:  # pragma: no cover - a scipy without it falls back to A @ x
+    from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
+except ImportError:  # pragma: no cover - a scipy without them: A @ x, and A[rows] copied out
     _csr_matvec = None
+
+    def _csr_row_index(count, rows, indptr, indices, values, out_indices, out_values):
+        picked = sp.csr_matrix((values, indices, indptr), shape=(len(indptr) - 1, len(indptr) - 1))[rows]
+        out_indices[:] = picked.indices
+        out_values[:] = picked.data
 
 
 _PIECE = 1 << 16  # elements a vector operation handles at once: its temporaries stay in cache
@@ -295,25 +301,27 @@ class _Product:
         in_degree = np.diff(indptr)
         new_indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(in_degree[self.order], out=new_indptr[1:])
-        shift = np.empty(n, dtype=np.int64)  # where each row's links move: new position - old position
-        shift[self.order] = new_indptr[:-1]
-        shift -= indptr[:-1]
         self.indices = np.empty(links, dtype=np.int32)
         self.values = None if weights is None else {kind: np.empty(links, dtype=kind) for kind in kinds}
+        rows = self.order.astype(indptr.dtype, copy=False)  # scipy's kernels take one index type
+        weights = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
 
         def renumber(share: list) -> None:
-            for start, stop in share:
-                steps = _row_cuts(indptr, start, stop, _CHUNK // 16)
-                for a, b in zip(steps[:-1], steps[1:]):
-                    lo, hi = int(indptr[a]), int(indptr[b])
-                    where = np.repeat(shift[a:b], in_degree[a:b])
-                    where += np.arange(lo, hi)
-                    self.indices[where] = np.take(new_of, indices[lo:hi])
-                    for values in (self.values or {}).values():
-                        values[where] = weights[lo:hi]
+            """Copy the links of rows [a, b) of the inner order (scipy's row gather), then rename their sources."""
+            for a, b in share:
+                lo, hi = int(new_indptr[a]), int(new_indptr[b])
+                part = self.indices[lo:hi]
+                if weights is None:  # the kernel copies a value beside each index: the index itself, to the same place
+                    _csr_row_index(b - a, rows[a:b], indptr, indices, indices, part, part)
+                else:
+                    _csr_row_index(b - a, rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
+                part[:] = np.take(new_of, part)
 
-        self._map(renumber, shares)
-        del new_of, shift
+        cuts = _row_cuts(new_indptr, 0, n, _CHUNK // 16)
+        self._map(renumber, [list(zip(cuts[:-1], cuts[1:]))[k::threads] for k in range(threads)])
+        if self.values is not None and single:
+            self.values[kinds[1]][:] = self.values[kinds[0]]
+        del new_of
         self.ones = {kind: np.ones(min(links, _CALL_LINKS), dtype=kind) for kind in kinds}
 
         # row blocks with about the same number of links, one a thread, and each block's kernel calls
