@@ -418,10 +418,10 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     scores themselves.  Such a step starts each float32 run and ends the
     iteration: float32 rounding never accumulates across runs, and the
     stopping rule is the float64 iteration's, since the last step is a float64
-    one whose L1 change is below ``tol``.  As ||A v||_1 <= d ||v||_1 for every v, a float32 change that
-    stops shrinking by d is rounding noise: a float64 step follows at once.
-    Without damping (d = 1) nothing pulls rounding errors back and every step
-    is a float64 one.
+    one whose L1 change is below ``tol``.  As ||A v||_1 <= d ||v||_1 for every
+    v, a float32 change that stops shrinking by d is rounding noise: a float64
+    step follows at once.  Without damping (d = 1) nothing pulls rounding
+    errors back and every step is a float64 one.
     """
     damping, dangling_to = system.damping, system.dangling_to
     mixed = damping < 1
