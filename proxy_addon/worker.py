@@ -10,9 +10,10 @@ GIL cost more than the rewrite itself).  A job is one length-prefixed pickle,
 that sits in the shared region (below) is sent as its length instead of its bytes.
 
 Bodies travel through a region of shared memory of each worker's own (a
-``memfd`` the worker inherits as file descriptor FD, SIZE bytes), and the pipes carry only the small messages
-that say how long they are (a ~40 KB page and its ~70 KB answer through pipes
-of 64 KB take several system calls and wake-ups each way).  A body or answer
+``memfd`` of SIZE bytes the worker inherits as file descriptor FD), and the
+pipes carry only the small messages that say how long they are (a ~40 KB page
+and its ~70 KB answer through pipes of 64 KB take several system calls and
+wake-ups each way).  A body or answer
 larger than the region, or a system without ``memfd_create``, goes through the
 pipe inside the pickle instead.
 

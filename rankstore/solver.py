@@ -25,12 +25,13 @@ the number of pages for the notes' "algorithm 1" scale.
 Two methods: ``power``, the paper's iteration (this function's default), and
 ``bicgstab``, a Krylov solve of the same linear system in far fewer steps (the
 default of ``rankstore rank``).  BiCGSTAB runs in float64; the power method
-iterates the *change* between steps in float32 and adds it to float64 scores,
-with a float64 step to start each float32 run and to end the iteration, so its
-answer is the float64 iteration's (float32 alone stalled near an L1 residual of
-1e-7 at 10M pages, as measured for the issue).  The sparse product runs on row
-blocks in threads, since scipy releases the GIL inside it, with the pages in an
-order of its own that keeps more of its reads in cache (:class:`_Product`).
+iterates the *change* between steps in float32, and a float64 step, which
+starts each float32 run and ends the iteration, adds the run's changes to the
+float64 scores and steps from them, so its answer is the float64 iteration's
+(float32 alone stalled near an L1 residual of 1e-7 at 10M pages, as measured
+for the issue).  The sparse product runs on row blocks in threads, since
+scipy releases the GIL inside it, with the pages in an order of its own that
+keeps more of its reads in cache (:class:`_Product`).
 """
 
 from __future__ import annotations
@@ -318,7 +319,7 @@ class _Product:
                     _csr_row_index(b - a, rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
                 part[:] = np.take(new_of, part)
 
-        cuts = _row_cuts(new_indptr, 0, n, _CHUNK // 16)
+        cuts = _row_cuts(new_indptr, 0, n, _CHUNK // 16)  # smaller: np.take's result is a temporary
         self._map(renumber, [list(zip(cuts[:-1], cuts[1:]))[k::threads] for k in range(threads)])
         if self.values is not None and single:
             self.values[kinds[1]][:] = self.values[kinds[0]]
