@@ -110,7 +110,7 @@ class Graph:
             raise ValueError("link endpoints must be page indices in [0, n)")
         key = dst * n + src
         if weights is None:
-            key = np.sort(key)  # then drop repeats: np.unique took 0.8 s for rust-doc's 773k links, this 0.05 s
+            key = np.sort(key)  # then drop repeats: np.unique took 0.78 s for rust-doc's 773k links, this 0.015 s
             key = key[np.concatenate([key[:1] == key[:1], key[1:] != key[:-1]])]
             w = None
         else:
