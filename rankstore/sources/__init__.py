@@ -13,7 +13,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-__all__ = ["Record", "Skipped", "SourceError", "FORMATS", "detect_format", "read_source"]
+import numpy as np
+
+__all__ = ["Record", "EdgeBatch", "Skipped", "SourceError", "FORMATS", "detect_format", "read_source"]
 
 
 @dataclass(slots=True)
@@ -32,6 +34,25 @@ class Record:
     links: list[tuple[str, float]] = field(default_factory=list)
     location: str | None = None
     fetched_at: str | None = None
+
+
+@dataclass(slots=True)
+class EdgeBatch:
+    """Links of a graph source in bulk, for graphs too large for a record per page.
+
+    The reader numbers the graph's vertices 0, 1, 2... in the order it first
+    names them: ``urls`` holds the URLs (as read, not yet canonical) of the
+    vertices new in this batch, numbered after those of earlier batches.
+    ``src``/``dst`` are vertex numbers (int64 arrays of equal length);
+    ``weights`` (float64) is None when every link weighs 1.  A batch may carry
+    only vertices, or only links.  ``where`` says where the batch was read.
+    """
+
+    urls: list[str]
+    src: np.ndarray
+    dst: np.ndarray
+    weights: np.ndarray | None = None
+    where: str = ""
 
 
 @dataclass(slots=True)
