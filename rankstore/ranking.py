@@ -71,20 +71,29 @@ class RankOutcome:
 class LoadedGraph:
     page_ids: np.ndarray
     graph: Graph
-    src: np.ndarray
-    dst: np.ndarray
     seconds: float
 
 
 def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
-    """The store's link graph as in-link CSR, read in bulk (no Python loop per link)."""
+    """The store's link graph as the solver's in-link CSR: the store's own arrays, read in one pass."""
     started = time.perf_counter()
-    page_ids, src, dst, weights = store.graph_arrays(include_nofollow)
-    if len(page_ids) == 0:
+    store.ensure_graph()
+    links = store.in_links()
+    if links.n == 0:
         raise RankingError("the store has no pages: run `rankstore build` first")
-    unweighted = bool(np.all(weights == 1.0))
-    graph = Graph.from_edges(src, dst, len(page_ids), None if unweighted else weights)
-    return LoadedGraph(page_ids, graph, src, dst, time.perf_counter() - started)
+    indptr, indices, weights = links.indptr, links.indices, links.weights
+    if links.nofollow is not None and not include_nofollow:
+        follow = ~links.nofollow
+        kept = np.zeros(len(follow) + 1, dtype=np.int64)
+        np.cumsum(follow, out=kept[1:])
+        indptr, indices = kept[indptr], indices[follow]
+        weights = weights[follow] if weights is not None else None
+    if weights is not None and bool(np.all(weights == 1.0)):
+        weights = None
+    if indptr[-1] < 2**31 - 1:
+        indptr = indptr.astype(np.int32)  # the solver keeps int32 row pointers while they fit
+    graph = Graph(links.n, indptr, indices, weights)
+    return LoadedGraph(np.arange(1, links.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
 
 
 def _indicator(store: Store, page_ids: np.ndarray, urls: Sequence[str], what: str) -> np.ndarray:
@@ -175,7 +184,7 @@ def rank(
     seconds = time.perf_counter() - started
     ranking = store.write_ranking(
         options.name, params, result.iterations, result.residuals, page_ids, result.scores,
-        loaded.graph.in_degree(), loaded.src, loaded.dst, extra, seconds)
+        loaded.graph.in_degree(), extra, seconds)
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold)
 
 

@@ -187,23 +187,24 @@ def test_readers_see_one_version_never_a_mix(tmp_path):
                         continue
                     values = {row[0] for row in reader.db.execute(
                         "SELECT score FROM scores WHERE ranking_id = ?", (ranking.id,))}
-                    links = reader.db.execute("SELECT count(*) FROM ranked_links WHERE ranking_id = ?",
-                                              (ranking.id,)).fetchone()[0]
-                seen.append((ranking.version, values, links))
+                    arrays = reader.ranking_arrays(ranking.id)
+                seen.append((ranking.version, values | set(arrays.scores.tolist()), len(arrays.best)))
 
     thread = threading.Thread(target=read)
     thread.start()
     try:
         with Store(path) as writer:
-            for version in range(1, 41):
-                writer.write_ranking("mix", {}, 1, [0.0], page_ids, np.full(n, float(version)), inlinks, src, dst)
+            for version in range(1, 2001):
+                if version > 40 and len(seen) > 20:
+                    break
+                writer.write_ranking("mix", {}, 1, [0.0], page_ids, np.full(n, float(version)), inlinks)
     finally:
         stop.set()
         thread.join()
     assert len(seen) > 10
-    for version, values, links in seen:
+    for version, values, pages in seen:
         assert values == {float(version)}
-        assert links == len(src)
+        assert pages == n
 
 
 def test_display_scales():
@@ -214,20 +215,25 @@ def test_display_scales():
     assert list(widths) == [1, 21, 41, 0]
 
 
-def test_older_schema_is_upgraded_by_a_writing_open(py_store, site):
+def test_older_schema_is_upgraded_by_a_writing_open(tmp_path):
+    """A store written by schema 4 (tests/data/schema4.db): read-only opens say what to run; a writing
+    open migrates it, and every ranking, export and backlink list reads as schema 4 wrote it."""
+    import shutil
     import sqlite3
 
     from rankstore.store import SCHEMA_VERSION, StoreError
 
-    db = sqlite3.connect(py_store)
-    db.execute("DROP TABLE score_keys")
-    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
+    path = str(tmp_path / "old.db")
+    shutil.copy(data("schema4.db"), path)
     with pytest.raises(StoreError, match="upgrades it"):
-        Store(py_store, readonly=True)
-    Store(py_store).close()
-    with Store(py_store, readonly=True) as store:
-        found, pages = store.scores_by_url([site + "library/functions.html", "http://nowhere.example/"])
-        assert list(found) == [site + "library/functions.html"] and pages > 1000
-        assert store.db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
+        Store(path, readonly=True)
+    Store(path).close()
+    for ranking in ("pagerank", "personalized"):
+        with open(data(f"schema4-{ranking}.csv"), encoding="utf-8") as handle:
+            assert run("export", "--store", path, "--ranking", ranking).output == handle.read()
+    with open(data("schema4-backlinks.json"), encoding="utf-8") as handle:
+        assert run("backlinks", "http://127.0.0.1:45779/docs/", "--store", path, "--format", "json").output == handle.read()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert [r[0] for r in db.execute("SELECT version FROM rankings WHERE name = 'pagerank' ORDER BY 1")] == [1, 2]

@@ -1,0 +1,194 @@
+"""The SQLite store of pages, links, builds and rankings: the only package that speaks SQL.
+
+Its modules, one job each: :mod:`.schema` (tables, views), :mod:`.migrations`
+(older layouts brought up to date), :mod:`.pages` (pages and out-links, what a
+build writes), :mod:`.graph` (the in-link CSR that ``rank`` and backlinks
+read), :mod:`.rankings` (versions as arrays), :mod:`.queries` (what the CLI
+and the proxy ask).  :class:`Store` puts them together on one connection.
+
+The store runs in WAL mode: a reader (the proxy) never blocks a writer and
+sees each transaction whole or not at all.  A build commits in large batches;
+each page's out-links are replaced inside the batch that holds the page, and
+the graph's arrays are derived again in one transaction at its end, so a
+build killed at any point leaves every page with either its old links or its
+new ones, and readers the previous graph.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from typing import Sequence
+
+from . import migrations
+from .graph import GraphMixin, InLinks
+from .pages import PageData, PagesMixin, builds_json, url_key
+from .queries import QueriesMixin
+from .rankings import Ranking, RankingArrays, RankingNotFound, RankingsMixin, StoreError
+from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
+
+__all__ = ["Store", "StoreError", "RankingNotFound", "Ranking", "RankingArrays", "InLinks", "PageData",
+           "SCHEMA_VERSION", "url_key"]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
+    """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
+
+    def __init__(self, path: str, readonly: bool = False):
+        self.path = path
+        self.readonly = readonly
+        self._arrays: dict = {}
+        self._reset_page_cache()
+        if readonly and not os.path.exists(path):
+            raise StoreError(f"{path}: no such store (run `rankstore build` first)")
+        try:
+            if readonly:
+                self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
+                                          isolation_level=None)
+            else:
+                # one thread at a time: the build writes from its writer thread
+                self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA busy_timeout = 10000")
+            # read the file through the OS page cache without a copy per page (mmap)
+            self.db.execute("PRAGMA mmap_size = 17179869184")
+            self.db.execute("PRAGMA cache_size = -262144")
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA synchronous = NORMAL")
+                self._create_or_migrate()
+            else:
+                self._check_version(create=False)
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{path}: not a rankstore database ({error})") from error
+
+    def _create_or_migrate(self) -> None:
+        with self.transaction():
+            found = migrations.schema_version(self.db)
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: schema version {found} is newer than this rankstore "
+                                 f"({SCHEMA_VERSION}): upgrade rankstore")
+            if found is not None and found < SCHEMA_VERSION:
+                migrations.migrate(self, found)
+            for statement in (TABLES + VIEWS).split(";\n"):
+                if statement.strip():
+                    self.db.execute(statement)
+            if self.db.execute("SELECT count(*) FROM counter").fetchone()[0] < COUNTER_ROWS:
+                self.db.executemany("INSERT OR IGNORE INTO counter (k) VALUES (?)",
+                                    ((k,) for k in range(COUNTER_ROWS)))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def _check_version(self, create: bool) -> None:
+        found = migrations.schema_version(self.db)
+        if found != SCHEMA_VERSION:
+            hint = " (any writing command, e.g. `rankstore rank`, upgrades it)" if found and found < SCHEMA_VERSION else ""
+            raise StoreError(f"{self.path}: schema version {found or 'none'}, this rankstore reads {SCHEMA_VERSION}{hint}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def transaction(self):
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception)."""
+        return _Transaction(self.db)
+
+    def snapshot(self):
+        """A read transaction: every query inside sees one version of the store."""
+        return _Snapshot(self.db)
+
+    # ----------------------------------------------------------------- builds
+
+    def begin_build(self, sources: Sequence[str]) -> int:
+        cursor = self.db.execute("INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
+                                 (_now(), json.dumps(list(sources))))
+        self._reset_page_cache()
+        return cursor.lastrowid
+
+    def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
+        """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
+        with self.transaction():
+            self.derive_graph()
+            # the title search index (the paper's section 5.1) follows the pages table
+            self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
+            self.db.execute(
+                "UPDATE builds SET finished_at = ?, status = 'complete', pages = ?, links = ?, skipped = ?,"
+                " skip_reasons = ? WHERE id = ?",
+                (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id))
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def ensure_graph(self) -> None:
+        """Derive the graph's arrays again if a build was interrupted since they were."""
+        if not self.graph_is_current():
+            with self.transaction():
+                self.derive_graph()
+
+    def info(self) -> dict:
+        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        builds = builds_json(self.db.execute(
+            "SELECT id, started_at, finished_at, status, sources, pages, links, skipped, skip_reasons"
+            " FROM builds ORDER BY id"))
+        rankings = [
+            dict(zip(("name", "version", "iterations", "created_at", "pages"), row))
+            for row in self.db.execute(
+                "SELECT name, version, iterations, created_at, pages FROM rankings ORDER BY name, version")
+        ]
+        links, nofollow = self.graph_counts()
+        size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+        return {
+            "path": self.path,
+            "schema_version": SCHEMA_VERSION,
+            "pages": one("SELECT count(*) FROM pages"),
+            "crawled_pages": one("SELECT count(*) FROM pages WHERE crawled"),
+            "hosts": one("SELECT count(DISTINCT host) FROM pages"),
+            "links": links,
+            "nofollow_links": nofollow,
+            "builds": builds,
+            "rankings": rankings,
+            "size_bytes": size,
+        }
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.outer = False
+
+    def __enter__(self):
+        self.outer = not self.db.in_transaction
+        if self.outer:
+            self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self.outer:
+            return
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+
+
+class _Snapshot:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.outer = False
+
+    def __enter__(self):
+        self.outer = not self.db.in_transaction
+        if self.outer:
+            self.db.execute("BEGIN")
+        return self.db
+
+    def __exit__(self, *exc):
+        if self.outer:
+            self.db.execute("COMMIT")

@@ -1,0 +1,180 @@
+"""The link graph as packed arrays: ``in_links``, the in-link CSR that ``rank`` and backlinks read.
+
+It is derived from ``out_links`` and ``link_notes`` at the end of each build
+(:meth:`GraphMixin.derive_graph`) and replaced in one transaction, so a reader
+sees the old graph or the new one.  ``meta`` records the build it was derived
+after; ``rank`` derives it again when a build was interrupted since.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+
+__all__ = ["GraphMixin", "InLinks"]
+
+BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
+BLOCK_MAX_PAGES = 1 << 13
+
+
+@dataclass
+class InLinks:
+    """The whole in-link CSR: row ``i`` (page id ``i + 1``) lists the indices of the pages linking to it."""
+
+    n: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    nofollow: np.ndarray | None  # bool per link, None when no link is nofollow
+    weights: np.ndarray | None  # float64 per link, None when every link weighs 1
+
+
+class GraphMixin:
+    """The graph's packed arrays; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def graph_is_current(self) -> bool:
+        """Whether ``in_links`` reflects every page and link in the store."""
+        meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN ('graph_build', 'graph_pages')"))
+        last = self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
+        pages = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0
+        return meta.get("graph_build") == str(last) and meta.get("graph_pages") == str(pages)
+
+    def derive_graph(self) -> None:
+        """Rebuild ``in_links`` from ``out_links`` and ``link_notes`` (call inside a write transaction)."""
+        n = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0
+        count = self.db.execute("SELECT count(*) FROM pages").fetchone()[0]
+        if count != n:
+            raise RuntimeError(f"page ids are not dense ({count} pages, largest id {n})")
+        sources, parts = [], []
+        for src, targets in self.db.execute("SELECT src, targets FROM out_links ORDER BY src, part"):
+            sources.append(src)
+            parts.append(targets)
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)) // 4
+        dst = np.frombuffer(b"".join(parts), dtype=">i4").astype(np.int64) - 1
+        del parts
+        src = np.repeat(np.asarray(sources, dtype=np.int64) - 1, lengths)
+        del sources, lengths
+        key = dst * max(n, 1) + src  # sorted by target, then source: the CSR's order
+        del dst, src
+        key.sort()
+        nofollow, weights = self._notes_along(key, n)
+        target = key // max(n, 1)
+        indices = (key - target * max(n, 1)).astype(np.int32)
+        del key
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(target, minlength=n), out=indptr[1:])
+        del target
+        self.db.execute("DELETE FROM in_links")
+        self.db.executemany(
+            "INSERT INTO in_links (first, pages, offsets, sources, nofollow, weights) VALUES (?, ?, ?, ?, ?, ?)",
+            _blocks(indptr, indices, nofollow, weights))
+        last = self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
+        self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [
+            ("graph_build", str(last)), ("graph_pages", str(n)), ("graph_links", str(len(indices))),
+            ("graph_nofollow", str(int(nofollow.sum()) if nofollow is not None else 0))])
+
+    def _notes_along(self, key: np.ndarray, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Nofollow flags and weights of the links in ``key`` order, from ``link_notes``."""
+        rows = self.db.execute(
+            "SELECT src, dst, nofollow, weight FROM link_notes WHERE nofollow OR weight != 1.0").fetchall()
+        if not rows:
+            return None, None
+        notes = np.array(rows, dtype=np.float64)
+        at = np.searchsorted(key, (notes[:, 1].astype(np.int64) - 1) * n + notes[:, 0].astype(np.int64) - 1)
+        valid = at < len(key)
+        valid[valid] = key[at[valid]] == (notes[valid, 1].astype(np.int64) - 1) * n + notes[valid, 0].astype(np.int64) - 1
+        nofollow = weights = None
+        if notes[valid, 2].any():
+            nofollow = np.zeros(len(key), dtype=bool)
+            nofollow[at[valid]] = notes[valid, 2] != 0
+        if (notes[valid, 3] != 1.0).any():
+            weights = np.ones(len(key))
+            weights[at[valid]] = notes[valid, 3]
+        return nofollow, weights
+
+    def in_links(self) -> InLinks:
+        """The whole in-link CSR, read in one pass."""
+        n = int(self.db.execute("SELECT value FROM meta WHERE key = 'graph_pages'").fetchone()[0])
+        counts, offsets, sources, flags, weights = [], [], [], [], []
+        any_flags = any_weights = False
+        for pages, offs, srcs, nofollow, wts in self.db.execute(
+                "SELECT pages, offsets, sources, nofollow, weights FROM in_links ORDER BY first"):
+            rel = np.frombuffer(offs, dtype=np.int32)
+            counts.append(np.diff(rel))
+            sources.append(np.frombuffer(srcs, dtype=np.int32))
+            links = len(sources[-1])
+            flags.append(nofollow)
+            weights.append(wts)
+            any_flags |= nofollow is not None
+            any_weights |= wts is not None
+            offsets.append(links)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        if counts:
+            np.cumsum(np.concatenate(counts), out=indptr[1:])
+        indices = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
+        nofollow = weight = None
+        if any_flags:
+            nofollow = np.concatenate([np.frombuffer(f, dtype=bool) if f is not None else np.zeros(k, dtype=bool)
+                                       for f, k in zip(flags, offsets)])
+        if any_weights:
+            weight = np.concatenate([np.frombuffer(w, dtype=np.float64) if w is not None else np.ones(k)
+                                     for w, k in zip(weights, offsets)])
+        return InLinks(n, indptr, indices, nofollow, weight)
+
+    def graph_arrays(self, include_nofollow: bool = False):
+        """(page ids, link sources, link targets, link weights), sources and targets as page indices."""
+        self.ensure_graph()
+        links = self.in_links()
+        dst = np.repeat(np.arange(links.n, dtype=np.int64), np.diff(links.indptr))
+        src = links.indices.astype(np.int64)
+        weights = links.weights if links.weights is not None else np.ones(len(src))
+        if links.nofollow is not None and not include_nofollow:
+            follow = ~links.nofollow
+            src, dst, weights = src[follow], dst[follow], weights[follow]
+        return np.arange(1, links.n + 1, dtype=np.int64), src, dst, weights
+
+    def in_links_of(self, page_id: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(indices of the pages linking to ``page_id``, their nofollow flags or None): one block's slice."""
+        row = self.db.execute(
+            "SELECT first, offsets, sources, nofollow FROM in_links WHERE first <= ? ORDER BY first DESC LIMIT 1",
+            (page_id - 1,)).fetchone()
+        if row is None:
+            return np.zeros(0, dtype=np.int32), None
+        first, offsets, sources, nofollow = row
+        at = page_id - 1 - first
+        if 4 * (at + 1) >= len(offsets):
+            return np.zeros(0, dtype=np.int32), None
+        start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
+        found = np.frombuffer(sources, dtype=np.int32, count=stop - start, offset=4 * start)
+        flags = np.frombuffer(nofollow, dtype=bool, count=stop - start, offset=start) if nofollow else None
+        return found, flags
+
+    def graph_counts(self) -> tuple[int, int]:
+        """(links, nofollow links), as of the last derived graph, or counted from ``out_links``."""
+        meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN ('graph_links', 'graph_nofollow')"))
+        if self.graph_is_current() and "graph_links" in meta:
+            return int(meta["graph_links"]), int(meta["graph_nofollow"])
+        links = self.db.execute("SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links").fetchone()[0]
+        nofollow = self.db.execute("SELECT count(*) FROM link_notes WHERE nofollow").fetchone()[0]
+        return links, nofollow
+
+
+def _blocks(indptr: np.ndarray, indices: np.ndarray, nofollow: np.ndarray | None, weights: np.ndarray | None):
+    """``in_links`` rows: runs of target pages of at most BLOCK_LINKS links (or one page) and BLOCK_MAX_PAGES pages."""
+    n = len(indptr) - 1
+    first = 0
+    while first < n:
+        base = indptr[first]
+        stop = int(np.searchsorted(indptr, base + BLOCK_LINKS, side="right")) - 1
+        stop = min(max(stop, first + 1), first + BLOCK_MAX_PAGES, n)
+        end = indptr[stop]
+        yield (first, stop - first, (indptr[first : stop + 1] - base).astype(np.int32).tobytes(),
+               indices[base:end].tobytes(),
+               nofollow[base:end].tobytes() if nofollow is not None and nofollow[base:end].any() else None,
+               weights[base:end].tobytes() if weights is not None and (weights[base:end] != 1.0).any() else None)
+        first = stop
+

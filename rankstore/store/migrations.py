@@ -1,0 +1,86 @@
+"""Older store layouts brought up to date, inside the opening transaction (all or nothing).
+
+* 1 -> 2: version 1 had placeholder ranking tables that nothing wrote.
+* 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
+  ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
+  and every ranking version copied every link); version 5 packs them as
+  arrays (see :mod:`.schema`).  Pages, builds, titles and ranking metadata
+  stay; the two newest versions of each ranking keep their scores.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from .pages import url_keys
+from .rankings import ranking_rows
+from .schema import PART_LINKS, TABLES, VIEWS
+
+__all__ = ["schema_version", "migrate"]
+
+
+def schema_version(db: sqlite3.Connection) -> int | None:
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+        return None
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else None
+
+
+def migrate(store, found: int) -> None:
+    """Bring a store of schema ``found`` to the current one (call inside a write transaction)."""
+    db = store.db
+    if found == 1:
+        db.execute("DROP TABLE IF EXISTS scores")
+        db.execute("DROP TABLE IF EXISTS rankings")
+        found = 2
+    if found in (2, 3, 4):
+        _packed_arrays(store)
+
+
+def _packed_arrays(store) -> None:
+    db = store.db
+    for statement in TABLES.split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+    # out-links: each source's set of targets, packed
+    count = db.execute("SELECT count(*) FROM links").fetchone()[0]
+    pairs = np.fromiter((v for row in db.execute("SELECT src, dst FROM links ORDER BY src, dst") for v in row),
+                        dtype=np.int64, count=2 * count).reshape(-1, 2)
+    rows = []
+    if count:
+        cuts = np.flatnonzero(pairs[1:, 0] != pairs[:-1, 0]) + 1
+        for group in np.split(pairs, cuts):
+            data = group[:, 1].astype(">i4").tobytes()
+            rows.extend((int(group[0, 0]), part, data[start : start + 4 * PART_LINKS])
+                        for part, start in enumerate(range(0, len(data), 4 * PART_LINKS)))
+    db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
+    db.execute("INSERT INTO link_notes (src, dst, nofollow, weight, anchor) SELECT src, dst, nofollow, weight,"
+               " anchor FROM links WHERE nofollow OR weight != 1.0 OR anchor IS NOT NULL")
+    urls = db.execute("SELECT id, url FROM pages ORDER BY id").fetchall()
+    db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
+                   zip(url_keys([url for _, url in urls]).tolist(), (page_id for page_id, _ in urls)))
+    # rankings: the scores of every version still holding them, as arrays
+    has_scores = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'scores' AND type = 'table'").fetchone()
+    kept = db.execute("SELECT DISTINCT ranking_id FROM scores").fetchall() if has_scores else []
+    for (ranking_id,) in kept:
+        rows = db.execute("SELECT page_id, score, inlinks, extra FROM scores WHERE ranking_id = ? ORDER BY page_id",
+                          (ranking_id,)).fetchall()
+        page_ids = np.array([row[0] for row in rows])
+        if not np.array_equal(page_ids, np.arange(1, len(rows) + 1)):
+            continue  # not a whole version: nothing to keep
+        scores = np.array([row[1] for row in rows], dtype=np.float64)
+        inlinks = np.array([row[2] for row in rows], dtype=np.int32)
+        extras = [row[3] for row in rows]
+        extra = None if all(e is None for e in extras) else np.array(
+            [np.nan if e is None else e for e in extras], dtype=np.float64)
+        db.executemany("INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra)"
+                       " VALUES (?, ?, ?, ?, ?, ?)", ranking_rows(ranking_id, scores, inlinks, extra))
+    for table in ("ranked_links", "score_keys", "scores", "links"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    for statement in VIEWS.split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', '5')")
+    store.derive_graph()

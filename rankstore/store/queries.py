@@ -1,0 +1,205 @@
+"""What the CLI and the proxy ask of a store: top pages, look-ups, backlinks by rank, title search.
+
+Each answer comes from one ranking version: a query reads the version's head
+and arrays inside one read transaction (:meth:`~rankstore.store.Store.snapshot`).
+Rows are dicts with the same keys everywhere (``url``, ``title``,
+``pagerank``, ``position``, ``inlinks``, ``extra``, ``crawled``, ``pages``;
+links add ``nofollow`` and ``anchor``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+import numpy as np
+
+from .pages import url_key
+from .rankings import RankingArrays
+
+__all__ = ["QueriesMixin"]
+
+_LOOKUP_CHUNK = 2000
+_IN_CHUNK = 500
+
+
+def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, crawled: int) -> dict:
+    ranked = index < arrays.pages
+    extra = float(arrays.extra[index]) if ranked and arrays.extra is not None else None
+    return {"url": url, "title": title,
+            "pagerank": float(arrays.scores[index]) if ranked else None,
+            "position": int(arrays.position[index]) if ranked else None,
+            "inlinks": int(arrays.inlinks[index]) if ranked else None,
+            "extra": None if extra is None or np.isnan(extra) else extra,
+            "crawled": bool(crawled), "pages": arrays.pages}
+
+
+def _top_k(positions: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` smallest positions, smallest first (positions are distinct)."""
+    if count < len(positions):
+        part = np.argpartition(positions, count - 1)[:count]
+        return part[np.argsort(positions[part], kind="stable")]
+    return np.argsort(positions, kind="stable")
+
+
+class QueriesMixin:
+    """Read-only views of a store; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def _pages_by_id(self, ids: Sequence[int]) -> dict[int, tuple]:
+        """{id: (url, title, crawled)}"""
+        found: dict[int, tuple] = {}
+        ids = list(ids)
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for page_id, url, title, crawled in self.db.execute(
+                    f"SELECT id, url, title, crawled FROM pages WHERE id IN ({marks})", chunk):
+                found[page_id] = (url, title, crawled)
+        return found
+
+    def _rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+        pages = self._pages_by_id([i + 1 for i in indices])
+        return [_page_row(arrays, i, *pages[i + 1]) for i in indices]
+
+    def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            return self._rows(arrays, arrays.best[offset : offset + limit].tolist())
+
+    def export_rows(self, ranking) -> list[tuple]:
+        """(url, score, position, inlinks, title) of every page of a ranking, best first."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(ranking.id)
+            urls, titles = [None] * arrays.pages, [None] * arrays.pages
+            for page_id, url, title in self.db.execute("SELECT id, url, title FROM pages WHERE id <= ?",
+                                                       (arrays.pages,)):
+                urls[page_id - 1], titles[page_id - 1] = url, title
+        best = arrays.best.tolist()
+        scores, inlinks = arrays.scores.tolist(), arrays.inlinks.tolist()
+        return [(urls[i], scores[i], position, inlinks[i], titles[i]) for position, i in enumerate(best)]
+
+    def lookup(self, urls: Sequence[str], name: str = "pagerank") -> dict[str, dict]:
+        """Scores and titles of many URLs (already canonical); absent URLs are left out."""
+        urls = list(dict.fromkeys(urls))
+        found: dict[str, dict] = {}
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            for start in range(0, len(urls), _IN_CHUNK):
+                chunk = urls[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for page_id, url, title, crawled in self.db.execute(
+                        f"SELECT id, url, title, crawled FROM pages WHERE url IN ({marks})", chunk):
+                    if page_id <= arrays.pages:
+                        found[url] = _page_row(arrays, page_id - 1, url, title, crawled)
+        return found
+
+    def scores_by_url(self, urls: Sequence[str], name: str = "pagerank") -> tuple[dict[str, tuple], int]:
+        """{url: (score, position, inlinks)} for the URLs in the store, and the ranking's page count.
+
+        The proxy's lookup: one probe of the URL-key B-tree per URL, in one
+        query per 2,000 URLs, then the version's arrays.
+        """
+        with self.snapshot():
+            ranking_id, pages = self.ranking_head(name)
+            return self.scores_in(ranking_id, urls), pages
+
+    def scores_in(self, ranking_id: int, urls: Sequence[str]) -> dict[str, tuple]:
+        """:meth:`scores_by_url` for a ranking version already known (call it inside a snapshot)."""
+        arrays = self.ranking_arrays(ranking_id)
+        by_key = {url_key(url): url for url in dict.fromkeys(urls)}
+        keys = list(by_key)
+        hits_url, hits_id = [], []
+        for start in range(0, len(keys), _LOOKUP_CHUNK):
+            chunk = keys[start : start + _LOOKUP_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for key, page_id in self.db.execute(
+                    f"SELECT url_hash, page_id FROM page_keys WHERE url_hash IN ({marks})", chunk):
+                if page_id <= arrays.pages:
+                    hits_url.append(by_key[key])
+                    hits_id.append(page_id - 1)
+        if not hits_id:
+            return {}
+        index = np.asarray(hits_id)
+        return dict(zip(hits_url, zip(arrays.scores[index].tolist(), arrays.position[index].tolist(),
+                                      arrays.inlinks[index].tolist())))
+
+    def _backlink_indices(self, arrays: RankingArrays, target: int, count: int) -> tuple[list[int], list[bool]]:
+        """The best ``count`` pages linking to page id ``target``, and whether each link is nofollow."""
+        sources, nofollow = self.in_links_of(target)
+        chosen = _top_k(arrays.positions_of(sources), count)
+        flags = nofollow[chosen].tolist() if nofollow is not None else [False] * len(chosen)
+        return sources[chosen].tolist(), flags
+
+    def backlinks(self, url: str, name: str = "pagerank", limit: int = 50, offset: int = 0) -> list[dict]:
+        """Pages linking to ``url``, best PageRank first (the paper's section 7.4)."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            target = self.page_id(url)
+            if target is None:
+                return []
+            indices, flags = self._backlink_indices(arrays, target, offset + limit)
+            indices, flags = indices[offset:], flags[offset:]
+            rows = self._rows(arrays, indices)
+            anchors = self._anchors(target, indices)
+        for row, index, nofollow in zip(rows, indices, flags):
+            row["nofollow"] = nofollow
+            row["anchor"] = anchors.get(index + 1)
+        return rows
+
+    def _anchors(self, target: int, indices: Sequence[int]) -> dict[int, str]:
+        if not indices:
+            return {}
+        marks = ",".join("?" * len(indices))
+        return dict(self.db.execute(
+            f"SELECT src, anchor FROM link_notes WHERE dst = ? AND src IN ({marks}) AND anchor IS NOT NULL",
+            [target, *(i + 1 for i in indices)]))
+
+    def top_backlinks(self, ranking_id: int, url: str, limit: int) -> list[tuple]:
+        """(url, title, score, position, inlinks, nofollow) of the pages linking to ``url``, best first.
+
+        The proxy's panel, for a ranking version already known (call it inside a snapshot).
+        """
+        target = self.page_id(url)
+        if target is None:
+            return []
+        arrays = self.ranking_arrays(ranking_id)
+        indices, flags = self._backlink_indices(arrays, target, limit)
+        rows = self._rows(arrays, indices)
+        return [(row["url"], row["title"], row["pagerank"], row["position"], row["inlinks"], int(nofollow))
+                for row, nofollow in zip(rows, flags)]
+
+    def backlink_count(self, url: str, name: str = "pagerank") -> int:
+        found = self.lookup([url], name).get(url)
+        return found["inlinks"] if found else 0
+
+    def out_links_ranked(self, url: str, name: str = "pagerank", limit: int = 200) -> list[dict]:
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            source = self.page_id(url)
+            if source is None:
+                return []
+            targets = self.out_link_ids(source) - 1
+            chosen = targets[_top_k(arrays.positions_of(targets), min(limit, len(targets)))].tolist()
+            rows = self._rows(arrays, chosen)
+            notes = {dst: (nofollow, anchor) for dst, nofollow, anchor in self.db.execute(
+                "SELECT dst, nofollow, anchor FROM link_notes WHERE src = ?", (source,))}
+        for row, index in zip(rows, chosen):
+            nofollow, anchor = notes.get(index + 1, (0, None))
+            row["nofollow"], row["anchor"] = bool(nofollow), anchor
+        return rows
+
+    def search_titles(self, words: Sequence[str], name: str = "pagerank", limit: int = 50,
+                      offset: int = 0) -> list[dict]:
+        """Pages whose title has every word, best PageRank first (the paper's section 5.1)."""
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in words if word)
+        if not query:
+            return []
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            ids = np.fromiter((row[0] for row in self.db.execute(
+                "SELECT rowid FROM titles WHERE titles MATCH ?", (query,))), dtype=np.int64)
+            ids = ids[ids <= arrays.pages] - 1
+            chosen = ids[_top_k(arrays.position[ids], min(offset + limit, len(ids)))][offset:].tolist()
+            return self._rows(arrays, chosen)

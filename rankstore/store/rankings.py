@@ -1,0 +1,189 @@
+"""Rankings: named, versioned results, each a set of arrays indexed by page.
+
+A version is written in one transaction as ``ranking_blocks`` rows (see
+:mod:`.schema`): O(pages) in time and on disk, whatever the number of links.
+Readers load a version's arrays once (:meth:`RankingsMixin.ranking_arrays`);
+versions never change once written, so what was loaded stays true.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schema import BLOCK_PAGES
+
+__all__ = ["Ranking", "RankingArrays", "RankingNotFound", "RankingsMixin", "StoreError"]
+
+_KEEP_ARRAYS = 4  # ranking versions whose arrays a reader keeps loaded
+
+
+class StoreError(Exception):
+    """A store that cannot be opened or used."""
+
+
+class RankingNotFound(StoreError):
+    """No ranking of that name in the store."""
+
+
+@dataclass
+class Ranking:
+    id: int
+    name: str
+    version: int
+    params: dict
+    iterations: int
+    residuals: list[float]
+    created_at: str
+    pages: int
+    seconds: float | None
+
+
+@dataclass
+class RankingArrays:
+    """One ranking version by page index (page id - 1); pages added since are not in it."""
+
+    scores: np.ndarray  # float64
+    inlinks: np.ndarray  # int32
+    best: np.ndarray  # int32 page indices, best first
+    position: np.ndarray  # int32: where each page stands in ``best``
+    extra: np.ndarray | None  # float64 (NaN where none), or None
+
+    @property
+    def pages(self) -> int:
+        return len(self.scores)
+
+    def positions_of(self, indices: np.ndarray) -> np.ndarray:
+        """Positions of page indices; a page outside this version comes after all of them."""
+        indices = np.asarray(indices, dtype=np.int64)
+        inside = indices < self.pages
+        if inside.all():
+            return self.position[indices]
+        out = np.full(len(indices), self.pages, dtype=np.int64)
+        out[inside] = self.position[indices[inside]]
+        return out
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra: np.ndarray | None):
+    """``ranking_blocks`` rows of one version (big-endian, for the SQL views)."""
+    best = np.argsort(-scores, kind="stable").astype(">i4")
+    scores_be = np.asarray(scores, dtype=">f8").tobytes()
+    inlinks_be = np.asarray(inlinks, dtype=">i4").tobytes()
+    best_be = best.tobytes()
+    extra_be = np.asarray(extra, dtype=">f8").tobytes() if extra is not None else None
+    for first in range(0, len(scores), BLOCK_PAGES):
+        last = min(first + BLOCK_PAGES, len(scores))
+        yield (ranking_id, first, scores_be[8 * first : 8 * last], inlinks_be[4 * first : 4 * last],
+               best_be[4 * first : 4 * last], extra_be[8 * first : 8 * last] if extra_be is not None else None)
+
+
+class RankingsMixin:
+    """Reading and writing rankings; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def write_ranking(self, name: str, params: dict, iterations: int, residuals: list[float], page_ids, scores,
+                      inlinks, extra=None, seconds: float | None = None) -> Ranking:
+        """Store a new version of ranking ``name`` in one transaction.
+
+        ``page_ids`` must be every page of the store (1..n); ``scores``,
+        ``inlinks`` and ``extra`` are arrays by page index.  The previous
+        version is kept (warm starts, comparisons); older ones go.
+        """
+        scores = np.asarray(scores, dtype=np.float64)
+        with self.transaction():
+            pages = self.db.execute("SELECT count(*) FROM pages").fetchone()[0]
+            if pages != len(page_ids) or len(page_ids) != len(scores):
+                raise StoreError("the pages changed while ranking: run `rankstore rank` again")
+            row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()
+            version = (row[0] or 0) + 1
+            cursor = self.db.execute(
+                "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, version, json.dumps(params, sort_keys=True), iterations, json.dumps(residuals), _now(),
+                 len(scores), seconds),
+            )
+            ranking_id = cursor.lastrowid
+            self.db.executemany(
+                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra) VALUES (?, ?, ?, ?, ?, ?)",
+                ranking_rows(ranking_id, scores, inlinks, extra))
+            old = [r[0] for r in self.db.execute(
+                "SELECT id FROM rankings WHERE name = ? AND version < ? ORDER BY version DESC", (name, version))]
+            for old_id in old[1:]:
+                self.db.execute("DELETE FROM ranking_blocks WHERE ranking_id = ?", (old_id,))
+        return self.ranking(name, version)
+
+    def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
+        sql = ("SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds FROM rankings"
+               " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1")
+        row = self.db.execute(sql, (name, version) if version else (name,)).fetchone()
+        if row is None:
+            known = ", ".join(r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY 1"))
+            raise RankingNotFound(f"no ranking {name!r}" + (f" version {version}" if version else "")
+                                  + (f" (the store has: {known})" if known else " (run `rankstore rank` first)"))
+        return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
+
+    def cold_iterations(self, name: str) -> int | None:
+        """Iterations of the newest version of ``name`` computed without a warm start."""
+        row = self.db.execute(
+            "SELECT iterations FROM rankings WHERE name = ? AND json_extract(params, '$.warm_from') IS NULL"
+            " ORDER BY version DESC LIMIT 1", (name,)).fetchone()
+        return row[0] if row else None
+
+    def rankings(self) -> list[Ranking]:
+        names = [r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY name")]
+        return [self.ranking(name) for name in names]
+
+    def ranking_head(self, name: str = "pagerank") -> tuple[int, int]:
+        """(id, pages) of the newest version of a ranking: a cheap check for a new version."""
+        row = self.db.execute("SELECT id, pages FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1",
+                              (name,)).fetchone()
+        if row is None:
+            raise RankingNotFound(f"no ranking {name!r} (run `rankstore rank` first)")
+        return row[0], row[1]
+
+    def ranking_arrays(self, ranking_id: int) -> RankingArrays:
+        """A version's arrays, read once per reader (call inside a snapshot to pair them with its head)."""
+        cache = self._arrays
+        if ranking_id in cache:
+            return cache[ranking_id]
+        scores, inlinks, best, extra = [], [], [], []
+        for s, i, b, e in self.db.execute(
+                "SELECT scores, inlinks, best, extra FROM ranking_blocks WHERE ranking_id = ? ORDER BY first",
+                (ranking_id,)):
+            scores.append(s)
+            inlinks.append(i)
+            best.append(b)
+            extra.append(e)
+        order = np.frombuffer(b"".join(best), dtype=">i4").astype(np.int32)
+        position = np.empty(len(order), dtype=np.int32)
+        position[order] = np.arange(len(order), dtype=np.int32)
+        arrays = RankingArrays(
+            np.frombuffer(b"".join(scores), dtype=">f8").astype(np.float64),
+            np.frombuffer(b"".join(inlinks), dtype=">i4").astype(np.int32),
+            order, position,
+            np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None)
+        if len(cache) >= _KEEP_ARRAYS:
+            cache.pop(next(iter(cache)))
+        cache[ranking_id] = arrays
+        return arrays
+
+    def scores_of(self, ranking_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(page ids, scores) of a stored ranking version, as numpy arrays."""
+        scores = self.ranking_arrays(ranking_id).scores
+        return np.arange(1, len(scores) + 1, dtype=np.int64), scores
+
+    def score_range(self, ranking: Ranking) -> tuple[float, float]:
+        """(lowest, highest) score of a ranking, for bar widths."""
+        arrays = self.ranking_arrays(ranking.id)
+        if not arrays.pages:
+            return 0.0, 0.0
+        return float(arrays.scores[arrays.best[-1]]), float(arrays.scores[arrays.best[0]])

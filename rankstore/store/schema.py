@@ -1,0 +1,164 @@
+"""The store's tables and views, and the migrations from older layouts.
+
+Layout (schema 5; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+
+* ``pages``: one row per canonical URL, crawled (its content was read) or only
+  linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
+  ``i`` is index ``i - 1`` of every array below.  ``page_keys`` maps a 63-bit
+  hash of each URL to its page id, for the proxy's batched lookups.
+* ``out_links``: each crawled page's out-links, a set, as packed big-endian
+  int32 target page ids, in parts of at most :data:`PART_LINKS` (a part stays
+  inside one database page, so SQL can read it in place).  ``link_notes``
+  holds what only some links have: nofollow, a weight other than 1, anchor
+  text.  The ``links`` view joins the two into one row per link.
+* ``in_links``: the whole graph as in-link CSR, derived from ``out_links`` at
+  the end of each build: blocks of target pages, each with its pages' offsets
+  and their linking pages (int32 page indices), a nofollow byte per link and
+  float64 weights where any link needs them.  ``rank`` reads it in one pass;
+  a page's backlinks are one slice of it.
+* ``rankings``: named, versioned results; ``ranking_blocks`` holds one
+  version's arrays in blocks of :data:`BLOCK_PAGES` pages: scores (float64),
+  in-link counts (int32), the variant's extra value (float64, TrustRank's spam
+  mass), and ``best``: the pages at those positions of the order by score.  A
+  version costs O(pages), however many links.  The ``scores`` view reads the
+  blocks as one row per page; ``current_scores`` is each ranking's newest
+  version with the pages' URLs and titles.
+
+Packed arrays are big-endian so that the views can read them with SQLite's
+own functions (``hex``, ``instr``, ``pow``): plain ``sqlite3``, sqlite-utils
+and datasette see tables and views, no extension needed.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 5
+PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
+BLOCK_PAGES = 128  # pages per ranking_blocks row: its columns stay on one 4 KiB database page
+
+_HEX = "'123456789ABCDEF'"
+
+
+def sql_uint(blob: str, index: str, width: int) -> str:
+    """SQL for the big-endian unsigned integer of ``width`` bytes at element ``index`` of ``blob``."""
+    piece = f"hex(substr({blob}, {width} * ({index}) + 1, {width}))"
+    return "(" + " + ".join(
+        f"(instr({_HEX}, substr({piece}, {i + 1}, 1)) << {4 * (2 * width - 1 - i)})" for i in range(2 * width)) + ")"
+
+
+def sql_float64(blob: str, index: str) -> str:
+    """SQL for the big-endian IEEE 754 double at element ``index`` of ``blob`` (NULL for NaN), exact."""
+    bits = sql_uint(blob, index, 8)  # wraps to a negative int64 when the sign bit is set, as wanted
+    exponent = f"(({bits} >> 52) & 2047)"
+    mantissa = f"({bits} & 4503599627370495)"
+    sign = f"(CASE WHEN {bits} < 0 THEN -1 ELSE 1 END)"
+    return (f"(CASE WHEN {exponent} = 2047 THEN NULL WHEN {exponent} = 0 THEN {sign} * {mantissa} * pow(2, -1074)"
+            f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)")
+
+
+TABLES = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pages (
+    id            INTEGER PRIMARY KEY,
+    url           TEXT NOT NULL UNIQUE,
+    host          TEXT NOT NULL,
+    title         TEXT,
+    crawled       INTEGER NOT NULL DEFAULT 0,
+    status        INTEGER,
+    canonical_url TEXT,
+    fetched_at    TEXT,
+    build_id      INTEGER
+);
+CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host);
+CREATE TABLE IF NOT EXISTS page_keys (
+    url_hash INTEGER PRIMARY KEY,
+    page_id  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS out_links (
+    src     INTEGER NOT NULL,
+    part    INTEGER NOT NULL,
+    targets BLOB NOT NULL,
+    PRIMARY KEY (src, part)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS link_notes (
+    src      INTEGER NOT NULL,
+    dst      INTEGER NOT NULL,
+    nofollow INTEGER NOT NULL DEFAULT 0,
+    weight   REAL NOT NULL DEFAULT 1.0,
+    anchor   TEXT,
+    PRIMARY KEY (src, dst)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS in_links (
+    first    INTEGER PRIMARY KEY,
+    pages    INTEGER NOT NULL,
+    offsets  BLOB NOT NULL,
+    sources  BLOB NOT NULL,
+    nofollow BLOB,
+    weights  BLOB
+);
+CREATE TABLE IF NOT EXISTS counter (
+    k INTEGER PRIMARY KEY
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS titles USING fts5 (
+    title, content = 'pages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS builds (
+    id          INTEGER PRIMARY KEY,
+    started_at  TEXT NOT NULL,
+    finished_at TEXT,
+    status      TEXT NOT NULL,
+    sources     TEXT NOT NULL,
+    pages       INTEGER NOT NULL DEFAULT 0,
+    links       INTEGER NOT NULL DEFAULT 0,
+    skipped     INTEGER NOT NULL DEFAULT 0,
+    skip_reasons TEXT
+);
+CREATE TABLE IF NOT EXISTS rankings (
+    id         INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    params     TEXT NOT NULL,
+    iterations INTEGER NOT NULL,
+    residuals  TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    pages      INTEGER NOT NULL,
+    seconds    REAL,
+    UNIQUE (name, version)
+);
+CREATE TABLE IF NOT EXISTS ranking_blocks (
+    ranking_id INTEGER NOT NULL,
+    first      INTEGER NOT NULL,
+    scores     BLOB NOT NULL,
+    inlinks    BLOB NOT NULL,
+    best       BLOB NOT NULL,
+    extra      BLOB,
+    PRIMARY KEY (ranking_id, first)
+);
+"""
+
+VIEWS = f"""
+CREATE VIEW IF NOT EXISTS link_pairs AS
+SELECT o.src AS src, {sql_uint("o.targets", "c.k", 4)} AS dst
+FROM out_links o JOIN counter c ON c.k < length(o.targets) / 4;
+CREATE VIEW IF NOT EXISTS links AS
+SELECT l.src AS src, l.dst AS dst, coalesce(n.nofollow, 0) AS nofollow, coalesce(n.weight, 1.0) AS weight,
+       n.anchor AS anchor
+FROM link_pairs l LEFT JOIN link_notes n ON n.src = l.src AND n.dst = l.dst;
+CREATE VIEW IF NOT EXISTS scores AS
+SELECT b.ranking_id AS ranking_id, b.first + c.k + 1 AS page_id, {sql_float64("b.scores", "c.k")} AS score,
+       {sql_uint("b.inlinks", "c.k", 4)} AS inlinks,
+       CASE WHEN b.extra IS NULL THEN NULL ELSE {sql_float64("b.extra", "c.k")} END AS extra
+FROM ranking_blocks b JOIN counter c ON c.k < length(b.scores) / 8;
+CREATE VIEW IF NOT EXISTS current_scores AS
+SELECT r.name AS ranking, r.version AS version, p.id AS page_id, p.url AS url, p.title AS title,
+       s.score AS pagerank, s.inlinks AS inlinks, s.extra AS extra
+FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN pages p ON p.id = s.page_id
+WHERE r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
+"""
+
+COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)
+
+# Version 4's tables that schema 5 replaces (its links, scores and lookups by URL hash).
+_V4_TABLES = ("ranked_links", "score_keys", "scores", "links")
