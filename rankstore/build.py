@@ -1,9 +1,13 @@
 """Crawl sources -> extracted pages -> the store, in large batches, on every core.
 
-Readers run in this process; parsing (charset, HTML, URL normal form) runs in a
-pool of worker processes fed a bounded number of chunks at a time, so memory
-stays flat whatever the crawl's size; SQLite writes happen here, one
-transaction per batch.
+Page sources (WARC, saved HTML) yield a record per page: readers run in this
+process; parsing (charset, HTML, URL normal form) runs in a pool of worker
+processes fed a bounded number of chunks at a time, so memory stays flat
+whatever the crawl's size.  Graph sources (edge lists, Common Crawl's web
+graphs) yield links in bulk (:class:`~rankstore.sources.EdgeBatch`): each
+distinct URL is put in normal form once, and links are stored as arrays.
+SQLite writes happen on a writer thread, one transaction per batch, while
+the next batch is read.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from .extract import extract
+from .sources import GRAPH_FORMATS, EdgeBatch, Record, Skipped, SourceError, detect_format, read_source, source_size
 from .sources.htmldir import check_html_dir
-from .sources import Record, Skipped, SourceError, detect_format, read_source, source_size
 from .store import PageData, Store
-from .urls import canonical
+from .urls import canonical, canonical_many
 
 __all__ = ["BuildReport", "build", "prepare", "check_sources"]
 
@@ -65,7 +71,6 @@ def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
     if url is None:
         return None, [Skipped(record.where, f"not an http(s) URL ({record.url[:100]!r})")]
     page = PageData(url, record.status, fetched_at=record.fetched_at)
-    problems: list[Skipped] = []
     if record.location is not None:
         target = canonical(record.location, url)
         if target is not None:
@@ -80,20 +85,7 @@ def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
         page.title = parsed.title
         page.canonical_url = parsed.canonical_url
         page.links = [(link.url, link.nofollow, 1.0, link.anchor_text) for link in parsed.links]
-    else:
-        seen: dict[str, int] = {}
-        for target_text, weight in record.links:
-            target = canonical(target_text)
-            if target is None:
-                problems.append(Skipped(record.where, f"not an http(s) URL ({target_text[:100]!r})"))
-                continue
-            if target in seen:
-                index = seen[target]
-                page.links[index] = (target, False, max(weight, page.links[index][2]), None)
-            else:
-                seen[target] = len(page.links)
-                page.links.append((target, False, weight, None))
-    return page, problems
+    return page, []
 
 
 def _prepare_chunk(records: Sequence[Record]) -> list[tuple[PageData | None, list[Skipped]]]:
@@ -129,9 +121,10 @@ def build(
 ) -> BuildReport:
     """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``."""
     formats = check_sources(sources, fmt, base_url)
+    pages_sources = [(path, f) for path, f in zip(sources, formats) if f not in GRAPH_FORMATS]
+    graph_sources = [(path, f) for path, f in zip(sources, formats) if f in GRAPH_FORMATS]
     if jobs is None:
-        # Edge lists need no parsing: sending them to workers costs more than it saves.
-        jobs = 1 if all(f == "edges" for f in formats) else min(2, os.cpu_count() or 1)
+        jobs = min(2, os.cpu_count() or 1)
     report = BuildReport(store.begin_build(sources))
     started = time.perf_counter()
     bytes_read = 0
@@ -142,10 +135,10 @@ def build(
         if progress is not None:
             progress(bytes_read, report.pages)
 
-    def records() -> Iterator[Record]:
-        for path, source_format in zip(sources, formats):
+    def items(chosen: list[tuple[str, str]], jobs: int = 1) -> Iterator[Record | EdgeBatch]:
+        for path, source_format in chosen:
             try:
-                for item in read_source(path, source_format, base_url, advance):
+                for item in read_source(path, source_format, base_url, advance, jobs):
                     if isinstance(item, Skipped):
                         report.skip(item)
                     else:
@@ -153,7 +146,28 @@ def build(
             except SourceError as error:
                 report.skip(Skipped(path, str(error)))
 
-    writer = _Writer(store, report)
+    if pages_sources:
+        writer = _Writer(store, report)
+        try:
+            _load_pages(items(pages_sources), writer, report, jobs, commit_every,
+                        lambda: progress(bytes_read, report.pages) if progress is not None else None)
+        finally:
+            writer.close()
+    if graph_sources:
+        # Written from this thread while other processes parse the next blocks: a writer thread
+        # would wait on the GIL after every row SQLite stores.
+        graph = _GraphLoader(store, report)
+        for batch in items(graph_sources, max(jobs - 1, 1)):
+            graph.take(batch)
+    report.pages = len(store.written_pages())
+    store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _load_pages(records: Iterator[Record], writer: "_Writer", report: BuildReport, jobs: int, commit_every: int,
+                progress: Callable[[], None]) -> None:
+    """Records -> pages with canonical URLs (in worker processes) -> the writer, in batches."""
     pending: list[PageData] = []
     pending_links = 0
 
@@ -161,8 +175,7 @@ def build(
         nonlocal pending, pending_links
         writer.write(pending)
         pending, pending_links = [], 0
-        if progress is not None:
-            progress(bytes_read, report.pages)
+        progress()
 
     def take(results: Iterable[tuple[PageData | None, list[Skipped]]]) -> None:
         nonlocal pending_links
@@ -175,25 +188,52 @@ def build(
         if len(pending) >= commit_every or pending_links >= _BATCH_LINKS:
             flush()
 
-    try:
-        if jobs <= 1:
-            for chunk in _chunks(records(), _CHUNK):
-                take(_prepare_chunk(chunk))
-        else:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                inflight: deque = deque()
-                for chunk in _chunks(records(), _CHUNK):
-                    inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
-                    if len(inflight) >= jobs * 8:
-                        take(inflight.popleft().get())
-                while inflight:
+    if jobs <= 1:
+        for chunk in _chunks(records, _CHUNK):
+            take(_prepare_chunk(chunk))
+    else:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            inflight: deque = deque()
+            for chunk in _chunks(records, _CHUNK):
+                inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
+                if len(inflight) >= jobs * 8:
                     take(inflight.popleft().get())
-        flush()
-    finally:
-        writer.close()
-    store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
-    report.seconds = time.perf_counter() - started
-    return report
+            while inflight:
+                take(inflight.popleft().get())
+    flush()
+
+
+class _GraphLoader:
+    """Graph batches -> pages and links: each new vertex's URL in normal form, once; links as arrays."""
+
+    def __init__(self, store: Store, report: BuildReport):
+        self.store = store
+        self.report = report
+        self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id; 0 for a vertex not kept
+
+    def take(self, batch: EdgeBatch) -> None:
+        if batch.urls:
+            self._add_vertices(batch)
+        if len(batch.src):
+            src, dst = self.pages[batch.src], self.pages[batch.dst]
+            kept = (src > 0) & (dst > 0)
+            dropped = len(kept) - int(kept.sum())
+            if dropped:
+                self.report.skipped["link to or from a URL that is not http(s)"] += dropped
+            weights = batch.weights[kept] if batch.weights is not None else None
+            self.report.links += self.store.write_edges(src[kept], dst[kept], weights, self.report.build_id)[1]
+
+    def _add_vertices(self, batch: EdgeBatch) -> None:
+        normal = canonical_many(batch.urls)
+        for url, found in zip(batch.urls, normal):
+            if found is None:
+                self.report.skip(Skipped(batch.where, f"not an http(s) URL ({url[:100]!r})"))
+        kept = [url for url in normal if url is not None]
+        ids = np.zeros(len(normal), dtype=np.int64)
+        if kept:
+            with self.store.transaction():
+                ids[[i for i, url in enumerate(normal) if url is not None]] = self.store.page_ids(kept)
+        self.pages = np.concatenate([self.pages, ids])
 
 
 class _Writer:
@@ -209,20 +249,27 @@ class _Writer:
         self.thread.start()
 
     def _run(self) -> None:
-        while (batch := self.queue.get()) is not None:
+        while (task := self.queue.get()) is not None:
             if self.error is not None:
                 continue
+            function, args = task
             try:
-                self.report.links += self.store.write_pages(batch, self.report.build_id)
-                self.report.pages += len(batch)
+                function(*args)
             except BaseException as error:  # handed to the building thread
                 self.error = error
 
     def write(self, batch: list[PageData]) -> None:
+        if batch:
+            self.call(self._write_pages, batch)
+
+    def _write_pages(self, batch: list[PageData]) -> None:
+        self.report.links += self.store.write_pages(batch, self.report.build_id)
+
+    def call(self, function: Callable, *args) -> None:
+        """Run ``function(*args)`` on the writer thread, after what was handed to it before."""
         if self.error is not None:
             raise self.error
-        if batch:
-            self.queue.put(batch)
+        self.queue.put((function, args))
 
     def close(self) -> None:
         self.queue.put(None)

@@ -23,7 +23,7 @@ import re
 from functools import lru_cache
 from urllib.parse import quote, urljoin, urlsplit
 
-__all__ = ["MAX_URL_LENGTH", "canonical", "host_of", "resolver"]
+__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "resolver"]
 
 MAX_URL_LENGTH = 4096
 
@@ -35,10 +35,18 @@ _CLEAN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=\-._~]*\Z")
 _CLEAN_QUERY = re.compile(r"[A-Za-z0-9/?:@!$&'()*+,;=\-._~]*\Z")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# an escape that _fix_escape changes: lower-case hex, or an unreserved character (- . 0-9 A-Z _ a-z ~)
+_ESCAPE_TO_FIX = re.compile(r"%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|2[DE]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])")
 _STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
 _INNER_WS = re.compile(r"[\t\n\r]")
 _HOST_OK = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
 _DEFAULT_PORT = {"http": 80, "https": 443}
+# URLs already in normal form, the usual case in a web graph (`https://example.com/`): lower-case
+# ASCII host labels, none IDNA-encoded, a top-level label that starts with a letter (so no IPv4
+# form), no port, a path of plain segments without dot segments, no query.
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_SEGMENT = r"[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)*"
+_NORMAL = re.compile(rf"https?://(?:{_LABEL}\.)*[a-z](?:[a-z0-9-]{{0,61}}[a-z0-9])?/(?:{_SEGMENT}/)*(?:{_SEGMENT})?\Z")
 
 
 def _fix_escape(match: re.Match) -> str:
@@ -52,7 +60,8 @@ def _normalise_encoding(text: str, safe: str, clean: re.Pattern) -> str:
     text = quote(text, safe=safe + "%", encoding="utf-8", errors="surrogatepass")
     if "%" in text:
         text = _BAD_PERCENT.sub("%25", text)
-        text = _PERCENT.sub(_fix_escape, text)
+        if _ESCAPE_TO_FIX.search(text):
+            text = _PERCENT.sub(_fix_escape, text)
     return text
 
 
@@ -171,6 +180,13 @@ def _resolve(base: str, url: str) -> str | None:
     except ValueError:
         return None
     return _canonical_absolute(joined)
+
+
+def canonical_many(urls: list[str]) -> list[str | None]:
+    """:func:`canonical` of each URL; those already in a plain normal form are taken as they are."""
+    normal = _NORMAL.match
+    return [url if len(url) <= MAX_URL_LENGTH and normal(url) and "xn--" not in url else canonical(url)
+            for url in urls]
 
 
 def host_of(url: str) -> str:

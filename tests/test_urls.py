@@ -1,7 +1,10 @@
 """The one URL normal form: a table of cases, each with its reason."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rankstore import urls
 from rankstore.urls import MAX_URL_LENGTH, canonical, host_of
 
 BASE = "http://example.com/dir/page.html?q=1"
@@ -105,3 +108,19 @@ def test_shared_resolution_cache_keeps_bases_apart():
 ])
 def test_host_of(url, host):
     assert host_of(url) == host
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.from_regex(urls._NORMAL, fullmatch=True))
+def test_urls_taken_as_normal_are_normal(url):
+    assert urls.canonical_many([url]) == [urls.canonical(url)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["%2d", "%2D", "%41", "%7e", "%7E", "%20", "%2F", "%ff", "%FF", "%c3%a9", "a", "/",
+                                 "%5f", "%5F", "%60", "%3A"]), max_size=12))
+def test_escapes_left_alone_only_when_nothing_to_fix(parts):
+    """The check that skips the escape rewrite agrees with doing it: same answer either way."""
+    text = "".join(parts)
+    rewritten = urls._PERCENT.sub(urls._fix_escape, text)
+    assert (rewritten != text) == bool(urls._ESCAPE_TO_FIX.search(text))

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import gzip
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["Record", "EdgeBatch", "Skipped", "SourceError", "FORMATS", "detect_format", "read_source"]
+__all__ = ["Record", "EdgeBatch", "Skipped", "SourceError", "FORMATS", "GRAPH_FORMATS", "detect_format",
+           "read_source"]
 
 
 @dataclass(slots=True)
 class Record:
     """One page of a crawl.
 
-    ``body`` holds an HTML page to parse; ``links`` holds out-links already known
-    (edge lists), as ``(url, weight)`` pairs; ``location`` a redirect's target.
+    ``body`` holds an HTML page to parse; ``location`` a redirect's target.
     """
 
     url: str
@@ -31,7 +31,6 @@ class Record:
     status: int = 200
     body: bytes | None = None
     content_type: str | None = None
-    links: list[tuple[str, float]] = field(default_factory=list)
     location: str | None = None
     fetched_at: str | None = None
 
@@ -68,6 +67,7 @@ class SourceError(Exception):
 Progress = Callable[[int], None]
 
 FORMATS = ("warc", "html", "edges")
+GRAPH_FORMATS = ("edges",)  # read as EdgeBatch, not as a Record per page
 
 
 def _sniff(path: str) -> bytes:
@@ -102,9 +102,10 @@ def detect_format(path: str) -> str:
 
 
 def read_source(
-    path: str, fmt: str | None = None, base_url: str | None = None, progress: Progress | None = None
-) -> Iterator[Record | Skipped]:
-    """Records of one source; ``progress`` is called with input bytes consumed."""
+    path: str, fmt: str | None = None, base_url: str | None = None, progress: Progress | None = None,
+    jobs: int = 1,
+) -> Iterator[Record | EdgeBatch | Skipped]:
+    """Records (or, for GRAPH_FORMATS, EdgeBatch) of one source; ``progress`` is called with input bytes consumed."""
     fmt = fmt or detect_format(path)
     if fmt == "warc":
         from .warc import read_warc
@@ -117,7 +118,7 @@ def read_source(
     if fmt == "edges":
         from .edgelist import read_edge_list
 
-        return read_edge_list(path, progress)
+        return read_edge_list(path, progress, jobs)
     raise SourceError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 

@@ -1,10 +1,12 @@
 """Edge lists: ``SRC DST [WEIGHT]`` per line, whitespace or tab separated.
 
 ``#`` starts a comment; blank lines are ignored; ``.gz`` files are read
-transparently.  Consecutive lines with the same source form one page's
-out-links (a source seen again later adds to them).  A line that cannot be read
-(too few fields, a weight that is not a positive number, a URL that is not
-http(s), a line over 64 KiB) is reported with its line number and skipped.
+transparently.  A line that cannot be read (too few fields, a weight that is
+not a positive number, a line over 64 KiB) is reported with its line number
+and skipped.  Links come out in bulk (:class:`~rankstore.sources.EdgeBatch`),
+a block of lines at a time: each distinct URL is named once, however often
+it repeats, and a block whose every line is a plain ``SRC DST`` pair is taken
+apart by a few calls into C, not line by line.
 """
 
 from __future__ import annotations
@@ -12,17 +14,24 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import multiprocessing
 import re
 import zlib
+from collections import deque
+from dataclasses import dataclass
 from typing import Iterator
 
-from . import Progress, Record, Skipped, SourceError
+import numpy as np
+
+from . import EdgeBatch, Progress, Skipped, SourceError
+from .pairs import split_pairs
 
 __all__ = ["read_edge_list", "MAX_LINE"]
 
 MAX_LINE = 64 * 1024
+BLOCK = 1 << 23  # bytes of text parsed at once
 # '#' starts a comment at the start of a line or after white space, not inside a URL.
-_COMMENT = re.compile(r"(^|\s)#.*", re.DOTALL)
+_COMMENT = re.compile(rb"(^|\s)#.*", re.DOTALL)
 
 
 class _Counting(io.RawIOBase):
@@ -42,65 +51,163 @@ class _Counting(io.RawIOBase):
         return count
 
 
-def _lines(path: str, progress: Progress | None) -> Iterator[bytes | None]:
-    """The file's lines; None stands for a line over MAX_LINE bytes."""
-    raw = open(path, "rb")
-    counted = io.BufferedReader(_Counting(raw, progress), 1 << 20)
-    stream = gzip.GzipFile(fileobj=counted) if raw.read(2) == b"\x1f\x8b" else counted
-    raw.seek(0)
-    with raw, stream:
-        while True:
-            line = stream.readline(MAX_LINE + 1)
-            if not line:
-                return
-            if len(line) > MAX_LINE and not line.endswith(b"\n"):
-                while line and not line.endswith(b"\n"):
-                    line = stream.readline(MAX_LINE)
-                yield None
-                continue
-            yield line
+def _blocks(stream, path: str) -> Iterator[tuple[bytes | None, int, str]]:
+    """(text of whole lines, number of its first line, path); None for the text of line n over MAX_LINE."""
+    carry = b""
+    line = 1
+    skipping = False
+    while True:
+        chunk = stream.read(BLOCK)
+        if not chunk:
+            if skipping:
+                yield None, line, path
+            elif carry:
+                yield carry, line, path
+            return
+        data = carry + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if skipping or len(data) > MAX_LINE:
+                skipping, carry = True, b""
+            else:
+                carry = data
+            continue
+        start = 0
+        if skipping:  # the rest of an over-long line ends at the first newline
+            start = data.find(b"\n") + 1
+            yield None, line, path
+            line += 1
+            skipping = False
+        block, carry = data[start:cut], data[cut + 1 :]
+        if start <= cut:
+            yield block, line, path
+            line += block.count(b"\n") + 1
 
 
-def read_edge_list(path: str, progress: Progress | None = None) -> Iterator[Record | Skipped]:
+class _Vertices:
+    """Vertex numbers of URLs (as bytes), in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.number: dict[bytes, int] = {}
+        self.new: list[bytes] = []
+
+    def numbers(self, block: "_Block") -> np.ndarray:
+        """Each token of a parsed block as a vertex number (the block's distinct tokens looked up once)."""
+        number = self.number
+        found = list(map(number.get, block.distinct))
+        if None in found:
+            new = [token for token in block.distinct if token not in number]
+            number.update(zip(new, range(len(number), len(number) + len(new))))
+            self.new += new
+            found = list(map(number.__getitem__, block.distinct))
+        return np.fromiter(found, dtype=np.int64, count=len(found))[block.tokens]
+
+    def take_new(self) -> list[str]:
+        urls = [token.decode("utf-8", errors="replace") for token in self.new]
+        self.new = []
+        return urls
+
+
+def _open(path: str, progress: Progress | None):
     try:
-        open(path, "rb").close()
+        raw = open(path, "rb")
     except OSError as error:
         raise SourceError(f"{path}: cannot open: {error.strerror}") from error
-    current: Record | None = None
-    number = 0
-    try:
-        for number, raw_line in enumerate(_lines(path, progress), 1):
-            where = f"{path}:{number}"
-            if raw_line is None:
-                yield Skipped(where, f"line over {MAX_LINE} bytes")
+    counted = io.BufferedReader(_Counting(raw, progress), 1 << 20)
+    gzipped = raw.read(2) == b"\x1f\x8b"
+    raw.seek(0)
+    return raw, (gzip.GzipFile(fileobj=counted) if gzipped else counted)
+
+
+def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 1) -> Iterator[EdgeBatch | Skipped]:
+    """The file's links in blocks; with ``jobs`` > 1, blocks are taken apart in that many other processes."""
+    raw, stream = _open(path, progress)
+    vertices = _Vertices()
+    line = 1
+    with raw, stream:
+        try:
+            for block in _parsed(_blocks(stream, path), jobs):
+                line = block.last + 1
+                yield from block.skipped
+                if len(block.tokens):
+                    numbers = vertices.numbers(block)
+                    yield EdgeBatch(vertices.take_new(), numbers[0::2], numbers[1::2], block.weights,
+                                    f"{path}:{block.first}-{block.last}")
+        except (OSError, EOFError, zlib.error) as error:
+            yield Skipped(f"{path}:{line}", f"unreadable data ({error}); the rest of the file is lost")
+
+
+def _parsed(blocks: Iterator[tuple[bytes | None, int, str]], jobs: int) -> Iterator["_Block"]:
+    """Blocks taken apart in order, in ``jobs`` other processes, a bounded number in flight."""
+    if jobs <= 1:
+        yield from map(_parse, blocks)
+        return
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        inflight: deque = deque()
+        for item in blocks:
+            inflight.append(pool.apply_async(_parse, (item,)))
+            if len(inflight) > 2 * jobs:
+                yield inflight.popleft().get()
+        while inflight:
+            yield inflight.popleft().get()
+
+
+@dataclass
+class _Block:
+    """A block of lines taken apart: its distinct tokens, and each link's two as indices into them."""
+
+    first: int
+    last: int
+    distinct: list[bytes]
+    tokens: np.ndarray
+    weights: np.ndarray | None
+    skipped: list[Skipped]
+
+
+def _parse(item: tuple[bytes | None, int, str]) -> _Block:
+    block, first, path = item
+    if block is None:
+        return _Block(first, first, [], np.zeros(0, dtype=np.int32), None,
+                      [Skipped(f"{path}:{first}", f"line over {MAX_LINE} bytes")])
+    count = block.count(b"\n") + 1
+    split = split_pairs(block)
+    if split is not None:
+        return _Block(first, first + count - 1, split[0], split[1], None, [])
+    tokens, weights, skipped = _parse_lines(block, first, path)
+    distinct = dict.fromkeys(tokens)
+    index = dict(zip(distinct, range(len(distinct))))
+    return _Block(first, first + count - 1, list(distinct),
+                  np.fromiter(map(index.__getitem__, tokens), dtype=np.int32, count=len(tokens)), weights, skipped)
+
+
+def _parse_lines(block: bytes, first: int, path: str) -> tuple[list[bytes], np.ndarray | None, list[Skipped]]:
+    lines = block.split(b"\n")
+    fields = map(bytes.split, lines)
+    tokens: list[bytes] = []
+    weights: list[float] = []
+    skipped: list[Skipped] = []
+    for number, (text, parts) in enumerate(zip(lines, fields), first):
+        if len(text) > MAX_LINE:
+            skipped.append(Skipped(f"{path}:{number}", f"line over {MAX_LINE} bytes"))
+            continue
+        if b"#" in text:
+            parts = _COMMENT.sub(b"", text).split()
+        if not parts:
+            continue
+        if len(parts) not in (2, 3):
+            skipped.append(Skipped(f"{path}:{number}", f"expected SRC DST [WEIGHT], got {len(parts)} fields"))
+            continue
+        weight = 1.0
+        if len(parts) == 3:
+            try:
+                weight = float(parts[2])
+            except ValueError:
+                weight = math.nan
+            if not (weight > 0 and math.isfinite(weight)):
+                shown = parts[2][:40].decode("utf-8", errors="replace")
+                skipped.append(Skipped(f"{path}:{number}", f"weight {shown!r} is not a positive number"))
                 continue
-            line = raw_line.decode("utf-8", errors="replace")
-            line = _COMMENT.sub("", line).strip() if "#" in line else line.strip()
-            if not line:
-                continue
-            fields = line.split()
-            if len(fields) not in (2, 3):
-                yield Skipped(where, f"expected SRC DST [WEIGHT], got {len(fields)} fields")
-                continue
-            weight = 1.0
-            if len(fields) == 3:
-                try:
-                    weight = float(fields[2])
-                except ValueError:
-                    weight = math.nan
-                if not (weight > 0 and math.isfinite(weight)):
-                    yield Skipped(where, f"weight {fields[2][:40]!r} is not a positive number")
-                    continue
-            source, target = fields[0], fields[1]
-            if current is None or current.url != source:
-                if current is not None:
-                    yield current
-                current = Record(source, where)
-            current.links.append((target, weight))
-    except (OSError, EOFError, zlib.error) as error:
-        if current is not None:
-            yield current
-            current = None
-        yield Skipped(f"{path}:{number + 1}", f"unreadable data ({error}); the rest of the file is lost")
-    if current is not None:
-        yield current
+        tokens += parts[:2]
+        weights.append(weight)
+    array = np.array(weights, dtype=np.float64)
+    return tokens, None if bool(np.all(array == 1.0)) else array, skipped

@@ -33,6 +33,9 @@ __all__ = ["Store", "StoreError", "RankingNotFound", "Ranking", "RankingArrays",
            "SCHEMA_VERSION", "url_key"]
 
 
+_BUILD_CHECKPOINT_PAGES = 262144  # 1 GiB of 4 KiB pages
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -112,6 +115,8 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
         cursor = self.db.execute("INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
                                  (_now(), json.dumps(list(sources))))
         self._reset_page_cache()
+        # a build's batches append to the log; it is copied into the file once, at the end
+        self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return cursor.lastrowid
 
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
@@ -124,6 +129,7 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
                 "UPDATE builds SET finished_at = ?, status = 'complete', pages = ?, links = ?, skipped = ?,"
                 " skip_reasons = ? WHERE id = ?",
                 (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id))
+        self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def ensure_graph(self) -> None:

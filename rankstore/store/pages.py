@@ -104,8 +104,12 @@ class PagesMixin:
                 self.db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
                                     zip(new_keys.tolist(), range(first, first + len(new))))
                 cache.update(zip(new, range(first, first + len(new))))
-                self._known_keys = np.union1d(known, new_keys)
+                self._known_keys = np.sort(np.concatenate([known, new_keys]))
         return np.fromiter((cache[url] for url in urls), dtype=np.int64, count=len(urls))
+
+    def written_pages(self) -> set[int]:
+        """Ids of the pages the current build has written."""
+        return self._written
 
     def _known_page_keys(self) -> np.ndarray:
         if self._known_keys is None:
@@ -154,9 +158,13 @@ class PagesMixin:
         return self._write_out_links(out)
 
     def _write_out_links(self, out: dict[int, dict[int, tuple[bool, float, str | None]]]) -> int:
-        """Replace (first write in this build) or extend each source page's out-links and notes."""
+        """Replace (first write in this build) or extend each source page's out-links and notes.
+
+        Returns the number of links written that the build had not written before.
+        """
         again = [src for src in out if src in self._written]
         fresh = [(src,) for src in out if src not in self._written]
+        known = 0
         self.db.executemany("DELETE FROM out_links WHERE src = ?", fresh)
         self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
         for src in again:
@@ -165,6 +173,7 @@ class PagesMixin:
             notes = {dst: (bool(nf), w, a) for dst, nf, w, a in self.db.execute(
                 "SELECT dst, nofollow, weight, anchor FROM link_notes WHERE src = ?", (src,))}
             merged = {dst: notes.get(dst, (False, 1.0, None)) for dst in old_targets.tolist()}
+            known += len(merged)
             for dst, (nofollow, weight, anchor) in out[src].items():
                 seen = merged.get(dst)
                 if seen is not None:
@@ -185,7 +194,7 @@ class PagesMixin:
         self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", part_rows)
         self.db.executemany("INSERT INTO link_notes (src, dst, nofollow, weight, anchor) VALUES (?, ?, ?, ?, ?)",
                             note_rows)
-        return count
+        return count - known
 
     def write_edges(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None, build_id: int) -> tuple[int, int]:
         """Store links given as page ids (a graph source's batch) in one transaction.
@@ -202,7 +211,9 @@ class PagesMixin:
 
     def _write_edges(self, src, dst, weights, build_id) -> tuple[int, int]:
         if weights is None:
-            key = np.unique(src.astype(np.int64) << 32 | dst.astype(np.int64))
+            key = np.sort(src.astype(np.int64) << 32 | dst.astype(np.int64))
+            if len(key):  # a set: repeats dropped by sort and compare (numpy 2's np.unique hashes, slower)
+                key = key[np.concatenate([[True], key[1:] != key[:-1]])]
             w = None
         else:
             order = np.lexsort((-weights, dst, src))  # the largest weight of a repeated link first
@@ -215,26 +226,34 @@ class PagesMixin:
         starts = np.concatenate([[0], cuts]).tolist() if len(key) else []
         ends = np.concatenate([cuts, [len(key)]]).tolist() if len(key) else []
         heads = sources[starts].tolist() if len(key) else []
-        if any(head in self._written for head in heads) or w is not None:
-            # rare: a source seen in an earlier batch of this build, or weights to note
+        again = [i for i, head in enumerate(heads) if head in self._written]
+        if w is not None or again:
+            # weights to note, or sources already written in this build: merged page by page
+            slow = range(len(heads)) if w is not None else again
             out = {}
-            for head, start, end in zip(heads, starts, ends):
+            for i in slow:
+                start, end = starts[i], ends[i]
                 ws = w[start:end].tolist() if w is not None else [1.0] * (end - start)
-                out[head] = {int(t): (False, float(x), None) for t, x in zip(targets[start:end].tolist(), ws)}
+                out[heads[i]] = {t: (False, x, None) for t, x in zip(targets[start:end].tolist(), ws)}
             links = self._write_out_links(out)
         else:
+            links = 0
+        if w is None:
+            skip = set(again)
             data = targets.tobytes()
             step = 4 * PART_LINKS
-            rows = []
-            for head, start, end in zip(heads, starts, ends):
+            rows, fresh = [], []
+            for i, (head, start, end) in enumerate(zip(heads, starts, ends)):
+                if i in skip:
+                    continue
+                fresh.append((head,))
                 for part, offset in enumerate(range(4 * start, 4 * end, step)):
                     rows.append((head, part, data[offset : min(offset + step, 4 * end)]))
-            fresh = [(head,) for head in heads]
+                links += end - start
             self.db.executemany("DELETE FROM out_links WHERE src = ?", fresh)
             self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
             self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
-            self._written.update(heads)
-            links = len(key)
+            self._written.update(head for (head,) in fresh)
         self._mark_crawled(np.asarray(heads, dtype=np.int64), build_id)
         return len(heads), links
 
