@@ -11,8 +11,6 @@ import time
 import click
 
 from . import __version__
-from .build import build as run_build
-from .build import total_size
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
 
@@ -83,6 +81,9 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, quiet):
         rankstore build mirror/ --base-url http://127.0.0.1:8000/
         rankstore build edges.tsv.gz --store graph.db
     """
+    from .build import build as run_build
+    from .build import total_size
+
     store = open_store(store_path)
     try:
         total = total_size(sources) if not quiet else 0

@@ -72,9 +72,27 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def order_by_score(scores: np.ndarray) -> np.ndarray:
+    """Page indices best first, equal scores by index: ``np.argsort(-scores, kind="stable")``, faster.
+
+    numpy's unstable sort is about 3x faster than its stable one; only the
+    runs of equal scores are then put in index order.
+    """
+    order = np.argsort(-scores)
+    ranked = scores[order]
+    tied = np.zeros(len(order), dtype=bool)
+    same = ranked[1:] == ranked[:-1]
+    tied[1:] |= same
+    tied[:-1] |= same
+    if tied.any():
+        runs = np.cumsum(np.concatenate([[True], ~same]))[tied]
+        order[tied] = order[tied][np.lexsort((order[tied], runs))]
+    return order
+
+
 def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra: np.ndarray | None):
     """``ranking_blocks`` rows of one version (big-endian, for the SQL views)."""
-    best = np.argsort(-scores, kind="stable").astype(">i4")
+    best = order_by_score(scores).astype(">i4")
     scores_be = np.asarray(scores, dtype=">f8").tobytes()
     inlinks_be = np.asarray(inlinks, dtype=">i4").tobytes()
     best_be = best.tobytes()
@@ -100,7 +118,7 @@ class RankingsMixin:
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
-            pages = self.db.execute("SELECT count(*) FROM pages").fetchone()[0]
+            pages = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
             row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()

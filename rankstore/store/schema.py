@@ -46,7 +46,8 @@ def sql_uint(blob: str, index: str, width: int) -> str:
 
 
 def sql_float64(blob: str, index: str) -> str:
-    """SQL for the big-endian IEEE 754 double at element ``index`` of ``blob`` (NULL for NaN), exact."""
+    """SQL for the big-endian IEEE 754 double at element ``index`` of ``blob``: exact for every finite
+    double (zero's sign aside); NULL for NaN and the infinities."""
     bits = sql_uint(blob, index, 8)  # wraps to a negative int64 when the sign bit is set, as wanted
     exponent = f"(({bits} >> 52) & 2047)"
     mantissa = f"({bits} & 4503599627370495)"

@@ -1,0 +1,153 @@
+"""The store's layout: packed arrays against what SQL reads through the views, and kills at any moment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT
+from proxy_addon.ranks import Ranks
+from rankstore.cli import cli
+from rankstore.store import Store
+from rankstore.store.rankings import order_by_score
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1e-300, 0.25, 0.5, 1.0, 5e-324, 0.125]), max_size=60))
+def test_order_by_score_is_the_stable_descending_order(values):
+    scores = np.array(values, dtype=np.float64)
+    assert np.array_equal(order_by_score(scores), np.argsort(-scores, kind="stable"))
+
+
+# ------------------------------------------------------------------ kills
+
+
+def _graph_store(path, pages: int, links: int) -> None:
+    """A store built by `rankstore build` from a generated edge list (hosts of 100 pages, Zipf targets)."""
+    rng = np.random.default_rng(5)
+    src = np.sort(rng.integers(0, pages, links))
+    dst = (src // 100 * 100 + rng.zipf(1.4, links)) % pages
+    edges = path.parent / "edges.tsv"
+    with open(edges, "w") as out:
+        out.write("".join(f"http://h{s // 100}.example/{s}\thttp://h{d // 100}.example/{d}\n"
+                          for s, d in zip(src.tolist(), dst.tolist())))
+    assert CliRunner().invoke(cli, ["build", str(edges), "--store", str(path), "-q"]).exit_code == 0
+
+
+def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
+    """SIGKILL `rank` at ten moments spread over its run, with the proxy's reader at work throughout:
+    the store passes integrity_check, the ranking served is the old version or the new one whole, and
+    every page the reader looked at came from one version."""
+    path = tmp_path / "kill.db"
+    _graph_store(path, 200_000, 2_000_000)
+    command = [sys.executable, "-m", "rankstore", "rank", "--store", str(path), "-q", "--cold", "--tol", "1e-12",
+               "--method", "power"]
+    started = time.monotonic()
+    subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    duration = time.monotonic() - started
+    urls = [f"http://h{i // 100}.example/{i}" for i in range(0, 200_000, 997)]
+    stop = threading.Event()
+    seen: list[tuple[int, float, int]] = []
+    problems: list[str] = []
+
+    def read() -> None:
+        ranks = Ranks(str(path), "pagerank", panel_size=10)
+        while not stop.is_set():
+            try:
+                with ranks.page() as view:
+                    found = view.lookup(urls)
+                    panel = view.panel(urls[0])
+                    arrays = view.store.ranking_arrays(view.ranking_id)
+                    seen.append((view.ranking_id, float(arrays.scores.sum()), len(found)))
+                    if [b.info.pagerank for b in panel.backlinks] != sorted((b.info.pagerank for b in panel.backlinks),
+                                                                         reverse=True):
+                        problems.append("panel out of order")
+            except Exception as error:  # noqa: BLE001 - anything a reader meets is a failure here
+                problems.append(repr(error))
+        ranks.close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    try:
+        for moment in np.linspace(0.05, 0.95, 10):
+            with Store(str(path), readonly=True) as store:
+                before = store.ranking_head()
+            process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+            time.sleep(duration * moment)
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            db = sqlite3.connect(path)
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            db.close()
+            with Store(str(path), readonly=True) as store:
+                head = store.ranking_head()
+                assert head == before or head[0] > before[0]  # the old version, or a whole new one
+                scores = store.scores_of(head[0])[1]
+                assert len(scores) == head[1] and abs(scores.sum() - 1) < 1e-9
+    finally:
+        stop.set()
+        thread.join()
+    assert not problems, problems[:5]
+    assert len(seen) > 20
+    for ranking_id, total, found in seen:
+        assert abs(total - 1) < 1e-9 and found == len(urls)
+    assert subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0  # and ranks again
+
+
+# ------------------------------------------------------------------ the views plain SQL reads
+
+
+def test_plain_sql_reads_links_and_scores_exactly(python_doc_store, tmp_path):
+    """The views decode the packed arrays with SQLite's own functions: same links, bit-identical scores."""
+    py_store = str(tmp_path / "py.db")
+    shutil.copy(python_doc_store, py_store)
+    assert CliRunner().invoke(cli, ["rank", "--store", py_store, "-q"]).exit_code == 0
+    with Store(py_store, readonly=True) as store:
+        page_ids, src, dst, weights = store.graph_arrays(include_nofollow=True)
+        ranking = store.ranking()
+        arrays = store.ranking_arrays(ranking.id)
+        top = store.top(limit=5)
+    db = sqlite3.connect(f"file:{py_store}?mode=ro", uri=True)
+    rows = db.execute("SELECT src, dst, nofollow, weight FROM links").fetchall()
+    assert sorted((s, d) for s, d, _, _ in rows) == sorted(zip((src + 1).tolist(), (dst + 1).tolist()))
+    assert len(rows) > 10_000 and any(nofollow for _, _, nofollow, _ in rows)
+    assert db.execute("SELECT count(*) FROM links WHERE anchor IS NOT NULL").fetchone()[0] > 1000
+    scores = db.execute("SELECT page_id, score, inlinks FROM scores WHERE ranking_id = ? ORDER BY page_id",
+                        (ranking.id,)).fetchall()
+    assert [row[0] for row in scores] == list(range(1, arrays.pages + 1))
+    assert np.array_equal(np.array([row[1] for row in scores]), arrays.scores)  # exact, not approximately
+    assert [row[2] for row in scores] == arrays.inlinks.tolist()
+    best = db.execute("SELECT url, pagerank FROM current_scores WHERE ranking = 'pagerank'"
+                      " ORDER BY pagerank DESC, page_id LIMIT 5").fetchall()
+    assert best == [(row["url"], row["pagerank"]) for row in top]
+
+
+def test_sql_float_decoding_is_exact_for_every_kind_of_double():
+    """The scores view's float decoding, on the doubles that are hard to get right: subnormals, signs, NaN.
+
+    Every finite double reads back exactly (zero's sign aside); NaN and the infinities read as NULL.
+    """
+    from rankstore.store.schema import sql_float64
+
+    values = np.array([0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1e-300, 0.1, 1 / 3, 1.0, -2.5, 1e300,
+                       np.inf, -np.inf, np.nan])
+    db = sqlite3.connect(":memory:")
+    decoded = [db.execute(f"SELECT {sql_float64('b.data', str(i))} FROM (SELECT ? AS data) b",
+                          (values.astype(">f8").tobytes(),)).fetchone()[0] for i in range(len(values))]
+    for value, got in zip(values.tolist(), decoded):
+        if np.isnan(value) or np.isinf(value):
+            assert got is None  # the exponent's all-ones pattern reads as NULL
+        else:
+            assert got == value and (value == 0 or np.signbit(got) == np.signbit(value))  # -0.0 reads as 0.0
