@@ -41,6 +41,7 @@ def migrate(store, found: int) -> None:
 
 def _packed_arrays(store) -> None:
     db = store.db
+    db.execute("DROP TABLE IF EXISTS titles")  # indexed every page; now only the titled ones
     for statement in TABLES.split(";\n"):
         if statement.strip():
             db.execute(statement)
@@ -82,5 +83,6 @@ def _packed_arrays(store) -> None:
     for statement in VIEWS.split(";\n"):
         if statement.strip():
             db.execute(statement)
+    db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
     db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', '5')")
     store.derive_graph()

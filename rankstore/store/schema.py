@@ -16,6 +16,8 @@ Layout (schema 5; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   and their linking pages (int32 page indices), a nofollow byte per link and
   float64 weights where any link needs them.  ``rank`` reads it in one pass;
   a page's backlinks are one slice of it.
+* ``titles``: the full-text index of page titles (FTS5 over the titled pages
+  only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results; ``ranking_blocks`` holds one
   version's arrays in blocks of :data:`BLOCK_PAGES` pages: scores (float64),
   in-link counts (int32), the variant's extra value (float64, TrustRank's spam
@@ -102,8 +104,10 @@ CREATE TABLE IF NOT EXISTS in_links (
 CREATE TABLE IF NOT EXISTS counter (
     k INTEGER PRIMARY KEY
 );
+CREATE VIEW IF NOT EXISTS titled_pages AS SELECT id, title FROM pages WHERE title IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS titles USING fts5 (
-    title, content = 'pages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+    title, content = 'titled_pages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2',
+    columnsize = 0
 );
 CREATE TABLE IF NOT EXISTS builds (
     id          INTEGER PRIMARY KEY,
