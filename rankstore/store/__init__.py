@@ -115,6 +115,7 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
         cursor = self.db.execute("INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
                                  (_now(), json.dumps(list(sources))))
         self._reset_page_cache()
+        self._note_build_start()
         # a build's batches append to the log; it is copied into the file once, at the end
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return cursor.lastrowid

@@ -18,6 +18,7 @@ __all__ = ["GraphMixin", "InLinks"]
 
 BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
 BLOCK_MAX_PAGES = 1 << 13
+_CHUNK = 1 << 24  # links converted at once: bounded temporaries on graphs of any size
 
 
 @dataclass
@@ -54,20 +55,23 @@ class GraphMixin:
             sources.append(src)
             parts.append(targets)
         lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)) // 4
-        dst = np.frombuffer(b"".join(parts), dtype=">i4").astype(np.int64) - 1
+        joined = b"".join(parts)
         del parts
-        src = np.repeat(np.asarray(sources, dtype=np.int64) - 1, lengths)
+        key = np.frombuffer(joined, dtype=">i4").astype(np.int64)
+        del joined
+        # key = target index * n + source index, in place: the CSR's order once sorted
+        key -= 1
+        key *= max(n, 1)
+        key += np.repeat(np.asarray(sources, dtype=np.int64) - 1, lengths)
         del sources, lengths
-        key = dst * max(n, 1) + src  # sorted by target, then source: the CSR's order
-        del dst, src
         key.sort()
         nofollow, weights = self._notes_along(key, n)
-        target = key // max(n, 1)
-        indices = (key - target * max(n, 1)).astype(np.int32)
+        indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))
+        indices = np.empty(len(key), dtype=np.int32)
+        for start in range(0, len(key), _CHUNK):
+            np.remainder(key[start : start + _CHUNK], max(n, 1), out=indices[start : start + _CHUNK],
+                         casting="unsafe")
         del key
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(target, minlength=n), out=indptr[1:])
-        del target
         self.db.execute("DELETE FROM in_links")
         self.db.executemany(
             "INSERT INTO in_links (first, pages, offsets, sources, nofollow, weights) VALUES (?, ?, ?, ?, ?, ?)",

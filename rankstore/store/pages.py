@@ -73,6 +73,7 @@ class PagesMixin:
         self._url_ids: dict[str, int] = {}
         self._written: set[int] = set()
         self._known_keys: np.ndarray | None = None
+        self._had_links = True  # whether a page written may have out-links from before this build
 
     def page_ids(self, urls: Sequence[str]) -> np.ndarray:
         """Page ids of canonical URLs (repeats allowed), adding the pages not yet in the store.
@@ -106,6 +107,9 @@ class PagesMixin:
                 cache.update(zip(new, range(first, first + len(new))))
                 self._known_keys = np.sort(np.concatenate([known, new_keys]))
         return np.fromiter((cache[url] for url in urls), dtype=np.int64, count=len(urls))
+
+    def _note_build_start(self) -> None:
+        self._had_links = self.db.execute("SELECT 1 FROM out_links LIMIT 1").fetchone() is not None
 
     def written_pages(self) -> set[int]:
         """Ids of the pages the current build has written."""
@@ -250,8 +254,9 @@ class PagesMixin:
                 for part, offset in enumerate(range(4 * start, 4 * end, step)):
                     rows.append((head, part, data[offset : min(offset + step, 4 * end)]))
                 links += end - start
-            self.db.executemany("DELETE FROM out_links WHERE src = ?", fresh)
-            self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
+            if self._had_links:  # a recrawl: the pages' old links go
+                self.db.executemany("DELETE FROM out_links WHERE src = ?", fresh)
+                self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
             self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
             self._written.update(head for (head,) in fresh)
         self._mark_crawled(np.asarray(heads, dtype=np.int64), build_id)
