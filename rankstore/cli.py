@@ -166,6 +166,26 @@ def info(store_path, as_json):
                    f"{item['iterations']} iterations")
 
 
+@cli.command(context_settings=CONTEXT)
+@store_option
+def upgrade(store_path):
+    """Bring a store written by an older rankstore up to this one's layout, in one transaction.
+
+    Any writing command (build, rank) does the same first; readers (the proxy,
+    show, top) ask for it.  An interrupted upgrade leaves the store as it was.
+
+    \b
+    Example:
+        rankstore upgrade --store site.db
+    """
+    from .store import SCHEMA_VERSION
+
+    if not os.path.exists(store_path):
+        raise click.ClickException(f"{store_path}: no such store")
+    open_store(store_path).close()
+    click.echo(f"{store_path}: schema {SCHEMA_VERSION}")
+
+
 def main() -> None:
     cli()
 

@@ -225,9 +225,9 @@ def test_older_schema_is_upgraded_by_a_writing_open(tmp_path):
 
     path = str(tmp_path / "old.db")
     shutil.copy(data("schema4.db"), path)
-    with pytest.raises(StoreError, match="upgrades it"):
+    with pytest.raises(StoreError, match="rankstore upgrade"):
         Store(path, readonly=True)
-    Store(path).close()
+    assert run("upgrade", "--store", path).output == f"{path}: schema {SCHEMA_VERSION}\n"
     for ranking in ("pagerank", "personalized"):
         with open(data(f"schema4-{ranking}.csv"), encoding="utf-8") as handle:
             assert run("export", "--store", path, "--ranking", ranking).output == handle.read()

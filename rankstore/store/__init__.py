@@ -89,7 +89,7 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
     def _check_version(self, create: bool) -> None:
         found = migrations.schema_version(self.db)
         if found != SCHEMA_VERSION:
-            hint = " (any writing command, e.g. `rankstore rank`, upgrades it)" if found and found < SCHEMA_VERSION else ""
+            hint = " (`rankstore upgrade` upgrades it, as any writing command does)" if found and found < SCHEMA_VERSION else ""
             raise StoreError(f"{self.path}: schema version {found or 'none'}, this rankstore reads {SCHEMA_VERSION}{hint}")
 
     def close(self) -> None:
