@@ -24,7 +24,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .extract import extract
-from .sources import GRAPH_FORMATS, EdgeBatch, Record, Skipped, SourceError, detect_format, read_source, source_size
+from .sources import (GRAPH_FORMATS, EdgeBatch, Record, Skipped, SourceError, detect_format, read_cc_sources,
+                      read_source, source_size)
+from .sources.ccgraph import cc_parts
 from .sources.htmldir import check_html_dir
 from .store import PageData, Store
 from .urls import canonical, canonical_many
@@ -49,7 +51,7 @@ class BuildReport:
 
     def skip(self, item: Skipped) -> None:
         reason = item.reason.split(" (")[0].split(";")[0]
-        self.skipped[reason] += 1
+        self.skipped[reason] += item.count
         if len(self.examples) < 50:
             self.examples.append(item)
 
@@ -104,6 +106,9 @@ def check_sources(sources: Sequence[str], fmt: str | None, base_url: str | None 
         if source_format == "html":
             check_html_dir(path, base_url)
         formats.append(source_format)
+    graphs = [path for path, source_format in zip(sources, formats) if source_format == "ccgraph"]
+    if graphs:
+        cc_parts(graphs)  # both halves of the graph are there
     return formats
 
 
@@ -118,8 +123,12 @@ def build(
     progress: ProgressCallback | None = None,
     jobs: int | None = None,
     commit_every: int = 20000,
+    scheme: str = "https",
 ) -> BuildReport:
-    """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``."""
+    """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``.
+
+    ``scheme`` is that of the root pages made of a Common Crawl graph's hosts.
+    """
     formats = check_sources(sources, fmt, base_url)
     pages_sources = [(path, f) for path, f in zip(sources, formats) if f not in GRAPH_FORMATS]
     graph_sources = [(path, f) for path, f in zip(sources, formats) if f in GRAPH_FORMATS]
@@ -135,16 +144,19 @@ def build(
         if progress is not None:
             progress(bytes_read, report.pages)
 
-    def items(chosen: list[tuple[str, str]], jobs: int = 1) -> Iterator[Record | EdgeBatch]:
+    def kept(read: Iterator, path: str) -> Iterator[Record | EdgeBatch]:
+        try:
+            for item in read:
+                if isinstance(item, Skipped):
+                    report.skip(item)
+                else:
+                    yield item
+        except SourceError as error:
+            report.skip(Skipped(path, str(error)))
+
+    def items(chosen: list[tuple[str, str]]) -> Iterator[Record]:
         for path, source_format in chosen:
-            try:
-                for item in read_source(path, source_format, base_url, advance, jobs):
-                    if isinstance(item, Skipped):
-                        report.skip(item)
-                    else:
-                        yield item
-            except SourceError as error:
-                report.skip(Skipped(path, str(error)))
+            yield from kept(read_source(path, source_format, base_url, advance), path)
 
     if pages_sources:
         writer = _Writer(store, report)
@@ -153,11 +165,18 @@ def build(
                         lambda: progress(bytes_read, report.pages) if progress is not None else None)
         finally:
             writer.close()
-    if graph_sources:
-        # Written from this thread while other processes parse the next blocks: a writer thread
-        # would wait on the GIL after every row SQLite stores.
+    # Graphs are written from this thread while other processes parse the next blocks: a writer
+    # thread would wait on the GIL after every row SQLite stores.  Each reader numbers its own
+    # vertices, so each has a loader of its own.
+    for path, source_format in graph_sources:
+        if source_format == "edges":
+            graph = _GraphLoader(store, report)
+            for batch in kept(read_source(path, "edges", progress=advance, jobs=max(jobs - 1, 1)), path):
+                graph.take(batch)
+    web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
+    if web_graph:
         graph = _GraphLoader(store, report)
-        for batch in items(graph_sources, max(jobs - 1, 1)):
+        for batch in kept(read_cc_sources(web_graph, scheme, advance), web_graph[0]):
             graph.take(batch)
     report.pages = len(store.written_pages())
     store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))

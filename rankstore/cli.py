@@ -65,12 +65,17 @@ def cli():
 @click.option("--commit-every", type=click.IntRange(1), default=20000, show_default=True,
               help="Pages per transaction (a transaction also ends at 200,000 links): "
                    "what an interrupted build can lose at most.")
+@click.option("--scheme", type=click.Choice(["https", "http"]), default="https", show_default=True,
+              help="Common Crawl graphs: the scheme of each host's root page.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def build(sources, store_path, fmt, base_url, jobs, commit_every, quiet):
-    """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists) into the store.
+def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet):
+    """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists, Common Crawl web graphs) into the store.
 
     Formats are detected from content; a recrawled page's out-links replace its
-    old ones, new pages are added.  Records that cannot be read are reported
+    old ones, new pages are added.  A Common Crawl host or domain graph is given
+    as its vertices and edges (files, folders of parts or *.paths.gz lists) or
+    one folder holding both; each host becomes its root page, https://host/
+    (--scheme http for http://).  Records that cannot be read are reported
     with their location and skipped; the rest still loads.  Exit status: 0 when
     everything loaded, 3 when some records were skipped, 1 on an error.
 
@@ -80,6 +85,7 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, quiet):
         rankstore build site.warc.gz
         rankstore build mirror/ --base-url http://127.0.0.1:8000/
         rankstore build edges.tsv.gz --store graph.db
+        rankstore build cc-host-vertices.paths.gz cc-host-edges.paths.gz --store hosts.db
     """
     from .build import build as run_build
     from .build import total_size
@@ -110,7 +116,7 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, quiet):
     try:
         if show:
             bar.__enter__()
-        report = run_build(store, sources, fmt, base_url, progress, jobs, commit_every)
+        report = run_build(store, sources, fmt, base_url, progress, jobs, commit_every, scheme)
     except SourceError as error:
         raise click.ClickException(str(error)) from error
     finally:

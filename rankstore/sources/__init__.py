@@ -56,8 +56,11 @@ class EdgeBatch:
 
 @dataclass(slots=True)
 class Skipped:
+    """Something that could not be read: where, why, and how many records it stands for."""
+
     where: str
     reason: str
+    count: int = 1
 
 
 class SourceError(Exception):
@@ -66,8 +69,8 @@ class SourceError(Exception):
 
 Progress = Callable[[int], None]
 
-FORMATS = ("warc", "html", "edges")
-GRAPH_FORMATS = ("edges",)  # read as EdgeBatch, not as a Record per page
+FORMATS = ("warc", "html", "edges", "ccgraph")
+GRAPH_FORMATS = ("edges", "ccgraph")  # read as EdgeBatch, not as a Record per page
 
 
 def _sniff(path: str) -> bytes:
@@ -83,11 +86,19 @@ def _sniff(path: str) -> bytes:
 
 
 def detect_format(path: str) -> str:
-    """'warc', 'html' (a directory of saved pages) or 'edges', from the content."""
+    """'warc', 'html' (a directory of saved pages), 'edges' or 'ccgraph' (Common Crawl's web graph), from content."""
+    from .ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices
+
     if os.path.isdir(path):
-        return "html"
+        try:
+            cc_parts([path])
+            return "ccgraph"
+        except SourceError:
+            return "html"
     if not os.path.exists(path):
         raise SourceError(f"{path}: no such file or directory")
+    if path.endswith((".paths.gz", ".paths")):
+        return "ccgraph"
     try:
         head = _sniff(path)
     except PermissionError as error:
@@ -97,7 +108,9 @@ def detect_format(path: str) -> str:
     if not head.strip():
         raise SourceError(f"{path}: empty file")
     if b"\x00" in head:
-        raise SourceError(f"{path}: not a WARC, HTML directory or edge list (binary content)")
+        raise SourceError(f"{path}: not a WARC, HTML directory, edge list or web graph (binary content)")
+    if looks_like_cc_vertices(head) or looks_like_cc_edges(head):
+        return "ccgraph"
     return "edges"
 
 
@@ -119,11 +132,30 @@ def read_source(
         from .edgelist import read_edge_list
 
         return read_edge_list(path, progress, jobs)
+    if fmt == "ccgraph":
+        raise SourceError(f"{path}: a Common Crawl graph is read from its vertices and edges together "
+                          "(read_graph_sources)")
     raise SourceError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def read_cc_sources(paths: list[str], scheme: str = "https", progress: Progress | None = None):
+    """A Common Crawl graph named by one folder or by its vertices and edges (files, folders or part lists)."""
+    from .ccgraph import cc_parts, read_cc_graph
+
+    vertices, edges = cc_parts(paths)
+    return read_cc_graph(vertices, edges, scheme, progress)
 
 
 def source_size(path: str) -> int:
     """Bytes a reader will report through ``progress`` for this source."""
+    if os.path.isdir(path) or path.endswith((".paths.gz", ".paths")):
+        from .ccgraph import cc_parts, _parts_of
+
+        try:
+            parts = [part for group in cc_parts([path]) for part in group] if os.path.isdir(path) else _parts_of(path)
+            return sum(os.path.getsize(part) for part in parts if os.path.exists(part))
+        except SourceError:
+            pass
     if os.path.isdir(path):
         from .htmldir import html_files
 
