@@ -45,9 +45,9 @@ def site_sizes(pages: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def out_degrees(pages: int, links: int, rng: np.random.Generator) -> np.ndarray:
-    """Zipf out-degrees (about 10% zero, at most 5,000) summing to exactly ``links``."""
+    """Zipf out-degrees (about 10% zero, at most 5,000 or a quarter of the pages) summing to exactly ``links``."""
     raw = np.where(rng.random(pages) < 0.1, 0, rng.zipf(2.0, pages)).astype(np.float64)
-    degree = np.minimum(np.floor(raw * links / raw.sum()), 5000).astype(np.int64)
+    degree = np.minimum(np.floor(raw * links / raw.sum()), min(5000, (pages - 1) // 4)).astype(np.int64)
     short = links - int(degree.sum())
     linking = np.flatnonzero(raw > 0)
     while short > 0:  # spread what rounding lost over linking hosts, one link each

@@ -25,7 +25,6 @@ the next part is read.
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import re
 import zlib
@@ -35,11 +34,13 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import EdgeBatch, Skipped, SourceError
+from .textblocks import line_blocks, open_text
 
 __all__ = ["read_cc_graph", "cc_parts", "looks_like_cc_vertices", "looks_like_cc_edges", "REPORTED"]
 
 REPORTED = 1000  # bad lines of one kind reported one by one in a part; the rest are counted
 BLOCK = 1 << 25  # bytes of text parsed at once
+MAX_LINE = 64 * 1024
 _VERTEX = re.compile(rb"(\d+)\t([a-z0-9_-]+(?:\.[a-z0-9_-]+)*)(?:\t\d+)?\r?\Z")
 _EDGE_CHARS = b"0123456789\t\n"
 
@@ -164,52 +165,19 @@ class _Reporter:
                 yield Skipped(self.path, f"{kind} ({count - REPORTED:,} more lines)", count - REPORTED)
 
 
-def _open(path: str, progress: Callable[[int], None] | None):
-    try:
-        raw = open(path, "rb")
-    except OSError as error:
-        raise SourceError(f"{path}: cannot open: {error.strerror}") from error
-    counted = io.BufferedReader(_Counting(raw, progress), 1 << 20)
-    gzipped = raw.read(2) == b"\x1f\x8b"
-    raw.seek(0)
-    return raw, (gzip.GzipFile(fileobj=counted) if gzipped else counted)
-
-
-class _Counting(io.RawIOBase):
-    """Counts compressed bytes read, for the progress bar."""
-
-    def __init__(self, raw, progress):
-        self._raw = raw
-        self._progress = progress
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        count = self._raw.readinto(buffer)
-        if self._progress is not None and count:
-            self._progress(count)
-        return count
-
-
 def _blocks(path: str, progress) -> Iterator[tuple[bytes, int] | Skipped]:
     """(whole lines, number of the first) of one part; a Skipped if the part breaks off."""
-    raw, stream = _open(path, progress)
+    raw, stream = open_text(path, progress)
     line = 1
-    carry = b""
     with raw, stream:
         try:
-            while chunk := stream.read(BLOCK):
-                data = carry + chunk
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    carry = data
+            for block, first in line_blocks(stream, BLOCK, MAX_LINE):
+                if block is None:
+                    yield Skipped(f"{path}:{first}", f"line over {MAX_LINE} bytes")
+                    line = first + 1
                     continue
-                block, carry = data[:cut], data[cut + 1 :]
-                yield block, line
-                line += block.count(b"\n") + 1
-            if carry:
-                yield carry, line
+                yield block, first
+                line = first + block.count(b"\n") + 1
         except (OSError, EOFError, zlib.error) as error:
             yield Skipped(f"{path}:{line}", f"unreadable data ({error}); the rest of the part is lost")
 

@@ -11,8 +11,6 @@ apart by a few calls into C, not line by line.
 
 from __future__ import annotations
 
-import gzip
-import io
 import math
 import multiprocessing
 import re
@@ -25,6 +23,7 @@ import numpy as np
 
 from . import EdgeBatch, Progress, Skipped, SourceError
 from .pairs import split_pairs
+from .textblocks import line_blocks, open_text
 
 __all__ = ["read_edge_list", "MAX_LINE"]
 
@@ -32,56 +31,6 @@ MAX_LINE = 64 * 1024
 BLOCK = 1 << 23  # bytes of text parsed at once
 # '#' starts a comment at the start of a line or after white space, not inside a URL.
 _COMMENT = re.compile(rb"(^|\s)#.*", re.DOTALL)
-
-
-class _Counting(io.RawIOBase):
-    """Counts compressed bytes read, for the progress bar."""
-
-    def __init__(self, raw, progress: Progress | None):
-        self._raw = raw
-        self._progress = progress
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        count = self._raw.readinto(buffer)
-        if self._progress is not None and count:
-            self._progress(count)
-        return count
-
-
-def _blocks(stream, path: str) -> Iterator[tuple[bytes | None, int, str]]:
-    """(text of whole lines, number of its first line, path); None for the text of line n over MAX_LINE."""
-    carry = b""
-    line = 1
-    skipping = False
-    while True:
-        chunk = stream.read(BLOCK)
-        if not chunk:
-            if skipping:
-                yield None, line, path
-            elif carry:
-                yield carry, line, path
-            return
-        data = carry + chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if skipping or len(data) > MAX_LINE:
-                skipping, carry = True, b""
-            else:
-                carry = data
-            continue
-        start = 0
-        if skipping:  # the rest of an over-long line ends at the first newline
-            start = data.find(b"\n") + 1
-            yield None, line, path
-            line += 1
-            skipping = False
-        block, carry = data[start:cut], data[cut + 1 :]
-        if start <= cut:
-            yield block, line, path
-            line += block.count(b"\n") + 1
 
 
 class _Vertices:
@@ -108,25 +57,15 @@ class _Vertices:
         return urls
 
 
-def _open(path: str, progress: Progress | None):
-    try:
-        raw = open(path, "rb")
-    except OSError as error:
-        raise SourceError(f"{path}: cannot open: {error.strerror}") from error
-    counted = io.BufferedReader(_Counting(raw, progress), 1 << 20)
-    gzipped = raw.read(2) == b"\x1f\x8b"
-    raw.seek(0)
-    return raw, (gzip.GzipFile(fileobj=counted) if gzipped else counted)
-
-
 def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 1) -> Iterator[EdgeBatch | Skipped]:
     """The file's links in blocks; with ``jobs`` > 1, blocks are taken apart in that many other processes."""
-    raw, stream = _open(path, progress)
+    raw, stream = open_text(path, progress)
     vertices = _Vertices()
     line = 1
     with raw, stream:
         try:
-            for block in _parsed(_blocks(stream, path), jobs):
+            blocks = ((block, first, path) for block, first in line_blocks(stream, BLOCK, MAX_LINE))
+            for block in _parsed(blocks, jobs):
                 line = block.last + 1
                 yield from block.skipped
                 if len(block.tokens):

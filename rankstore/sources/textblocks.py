@@ -1,0 +1,102 @@
+"""Big text files read a block of whole lines at a time, gzipped or not, counting bytes for progress bars.
+
+Shared by the line-based graph readers (edge lists, Common Crawl graphs).
+Text is taken 64 KiB at a time, so a gzip stream that breaks off loses only
+what follows its last whole piece: the lines before are still given, then the
+error is raised.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from typing import Callable, Iterator
+
+from . import SourceError
+
+__all__ = ["open_text", "line_blocks"]
+
+_READ = 1 << 16
+
+
+class _Counting(io.RawIOBase):
+    """Counts compressed bytes read, for the progress bar."""
+
+    def __init__(self, raw, progress: Callable[[int], None] | None):
+        self._raw = raw
+        self._progress = progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self._raw.readinto(buffer)
+        if self._progress is not None and count:
+            self._progress(count)
+        return count
+
+
+def open_text(path: str, progress: Callable[[int], None] | None = None):
+    """(raw file, stream of its text): gunzipped when it starts with gzip's magic bytes."""
+    try:
+        raw = open(path, "rb")
+    except OSError as error:
+        raise SourceError(f"{path}: cannot open: {error.strerror}") from error
+    counted = io.BufferedReader(_Counting(raw, progress), 1 << 20)
+    gzipped = raw.read(2) == b"\x1f\x8b"
+    raw.seek(0)
+    return raw, (gzip.GzipFile(fileobj=counted) if gzipped else counted)
+
+
+def line_blocks(stream, size: int, max_line: int) -> Iterator[tuple[bytes | None, int]]:
+    """(text of whole lines, number of its first line), about ``size`` bytes at a time.
+
+    ``(None, n)`` stands for line ``n`` when it is longer than ``max_line``
+    (its text is dropped as it is read).  An error of the stream (a truncated
+    gzip) is raised after the whole lines read before it.
+    """
+    carry = b""
+    line = 1
+    skipping = False
+    error: BaseException | None = None
+    while error is None:
+        pieces = [carry]
+        length = len(carry)
+        try:
+            while length < size:
+                piece = stream.read(_READ)
+                if not piece:
+                    break
+                pieces.append(piece)
+                length += len(piece)
+        except (OSError, EOFError) as problem:
+            error = problem
+        data = b"".join(pieces)
+        if len(pieces) == 1 and error is None:  # the end
+            if skipping:
+                yield None, line
+            elif carry:
+                yield carry, line
+            return
+        if skipping:  # the rest of an over-long line ends at the first newline
+            end = data.find(b"\n")
+            if end < 0:
+                carry = b""
+                continue
+            yield None, line
+            line += 1
+            skipping = False
+            data = data[end + 1 :]
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) > max_line:
+                skipping, carry = True, b""
+            else:
+                carry = data
+            continue
+        block, carry = data[:cut], data[cut + 1 :]
+        yield block, line
+        line += block.count(b"\n") + 1
+        if len(carry) > max_line:
+            skipping, carry = True, b""
+    raise error
