@@ -59,13 +59,16 @@ def out_degrees(pages: int, links: int, rng: np.random.Generator) -> np.ndarray:
 
 def draw_targets(src: np.ndarray, site_of: np.ndarray, site_start: np.ndarray, sizes: np.ndarray,
                  popular: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A target for each link from ``src``: inside its site by Zipf popularity (never itself), else across sites."""
     m = len(src)
     site = site_of[src]
     size = sizes[site]
-    local = np.minimum(rng.zipf(1.5, m) - 1, size - 1)
+    own = src - site_start[site]
+    local = np.minimum(rng.zipf(1.5, m) - 1, np.maximum(size - 2, 0))
+    local += local >= own  # skip the source itself
     inside = site_start[site] + local
     across = popular[np.minimum(rng.zipf(1.3, m) - 1, len(popular) - 1)]
-    return np.where(rng.random(m) < INSIDE, inside, across)
+    return np.where((rng.random(m) < INSIDE) & (size > 1), inside, across)
 
 
 def links_of(first: int, last: int, degree: np.ndarray, site_of, site_start, sizes, popular,
@@ -73,27 +76,23 @@ def links_of(first: int, last: int, degree: np.ndarray, site_of, site_start, siz
     """Exactly degree[i] distinct targets, none itself, for each source i in [first, last), sorted."""
     pages = len(degree)
     want = degree[first:last]
-    src = np.repeat(np.arange(first, last, dtype=np.int64), want)
+    sources = np.arange(first, last, dtype=np.int64)
     key = np.zeros(0, dtype=np.int64)
-    missing = src
-    for round_ in range(60):
-        if round_ < 20:
-            dst = draw_targets(missing, site_of, site_start, sizes, popular, rng)
-        else:  # a host whose degree its popular targets cannot fill: any page, uniformly
-            dst = rng.integers(0, pages, len(missing))
-        fresh = missing * pages + dst
-        key = np.unique(np.concatenate([key, fresh[dst != missing]]))
-        have = np.bincount(key // pages - first, minlength=last - first)
-        # keep each source's first `want` targets (a random subset: the draws are random)
-        rank = np.arange(len(key)) - np.repeat(np.cumsum(have) - have, have)
-        key = key[rank < np.repeat(want, have)]
-        lacking = want - np.minimum(have, want)
+    lacking = want
+    for round_ in range(100):
+        src = np.repeat(sources, lacking)
+        if round_ < 3:
+            dst = draw_targets(src, site_of, site_start, sizes, popular, rng)
+        else:  # what popularity keeps drawing twice: any page, uniformly
+            dst = rng.integers(0, pages, len(src))
+        fresh = np.unique((src * pages + dst)[dst != src])
+        at = np.searchsorted(key, fresh)
+        fresh = fresh[(at == len(key)) | (key[np.minimum(at, len(key) - 1)] != fresh)] if len(key) else fresh
+        key = np.insert(key, np.searchsorted(key, fresh), fresh)
+        lacking = want - np.bincount(key // pages - first, minlength=last - first)
         if not lacking.any():
-            break
-        missing = np.repeat(np.arange(first, last, dtype=np.int64), lacking)
-    else:
-        raise SystemExit("could not draw enough distinct links: use fewer --links")
-    return key // pages, key % pages
+            return key // pages, key % pages
+    raise SystemExit("could not draw enough distinct links: use fewer --links")
 
 
 def write_part(path: str, table: pa.Table) -> None:
