@@ -1,0 +1,144 @@
+/* The C twin of rankstore.sources.pairs.split_pairs_python: an edge list's block of plain
+ * "SRC<sep>DST" lines -> (its distinct tokens in order of first appearance, int32 index of each
+ * token as native-endian bytes), or None when the block is not all plain pairs.  The Python twin
+ * is the reference; tests hold this one to its answers. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_TOKEN (32 * 1024)
+
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t start;
+    Py_ssize_t length;
+    int32_t index; /* -1: empty slot */
+} Slot;
+
+/* what each byte is to bytes.split() and to the acceptance rule */
+enum { TOKEN = 0, SEPARATOR = 1, NEWLINE = 2, SPACE = 3, HASH = 4 };
+static unsigned char kind[256];
+
+static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n) {
+    /* eight bytes at a time, mixed as in splitmix64 */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+        p += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0x94D049BB133111EBULL;
+    return h ^ (h >> 29);
+}
+
+static PyObject *split_pairs(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *text = (const unsigned char *)view.buf;
+    Py_ssize_t size = view.len;
+    Py_ssize_t lines = 1;
+    for (const unsigned char *at = text; (at = memchr(at, '\n', (size_t)(text + size - at))) != NULL; at++) lines++;
+    Py_ssize_t expected = 2 * lines; /* tokens of a block of plain pairs */
+    if (expected > INT32_MAX) goto not_plain;
+
+    Py_ssize_t capacity = 16;
+    while (capacity < 2 * expected) capacity <<= 1;
+    Slot *slots = PyMem_Malloc((size_t)capacity * sizeof(Slot));
+    PyObject *distinct = PyList_New(0);
+    PyObject *indices = PyBytes_FromStringAndSize(NULL, expected * (Py_ssize_t)sizeof(int32_t));
+    if (slots == NULL || distinct == NULL || indices == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < capacity; i++) slots[i].index = -1;
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(indices);
+    int32_t count = 0;
+    Py_ssize_t tokens = 0, separators = 0, i = 0;
+    while (i < size) {
+        unsigned char k = kind[text[i]];
+        if (k != TOKEN) {
+            if (k == SEPARATOR) {
+                separators++;
+            } else if (k == NEWLINE) {
+                if (separators != 1) goto plain_no_more;
+                separators = 0;
+            } else if (k == HASH) {
+                goto plain_no_more;
+            }
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        while (i < size && kind[text[i]] == TOKEN) i++;
+        if (i < size && kind[text[i]] == HASH) goto plain_no_more; /* '#' ends no token: it is in one */
+        Py_ssize_t length = i - start;
+        if (length > MAX_TOKEN || tokens == expected) goto plain_no_more;
+        uint64_t hash = hash_bytes(text + start, length);
+        Py_ssize_t slot = (Py_ssize_t)(hash & (uint64_t)(capacity - 1));
+        for (;;) {
+            Slot *s = &slots[slot];
+            if (s->index < 0) {
+                PyObject *token = PyBytes_FromStringAndSize((const char *)text + start, length);
+                if (token == NULL || PyList_Append(distinct, token) < 0) {
+                    Py_XDECREF(token);
+                    goto fail;
+                }
+                Py_DECREF(token);
+                s->hash = hash;
+                s->start = start;
+                s->length = length;
+                s->index = count++;
+                out[tokens++] = s->index;
+                break;
+            }
+            if (s->hash == hash && s->length == length && memcmp(text + s->start, text + start, (size_t)length) == 0) {
+                out[tokens++] = s->index;
+                break;
+            }
+            slot = (slot + 1) & (capacity - 1);
+        }
+    }
+    if (separators != 1 || tokens != expected) goto plain_no_more;
+    PyMem_Free(slots);
+    PyBuffer_Release(&view);
+    PyObject *result = PyTuple_Pack(2, distinct, indices);
+    Py_DECREF(distinct);
+    Py_DECREF(indices);
+    return result;
+
+plain_no_more:
+    PyMem_Free(slots);
+    Py_DECREF(distinct);
+    Py_DECREF(indices);
+not_plain:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(slots);
+    Py_XDECREF(distinct);
+    Py_XDECREF(indices);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"split_pairs", split_pairs, METH_O,
+     "split_pairs(block) -> (distinct tokens, int32 indices as bytes) or None: see pairs.split_pairs_python."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastpairs", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fastpairs(void) {
+    kind['\t'] = kind[' '] = SEPARATOR;
+    kind['\n'] = NEWLINE;
+    kind['\r'] = kind['\x0b'] = kind['\x0c'] = SPACE;
+    kind['#'] = HASH;
+    return PyModule_Create(&module);
+}
