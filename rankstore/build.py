@@ -171,7 +171,7 @@ def build(
     for path, source_format in graph_sources:
         if source_format == "edges":
             graph = _GraphLoader(store, report)
-            for batch in kept(read_source(path, "edges", progress=advance, jobs=max(jobs - 1, 1)), path):
+            for batch in kept(read_source(path, "edges", progress=advance, jobs=jobs - 1), path):
                 graph.take(batch)
     web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
     if web_graph:

@@ -17,7 +17,6 @@ from rankstore.cli import EXIT_SKIPPED, cli
 from rankstore.sources import EdgeBatch, Skipped, SourceError, detect_format
 from rankstore.sources import ccgraph
 from rankstore.sources.ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices, read_cc_graph
-from rankstore.store import Store
 
 HOST = data("ccgraph/host")
 HOST_URLS = ["https://example.com/", "https://blog.example.com/", "https://shop.example.com/",

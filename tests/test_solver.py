@@ -205,7 +205,7 @@ def test_many_pieces_and_threads_give_the_one_piece_answer(method, monkeypatch):
     # own share of the sinks: cut a graph with many sinks into 13 pieces on 2 threads.
     # E is not uniform: with a uniform E, the rank the sinks spread uniformly is a
     # multiple of E, and a wrong share of it would not show in the normalised scores
-    from rankstore import solver
+    from rankstore.solver import product as solver
 
     rng = np.random.default_rng(11)
     n, m = 50_000, 300_000
@@ -222,7 +222,8 @@ def test_many_pieces_and_threads_give_the_one_piece_answer(method, monkeypatch):
 def test_the_product_in_its_inner_order_is_the_plain_product(weighted, monkeypatch):
     # pages renumbered (most-read first, sinks last), set up over several chunks,
     # long rows cut between kernel calls, two threads: still M x, page for page
-    from rankstore import solver
+    from rankstore.solver import product as solver
+    from rankstore.solver.dangling import _transition
 
     monkeypatch.setattr(solver, "_CALL_LINKS", 7)
     monkeypatch.setattr(solver, "_CHUNK", 500)
@@ -242,7 +243,7 @@ def test_the_product_in_its_inner_order_is_the_plain_product(weighted, monkeypat
         assert product.live == np.count_nonzero(degree) and np.all(degree[product.order[product.live:]] == 0)
         assert len(product.blocks) == 2 and np.diff(g.indptr).max() > 3 * solver._CALL_LINKS
         x = rng.random(n)
-        expected = 0.5 + solver._transition(g, weighted, scale=0.85) @ x
+        expected = 0.5 + _transition(g, weighted, scale=0.85) @ x
         for kind, tolerance in ((np.float64, 1e-13), (np.float32, 1e-5)):
             z = (product.inner(x) * product.inverse[np.dtype(kind)]).astype(kind)
             out = np.empty(n, dtype=kind)

@@ -116,9 +116,12 @@ def detect_format(path: str) -> str:
 
 def read_source(
     path: str, fmt: str | None = None, base_url: str | None = None, progress: Progress | None = None,
-    jobs: int = 1,
+    jobs: int = 0,
 ) -> Iterator[Record | EdgeBatch | Skipped]:
-    """Records (or, for GRAPH_FORMATS, EdgeBatch) of one source; ``progress`` is called with input bytes consumed."""
+    """Records (or, for GRAPH_FORMATS, EdgeBatch) of one source; ``progress`` is called with input bytes consumed.
+
+    ``jobs``: processes besides this one that an edge list's blocks are taken apart in.
+    """
     fmt = fmt or detect_format(path)
     if fmt == "warc":
         from .warc import read_warc

@@ -21,14 +21,14 @@ from typing import Iterator
 
 import numpy as np
 
-from . import EdgeBatch, Progress, Skipped, SourceError
+from . import EdgeBatch, Progress, Skipped
 from .pairs import split_pairs
 from .textblocks import line_blocks, open_text
 
 __all__ = ["read_edge_list", "MAX_LINE"]
 
 MAX_LINE = 64 * 1024
-BLOCK = 1 << 23  # bytes of text parsed at once
+BLOCK = 1 << 25  # bytes of text parsed (and links stored in one transaction) at once
 # '#' starts a comment at the start of a line or after white space, not inside a URL.
 _COMMENT = re.compile(rb"(^|\s)#.*", re.DOTALL)
 
@@ -57,8 +57,8 @@ class _Vertices:
         return urls
 
 
-def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 1) -> Iterator[EdgeBatch | Skipped]:
-    """The file's links in blocks; with ``jobs`` > 1, blocks are taken apart in that many other processes."""
+def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 0) -> Iterator[EdgeBatch | Skipped]:
+    """The file's links in blocks, taken apart in ``jobs`` other processes (0: in this one)."""
     raw, stream = open_text(path, progress)
     vertices = _Vertices()
     line = 1
@@ -77,15 +77,15 @@ def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 1) -
 
 
 def _parsed(blocks: Iterator[tuple[bytes | None, int, str]], jobs: int) -> Iterator["_Block"]:
-    """Blocks taken apart in order, in ``jobs`` other processes, a bounded number in flight."""
-    if jobs <= 1:
+    """Blocks taken apart in order, in ``jobs`` other processes (0: here), a bounded number in flight."""
+    if jobs <= 0:
         yield from map(_parse, blocks)
         return
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         inflight: deque = deque()
         for item in blocks:
             inflight.append(pool.apply_async(_parse, (item,)))
-            if len(inflight) > 2 * jobs:
+            if len(inflight) > jobs + 1:
                 yield inflight.popleft().get()
         while inflight:
             yield inflight.popleft().get()

@@ -58,7 +58,7 @@ def sql_float64(blob: str, index: str) -> str:
             f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)")
 
 
-TABLES = f"""
+TABLES = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

@@ -1,0 +1,155 @@
+"""BiCGSTAB on the PageRank linear system: far fewer steps than the power method."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from . import product as _product
+from .system import Result, _System
+
+
+def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
+              callback: Callable[[int, float], None] | None) -> Result:
+    """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||/||b|| < tol.
+
+    Two products a step, but far fewer steps than the power method (18 instead
+    of 103 on rust-doc, for a 100x smaller error).  Written out here, in place
+    on seven n-vectors (x, r, r0, p, v, t, and inverse·p or inverse·s for the
+    product), rather than scipy's version, which allocates new vectors at
+    every step; the vector updates around the two products are fused into
+    five passes over cache-sized pieces (:class:`_Pieces`), which also gather
+    the rank at the sinks that the next product needs.
+    """
+    damping, dangling_to = system.damping, system.dangling_to
+    product = _product._Product(system.graph, system.weighted, system.threads, scale=damping)
+    n, live, inverse = product.n, product.live, product.inverse[np.dtype(np.float64)]
+    pieces = _product._Pieces(n, product)
+    has_sinks = dangling_to is not None and live < n
+    uniform_dangling = dangling_to is not None and len(dangling_to) == 1
+    if dangling_to is not None and not uniform_dangling:
+        dangling_to = product.inner(dangling_to)
+    einsum = np.einsum
+
+    def sinks_sum(vector: np.ndarray, lo: int, hi: int) -> float:
+        """The part of ``vector`` at sinks among pages [lo, hi) (the sinks are the pages from ``live`` on)."""
+        return float(vector[max(lo, live) : hi].sum()) if has_sinks and hi > live else 0.0
+
+    def moved(scaled: np.ndarray, out: np.ndarray, at_sinks: float) -> None:
+        """out = (dM + d s dangling^T) vector, given inverse·vector and the part of ``vector`` at sinks.
+
+        A x is then x - out; callers take that difference in their next pass.
+        """
+        fill = 0.0
+        if has_sinks:
+            mass = damping * at_sinks
+            fill = mass * dangling_to[0] if uniform_dangling else mass * dangling_to
+        product(scaled, out, fill)
+
+    try:
+        x = product.inner(start)
+        r = np.empty_like(x)
+        scaled = x * inverse  # inverse·(the vector the next product multiplies)
+        moved(scaled, r, sinks_sum(x, 0, n))
+        b = product.inner(system.teleport)
+        b *= 1.0 - damping
+        b_norm = float(np.linalg.norm(b))
+        np.subtract(r, x, out=r)
+        np.add(r, b, out=r)  # r = b - A x
+        del b
+        r0 = r.copy()
+        p = np.zeros_like(x)
+        v = np.zeros_like(x)
+        t = np.empty_like(x)
+        rho = alpha = omega = 1.0
+        residuals: list[float] = []
+        rho_new, r_norm = (float(value) for value in pieces.run(
+            lambda lo, hi, _: (einsum("i,i->", r0[lo:hi], r[lo:hi]), einsum("i,i->", r[lo:hi], r[lo:hi])), 2))
+        converged = b_norm == 0 or math.sqrt(r_norm) <= tol * b_norm
+        steps = 0
+        while not converged and steps < max_iter:
+            steps += 1
+            if rho_new == 0.0:
+                break  # breakdown: r is orthogonal to r0
+            beta = (rho_new / rho) * (alpha / omega)
+
+            def new_direction(lo: int, hi: int, scratch: np.ndarray) -> tuple:
+                """p = beta (p - omega v) + r, and inverse·p; p's part at sinks."""
+                piece = p[lo:hi]
+                np.multiply(v[lo:hi], omega, out=scratch[0])
+                np.subtract(piece, scratch[0], out=piece)
+                np.multiply(piece, beta, out=piece)
+                np.add(piece, r[lo:hi], out=piece)
+                np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
+                return (sinks_sum(p, lo, hi),)
+
+            (p_sinks,) = pieces.run(new_direction, 1)
+            moved(scaled, v, float(p_sinks))
+
+            def direction_applied(lo: int, hi: int, _: np.ndarray) -> tuple:
+                """v = A p; (r0, v)."""
+                np.subtract(p[lo:hi], v[lo:hi], out=v[lo:hi])
+                return (einsum("i,i->", r0[lo:hi], v[lo:hi]),)
+
+            (r0_v,) = pieces.run(direction_applied, 1)
+            alpha = rho_new / float(r0_v)
+
+            def half_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
+                """s = r - alpha v (kept in r), and inverse·s; ||s||^2 and s's part at sinks."""
+                piece = r[lo:hi]
+                np.multiply(v[lo:hi], alpha, out=scratch[0])
+                np.subtract(piece, scratch[0], out=piece)
+                np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
+                return einsum("i,i->", piece, piece), sinks_sum(r, lo, hi)
+
+            s_norm, s_sinks = pieces.run(half_step, 2)
+            if math.sqrt(s_norm) <= tol * b_norm:
+
+                def finish(lo: int, hi: int, scratch: np.ndarray) -> tuple:
+                    """x += alpha p; ||alpha p||_1."""
+                    step = scratch[0]
+                    np.multiply(p[lo:hi], alpha, out=step)
+                    np.add(x[lo:hi], step, out=x[lo:hi])
+                    np.abs(step, out=step)
+                    return (step.sum(),)
+
+                (l1,) = pieces.run(finish, 1)
+                converged = True
+            else:
+                moved(scaled, t, float(s_sinks))
+
+                def s_applied(lo: int, hi: int, _: np.ndarray) -> tuple:
+                    """t = A s; (t, s), (t, t)."""
+                    np.subtract(r[lo:hi], t[lo:hi], out=t[lo:hi])
+                    return einsum("i,i->", t[lo:hi], r[lo:hi]), einsum("i,i->", t[lo:hi], t[lo:hi])
+
+                t_s, t_t = pieces.run(s_applied, 2)
+                omega = float(t_s) / float(t_t)
+
+                def full_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
+                    """x += alpha p + omega s; r = s - omega t; ||r||^2, (r0, r), ||alpha p + omega s||_1."""
+                    piece, step, other = r[lo:hi], scratch[0], scratch[1]
+                    np.multiply(p[lo:hi], alpha, out=step)
+                    np.multiply(piece, omega, out=other)
+                    np.add(step, other, out=step)
+                    np.add(x[lo:hi], step, out=x[lo:hi])
+                    np.multiply(t[lo:hi], omega, out=other)
+                    np.subtract(piece, other, out=piece)
+                    np.abs(step, out=step)
+                    return einsum("i,i->", piece, piece), einsum("i,i->", r0[lo:hi], piece), step.sum()
+
+                r_norm, rho_next, l1 = pieces.run(full_step, 3)
+                converged = math.sqrt(r_norm) <= tol * b_norm
+            rho, rho_new = rho_new, float(rho_next) if not converged else rho_new
+            residuals.append(float(l1))
+            if callback is not None:
+                callback(steps, residuals[-1])
+        x = product.outer(x)
+    finally:
+        product.close()
+    if dangling_to is not None and x.sum() > 0:
+        x /= x.sum()
+    return Result(x, steps, residuals or [0.0], converged)
+
