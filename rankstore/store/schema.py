@@ -164,6 +164,3 @@ WHERE r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
 """
 
 COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)
-
-# Version 4's tables that schema 5 replaces (its links, scores and lookups by URL hash).
-_V4_TABLES = ("ranked_links", "score_keys", "scores", "links")
