@@ -19,6 +19,7 @@ __all__ = ["GraphMixin", "InLinks"]
 BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
 BLOCK_MAX_PAGES = 1 << 13
 _CHUNK = 1 << 24  # links converted at once: bounded temporaries on graphs of any size
+_ROWS = 1 << 18  # out_links rows read at once
 
 
 @dataclass
@@ -50,20 +51,19 @@ class GraphMixin:
         count = self.db.execute("SELECT count(*) FROM pages").fetchone()[0]
         if count != n:
             raise RuntimeError(f"page ids are not dense ({count} pages, largest id {n})")
-        sources, parts = [], []
-        for src, targets in self.db.execute("SELECT src, targets FROM out_links ORDER BY src, part"):
-            sources.append(src)
-            parts.append(targets)
-        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)) // 4
-        joined = b"".join(parts)
-        del parts
-        key = np.frombuffer(joined, dtype=">i4").astype(np.int64)
-        del joined
-        # key = target index * n + source index, in place: the CSR's order once sorted
-        key -= 1
-        key *= max(n, 1)
-        key += np.repeat(np.asarray(sources, dtype=np.int64) - 1, lengths)
-        del sources, lengths
+        total = self.db.execute("SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links").fetchone()[0]
+        key = np.empty(total, dtype=np.int64)  # target index * n + source index: the CSR's order once sorted
+        filled = 0
+        cursor = self.db.execute("SELECT src, targets FROM out_links ORDER BY src, part")
+        while rows := cursor.fetchmany(_ROWS):
+            sources, parts = zip(*rows)
+            lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)) // 4
+            part = key[filled : filled + int(lengths.sum())]
+            part[:] = np.frombuffer(b"".join(parts), dtype=">i4")
+            part -= 1
+            part *= max(n, 1)
+            part += np.repeat(np.asarray(sources, dtype=np.int64) - 1, lengths)
+            filled += len(part)
         key.sort()
         nofollow, weights = self._notes_along(key, n)
         indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))

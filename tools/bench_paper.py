@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The paper's scale on this machine: build and rank a 24-million-page, 322-million-link web graph.
+
+    .venv/bin/python tools/make_paper_graph.py --out /work/paper-graph      # once: the graph, in Common Crawl's format
+    .venv/bin/python tools/bench_paper.py /work/paper-graph --store /work/paper.db
+
+Times `rankstore build` and `rankstore rank` as whole processes, with the peak
+resident memory of each process tree; then, on the ranked store, the reads the
+proxy makes (top 50 backlinks of the page with the most backlinks and of a
+page with about 1,000, 1,000 URL look-ups in one batch), and the store's size
+a link.  Targets (issue 5): build <= 20 min, rank <= 5 min, peak RSS <= 12 GiB,
+<= 40 bytes a link, the look-ups within bench_store.py's targets.  The paper
+(section 3.1) ranked its 322-million-link graph in about five hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_build import run_measured  # noqa: E402
+from bench_store import timed  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("graph", help="the graph's folder (vertices and edges parts)")
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--skip-build", action="store_true", help="rank (and read) the store as it is")
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    from rankstore.store import Store
+
+    if not args.skip_build:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(args.store + suffix):
+                os.remove(args.store + suffix)
+        seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "build", args.graph, "--store",
+                                              args.store, "-q"])
+        print(f"build: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 20 min, <= 12 GiB)\n  "
+              + output.strip().replace("\n", "\n  "), flush=True)
+    seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "rank", "--store", args.store, "-q"])
+    print(f"rank: {seconds / 60:.2f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 5 min, <= 12 GiB)\n  "
+          + output.strip().replace("\n", "\n  "), flush=True)
+    with Store(args.store, readonly=True) as store:
+        info = store.info()
+        links = info["links"]
+        print(f"store: {info['pages']:,} pages, {links:,} links, {info['size_bytes'] / 2**30:.2f} GiB = "
+              f"{info['size_bytes'] / links:.1f} bytes a link (target <= 40)", flush=True)
+        ranking_id, pages = store.ranking_head()
+        arrays = store.ranking_arrays(ranking_id)
+        most = int(np.argmax(arrays.inlinks))
+        near = int(np.argmin(np.abs(arrays.inlinks - 1000)))
+        urls = store.urls_of([most + 1, near + 1])
+        for index, label in ((most, "the page with the most"), (near, "a page with about 1,000")):
+            url = urls[index + 1]
+            median, p99 = timed(lambda: store.backlinks(url, limit=50), args.repeat)
+            print(f"top 50 backlinks of {label} backlinks ({int(arrays.inlinks[index]):,}): median {median:.2f} ms, "
+                  f"p99 {p99:.2f} ms", flush=True)
+        rng = random.Random(3)
+        sample = store.urls_of(rng.sample(range(1, pages + 1), 20_000))
+        every = list(sample.values())
+        batches = [rng.sample(every, 1000) for _ in range(args.repeat)]
+        for batch in batches[: args.repeat // 4]:
+            store.scores_by_url(batch)  # a running proxy's page cache is warm
+        iterator = iter(batches)
+        median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
+        print(f"1,000 URL look-ups in one batch: median {median:.2f} ms, p99 {p99:.2f} ms (target <= 5 ms)")
+
+
+if __name__ == "__main__":
+    main()
