@@ -187,60 +187,62 @@ def read_cc_graph(vertices: list[str], edges: list[str], scheme: str = "https",
     """The graph's vertices (as root-page URLs), then its links, in bulk."""
     number = np.full(0, -1, dtype=np.int64)  # Common Crawl id -> our vertex number, -1 where none
     count = 0
-    for path in vertices:
+    for item in _part_blocks(vertices, progress):
+        if isinstance(item, Skipped):
+            yield item
+            continue
+        path, report, block, first = item
+        ids, urls, lines, bad = _vertex_lines(block, first, scheme)
+        for line in bad:
+            yield from report.bad(line, "not a vertex line", "expected ID<TAB>reversed.host.name")
+        if not ids:
+            continue
+        ids_array = np.array(ids, dtype=np.int64)
+        if ids_array.max() >= len(number):
+            grown = max(int(ids_array.max()) + 1, 2 * len(number))
+            number = np.concatenate([number, np.full(grown - len(number), -1, dtype=np.int64)])
+        seen = number[ids_array] >= 0
+        _, first_of = np.unique(ids_array, return_index=True)
+        repeated = np.ones(len(ids_array), dtype=bool)
+        repeated[first_of] = False
+        seen |= repeated
+        if seen.any():
+            for index in np.flatnonzero(seen).tolist():
+                yield from report.bad(lines[index], "duplicate vertex id", f"id {ids[index]} seen before")
+            ids_array = ids_array[~seen]
+            urls = [url for url, kept in zip(urls, (~seen).tolist()) if kept]
+        number[ids_array] = np.arange(count, count + len(ids_array))
+        count += len(ids_array)
+        yield EdgeBatch(urls, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), None,
+                        f"{path}:{first}-{lines[-1]}")
+    for item in _part_blocks(edges, progress):
+        if isinstance(item, Skipped):
+            yield item
+            continue
+        path, report, block, first = item
+        src, dst, lines, bad = _edge_lines(block, first)
+        for line in bad:
+            yield from report.bad(line, "not an edge line", "expected FROM_ID<TAB>TO_ID")
+        if not len(src):
+            continue
+        src_number, dst_number = _numbered(number, src), _numbered(number, dst)
+        missing = (src_number < 0) | (dst_number < 0)
+        if missing.any():
+            for index in np.flatnonzero(missing).tolist():
+                absent = int(src[index]) if src_number[index] < 0 else int(dst[index])
+                line = first + index if lines is None else int(lines[index])
+                yield from report.bad(line, "vertex not in the vertices file", f"id {absent}")
+            src_number, dst_number = src_number[~missing], dst_number[~missing]
+        last = first + block.count(b"\n")
+        yield EdgeBatch([], src_number, dst_number, None, f"{path}:{first}-{last}")
+
+
+def _part_blocks(parts: list[str], progress) -> Iterator[tuple[str, "_Reporter", bytes, int] | Skipped]:
+    """(part, its reporter, whole lines, number of the first) of each part in turn, and what went wrong."""
+    for path in parts:
         report = _Reporter(path)
         for item in _blocks(path, progress):
-            if isinstance(item, Skipped):
-                yield item
-                continue
-            block, first = item
-            ids, urls, lines, bad = _vertex_lines(block, first, scheme)
-            for line in bad:
-                yield from report.bad(line, "not a vertex line", "expected ID<TAB>reversed.host.name")
-            if not ids:
-                continue
-            ids_array = np.array(ids, dtype=np.int64)
-            if ids_array.max() >= len(number):
-                grown = max(int(ids_array.max()) + 1, 2 * len(number))
-                number = np.concatenate([number, np.full(grown - len(number), -1, dtype=np.int64)])
-            seen = number[ids_array] >= 0
-            _, first_of = np.unique(ids_array, return_index=True)
-            repeated = np.ones(len(ids_array), dtype=bool)
-            repeated[first_of] = False
-            seen |= repeated
-            if seen.any():
-                for index in np.flatnonzero(seen).tolist():
-                    yield from report.bad(lines[index], "duplicate vertex id", f"id {ids[index]} seen before")
-                keep = ~seen
-                ids_array = ids_array[keep]
-                urls = [url for url, kept in zip(urls, keep.tolist()) if kept]
-            number[ids_array] = np.arange(count, count + len(ids_array))
-            count += len(ids_array)
-            yield EdgeBatch(urls, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), None,
-                            f"{path}:{first}-{lines[-1]}")
-        yield from report.summary()
-    for path in edges:
-        report = _Reporter(path)
-        for item in _blocks(path, progress):
-            if isinstance(item, Skipped):
-                yield item
-                continue
-            block, first = item
-            src, dst, lines, bad = _edge_lines(block, first)
-            for line in bad:
-                yield from report.bad(line, "not an edge line", "expected FROM_ID<TAB>TO_ID")
-            if not len(src):
-                continue
-            src_number, dst_number = _numbered(number, src), _numbered(number, dst)
-            missing = (src_number < 0) | (dst_number < 0)
-            if missing.any():
-                for index in np.flatnonzero(missing).tolist():
-                    absent = int(src[index]) if src_number[index] < 0 else int(dst[index])
-                    line = first + index if lines is None else int(lines[index])
-                    yield from report.bad(line, "vertex not in the vertices file", f"id {absent}")
-                src_number, dst_number = src_number[~missing], dst_number[~missing]
-            last = first + block.count(b"\n")
-            yield EdgeBatch([], src_number, dst_number, None, f"{path}:{first}-{last}")
+            yield item if isinstance(item, Skipped) else (path, report, *item)
         yield from report.summary()
 
 

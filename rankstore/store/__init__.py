@@ -103,11 +103,11 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
 
     def transaction(self):
         """A write transaction (BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception)."""
-        return _Transaction(self.db)
+        return _Transaction(self.db, "BEGIN IMMEDIATE")
 
     def snapshot(self):
         """A read transaction: every query inside sees one version of the store."""
-        return _Snapshot(self.db)
+        return _Transaction(self.db, "BEGIN")
 
     # ----------------------------------------------------------------- builds
 
@@ -166,36 +166,19 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
+    """``begin`` ... COMMIT, or ROLLBACK on an exception; inside another transaction, part of that one."""
+
+    def __init__(self, db: sqlite3.Connection, begin: str):
         self.db = db
+        self.begin = begin
         self.outer = False
 
     def __enter__(self):
         self.outer = not self.db.in_transaction
         if self.outer:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(self.begin)
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
-        if not self.outer:
-            return
-        if exc_type is None:
-            self.db.execute("COMMIT")
-        else:
-            self.db.execute("ROLLBACK")
-
-
-class _Snapshot:
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
-        self.outer = False
-
-    def __enter__(self):
-        self.outer = not self.db.in_transaction
         if self.outer:
-            self.db.execute("BEGIN")
-        return self.db
-
-    def __exit__(self, *exc):
-        if self.outer:
-            self.db.execute("COMMIT")
+            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import xxhash
@@ -299,14 +299,16 @@ class PagesMixin:
             return []
         return sorted(self.urls_of(self.out_link_ids(page_id).tolist()).values())
 
-    def urls_of(self, ids: Sequence[int]) -> dict[int, str]:
-        found: dict[int, str] = {}
+    def pages_by_id(self, columns: str, ids: Sequence[int]) -> Iterator[tuple]:
+        """Rows ``(id, <columns>)`` of the pages with these ids, a query per 500."""
         ids = list(ids)
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(f"SELECT id, url FROM pages WHERE id IN ({marks})", chunk))
-        return found
+            yield from self.db.execute(f"SELECT id, {columns} FROM pages WHERE id IN ({marks})", chunk)
+
+    def urls_of(self, ids: Sequence[int]) -> dict[int, str]:
+        return dict(self.pages_by_id("url", ids))
 
     def dump(self) -> tuple[list[tuple], list[tuple]]:
         """Pages and links by URL, for comparing stores."""

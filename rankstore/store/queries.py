@@ -47,20 +47,8 @@ class QueriesMixin:
 
     db: sqlite3.Connection
 
-    def _pages_by_id(self, ids: Sequence[int]) -> dict[int, tuple]:
-        """{id: (url, title, crawled)}"""
-        found: dict[int, tuple] = {}
-        ids = list(ids)
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start : start + _IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for page_id, url, title, crawled in self.db.execute(
-                    f"SELECT id, url, title, crawled FROM pages WHERE id IN ({marks})", chunk):
-                found[page_id] = (url, title, crawled)
-        return found
-
     def _rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
-        pages = self._pages_by_id([i + 1 for i in indices])
+        pages = {row[0]: row[1:] for row in self.pages_by_id("url, title, crawled", [i + 1 for i in indices])}
         return [_page_row(arrays, i, *pages[i + 1]) for i in indices]
 
     def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
