@@ -85,6 +85,9 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
                 self.db.executemany("INSERT OR IGNORE INTO counter (k) VALUES (?)",
                                     ((k,) for k in range(COUNTER_ROWS)))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            keyed = self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone()
+            if keyed == ("0",):  # a first build was cut short before writing its URL keys
+                self.key_pages()
 
     def _check_version(self, create: bool) -> None:
         found = migrations.schema_version(self.db)
@@ -123,6 +126,7 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
         """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
         with self.transaction():
+            self._index_pages()
             self.derive_graph()
             # the title search index (the paper's section 5.1) follows the pages table
             self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")

@@ -14,9 +14,8 @@ import sqlite3
 
 import numpy as np
 
-from .pages import url_keys
 from .rankings import ranking_rows
-from .schema import PART_LINKS, TABLES, VIEWS
+from .schema import PAGES, PART_LINKS, TABLES, VIEWS
 
 __all__ = ["schema_version", "migrate"]
 
@@ -42,6 +41,12 @@ def migrate(store, found: int) -> None:
 def _packed_arrays(store) -> None:
     db = store.db
     db.execute("DROP TABLE IF EXISTS titles")  # indexed every page; now only the titled ones
+    # pages: the URL index becomes one that a first build can drop and make again at its end
+    db.execute(PAGES.format(name="pages_v5"))
+    db.execute("INSERT INTO pages_v5 SELECT id, url, host, title, crawled, status, canonical_url, fetched_at,"
+               " build_id FROM pages")
+    db.execute("DROP TABLE pages")
+    db.execute("ALTER TABLE pages_v5 RENAME TO pages")
     for statement in TABLES.split(";\n"):
         if statement.strip():
             db.execute(statement)
@@ -59,9 +64,7 @@ def _packed_arrays(store) -> None:
     db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
     db.execute("INSERT INTO link_notes (src, dst, nofollow, weight, anchor) SELECT src, dst, nofollow, weight,"
                " anchor FROM links WHERE nofollow OR weight != 1.0 OR anchor IS NOT NULL")
-    urls = db.execute("SELECT id, url FROM pages ORDER BY id").fetchall()
-    db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
-                   zip(url_keys([url for _, url in urls]).tolist(), (page_id for page_id, _ in urls)))
+    store.key_pages()
     # rankings: the scores of every version still holding them, as arrays
     has_scores = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'scores' AND type = 'table'").fetchone()
     kept = db.execute("SELECT DISTINCT ranking_id FROM scores").fetchall() if has_scores else []

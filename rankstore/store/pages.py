@@ -72,16 +72,61 @@ class PagesMixin:
     def _reset_page_cache(self) -> None:
         self._url_ids: dict[str, int] = {}
         self._written: set[int] = set()
-        self._known_keys: np.ndarray | None = None
+        self._known: tuple[np.ndarray, np.ndarray] | None = None  # (URL keys, sorted; their page ids)
         self._had_links = True  # whether a page written may have out-links from before this build
+        self._first_build = False  # a build into an empty store: URL indexes built once, at its end
+
+    def _note_build_start(self) -> None:
+        """Called as a build begins: what the store holds decides how pages are indexed while it runs."""
+        self._had_links = self.db.execute("SELECT 1 FROM out_links LIMIT 1").fetchone() is not None
+        self._first_build = self.db.execute("SELECT 1 FROM pages LIMIT 1").fetchone() is None
+        if self._first_build:
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pages_keyed', '0')")
+            # 1.3 µs a page instead of several: index entries in random order are what a large first
+            # load spends its time on; sorted once at the end, they cost little
+            self.db.execute("DROP INDEX IF EXISTS pages_by_url")
+            self.db.execute("DROP INDEX IF EXISTS pages_by_host")
+
+    def _index_pages(self) -> None:
+        """After a first build: the URL and host indexes, and the URL keys, written in sorted order."""
+        if not self._first_build:
+            return
+        self._write_keys(*self._known_page_keys())
+        self.db.execute("CREATE UNIQUE INDEX IF NOT EXISTS pages_by_url ON pages (url)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host)")
+        self._first_build = False
+
+    def _write_keys(self, keys: np.ndarray, ids: np.ndarray) -> None:
+        """``page_keys`` from keys sorted (with their page ids): appended in order, the first of a collision kept."""
+        first = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=bool)
+        self.db.execute("DELETE FROM page_keys")
+        self.db.executemany("INSERT INTO page_keys (url_hash, page_id) VALUES (?, ?)",
+                            zip(keys[first].tolist(), ids[first].tolist()))
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pages_keyed', '1')")
+
+    def key_pages(self) -> None:
+        """Every page's URL key written again (after a first build was interrupted, or a migration)."""
+        count = self.db.execute("SELECT count(*) FROM pages").fetchone()[0]
+        rows = self.db.execute("SELECT id, url FROM pages ORDER BY id")
+        ids = np.empty(count, dtype=np.int64)
+        keys = np.empty(count, dtype=np.int64)
+        done = 0
+        while chunk := rows.fetchmany(1 << 18):
+            ids[done : done + len(chunk)] = [row[0] for row in chunk]
+            keys[done : done + len(chunk)] = url_keys([row[1] for row in chunk])
+            done += len(chunk)
+        order = np.argsort(keys, kind="stable")
+        self._write_keys(keys[order], ids[order])
 
     def page_ids(self, urls: Sequence[str]) -> np.ndarray:
         """Page ids of canonical URLs (repeats allowed), adding the pages not yet in the store.
 
         Call inside a write transaction.  New pages take the next ids in
-        order; which URLs are new is told by their keys (a sorted array of
-        every page's key, read once a build), so a build that only adds
-        pages never searches the URL index.
+        order.  Which URLs are new is told by their keys: every page's key and
+        id are held sorted in memory during a build, so finding a page costs
+        a search in an array and a look-up of its URL by id (against a key
+        collision), and a build that only adds pages never searches the URL
+        index.
         """
         cache = self._url_ids
         if len(cache) > _URL_CACHE_LIMIT:
@@ -89,39 +134,48 @@ class PagesMixin:
         unique = [url for url in dict.fromkeys(urls) if url not in cache]
         if unique:
             keys = url_keys(unique)
-            known = self._known_page_keys()
-            maybe = np.zeros(len(unique), dtype=bool)
-            if len(known):
-                at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
-                maybe = known[at] == keys
-            found = self._ids_by_url([url for url, hit in zip(unique, maybe.tolist()) if hit])
+            known_keys, known_ids = self._known_page_keys()
+            found: dict[str, int] = {}
+            if len(known_keys):
+                at = np.minimum(np.searchsorted(known_keys, keys), len(known_keys) - 1)
+                hit = np.flatnonzero(known_keys[at] == keys)
+                if len(hit):
+                    candidates = known_ids[at[hit]].tolist()
+                    stored = self.urls_of(candidates)
+                    for index, page_id in zip(hit.tolist(), candidates):
+                        if stored.get(page_id) == unique[index]:
+                            found[unique[index]] = page_id
+                    collided = [unique[i] for i in hit.tolist() if unique[i] not in found]
+                    if collided and not self._first_build:
+                        found.update(self._ids_by_url(collided))
             cache.update(found)
             new = [url for url in unique if url not in found]
             if new:
                 first = (self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0) + 1
+                new_ids = np.arange(first, first + len(new), dtype=np.int64)
                 self.db.executemany("INSERT INTO pages (id, url, host) VALUES (?, ?, ?)",
-                                    zip(range(first, first + len(new)), new, map(host_of, new)))
+                                    zip(new_ids.tolist(), new, map(host_of, new)))
                 new_keys = url_keys(new)
-                self.db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
-                                    zip(new_keys.tolist(), range(first, first + len(new))))
-                cache.update(zip(new, range(first, first + len(new))))
-                self._known_keys = np.sort(np.concatenate([known, new_keys]))
+                if not self._first_build:
+                    self.db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
+                                        zip(new_keys.tolist(), new_ids.tolist()))
+                cache.update(zip(new, new_ids.tolist()))
+                order = np.argsort(new_keys, kind="stable")
+                at = np.searchsorted(known_keys, new_keys[order], side="right")
+                self._known = (np.insert(known_keys, at, new_keys[order]), np.insert(known_ids, at, new_ids[order]))
         return np.fromiter((cache[url] for url in urls), dtype=np.int64, count=len(urls))
-
-    def _note_build_start(self) -> None:
-        self._had_links = self.db.execute("SELECT 1 FROM out_links LIMIT 1").fetchone() is not None
 
     def written_pages(self) -> set[int]:
         """Ids of the pages the current build has written."""
         return self._written
 
-    def _known_page_keys(self) -> np.ndarray:
-        if self._known_keys is None:
+    def _known_page_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._known is None:
             count = self.db.execute("SELECT count(*) FROM page_keys").fetchone()[0]
-            keys = np.fromiter((row[0] for row in self.db.execute("SELECT url_hash FROM page_keys")),
-                               dtype=np.int64, count=count)
-            self._known_keys = keys  # the table's order: sorted already
-        return self._known_keys
+            flat = np.fromiter((value for row in self.db.execute("SELECT url_hash, page_id FROM page_keys")
+                                for value in row), dtype=np.int64, count=2 * count)
+            self._known = (flat[0::2].copy(), flat[1::2].copy())  # the table's order: by key already
+        return self._known
 
     def _ids_by_url(self, urls: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -58,14 +58,9 @@ def sql_float64(blob: str, index: str) -> str:
             f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)")
 
 
-TABLES = """
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pages (
+PAGES = """CREATE TABLE IF NOT EXISTS {name} (
     id            INTEGER PRIMARY KEY,
-    url           TEXT NOT NULL UNIQUE,
+    url           TEXT NOT NULL,
     host          TEXT NOT NULL,
     title         TEXT,
     crawled       INTEGER NOT NULL DEFAULT 0,
@@ -73,7 +68,15 @@ CREATE TABLE IF NOT EXISTS pages (
     canonical_url TEXT,
     fetched_at    TEXT,
     build_id      INTEGER
+)"""
+
+TABLES = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
+{PAGES.format(name="pages")};
+CREATE UNIQUE INDEX IF NOT EXISTS pages_by_url ON pages (url);
 CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host);
 CREATE TABLE IF NOT EXISTS page_keys (
     url_hash INTEGER PRIMARY KEY,
