@@ -151,3 +151,44 @@ def test_sql_float_decoding_is_exact_for_every_kind_of_double():
             assert got is None  # the exponent's all-ones pattern reads as NULL
         else:
             assert got == value and (value == 0 or np.signbit(got) == np.signbit(value))  # -0.0 reads as 0.0
+
+
+def test_a_first_build_killed_half_way_is_keyed_and_indexed_again(python_doc_crawl, tmp_path):
+    """A first build makes its URL index and keys at its end: killed before, the next writing open makes them."""
+    path = tmp_path / "first.db"
+    process = subprocess.Popen([sys.executable, "-m", "rankstore", "build", python_doc_crawl.warc, "--store",
+                                str(path), "--commit-every", "20", "-q"], cwd=ROOT, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            try:
+                with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                    if db.execute("SELECT count(*) FROM pages WHERE crawled").fetchone()[0] > 100:
+                        break
+            except sqlite3.OperationalError:
+                continue
+        else:
+            raise AssertionError("the build committed nothing within 60 s")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone() == ("0",)
+    db.close()
+    result = CliRunner().invoke(cli, ["build", python_doc_crawl.warc, "--store", str(path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(cli, ["rank", "--store", str(path), "-q"]).exit_code == 0
+    db = sqlite3.connect(path)
+    pages = db.execute("SELECT count(*) FROM pages").fetchone()[0]
+    assert db.execute("SELECT count(*) FROM page_keys").fetchone()[0] == pages
+    assert db.execute("SELECT count(DISTINCT url) FROM pages").fetchone()[0] == pages
+    indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"pages_by_url", "pages_by_host"} <= indexes
+    urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY id")]
+    db.close()
+    with Store(str(path), readonly=True) as store:
+        found, _ = store.scores_by_url(urls)
+    assert len(found) == pages  # every page found by its key
