@@ -134,36 +134,43 @@ class PagesMixin:
         unique = [url for url in dict.fromkeys(urls) if url not in cache]
         if unique:
             keys = url_keys(unique)
+            by_key = np.argsort(keys, kind="stable")  # searches in key order run through memory once
             known_keys, known_ids = self._known_page_keys()
-            found: dict[str, int] = {}
+            is_new = np.ones(len(unique), dtype=bool)
             if len(known_keys):
-                at = np.minimum(np.searchsorted(known_keys, keys), len(known_keys) - 1)
+                at = np.empty(len(keys), dtype=np.int64)
+                at[by_key] = np.minimum(np.searchsorted(known_keys, keys[by_key]), len(known_keys) - 1)
                 hit = np.flatnonzero(known_keys[at] == keys)
                 if len(hit):
-                    candidates = known_ids[at[hit]].tolist()
-                    stored = self.urls_of(candidates)
-                    for index, page_id in zip(hit.tolist(), candidates):
-                        if stored.get(page_id) == unique[index]:
-                            found[unique[index]] = page_id
-                    collided = [unique[i] for i in hit.tolist() if unique[i] not in found]
-                    if collided and not self._first_build:
-                        found.update(self._ids_by_url(collided))
-            cache.update(found)
-            new = [url for url in unique if url not in found]
-            if new:
+                    found = self._check_hits([unique[i] for i in hit.tolist()], known_ids[at[hit]].tolist())
+                    cache.update(found)
+                    is_new[hit] = [unique[i] not in found for i in hit.tolist()]
+            fresh = np.flatnonzero(is_new)
+            if len(fresh):
+                new = [unique[i] for i in fresh.tolist()]
                 first = (self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0) + 1
                 new_ids = np.arange(first, first + len(new), dtype=np.int64)
                 self.db.executemany("INSERT INTO pages (id, url, host) VALUES (?, ?, ?)",
                                     zip(new_ids.tolist(), new, map(host_of, new)))
-                new_keys = url_keys(new)
                 if not self._first_build:
                     self.db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
-                                        zip(new_keys.tolist(), new_ids.tolist()))
+                                        zip(keys[fresh].tolist(), new_ids.tolist()))
                 cache.update(zip(new, new_ids.tolist()))
-                order = np.argsort(new_keys, kind="stable")
-                at = np.searchsorted(known_keys, new_keys[order], side="right")
-                self._known = (np.insert(known_keys, at, new_keys[order]), np.insert(known_ids, at, new_ids[order]))
+                id_of = np.zeros(len(unique), dtype=np.int64)
+                id_of[fresh] = new_ids
+                in_order = by_key[is_new[by_key]]  # the new pages, by key
+                at = np.searchsorted(known_keys, keys[in_order], side="right")
+                self._known = (np.insert(known_keys, at, keys[in_order]), np.insert(known_ids, at, id_of[in_order]))
         return np.fromiter((cache[url] for url in urls), dtype=np.int64, count=len(urls))
+
+    def _check_hits(self, urls: list[str], candidates: list[int]) -> dict[str, int]:
+        """{url: page id} for the URLs whose key matched a page's: that page's URL, or (a collision) its own."""
+        stored = self.urls_of(candidates)
+        found = {url: page_id for url, page_id in zip(urls, candidates) if stored.get(page_id) == url}
+        collided = [url for url in urls if url not in found]
+        if collided and not self._first_build:  # a first build has no URL index: its collisions are new pages
+            found.update(self._ids_by_url(collided))
+        return found
 
     def written_pages(self) -> set[int]:
         """Ids of the pages the current build has written."""
