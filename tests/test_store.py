@@ -192,3 +192,23 @@ def test_a_first_build_killed_half_way_is_keyed_and_indexed_again(python_doc_cra
     with Store(str(path), readonly=True) as store:
         found, _ = store.scores_by_url(urls)
     assert len(found) == pages  # every page found by its key
+
+
+def test_the_best_of_a_long_list_narrowed_coarsely_is_the_exact_best(monkeypatch):
+    """best_of narrows a long list by one-byte positions first: same answer as sorting every position."""
+    from rankstore.store import rankings
+    from rankstore.store.rankings import RankingArrays
+
+    monkeypatch.setattr(rankings, "_COARSE_FROM", 100)
+    rng = np.random.default_rng(3)
+    for pages in (300, 5_000, 70_000):
+        scores = rng.random(pages)
+        best = order_by_score(scores).astype(np.int32)
+        position = np.empty(pages, dtype=np.int32)
+        position[best] = np.arange(pages)
+        arrays = RankingArrays(scores, np.zeros(pages, dtype=np.int32), best, position, None)
+        for size in (150, 2_000, pages):
+            indices = np.sort(rng.choice(pages, min(size, pages), replace=False)).astype(np.int32)
+            for count in (1, 10, 50):
+                expected = np.argsort(position[indices], kind="stable")[:count]
+                assert np.array_equal(arrays.best_of(indices, count), expected)

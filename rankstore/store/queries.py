@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .pages import url_key
+from .pages import url_keys
 from .rankings import RankingArrays
 
 __all__ = ["QueriesMixin"]
@@ -32,14 +32,6 @@ def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, cr
             "inlinks": int(arrays.inlinks[index]) if ranked else None,
             "extra": None if extra is None or np.isnan(extra) else extra,
             "crawled": bool(crawled), "pages": arrays.pages}
-
-
-def _top_k(positions: np.ndarray, count: int) -> np.ndarray:
-    """Indices of the ``count`` smallest positions, smallest first (positions are distinct)."""
-    if count < len(positions):
-        part = np.argpartition(positions, count - 1)[:count]
-        return part[np.argsort(positions[part], kind="stable")]
-    return np.argsort(positions, kind="stable")
 
 
 class QueriesMixin:
@@ -96,27 +88,31 @@ class QueriesMixin:
     def scores_in(self, ranking_id: int, urls: Sequence[str]) -> dict[str, tuple]:
         """:meth:`scores_by_url` for a ranking version already known (call it inside a snapshot)."""
         arrays = self.ranking_arrays(ranking_id)
-        by_key = {url_key(url): url for url in dict.fromkeys(urls)}
-        keys = list(by_key)
-        hits_url, hits_id = [], []
+        unique = list(dict.fromkeys(urls))
+        keys = url_keys(unique).tolist()
+        by_key = dict(zip(keys, unique))
+        rows = []
         for start in range(0, len(keys), _LOOKUP_CHUNK):
             chunk = keys[start : start + _LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for key, page_id in self.db.execute(
-                    f"SELECT url_hash, page_id FROM page_keys WHERE url_hash IN ({marks})", chunk):
-                if page_id <= arrays.pages:
-                    hits_url.append(by_key[key])
-                    hits_id.append(page_id - 1)
-        if not hits_id:
+            rows += self.db.execute(f"SELECT url_hash, page_id FROM page_keys WHERE url_hash IN ({marks})",
+                                    chunk).fetchall()
+        if not rows:
             return {}
-        index = np.asarray(hits_id)
-        return dict(zip(hits_url, zip(arrays.scores[index].tolist(), arrays.position[index].tolist(),
-                                      arrays.inlinks[index].tolist())))
+        found, page_ids = zip(*rows)
+        index = np.asarray(page_ids, dtype=np.int64) - 1
+        inside = index < arrays.pages
+        if not inside.all():
+            found = [key for key, kept in zip(found, inside.tolist()) if kept]
+            index = index[inside]
+        return dict(zip(map(by_key.__getitem__, found),
+                        zip(arrays.scores[index].tolist(), arrays.position[index].tolist(),
+                            arrays.inlinks[index].tolist())))
 
     def _backlink_indices(self, arrays: RankingArrays, target: int, count: int) -> tuple[list[int], list[bool]]:
         """The best ``count`` pages linking to page id ``target``, and whether each link is nofollow."""
         sources, nofollow = self.in_links_of(target)
-        chosen = _top_k(arrays.positions_of(sources), count)
+        chosen = arrays.best_of(sources, count)
         flags = nofollow[chosen].tolist() if nofollow is not None else [False] * len(chosen)
         return sources[chosen].tolist(), flags
 
@@ -169,7 +165,7 @@ class QueriesMixin:
             if source is None:
                 return []
             targets = self.out_link_ids(source) - 1
-            chosen = targets[_top_k(arrays.positions_of(targets), min(limit, len(targets)))].tolist()
+            chosen = targets[arrays.best_of(targets, min(limit, len(targets)))].tolist()
             rows = self._rows(arrays, chosen)
             notes = {dst: (nofollow, anchor) for dst, nofollow, anchor in self.db.execute(
                 "SELECT dst, nofollow, anchor FROM link_notes WHERE src = ?", (source,))}
@@ -189,5 +185,5 @@ class QueriesMixin:
             ids = np.fromiter((row[0] for row in self.db.execute(
                 "SELECT rowid FROM titles WHERE titles MATCH ?", (query,))), dtype=np.int64)
             ids = ids[ids <= arrays.pages] - 1
-            chosen = ids[_top_k(arrays.position[ids], min(offset + limit, len(ids)))][offset:].tolist()
+            chosen = ids[arrays.best_of(ids, min(offset + limit, len(ids)))][offset:].tolist()
             return self._rows(arrays, chosen)
