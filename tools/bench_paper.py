@@ -72,11 +72,15 @@ def main() -> None:
         sample = store.urls_of(rng.sample(range(1, pages + 1), 20_000))
         every = list(sample.values())
         batches = [rng.sample(every, 1000) for _ in range(args.repeat)]
-        for batch in batches[: args.repeat // 4]:
-            store.scores_by_url(batch)  # a running proxy's page cache is warm
         iterator = iter(batches)
         median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
-        print(f"1,000 URL look-ups in one batch: median {median:.2f} ms, p99 {p99:.2f} ms (target <= 5 ms)")
+        print(f"1,000 URL look-ups in one batch, the key table not yet read by this process: median {median:.2f} ms, "
+              f"p99 {p99:.2f} ms", flush=True)
+        store.db.execute("SELECT max(page_id) FROM page_keys").fetchone()  # as a long-running proxy has it
+        iterator = iter(batches)
+        median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
+        print(f"1,000 URL look-ups in one batch, the key table read once: median {median:.2f} ms, p99 {p99:.2f} ms "
+              f"(target <= 5 ms)")
 
 
 if __name__ == "__main__":
