@@ -10,12 +10,49 @@
 
 #define MAX_TOKEN (32 * 1024)
 
+/* The table holds indices into the distinct tokens' own arrays (hash, start, length): four bytes a
+ * slot, so that it stays in cache; it starts small and doubles at half full. */
 typedef struct {
-    uint64_t hash;
-    Py_ssize_t start;
-    Py_ssize_t length;
-    int32_t index; /* -1: empty slot */
-} Slot;
+    int32_t *slots;       /* -1: empty */
+    Py_ssize_t capacity;  /* a power of two */
+    uint64_t *hashes;     /* of each distinct token */
+    Py_ssize_t *starts;
+    Py_ssize_t *lengths;
+    Py_ssize_t count, room;
+} Table;
+
+static int table_grow(Table *t) {
+    Py_ssize_t capacity = t->capacity * 2, room = capacity / 2;
+    int32_t *slots = PyMem_Malloc((size_t)capacity * sizeof(int32_t));
+    uint64_t *hashes = PyMem_Realloc(t->hashes, (size_t)room * sizeof(uint64_t));
+    if (hashes != NULL) t->hashes = hashes;
+    Py_ssize_t *starts = PyMem_Realloc(t->starts, (size_t)room * sizeof(Py_ssize_t));
+    if (starts != NULL) t->starts = starts;
+    Py_ssize_t *lengths = PyMem_Realloc(t->lengths, (size_t)room * sizeof(Py_ssize_t));
+    if (lengths != NULL) t->lengths = lengths;
+    if (slots == NULL || hashes == NULL || starts == NULL || lengths == NULL) {
+        PyMem_Free(slots);
+        return -1;
+    }
+    memset(slots, 0xff, (size_t)capacity * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < t->count; i++) {
+        Py_ssize_t slot = (Py_ssize_t)(t->hashes[i] & (uint64_t)(capacity - 1));
+        while (slots[slot] >= 0) slot = (slot + 1) & (capacity - 1);
+        slots[slot] = (int32_t)i;
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->capacity = capacity;
+    t->room = room;
+    return 0;
+}
+
+static void table_free(Table *t) {
+    PyMem_Free(t->slots);
+    PyMem_Free(t->hashes);
+    PyMem_Free(t->starts);
+    PyMem_Free(t->lengths);
+}
 
 /* what each byte is to bytes.split() and to the acceptance rule */
 enum { TOKEN = 0, SEPARATOR = 1, NEWLINE = 2, SPACE = 3, HASH = 4 };
@@ -47,18 +84,14 @@ static PyObject *split_pairs(PyObject *module, PyObject *arg) {
     Py_ssize_t expected = 2 * lines; /* tokens of a block of plain pairs */
     if (expected > INT32_MAX) goto not_plain;
 
-    Py_ssize_t capacity = 16;
-    while (capacity < 2 * expected) capacity <<= 1;
-    Slot *slots = PyMem_Malloc((size_t)capacity * sizeof(Slot));
+    Table table = {NULL, 512, NULL, NULL, NULL, 0, 0};
     PyObject *distinct = PyList_New(0);
     PyObject *indices = PyBytes_FromStringAndSize(NULL, expected * (Py_ssize_t)sizeof(int32_t));
-    if (slots == NULL || distinct == NULL || indices == NULL) {
+    if (distinct == NULL || indices == NULL || table_grow(&table) < 0) {
         PyErr_NoMemory();
         goto fail;
     }
-    for (Py_ssize_t i = 0; i < capacity; i++) slots[i].index = -1;
     int32_t *out = (int32_t *)PyBytes_AS_STRING(indices);
-    int32_t count = 0;
     Py_ssize_t tokens = 0, separators = 0, i = 0;
     while (i < size) {
         unsigned char k = kind[text[i]];
@@ -80,32 +113,42 @@ static PyObject *split_pairs(PyObject *module, PyObject *arg) {
         Py_ssize_t length = i - start;
         if (length > MAX_TOKEN || tokens == expected) goto plain_no_more;
         uint64_t hash = hash_bytes(text + start, length);
-        Py_ssize_t slot = (Py_ssize_t)(hash & (uint64_t)(capacity - 1));
+        Py_ssize_t slot = (Py_ssize_t)(hash & (uint64_t)(table.capacity - 1));
         for (;;) {
-            Slot *s = &slots[slot];
-            if (s->index < 0) {
+            int32_t index = table.slots[slot];
+            if (index < 0) {
+                if (table.count == table.room) {
+                    if (table_grow(&table) < 0) {
+                        PyErr_NoMemory();
+                        goto fail;
+                    }
+                    slot = (Py_ssize_t)(hash & (uint64_t)(table.capacity - 1));
+                    continue;
+                }
                 PyObject *token = PyBytes_FromStringAndSize((const char *)text + start, length);
                 if (token == NULL || PyList_Append(distinct, token) < 0) {
                     Py_XDECREF(token);
                     goto fail;
                 }
                 Py_DECREF(token);
-                s->hash = hash;
-                s->start = start;
-                s->length = length;
-                s->index = count++;
-                out[tokens++] = s->index;
+                index = (int32_t)table.count++;
+                table.hashes[index] = hash;
+                table.starts[index] = start;
+                table.lengths[index] = length;
+                table.slots[slot] = index;
+                out[tokens++] = index;
                 break;
             }
-            if (s->hash == hash && s->length == length && memcmp(text + s->start, text + start, (size_t)length) == 0) {
-                out[tokens++] = s->index;
+            if (table.hashes[index] == hash && table.lengths[index] == length &&
+                memcmp(text + table.starts[index], text + start, (size_t)length) == 0) {
+                out[tokens++] = index;
                 break;
             }
-            slot = (slot + 1) & (capacity - 1);
+            slot = (slot + 1) & (table.capacity - 1);
         }
     }
     if (separators != 1 || tokens != expected) goto plain_no_more;
-    PyMem_Free(slots);
+    table_free(&table);
     PyBuffer_Release(&view);
     PyObject *result = PyTuple_Pack(2, distinct, indices);
     Py_DECREF(distinct);
@@ -113,14 +156,14 @@ static PyObject *split_pairs(PyObject *module, PyObject *arg) {
     return result;
 
 plain_no_more:
-    PyMem_Free(slots);
+    table_free(&table);
     Py_DECREF(distinct);
     Py_DECREF(indices);
 not_plain:
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
 fail:
-    PyMem_Free(slots);
+    table_free(&table);
     Py_XDECREF(distinct);
     Py_XDECREF(indices);
     PyBuffer_Release(&view);
