@@ -134,6 +134,25 @@ def test_plain_sql_reads_links_and_scores_exactly(python_doc_store, tmp_path):
     assert best == [(row["url"], row["pagerank"]) for row in top]
 
 
+def test_sqlite_utils_reads_the_store_as_it_is(python_doc_store, tmp_path):
+    """What the README promises analysts: sqlite-utils (no extension, no code of ours) reads pages, links and
+    the current scores, the same rows rankstore shows."""
+    import sqlite_utils
+
+    path = str(tmp_path / "py.db")
+    shutil.copy(python_doc_store, path)
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    with Store(path, readonly=True) as store:
+        top = store.top(limit=3)
+        links = store.info()["links"]
+    db = sqlite_utils.Database(path)
+    assert {"links", "scores", "current_scores"} <= set(db.view_names())
+    best = list(db.query("SELECT url, pagerank FROM current_scores ORDER BY pagerank DESC, page_id LIMIT 3"))
+    assert best == [{"url": row["url"], "pagerank": row["pagerank"]} for row in top]
+    assert db["links"].count == links
+    assert db["pages"].count > 500
+
+
 def test_sql_float_decoding_is_exact_for_every_kind_of_double():
     """The scores view's float decoding, on the doubles that are hard to get right: subnormals, signs, NaN.
 
