@@ -165,13 +165,12 @@ def build(
                         lambda: progress(bytes_read, report.pages) if progress is not None else None)
         finally:
             writer.close()
-    # Graphs are written from this thread while other processes parse the next blocks: a writer
-    # thread would wait on the GIL after every row SQLite stores.  Each reader numbers its own
-    # vertices, so each has a loader of its own.
+    # Graphs are written from this thread while the readers take the next block apart in a thread
+    # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
     for path, source_format in graph_sources:
         if source_format == "edges":
             graph = _GraphLoader(store, report)
-            for batch in kept(read_source(path, "edges", progress=advance, jobs=jobs - 1), path):
+            for batch in kept(read_source(path, "edges", progress=advance), path):
                 graph.take(batch)
     web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
     if web_graph:

@@ -115,13 +115,9 @@ def detect_format(path: str) -> str:
 
 
 def read_source(
-    path: str, fmt: str | None = None, base_url: str | None = None, progress: Progress | None = None,
-    jobs: int = 0,
+    path: str, fmt: str | None = None, base_url: str | None = None, progress: Progress | None = None
 ) -> Iterator[Record | EdgeBatch | Skipped]:
-    """Records (or, for GRAPH_FORMATS, EdgeBatch) of one source; ``progress`` is called with input bytes consumed.
-
-    ``jobs``: processes besides this one that an edge list's blocks are taken apart in.
-    """
+    """Records (or, for GRAPH_FORMATS, EdgeBatch) of one source; ``progress`` is called with input bytes consumed."""
     fmt = fmt or detect_format(path)
     if fmt == "warc":
         from .warc import read_warc
@@ -134,7 +130,7 @@ def read_source(
     if fmt == "edges":
         from .edgelist import read_edge_list
 
-        return read_edge_list(path, progress, jobs)
+        return read_edge_list(path, progress)
     if fmt == "ccgraph":
         raise SourceError(f"{path}: a Common Crawl graph is read from its vertices and edges together "
                           "(read_graph_sources)")

@@ -11,7 +11,8 @@
 #define MAX_TOKEN (32 * 1024)
 
 /* The table holds indices into the distinct tokens' own arrays (hash, start, length): four bytes a
- * slot, so that it stays in cache; it starts small and doubles at half full. */
+ * slot, so that it stays in cache; it starts small and doubles at half full.  Its memory is raw
+ * (PyMem_Raw*): the scan runs without the GIL, so that another thread can run meanwhile. */
 typedef struct {
     int32_t *slots;       /* -1: empty */
     Py_ssize_t capacity;  /* a power of two */
@@ -23,15 +24,15 @@ typedef struct {
 
 static int table_grow(Table *t) {
     Py_ssize_t capacity = t->capacity * 2, room = capacity / 2;
-    int32_t *slots = PyMem_Malloc((size_t)capacity * sizeof(int32_t));
-    uint64_t *hashes = PyMem_Realloc(t->hashes, (size_t)room * sizeof(uint64_t));
+    int32_t *slots = PyMem_RawMalloc((size_t)capacity * sizeof(int32_t));
+    uint64_t *hashes = PyMem_RawRealloc(t->hashes, (size_t)room * sizeof(uint64_t));
     if (hashes != NULL) t->hashes = hashes;
-    Py_ssize_t *starts = PyMem_Realloc(t->starts, (size_t)room * sizeof(Py_ssize_t));
+    Py_ssize_t *starts = PyMem_RawRealloc(t->starts, (size_t)room * sizeof(Py_ssize_t));
     if (starts != NULL) t->starts = starts;
-    Py_ssize_t *lengths = PyMem_Realloc(t->lengths, (size_t)room * sizeof(Py_ssize_t));
+    Py_ssize_t *lengths = PyMem_RawRealloc(t->lengths, (size_t)room * sizeof(Py_ssize_t));
     if (lengths != NULL) t->lengths = lengths;
     if (slots == NULL || hashes == NULL || starts == NULL || lengths == NULL) {
-        PyMem_Free(slots);
+        PyMem_RawFree(slots);
         return -1;
     }
     memset(slots, 0xff, (size_t)capacity * sizeof(int32_t));
@@ -40,7 +41,7 @@ static int table_grow(Table *t) {
         while (slots[slot] >= 0) slot = (slot + 1) & (capacity - 1);
         slots[slot] = (int32_t)i;
     }
-    PyMem_Free(t->slots);
+    PyMem_RawFree(t->slots);
     t->slots = slots;
     t->capacity = capacity;
     t->room = room;
@@ -48,10 +49,63 @@ static int table_grow(Table *t) {
 }
 
 static void table_free(Table *t) {
-    PyMem_Free(t->slots);
-    PyMem_Free(t->hashes);
-    PyMem_Free(t->starts);
-    PyMem_Free(t->lengths);
+    PyMem_RawFree(t->slots);
+    PyMem_RawFree(t->hashes);
+    PyMem_RawFree(t->starts);
+    PyMem_RawFree(t->lengths);
+}
+
+enum { PLAIN = 0, NOT_PLAIN = 1, NO_MEMORY = 2 };
+
+/* Tokens of a block of plain pairs into the table, their indices into out: no Python objects, no GIL. */
+static int scan(const unsigned char *text, Py_ssize_t size, Py_ssize_t expected, Table *table, int32_t *out) {
+    Py_ssize_t tokens = 0, separators = 0, i = 0;
+    while (i < size) {
+        unsigned char k = kind[text[i]];
+        if (k != TOKEN) {
+            if (k == SEPARATOR) {
+                separators++;
+            } else if (k == NEWLINE) {
+                if (separators != 1) return NOT_PLAIN;
+                separators = 0;
+            } else if (k == HASH) {
+                return NOT_PLAIN;
+            }
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        while (i < size && kind[text[i]] == TOKEN) i++;
+        if (i < size && kind[text[i]] == HASH) return NOT_PLAIN; /* '#' ends no token: it is in one */
+        Py_ssize_t length = i - start;
+        if (length > MAX_TOKEN || tokens == expected) return NOT_PLAIN;
+        uint64_t hash = hash_bytes(text + start, length);
+        Py_ssize_t slot = (Py_ssize_t)(hash & (uint64_t)(table->capacity - 1));
+        for (;;) {
+            int32_t index = table->slots[slot];
+            if (index < 0) {
+                if (table->count == table->room) {
+                    if (table_grow(table) < 0) return NO_MEMORY;
+                    slot = (Py_ssize_t)(hash & (uint64_t)(table->capacity - 1));
+                    continue;
+                }
+                index = (int32_t)table->count++;
+                table->hashes[index] = hash;
+                table->starts[index] = start;
+                table->lengths[index] = length;
+                table->slots[slot] = index;
+                out[tokens++] = index;
+                break;
+            }
+            if (table->hashes[index] == hash && table->lengths[index] == length &&
+                memcmp(text + table->starts[index], text + start, (size_t)length) == 0) {
+                out[tokens++] = index;
+                break;
+            }
+            slot = (slot + 1) & (table->capacity - 1);
+        }
+    }
+    return separators == 1 && tokens == expected ? PLAIN : NOT_PLAIN;
 }
 
 /* what each byte is to bytes.split() and to the acceptance rule */
@@ -82,92 +136,40 @@ static PyObject *split_pairs(PyObject *module, PyObject *arg) {
     Py_ssize_t lines = 1;
     for (const unsigned char *at = text; (at = memchr(at, '\n', (size_t)(text + size - at))) != NULL; at++) lines++;
     Py_ssize_t expected = 2 * lines; /* tokens of a block of plain pairs */
-    if (expected > INT32_MAX) goto not_plain;
-
-    Table table = {NULL, 512, NULL, NULL, NULL, 0, 0};
-    PyObject *distinct = PyList_New(0);
+    if (expected > INT32_MAX) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
     PyObject *indices = PyBytes_FromStringAndSize(NULL, expected * (Py_ssize_t)sizeof(int32_t));
-    if (distinct == NULL || indices == NULL || table_grow(&table) < 0) {
+    if (indices == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(indices); /* nobody else holds it yet */
+    Table table = {NULL, 512, NULL, NULL, NULL, 0, 0};
+    int found;
+    Py_BEGIN_ALLOW_THREADS
+    found = table_grow(&table) < 0 ? NO_MEMORY : scan(text, size, expected, &table, out);
+    Py_END_ALLOW_THREADS
+    PyObject *distinct = NULL, *result = NULL;
+    if (found == NO_MEMORY) {
         PyErr_NoMemory();
-        goto fail;
-    }
-    int32_t *out = (int32_t *)PyBytes_AS_STRING(indices);
-    Py_ssize_t tokens = 0, separators = 0, i = 0;
-    while (i < size) {
-        unsigned char k = kind[text[i]];
-        if (k != TOKEN) {
-            if (k == SEPARATOR) {
-                separators++;
-            } else if (k == NEWLINE) {
-                if (separators != 1) goto plain_no_more;
-                separators = 0;
-            } else if (k == HASH) {
-                goto plain_no_more;
-            }
-            i++;
-            continue;
+    } else if (found == NOT_PLAIN) {
+        result = Py_NewRef(Py_None);
+    } else if ((distinct = PyList_New(table.count)) != NULL) {
+        Py_ssize_t i = 0;
+        for (; i < table.count; i++) {
+            PyObject *token = PyBytes_FromStringAndSize((const char *)text + table.starts[i], table.lengths[i]);
+            if (token == NULL) break;
+            PyList_SET_ITEM(distinct, i, token);
         }
-        Py_ssize_t start = i;
-        while (i < size && kind[text[i]] == TOKEN) i++;
-        if (i < size && kind[text[i]] == HASH) goto plain_no_more; /* '#' ends no token: it is in one */
-        Py_ssize_t length = i - start;
-        if (length > MAX_TOKEN || tokens == expected) goto plain_no_more;
-        uint64_t hash = hash_bytes(text + start, length);
-        Py_ssize_t slot = (Py_ssize_t)(hash & (uint64_t)(table.capacity - 1));
-        for (;;) {
-            int32_t index = table.slots[slot];
-            if (index < 0) {
-                if (table.count == table.room) {
-                    if (table_grow(&table) < 0) {
-                        PyErr_NoMemory();
-                        goto fail;
-                    }
-                    slot = (Py_ssize_t)(hash & (uint64_t)(table.capacity - 1));
-                    continue;
-                }
-                PyObject *token = PyBytes_FromStringAndSize((const char *)text + start, length);
-                if (token == NULL || PyList_Append(distinct, token) < 0) {
-                    Py_XDECREF(token);
-                    goto fail;
-                }
-                Py_DECREF(token);
-                index = (int32_t)table.count++;
-                table.hashes[index] = hash;
-                table.starts[index] = start;
-                table.lengths[index] = length;
-                table.slots[slot] = index;
-                out[tokens++] = index;
-                break;
-            }
-            if (table.hashes[index] == hash && table.lengths[index] == length &&
-                memcmp(text + table.starts[index], text + start, (size_t)length) == 0) {
-                out[tokens++] = index;
-                break;
-            }
-            slot = (slot + 1) & (table.capacity - 1);
-        }
+        if (i == table.count) result = PyTuple_Pack(2, distinct, indices);
     }
-    if (separators != 1 || tokens != expected) goto plain_no_more;
-    table_free(&table);
-    PyBuffer_Release(&view);
-    PyObject *result = PyTuple_Pack(2, distinct, indices);
-    Py_DECREF(distinct);
-    Py_DECREF(indices);
-    return result;
-
-plain_no_more:
-    table_free(&table);
-    Py_DECREF(distinct);
-    Py_DECREF(indices);
-not_plain:
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
-fail:
-    table_free(&table);
     Py_XDECREF(distinct);
-    Py_XDECREF(indices);
+    Py_DECREF(indices);
+    table_free(&table);
     PyBuffer_Release(&view);
-    return NULL;
+    return result;
 }
 
 static PyMethodDef methods[] = {

@@ -12,10 +12,10 @@ apart by a few calls into C, not line by line.
 from __future__ import annotations
 
 import math
-import multiprocessing
+import queue
 import re
+import threading
 import zlib
-from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -57,15 +57,15 @@ class _Vertices:
         return urls
 
 
-def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 0) -> Iterator[EdgeBatch | Skipped]:
-    """The file's links in blocks, taken apart in ``jobs`` other processes (0: in this one)."""
+def read_edge_list(path: str, progress: Progress | None = None) -> Iterator[EdgeBatch | Skipped]:
+    """The file's links in blocks; the next block is read and taken apart in a thread while this one is used."""
     raw, stream = open_text(path, progress)
     vertices = _Vertices()
     line = 1
     with raw, stream:
         try:
             blocks = ((block, first, path) for block, first in line_blocks(stream, BLOCK, MAX_LINE))
-            for block in _parsed(blocks, jobs):
+            for block in _ahead(map(_parse, blocks)):
                 line = block.last + 1
                 yield from block.skipped
                 if len(block.tokens):
@@ -76,19 +76,51 @@ def read_edge_list(path: str, progress: Progress | None = None, jobs: int = 0) -
             yield Skipped(f"{path}:{line}", f"unreadable data ({error}); the rest of the file is lost")
 
 
-def _parsed(blocks: Iterator[tuple[bytes | None, int, str]], jobs: int) -> Iterator["_Block"]:
-    """Blocks taken apart in order, in ``jobs`` other processes (0: here), a bounded number in flight."""
-    if jobs <= 0:
-        yield from map(_parse, blocks)
-        return
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        inflight: deque = deque()
-        for item in blocks:
-            inflight.append(pool.apply_async(_parse, (item,)))
-            if len(inflight) > jobs + 1:
-                yield inflight.popleft().get()
-        while inflight:
-            yield inflight.popleft().get()
+_END = object()
+
+
+def _ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """``items``, produced in a thread of their own up to ``depth`` ahead of the consumer.
+
+    Decompression, file reads and the C splitter let go of the GIL, so the
+    next block is read while the caller stores this one (SQLite lets go of
+    it too).  An exception in the thread is raised here, in order.
+    """
+    ready: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        ready.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            ready.put((_END, None))
+        except BaseException as error:  # handed to the consumer
+            ready.put((_END, error))
+
+    thread = threading.Thread(target=produce, name="rankstore-edges", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = ready.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # let a producer blocked on a full queue see the stop
+            try:
+                ready.get_nowait()
+            except queue.Empty:
+                thread.join(0.05)
 
 
 @dataclass
