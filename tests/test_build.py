@@ -354,3 +354,43 @@ def test_store_from_environment(tmp_path, monkeypatch):
 def test_help_has_examples(command):
     result = CliRunner().invoke(cli, command + ["--help"])
     assert result.exit_code == 0 and "Example" in result.output
+
+
+# ------------------------------------------------------------------ Common Crawl's web graphs
+
+CC_HOST = data("ccgraph/host")
+CC_URLS = ["https://example.com/", "https://blog.example.com/", "https://shop.example.com/",
+           "https://en.wikipedia.org/", "https://de.wikipedia.org/", "https://bbc.co.uk/",
+           "https://news.bbc.co.uk/", "https://xn--bcher-kva.net/"]
+CC_EDGES = [(0, 1), (0, 2), (0, 3), (1, 0), (1, 2), (2, 0), (3, 4), (3, 0), (4, 3), (5, 6), (6, 5), (6, 0), (7, 0)]
+
+
+def test_common_crawl_graph_built_and_ranked_from_the_command_line(tmp_path):
+    store = tmp_path / "cc.db"
+    result = CliRunner().invoke(cli, ["build", os.path.join(CC_HOST, "vertices.paths.gz"),
+                                      os.path.join(CC_HOST, "edges.paths.gz"), "--store", str(store), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "8 pages, 13 links" in result.output
+    assert CliRunner().invoke(cli, ["rank", "--store", str(store), "-q"]).exit_code == 0
+    db = sqlite3.connect(store)
+    assert sorted(db.execute("SELECT url FROM pages")) == sorted((url,) for url in CC_URLS)
+    links = db.execute("SELECT s.url, t.url FROM links l JOIN pages s ON s.id = l.src JOIN pages t ON t.id = l.dst")
+    assert sorted(links) == sorted((CC_URLS[a], CC_URLS[b]) for a, b in CC_EDGES)
+    best = db.execute("SELECT url FROM current_scores ORDER BY pagerank DESC LIMIT 1").fetchone()[0]
+    assert best == "https://example.com/"  # linked from five hosts of three sites
+    broken = CliRunner().invoke(cli, ["build", data("ccgraph/broken/vertices.txt.gz"),
+                                      data("ccgraph/broken/edges-00000.txt.gz"), "--store", str(tmp_path / "b.db")])
+    assert broken.exit_code == EXIT_SKIPPED
+    assert "edges-00000.txt.gz:5: not an edge line" in broken.output
+    missing = CliRunner().invoke(cli, ["build", os.path.join(CC_HOST, "edges.paths.gz"), "--store",
+                                       str(tmp_path / "m.db")])
+    assert missing.exit_code == 1 and "VERTICES EDGES" in missing.output and "Traceback" not in missing.output
+
+
+def test_common_crawl_graphs_are_told_from_content():
+    from rankstore.sources import detect_format
+
+    assert detect_format(CC_HOST) == "ccgraph"  # a folder holding both halves
+    assert detect_format(os.path.join(CC_HOST, "vertices", "part-00000.gz")) == "ccgraph"
+    assert detect_format(os.path.join(CC_HOST, "edges.paths.gz")) == "ccgraph"
+    assert detect_format(data("site")) == "html"
