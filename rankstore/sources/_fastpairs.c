@@ -10,6 +10,26 @@
 
 #define MAX_TOKEN (32 * 1024)
 
+/* what each byte is to bytes.split() and to the acceptance rule */
+enum { TOKEN = 0, SEPARATOR = 1, NEWLINE = 2, SPACE = 3, HASH = 4 };
+static unsigned char kind[256];
+
+static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n) {
+    /* eight bytes at a time, mixed as in splitmix64 */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+        p += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0x94D049BB133111EBULL;
+    return h ^ (h >> 29);
+}
+
 /* The table holds indices into the distinct tokens' own arrays (hash, start, length): four bytes a
  * slot, so that it stays in cache; it starts small and doubles at half full.  Its memory is raw
  * (PyMem_Raw*): the scan runs without the GIL, so that another thread can run meanwhile. */
@@ -108,25 +128,7 @@ static int scan(const unsigned char *text, Py_ssize_t size, Py_ssize_t expected,
     return separators == 1 && tokens == expected ? PLAIN : NOT_PLAIN;
 }
 
-/* what each byte is to bytes.split() and to the acceptance rule */
-enum { TOKEN = 0, SEPARATOR = 1, NEWLINE = 2, SPACE = 3, HASH = 4 };
-static unsigned char kind[256];
 
-static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n) {
-    /* eight bytes at a time, mixed as in splitmix64 */
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n, w;
-    while (n >= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 31;
-        p += 8;
-        n -= 8;
-    }
-    w = 0;
-    memcpy(&w, p, (size_t)n);
-    h = (h ^ w) * 0x94D049BB133111EBULL;
-    return h ^ (h >> 29);
-}
 
 static PyObject *split_pairs(PyObject *module, PyObject *arg) {
     Py_buffer view;
