@@ -172,11 +172,13 @@ def build(
             graph = _GraphLoader(store, report)
             for batch in kept(read_source(path, "edges", progress=advance), path):
                 graph.take(batch)
+            graph.finish()
     web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
     if web_graph:
         graph = _GraphLoader(store, report)
         for batch in kept(read_cc_sources(web_graph, scheme, advance), web_graph[0]):
             graph.take(batch)
+        graph.finish()
     report.pages = len(store.written_pages())
     store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
     report.seconds = time.perf_counter() - started
@@ -228,6 +230,7 @@ class _GraphLoader:
         self.store = store
         self.report = report
         self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id; 0 for a vertex not kept
+        self.sources: list[np.ndarray] = []  # page ids of the pages whose links were written
 
     def take(self, batch: EdgeBatch) -> None:
         if batch.urls:
@@ -239,7 +242,15 @@ class _GraphLoader:
             if dropped:
                 self.report.skipped["link to or from a URL that is not http(s)"] += dropped
             weights = batch.weights[kept] if batch.weights is not None else None
-            self.report.links += self.store.write_edges(src[kept], dst[kept], weights, self.report.build_id)[1]
+            sources, links = self.store.write_edges(src[kept], dst[kept], weights, self.report.build_id)
+            self.sources.append(sources)
+            self.report.links += links
+
+    def finish(self) -> None:
+        """Mark the graph's source pages crawled, once the whole graph is read."""
+        if self.sources:
+            self.store.mark_crawled(np.concatenate(self.sources), self.report.build_id)
+        self.sources = []
 
     def _add_vertices(self, batch: EdgeBatch) -> None:
         normal = canonical_many(batch.urls)

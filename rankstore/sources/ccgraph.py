@@ -280,7 +280,7 @@ def _part_blocks(parts: list[str], progress, chunk_lines: int
         line = 1
         with handle:
             try:
-                for block, first in line_blocks(_Text(handle, progress), BLOCK, MAX_LINE):
+                for block, first, _ in line_blocks(_Text(handle, progress), BLOCK, MAX_LINE):
                     if block is None:
                         yield from report.bad(first, f"line over {MAX_LINE} bytes")
                         line = first + 1

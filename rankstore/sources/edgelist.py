@@ -11,6 +11,7 @@ apart by a few calls into C, not line by line.
 
 from __future__ import annotations
 
+import gzip
 import math
 import queue
 import re
@@ -22,55 +23,31 @@ from typing import Iterator
 import numpy as np
 
 from . import EdgeBatch, Progress, Skipped
-from .pairs import split_pairs
+from .pairs import Vertices
 from .textblocks import line_blocks, open_text
 
 __all__ = ["read_edge_list", "MAX_LINE"]
 
 MAX_LINE = 64 * 1024
-BLOCK = 1 << 25  # bytes of text parsed (and links stored in one transaction) at once
+BLOCK = 1 << 24  # bytes of text parsed (and links stored in one transaction) at once; below glibc's mmap threshold, so its memory is reused, not faulted in afresh
 # '#' starts a comment at the start of a line or after white space, not inside a URL.
 _COMMENT = re.compile(rb"(^|\s)#.*", re.DOTALL)
-
-
-class _Vertices:
-    """Vertex numbers of URLs (as bytes), in order of first appearance."""
-
-    def __init__(self) -> None:
-        self.number: dict[bytes, int] = {}
-        self.new: list[bytes] = []
-
-    def numbers(self, block: "_Block") -> np.ndarray:
-        """Each token of a parsed block as a vertex number (the block's distinct tokens looked up once)."""
-        number = self.number
-        found = list(map(number.get, block.distinct))
-        if None in found:
-            new = [token for token in block.distinct if token not in number]
-            number.update(zip(new, range(len(number), len(number) + len(new))))
-            self.new += new
-            found = list(map(number.__getitem__, block.distinct))
-        return np.fromiter(found, dtype=np.int64, count=len(found))[block.tokens]
-
-    def take_new(self) -> list[str]:
-        urls = [token.decode("utf-8", errors="replace") for token in self.new]
-        self.new = []
-        return urls
 
 
 def read_edge_list(path: str, progress: Progress | None = None) -> Iterator[EdgeBatch | Skipped]:
     """The file's links in blocks; the next block is read and taken apart in a thread while this one is used."""
     raw, stream = open_text(path, progress)
-    vertices = _Vertices()
+    vertices = Vertices()
+    piece = 1 << 16 if isinstance(stream, gzip.GzipFile) else 1 << 20  # what a truncated gzip may lose
     line = 1
     with raw, stream:
         try:
-            blocks = ((block, first, path) for block, first in line_blocks(stream, BLOCK, MAX_LINE))
-            for block in _ahead(map(_parse, blocks)):
+            parsed = (_parse(vertices, path, *item) for item in line_blocks(stream, BLOCK, MAX_LINE, piece))
+            for block in _ahead(parsed):
                 line = block.last + 1
                 yield from block.skipped
-                if len(block.tokens):
-                    numbers = vertices.numbers(block)
-                    yield EdgeBatch(vertices.take_new(), numbers[0::2], numbers[1::2], block.weights,
+                if len(block.numbers) or block.new:
+                    yield EdgeBatch(block.new, block.numbers[0::2], block.numbers[1::2], block.weights,
                                     f"{path}:{block.first}-{block.last}")
         except (OSError, EOFError, zlib.error) as error:
             yield Skipped(f"{path}:{line}", f"unreadable data ({error}); the rest of the file is lost")
@@ -125,30 +102,31 @@ def _ahead(items: Iterator, depth: int = 2) -> Iterator:
 
 @dataclass
 class _Block:
-    """A block of lines taken apart: its distinct tokens, and each link's two as indices into them."""
+    """A block of lines taken apart: the URLs it names first, and each link's two vertex numbers."""
 
     first: int
     last: int
-    distinct: list[bytes]
-    tokens: np.ndarray
+    new: list[str]
+    numbers: np.ndarray
     weights: np.ndarray | None
     skipped: list[Skipped]
 
 
-def _parse(item: tuple[bytes | None, int, str]) -> _Block:
-    block, first, path = item
+def _parse(vertices: Vertices, path: str, block: bytes | None, first: int, count: int) -> _Block:
     if block is None:
         return _Block(first, first, [], np.zeros(0, dtype=np.int32), None,
                       [Skipped(f"{path}:{first}", f"line over {MAX_LINE} bytes")])
-    count = block.count(b"\n") + 1
-    split = split_pairs(block)
+    last = first + count - 1
+    split = vertices.split(block)
     if split is not None:
-        return _Block(first, first + count - 1, split[0], split[1], None, [])
+        return _Block(first, last, _names(split[0]), split[1], None, [])
     tokens, weights, skipped = _parse_lines(block, first, path)
-    distinct = dict.fromkeys(tokens)
-    index = dict(zip(distinct, range(len(distinct))))
-    return _Block(first, first + count - 1, list(distinct),
-                  np.fromiter(map(index.__getitem__, tokens), dtype=np.int32, count=len(tokens)), weights, skipped)
+    new, numbers = vertices.add(tokens)
+    return _Block(first, last, _names(new), numbers, weights, skipped)
+
+
+def _names(tokens: list[bytes]) -> list[str]:
+    return [token.decode("utf-8", errors="replace") for token in tokens]
 
 
 def _parse_lines(block: bytes, first: int, path: str) -> tuple[list[bytes], np.ndarray | None, list[Skipped]]:

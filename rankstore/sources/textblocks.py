@@ -48,55 +48,62 @@ def open_text(path: str, progress: Callable[[int], None] | None = None):
     return raw, (gzip.GzipFile(fileobj=counted) if gzipped else counted)
 
 
-def line_blocks(stream, size: int, max_line: int) -> Iterator[tuple[bytes | None, int]]:
-    """(text of whole lines, number of its first line), about ``size`` bytes at a time.
+def line_blocks(stream, size: int, max_line: int, piece: int = _READ) -> Iterator[tuple[bytes | None, int, int]]:
+    """(text of whole lines, number of its first line, how many lines), about ``size`` bytes at a time.
 
-    ``(None, n)`` stands for line ``n`` when it is longer than ``max_line``
+    ``(None, n, 1)`` stands for line ``n`` when it is longer than ``max_line``
     (its text is dropped as it is read).  An error of the stream (a truncated
-    gzip) is raised after the whole lines read before it.
+    gzip) is raised after the whole lines read before it.  The stream is read
+    ``piece`` bytes at a time: what a broken stream loses is at most a piece.
     """
     carry = b""
     line = 1
     skipping = False
     error: BaseException | None = None
     while error is None:
-        pieces = [carry]
+        pieces = [carry] if carry else []
         length = len(carry)
         try:
             while length < size:
-                piece = stream.read(_READ)
-                if not piece:
+                read = stream.read(piece)
+                if not read:
                     break
-                pieces.append(piece)
-                length += len(piece)
+                pieces.append(read)
+                length += len(read)
         except (OSError, EOFError) as problem:
             error = problem
-        data = b"".join(pieces)
-        if len(pieces) == 1 and error is None:  # the end
+        if length == len(carry) and error is None:  # the end
             if skipping:
-                yield None, line
+                yield None, line, 1
             elif carry:
-                yield carry, line
+                yield carry, line, carry.count(b"\n") + 1
             return
         if skipping:  # the rest of an over-long line ends at the first newline
+            data = b"".join(pieces)
             end = data.find(b"\n")
             if end < 0:
                 carry = b""
                 continue
-            yield None, line
+            yield None, line, 1
             line += 1
             skipping = False
-            data = data[end + 1 :]
-        cut = data.rfind(b"\n")
-        if cut < 0:
+            pieces = [data[end + 1 :]]
+        # the block ends at the last newline: joined once, the tail kept for the next block
+        last = len(pieces) - 1
+        while last >= 0 and (cut := pieces[last].rfind(b"\n")) < 0:
+            last -= 1
+        if last < 0:
+            data = b"".join(pieces)
             if len(data) > max_line:
                 skipping, carry = True, b""
             else:
                 carry = data
             continue
-        block, carry = data[:cut], data[cut + 1 :]
-        yield block, line
-        line += block.count(b"\n") + 1
+        block = b"".join(pieces[:last] + [pieces[last][:cut]])
+        carry = b"".join([pieces[last][cut + 1 :]] + pieces[last + 1 :])
+        count = block.count(b"\n") + 1
+        yield block, line, count
+        line += count
         if len(carry) > max_line:
             skipping, carry = True, b""
     raise error

@@ -261,11 +261,14 @@ class PagesMixin:
                             note_rows)
         return count - known
 
-    def write_edges(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None, build_id: int) -> tuple[int, int]:
+    def write_edges(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None, build_id: int) -> tuple[np.ndarray, int]:
         """Store links given as page ids (a graph source's batch) in one transaction.
 
-        Every source page counts as crawled by this build.  Returns (source
-        pages, links) written.
+        Returns (the source pages' ids, links written).  The source pages are
+        crawled by this build: the caller marks them with :meth:`mark_crawled`
+        once it has read the whole graph, in one pass (marked batch by batch,
+        a graph's sources, scattered over the pages table, rewrite most of it
+        each time).
         """
         try:
             with self.transaction():
@@ -320,20 +323,20 @@ class PagesMixin:
                 self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
             self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
             self._written.update(head for (head,) in fresh)
-        self._mark_crawled(np.asarray(heads, dtype=np.int64), build_id)
-        return len(heads), links
+        return np.asarray(heads, dtype=np.int64), links
 
-    def _mark_crawled(self, ids: np.ndarray, build_id: int) -> None:
-        """Mark pages crawled by a build, by runs of consecutive ids (a graph's sources mostly are)."""
+    def mark_crawled(self, ids: np.ndarray, build_id: int) -> None:
+        """Mark pages crawled by a build, in one transaction, by runs of consecutive ids (a graph's sources mostly are)."""
+        ids = np.unique(ids)
         if not len(ids):
             return
-        ids = np.sort(ids)
         breaks = np.flatnonzero(np.diff(ids) != 1) + 1
         lows = ids[np.concatenate([[0], breaks])].tolist()
         highs = ids[np.concatenate([breaks - 1, [len(ids) - 1]])].tolist()
-        self.db.executemany(
-            "UPDATE pages SET crawled = 1, status = coalesce(status, 200), build_id = ? WHERE id BETWEEN ? AND ?",
-            ((build_id, low, high) for low, high in zip(lows, highs)))
+        with self.transaction():
+            self.db.executemany(
+                "UPDATE pages SET crawled = 1, status = coalesce(status, 200), build_id = ? WHERE id BETWEEN ? AND ?",
+                ((build_id, low, high) for low, high in zip(lows, highs)))
 
     # ------------------------------------------------------------ reading
 

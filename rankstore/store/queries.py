@@ -89,23 +89,23 @@ class QueriesMixin:
         """:meth:`scores_by_url` for a ranking version already known (call it inside a snapshot)."""
         arrays = self.ranking_arrays(ranking_id)
         unique = list(dict.fromkeys(urls))
-        keys = url_keys(unique).tolist()
-        by_key = dict(zip(keys, unique))
-        rows = []
+        keys = url_keys(unique)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]  # in order: SQLite's probes walk the B-tree forward, and its IN list is built in order
+        rows: list[tuple[int, int]] = []
         for start in range(0, len(keys), _LOOKUP_CHUNK):
-            chunk = keys[start : start + _LOOKUP_CHUNK]
+            chunk = keys[start : start + _LOOKUP_CHUNK].tolist()
             marks = ",".join("?" * len(chunk))
             rows += self.db.execute(f"SELECT url_hash, page_id FROM page_keys WHERE url_hash IN ({marks})",
                                     chunk).fetchall()
         if not rows:
             return {}
-        found, page_ids = zip(*rows)
-        index = np.asarray(page_ids, dtype=np.int64) - 1
+        found = np.array(rows, dtype=np.int64)
+        index = found[:, 1] - 1
         inside = index < arrays.pages
-        if not inside.all():
-            found = [key for key, kept in zip(found, inside.tolist()) if kept]
-            index = index[inside]
-        return dict(zip(map(by_key.__getitem__, found),
+        at = order[np.searchsorted(keys, found[inside, 0])]
+        index = index[inside]
+        return dict(zip([unique[i] for i in at.tolist()],
                         zip(arrays.scores[index].tolist(), arrays.position[index].tolist(),
                             arrays.inlinks[index].tolist())))
 
