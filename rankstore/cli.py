@@ -30,9 +30,14 @@ def store_option(function):
     )(function)
 
 
-def open_store(path: str, readonly: bool = False) -> Store:
+_opened: list[str] = []  # the store a command works on, to name it if SQLite fails later (see main)
+
+
+def open_store(path: str, readonly: bool = False, create: bool = False) -> Store:
+    """The store, opened for the command; only ``build`` creates one."""
+    _opened.append(path)
     try:
-        return Store(path, readonly=readonly)
+        return Store(path, readonly=readonly, create=create)
     except StoreError as error:
         raise click.ClickException(str(error)) from error
 
@@ -90,7 +95,10 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet)
     from .build import build as run_build
     from .build import total_size
 
-    store = open_store(store_path)
+    for source in sources:
+        if not os.path.exists(source):
+            raise click.ClickException(f"{source}: no such file or directory")
+    store = open_store(store_path, create=True)
     try:
         total = total_size(sources) if not quiet else 0
     except OSError:
@@ -147,8 +155,6 @@ def info(store_path, as_json):
     Example:
         rankstore info --store site.db
     """
-    if not os.path.exists(store_path):
-        raise click.ClickException(f"{store_path}: no such store (run `rankstore build` first)")
     store = open_store(store_path, readonly=True)
     try:
         details = store.info()
@@ -186,14 +192,46 @@ def upgrade(store_path):
     """
     from .store import SCHEMA_VERSION
 
-    if not os.path.exists(store_path):
-        raise click.ClickException(f"{store_path}: no such store")
     open_store(store_path).close()
     click.echo(f"{store_path}: schema {SCHEMA_VERSION}")
 
 
-def main() -> None:
-    cli()
+def main(argv: list[str] | None = None) -> None:
+    """The command line, with every failure told in one line: exit status 1 (2 for a usage error).
+
+    Click reports bad options itself; what goes wrong later (SQLite, the
+    disk, an interrupt) is caught here and told by its cause.  With
+    $RANKSTORE_DEBUG set, an unexpected error shows its traceback too.
+    """
+    import sqlite3
+
+    try:
+        _opened.clear()
+        cli.main(args=argv, prog_name="rankstore")
+    except KeyboardInterrupt:
+        _fail("interrupted; the store keeps its last committed state", 130)
+    except BrokenPipeError:  # `rankstore export | head`: the reader has gone, nothing to say
+        sys.stderr.close()
+        os._exit(0)
+    except (sqlite3.Error, StoreError) as error:
+        from .store import explain
+
+        _fail(str(explain(_opened[-1] if _opened else "the store", error)))
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        _fail(f"{where}{error.strerror or error}")
+    except MemoryError:
+        _fail("out of memory: the graph does not fit; see BENCHMARKS.md for what a machine holds")
+    except Exception as error:  # a bug: say so in one line; the traceback on request
+        if os.environ.get("RANKSTORE_DEBUG"):
+            raise
+        _fail(f"internal error: {type(error).__name__}: {error} (set RANKSTORE_DEBUG=1 for the traceback, "
+              "and please report it)")
+
+
+def _fail(message: str, status: int = 1) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(status)
 
 
 # ------------------------------------------------------------------ ranking
@@ -208,7 +246,8 @@ def _read_url_file(path: str, option: str) -> list[str]:
 
 @cli.command(context_settings=CONTEXT)
 @store_option
-@click.option("--name", default=None, help="Ranking name [default: pagerank, personalized, trust, badrank or topic:NAME].")
+@click.option("--name", default=None, callback=lambda ctx, param, value: _ranking_name(value),
+              help="Ranking name [default: pagerank, personalized, trust, badrank or topic:NAME].")
 @click.option("--damping", "-d", type=click.FloatRange(0, 1), default=0.85, show_default=True,
               help="Probability of following a link.")
 @click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-10, show_default=True,
@@ -268,8 +307,6 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
         default = "personalized" if sources or source_roots else "pagerank"
         jobs.append(RankOptions(name=name or default, sources=sources, source_roots=source_roots, **common))
 
-    if not os.path.exists(store_path):
-        raise click.ClickException(f"{store_path}: no such store (run `rankstore build` first)")
     store = open_store(store_path)
     try:
         loaded = load_graph(store, include_nofollow)
@@ -289,8 +326,11 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
             warm = ""
             if outcome.warm_from is not None:
                 saved = outcome.iterations_saved
-                warm = f"; warm start from v{outcome.warm_from}" + (
-                    f": {saved} iterations saved against a cold start" if saved is not None else "")
+                warm = f"; warm start from v{outcome.warm_from}"
+                if saved is not None and saved > 0:
+                    warm += f": {saved} iterations saved against a cold start"
+                elif saved is not None:  # a warm start far from the answer can take longer than a cold one
+                    warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
             click.echo(f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} pages in "
                        f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
                        f"{outcome.seconds:.2f} s{warm}")
@@ -298,6 +338,12 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
         raise click.ClickException(str(error)) from error
     finally:
         store.close()
+
+
+def _ranking_name(value: str | None) -> str | None:
+    if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
+        raise click.BadParameter("a ranking name is at least one printable character", param_hint="--name")
+    return value
 
 
 def format_option(function):
@@ -368,8 +414,6 @@ def _emit(rows: list[dict], fmt: str) -> None:
 @contextlib.contextmanager
 def reading(store_path: str):
     """The store, read-only; store errors become clean CLI errors."""
-    if not os.path.exists(store_path):
-        raise click.ClickException(f"{store_path}: no such store (run `rankstore build` first)")
     store = open_store(store_path, readonly=True)
     try:
         yield store

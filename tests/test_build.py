@@ -280,7 +280,7 @@ def test_store_that_is_not_a_database(tmp_path):
     bogus = tmp_path / "bogus.db"
     bogus.write_bytes(b"this is not sqlite" * 100)
     result = CliRunner().invoke(cli, ["build", data("small.warc.gz"), "--store", str(bogus)])
-    assert result.exit_code == 1 and "not a rankstore database" in result.output
+    assert result.exit_code == 1 and "not a rankstore store" in result.output
 
 
 def test_sigkill_half_way_leaves_a_good_store(python_doc_crawl, tmp_path):

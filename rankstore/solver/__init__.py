@@ -111,7 +111,7 @@ def pagerank(
     if not result.converged:
         raise ConvergenceError(
             f"PageRank did not converge to tol={tol:g} in {max_iter} iterations "
-            f"(last L1 residual {result.residuals[-1]:.3g})",
+            f"(last L1 residual {result.residuals[-1] if result.residuals else float('nan'):.3g})",
             result,
         )
     return result

@@ -125,7 +125,7 @@ class _Product:
         self.order = np.argsort(_page_groups(degree), kind="stable").astype(np.int32)
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0: all)
             inverse = np.where(out > 0, scale / out, 0.0)[self.order]
         del degree, out
         self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}

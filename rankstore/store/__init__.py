@@ -20,20 +20,32 @@ import json
 import os
 import sqlite3
 import time
+import urllib.parse
 from typing import Sequence
 
 from . import migrations
 from .graph import GraphMixin, InLinks
 from .pages import PageData, PagesMixin, builds_json, url_key
 from .queries import QueriesMixin
-from .rankings import Ranking, RankingArrays, RankingNotFound, RankingsMixin, StoreError
+from .errors import (NotAStore, RankingNotFound, StoreBusy, StoreDamaged, StoreError, StoreFull, StoreMissing,
+                     StoreReadOnly, check_path, explain)
+from .rankings import Ranking, RankingArrays, RankingsMixin
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 
-__all__ = ["Store", "StoreError", "RankingNotFound", "Ranking", "RankingArrays", "InLinks", "PageData",
+__all__ = ["Store", "StoreError", "RankingNotFound", "NotAStore", "StoreMissing", "StoreBusy", "StoreReadOnly",
+           "StoreFull", "StoreDamaged", "explain", "Ranking", "RankingArrays", "InLinks", "PageData",
            "SCHEMA_VERSION", "url_key"]
 
 
 _BUILD_CHECKPOINT_PAGES = 262144  # 1 GiB of 4 KiB pages
+
+
+def _busy_timeout() -> float:
+    """Seconds a command waits for another process's write lock: $RANKSTORE_BUSY_TIMEOUT, 10 by default."""
+    try:
+        return max(0.0, float(os.environ.get("RANKSTORE_BUSY_TIMEOUT", "10")))
+    except ValueError:
+        return 10.0
 
 
 def _now() -> str:
@@ -43,39 +55,57 @@ def _now() -> str:
 class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
-    def __init__(self, path: str, readonly: bool = False):
+    def __init__(self, path: str, readonly: bool = False, create: bool = True):
+        """Open the store at ``path``; a writer creates it (or brings an older schema up to date) unless
+        ``create`` is False.  Errors are :class:`StoreError` subclasses that name the cause."""
         self.path = path
         self.readonly = readonly
         self._arrays: dict = {}
         self._reset_page_cache()
-        if readonly and not os.path.exists(path):
-            raise StoreError(f"{path}: no such store (run `rankstore build` first)")
+        check_path(path, create=create and not readonly)
         try:
-            if readonly:
-                self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
-                                          isolation_level=None)
-            else:
-                # one thread at a time: the build writes from its writer thread
-                self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA busy_timeout = 10000")
-            # read the file through the OS page cache without a copy per page (mmap)
-            self.db.execute("PRAGMA mmap_size = 17179869184")
-            self.db.execute("PRAGMA cache_size = -262144")
+            self.db = self._connect(path, readonly)
+            self._check_version(writer=not readonly, create=create and not readonly)
             if not readonly:
                 self.db.execute("PRAGMA journal_mode = WAL")
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self._create_or_migrate()
-            else:
-                self._check_version(create=False)
-        except sqlite3.DatabaseError as error:
-            raise StoreError(f"{path}: not a rankstore database ({error})") from error
+        except (sqlite3.Error, OSError) as error:
+            raise explain(path, error) from error
+
+    @staticmethod
+    def _connect(path: str, readonly: bool) -> sqlite3.Connection:
+        if readonly:
+            uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError:
+                # A WAL store in a folder this user cannot write (a read-only mount, another user's
+                # files): SQLite cannot make its -shm file.  With no log to replay it reads the file
+                # as it is; a log left by a writer that is still running would not be seen.
+                log = path + "-wal"
+                if os.access(os.path.dirname(os.path.abspath(path)), os.W_OK) or \
+                        (os.path.exists(log) and os.path.getsize(log) > 0):
+                    raise
+                db.close()
+                db = sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False, isolation_level=None)
+        else:
+            # one thread at a time: the build writes from its writer thread
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {int(1000 * _busy_timeout())}")
+        # read the file through the OS page cache without a copy per page (mmap)
+        db.execute("PRAGMA mmap_size = 17179869184")
+        db.execute("PRAGMA cache_size = -262144")
+        return db
 
     def _create_or_migrate(self) -> None:
+        if migrations.schema_version(self.db) == SCHEMA_VERSION and \
+                self.db.execute("SELECT count(*) FROM counter").fetchone()[0] >= COUNTER_ROWS and \
+                self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone() != ("0",):
+            return  # up to date: opening writes nothing
         with self.transaction():
             found = migrations.schema_version(self.db)
-            if found is not None and found > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: schema version {found} is newer than this rankstore "
-                                 f"({SCHEMA_VERSION}): upgrade rankstore")
             if found is not None and found < SCHEMA_VERSION:
                 migrations.migrate(self, found)
             for statement in (TABLES + VIEWS).split(";\n"):
@@ -89,11 +119,20 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
             if keyed == ("0",):  # a first build was cut short before writing its URL keys
                 self.key_pages()
 
-    def _check_version(self, create: bool) -> None:
+    def _check_version(self, writer: bool, create: bool) -> None:
+        """A store this rankstore can read; a writer may also bring an older one up to date, or fill an
+        empty file when ``create``.  Another program's SQLite file is never written to."""
         found = migrations.schema_version(self.db)
-        if found != SCHEMA_VERSION:
-            hint = " (`rankstore upgrade` upgrades it, as any writing command does)" if found and found < SCHEMA_VERSION else ""
-            raise StoreError(f"{self.path}: schema version {found or 'none'}, this rankstore reads {SCHEMA_VERSION}{hint}")
+        if found is None:
+            if create and self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                return
+            raise NotAStore(f"{self.path}: not a rankstore store (a SQLite file without rankstore's tables)")
+        if found > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {found} is newer than this rankstore "
+                             f"({SCHEMA_VERSION}): upgrade rankstore")
+        if found < SCHEMA_VERSION and not writer:
+            raise StoreError(f"{self.path}: schema version {found}, this rankstore reads {SCHEMA_VERSION} "
+                             "(`rankstore upgrade` upgrades it, as any writing command does)")
 
     def close(self) -> None:
         self.db.close()

@@ -16,20 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import RankingNotFound, StoreError
 from .schema import BLOCK_PAGES
 
 __all__ = ["Ranking", "RankingArrays", "RankingNotFound", "RankingsMixin", "StoreError"]
 
 _KEEP_ARRAYS = 4  # ranking versions whose arrays a reader keeps loaded
 _COARSE_FROM = 1 << 16  # pages in a list from which it is narrowed by coarse positions first
-
-
-class StoreError(Exception):
-    """A store that cannot be opened or used."""
-
-
-class RankingNotFound(StoreError):
-    """No ranking of that name in the store."""
 
 
 @dataclass
