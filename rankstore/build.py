@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -144,7 +144,7 @@ def build(
         if progress is not None:
             progress(bytes_read, report.pages)
 
-    def kept(read: Iterator, path: str) -> Iterator[Record | EdgeBatch]:
+    def kept(read: Iterator, path: str) -> Iterator[Any]:
         try:
             for item in read:
                 if isinstance(item, Skipped):

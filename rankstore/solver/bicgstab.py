@@ -42,8 +42,8 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
 
         A x is then x - out; callers take that difference in their next pass.
         """
-        fill = 0.0
-        if has_sinks:
+        fill: float | np.ndarray = 0.0
+        if has_sinks and dangling_to is not None:
             mass = damping * at_sinks
             fill = mass * dangling_to[0] if uniform_dangling else mass * dangling_to
         product(scaled, out, fill)

@@ -35,7 +35,8 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     product = _product._Product(system.graph, system.weighted, system.threads, scale=damping, single=mixed)
     try:
         n, live = product.n, product.live
-        inverse, inverse32 = product.inverse[np.dtype(np.float64)], product.inverse.get(np.dtype(np.float32))
+        inverse = product.inverse[np.dtype(np.float64)]
+        inverse32: np.ndarray = product.inverse.get(np.dtype(np.float32), inverse)  # float32 when mixed
         teleport = product.inner(system.teleport)
         x = product.inner(start)
         y = np.empty_like(x)
@@ -51,9 +52,11 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         if dangling_to is not None and not uniform_dangling:
             dangling_to = product.inner(dangling_to)
 
+        mass = 0.0  # rank at sinks in the last change (set by each step)
+
         def spread(mass: float) -> float | np.ndarray:
             """The rank ``mass`` that sinks pass on, spread over the pages it goes to."""
-            if not has_sinks:
+            if not has_sinks or dangling_to is None:
                 return 0.0
             return damping * mass * (dangling_to[0] if uniform_dangling else dangling_to)
 
@@ -81,8 +84,8 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
 
         def single_step() -> float:
             nonlocal mass
-            fill = spread(mass)
-            fill = np.float32(fill) if np.ndim(fill) == 0 else fill.astype(np.float32)
+            spreads = spread(mass)
+            fill = np.float32(spreads) if isinstance(spreads, float) else spreads.astype(np.float32)
             new = following
 
             def add(start: int, stop: int) -> tuple[float, float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -149,6 +149,7 @@ class _Product:
                 if weights is None:  # the kernel copies a value beside each index: the index itself, to the same place
                     _csr_row_index(b - a, rows[a:b], indptr, indices, indices, part, part)
                 else:
+                    assert self.values is not None
                     _csr_row_index(b - a, rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
                 part[:] = np.take(new_of, part)
 
@@ -200,7 +201,7 @@ class _Product:
             return [function(item) for item in items]
         return [future.result() for future in [self.pool.submit(function, item) for item in items]]
 
-    def __call__(self, z: np.ndarray, out: np.ndarray, fill: float | np.ndarray = 0.0,
+    def __call__(self, z: np.ndarray, out: np.ndarray, fill: Any = 0.0,
                  after: Callable[[int, int], object] | None = None) -> list:
         """out = fill + P z; returns ``after(start, stop)`` of each row block."""
         n, indices, kind = self.n, self.indices, z.dtype

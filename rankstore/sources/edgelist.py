@@ -23,7 +23,7 @@ from typing import Iterator
 import numpy as np
 
 from . import EdgeBatch, Progress, Skipped
-from .pairs import Vertices
+from .pairs import Vertices, VerticesFast, VerticesPython
 from .textblocks import line_blocks, open_text
 
 __all__ = ["read_edge_list", "MAX_LINE"]
@@ -112,7 +112,7 @@ class _Block:
     skipped: list[Skipped]
 
 
-def _parse(vertices: Vertices, path: str, block: bytes | None, first: int, count: int) -> _Block:
+def _parse(vertices: VerticesPython | VerticesFast, path: str, block: bytes | None, first: int, count: int) -> _Block:
     if block is None:
         return _Block(first, first, [], np.zeros(0, dtype=np.int32), None,
                       [Skipped(f"{path}:{first}", f"line over {MAX_LINE} bytes")])

@@ -105,7 +105,7 @@ def _complete(view: mmap.mmap, offset: int, size: int, compressed: bool) -> bool
     if header_end < 0:
         return False
     match = re.search(rb"(?im)^content-length:\s*(\d+)", view[offset:header_end])
-    return bool(match) and header_end + 4 + int(match.group(1)) <= size
+    return match is not None and header_end + 4 + int(match.group(1)) <= size
 
 
 def read_warc(path: str, progress: Progress | None = None) -> Iterator[Record | Skipped]:

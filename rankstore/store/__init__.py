@@ -52,7 +52,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
+class Store(QueriesMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True):
@@ -143,14 +143,6 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def transaction(self):
-        """A write transaction (BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception)."""
-        return _Transaction(self.db, "BEGIN IMMEDIATE")
-
-    def snapshot(self):
-        """A read transaction: every query inside sees one version of the store."""
-        return _Transaction(self.db, "BEGIN")
-
     # ----------------------------------------------------------------- builds
 
     def begin_build(self, sources: Sequence[str]) -> int:
@@ -160,6 +152,7 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
         self._note_build_start()
         # a build's batches append to the log; it is copied into the file once, at the end
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
+        assert cursor.lastrowid is not None
         return cursor.lastrowid
 
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
@@ -175,12 +168,6 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
                 (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id))
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def ensure_graph(self) -> None:
-        """Derive the graph's arrays again if a build was interrupted since they were."""
-        if not self.graph_is_current():
-            with self.transaction():
-                self.derive_graph()
 
     def info(self) -> dict:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
@@ -206,22 +193,3 @@ class Store(PagesMixin, GraphMixin, RankingsMixin, QueriesMixin):
             "rankings": rankings,
             "size_bytes": size,
         }
-
-
-class _Transaction:
-    """``begin`` ... COMMIT, or ROLLBACK on an exception; inside another transaction, part of that one."""
-
-    def __init__(self, db: sqlite3.Connection, begin: str):
-        self.db = db
-        self.begin = begin
-        self.outer = False
-
-    def __enter__(self):
-        self.outer = not self.db.in_transaction
-        if self.outer:
-            self.db.execute(self.begin)
-        return self.db
-
-    def __exit__(self, exc_type, exc, tb):
-        if self.outer:
-            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .base import StoreBase
+
 
 __all__ = ["GraphMixin", "InLinks"]
 
@@ -33,10 +35,16 @@ class InLinks:
     weights: np.ndarray | None  # float64 per link, None when every link weighs 1
 
 
-class GraphMixin:
+class GraphMixin(StoreBase):
     """The graph's packed arrays; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection
+
+    def ensure_graph(self) -> None:
+        """Derive the graph's arrays again if a build was interrupted since they were."""
+        if not self.graph_is_current():
+            with self.transaction():
+                self.derive_graph()
 
     def graph_is_current(self) -> bool:
         """Whether ``in_links`` reflects every page and link in the store."""

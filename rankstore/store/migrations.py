@@ -54,7 +54,7 @@ def _packed_arrays(store) -> None:
     count = db.execute("SELECT count(*) FROM links").fetchone()[0]
     pairs = np.fromiter((v for row in db.execute("SELECT src, dst FROM links ORDER BY src, dst") for v in row),
                         dtype=np.int64, count=2 * count).reshape(-1, 2)
-    rows = []
+    rows: list[tuple] = []
     if count:
         cuts = np.flatnonzero(pairs[1:, 0] != pairs[:-1, 0]) + 1
         for group in np.split(pairs, cuts):

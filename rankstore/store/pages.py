@@ -18,6 +18,7 @@ import numpy as np
 import xxhash
 
 from ..urls import host_of
+from .base import StoreBase
 from .schema import PART_LINKS
 
 __all__ = ["PageData", "PagesMixin", "url_key", "url_keys"]
@@ -64,7 +65,7 @@ def unpack_targets(parts: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(parts), dtype=">i4").astype(np.int64)
 
 
-class PagesMixin:
+class PagesMixin(StoreBase):
     """Builds: pages, out-links and their notes; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection
@@ -248,7 +249,9 @@ class PagesMixin:
             self.db.execute("DELETE FROM out_links WHERE src = ?", (src,))
             self.db.execute("DELETE FROM link_notes WHERE src = ?", (src,))
         self._written.update(out)
-        part_rows, note_rows, count = [], [], 0
+        part_rows: list[tuple[int, int, bytes]] = []
+        note_rows: list[tuple[int, int, int, float, str | None]] = []
+        count = 0
         for src, links in out.items():
             targets = sorted(links)
             count += len(targets)
@@ -277,7 +280,7 @@ class PagesMixin:
             self._reset_page_cache()
             raise
 
-    def _write_edges(self, src, dst, weights, build_id) -> tuple[int, int]:
+    def _write_edges(self, src, dst, weights, build_id) -> tuple[np.ndarray, int]:
         if weights is None:
             key = np.sort(src.astype(np.int64) << 32 | dst.astype(np.int64))
             if len(key):  # a set: repeats dropped by sort and compare (numpy 2's np.unique hashes, slower)
@@ -298,7 +301,7 @@ class PagesMixin:
         if w is not None or again:
             # weights to note, or sources already written in this build: merged page by page
             slow = range(len(heads)) if w is not None else again
-            out = {}
+            out: dict[int, dict[int, tuple[bool, float, str | None]]] = {}
             for i in slow:
                 start, end = starts[i], ends[i]
                 ws = w[start:end].tolist() if w is not None else [1.0] * (end - start)

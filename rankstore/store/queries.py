@@ -14,8 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .pages import url_keys
-from .rankings import RankingArrays
+from .graph import GraphMixin
+from .pages import PagesMixin, url_keys
+from .rankings import RankingArrays, RankingsMixin
 
 __all__ = ["QueriesMixin"]
 
@@ -34,7 +35,7 @@ def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, cr
             "crawled": bool(crawled), "pages": arrays.pages}
 
 
-class QueriesMixin:
+class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     """Read-only views of a store; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .base import StoreBase
 from .errors import RankingNotFound, StoreError
 from .schema import BLOCK_PAGES
 
@@ -127,8 +128,10 @@ def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra
                best_be[4 * first : 4 * last], extra_be[8 * first : 8 * last] if extra_be is not None else None)
 
 
-class RankingsMixin:
+class RankingsMixin(StoreBase):
     """Reading and writing rankings; part of :class:`~rankstore.store.Store`."""
+
+    _arrays: dict[int, RankingArrays]
 
     db: sqlite3.Connection
 
@@ -154,6 +157,7 @@ class RankingsMixin:
                  len(scores), seconds),
             )
             ranking_id = cursor.lastrowid
+            assert ranking_id is not None
             self.db.executemany(
                 "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra) VALUES (?, ?, ?, ?, ?, ?)",
                 ranking_rows(ranking_id, scores, inlinks, extra))

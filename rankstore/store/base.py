@@ -1,0 +1,45 @@
+"""What every part of the store shares: the connection and its transactions.
+
+The mixins (:mod:`.pages`, :mod:`.graph`, :mod:`.rankings`, :mod:`.queries`)
+subclass :class:`StoreBase`, so each says in its own code what it relies on;
+:class:`~rankstore.store.Store` opens the connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["StoreBase", "Transaction"]
+
+
+class Transaction:
+    """``begin`` ... COMMIT, or ROLLBACK on an exception; inside another transaction, part of that one."""
+
+    def __init__(self, db: sqlite3.Connection, begin: str):
+        self.db = db
+        self.begin = begin
+        self.outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.outer = not self.db.in_transaction
+        if self.outer:
+            self.db.execute(self.begin)
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.outer:
+            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+class StoreBase:
+    db: sqlite3.Connection
+    path: str
+    readonly: bool
+
+    def transaction(self) -> Transaction:
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception)."""
+        return Transaction(self.db, "BEGIN IMMEDIATE")
+
+    def snapshot(self) -> Transaction:
+        """A read transaction: every query inside sees one version of the store."""
+        return Transaction(self.db, "BEGIN")
