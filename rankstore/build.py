@@ -18,14 +18,24 @@ import queue
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from .extract import extract
-from .sources import (GRAPH_FORMATS, EdgeBatch, Record, Skipped, SourceError, detect_format, read_cc_sources,
-                      read_source, source_size)
+from .sources import (
+    GRAPH_FORMATS,
+    EdgeBatch,
+    Record,
+    Skipped,
+    SourceError,
+    detect_format,
+    read_cc_sources,
+    read_source,
+    source_size,
+)
 from .sources.ccgraph import cc_parts
 from .sources.htmldir import check_html_dir
 from .store import PageData, Store
@@ -161,8 +171,14 @@ def build(
     if pages_sources:
         writer = _Writer(store, report)
         try:
-            _load_pages(items(pages_sources), writer, report, jobs, commit_every,
-                        lambda: progress(bytes_read, report.pages) if progress is not None else None)
+            _load_pages(
+                items(pages_sources),
+                writer,
+                report,
+                jobs,
+                commit_every,
+                lambda: progress(bytes_read, report.pages) if progress is not None else None,
+            )
         finally:
             writer.close()
     # Graphs are written from this thread while the readers take the next block apart in a thread
@@ -185,8 +201,14 @@ def build(
     return report
 
 
-def _load_pages(records: Iterator[Record], writer: "_Writer", report: BuildReport, jobs: int, commit_every: int,
-                progress: Callable[[], None]) -> None:
+def _load_pages(
+    records: Iterator[Record],
+    writer: _Writer,
+    report: BuildReport,
+    jobs: int,
+    commit_every: int,
+    progress: Callable[[], None],
+) -> None:
     """Records -> pages with canonical URLs (in worker processes) -> the writer, in batches."""
     pending: list[PageData] = []
     pending_links = 0

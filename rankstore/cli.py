@@ -67,11 +67,21 @@ def cli():
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Source format (default: detected from content).")
 @click.option("--base-url", help="For a directory of saved HTML: the URL its root was saved from.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), help="Parser processes (default: up to 2 cores).")
-@click.option("--commit-every", type=click.IntRange(1), default=20000, show_default=True,
-              help="Pages per transaction (a transaction also ends at 200,000 links): "
-                   "what an interrupted build can lose at most.")
-@click.option("--scheme", type=click.Choice(["https", "http"]), default="https", show_default=True,
-              help="Common Crawl graphs: the scheme of each host's root page.")
+@click.option(
+    "--commit-every",
+    type=click.IntRange(1),
+    default=20000,
+    show_default=True,
+    help="Pages per transaction (a transaction also ends at 200,000 links): "
+    "what an interrupted build can lose at most.",
+)
+@click.option(
+    "--scheme",
+    type=click.Choice(["https", "http"]),
+    default="https",
+    show_default=True,
+    help="Common Crawl graphs: the scheme of each host's root page.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet):
     """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists, Common Crawl web graphs) into the store.
@@ -110,8 +120,11 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet)
         label="building",
         file=sys.stderr,
         show_eta=True,
-        item_show_func=lambda pages: None if pages is None else f"{pages:,} pages, "
-        f"{pages / max(time.perf_counter() - started, 1e-9):,.0f} pages/s",
+        item_show_func=lambda pages: (
+            None
+            if pages is None
+            else f"{pages:,} pages, {pages / max(time.perf_counter() - started, 1e-9):,.0f} pages/s"
+        ),
     )
     done = 0
 
@@ -163,19 +176,27 @@ def info(store_path, as_json):
     if as_json:
         click.echo(json.dumps(details, indent=2))
         return
-    click.echo(f"store:    {details['path']} ({_human_bytes(details['size_bytes'])}, schema {details['schema_version']})")
-    click.echo(f"pages:    {details['pages']:,} ({details['crawled_pages']:,} crawled, "
-               f"{details['pages'] - details['crawled_pages']:,} only linked to) on {details['hosts']:,} host(s)")
+    click.echo(
+        f"store:    {details['path']} ({_human_bytes(details['size_bytes'])}, schema {details['schema_version']})"
+    )
+    click.echo(
+        f"pages:    {details['pages']:,} ({details['crawled_pages']:,} crawled, "
+        f"{details['pages'] - details['crawled_pages']:,} only linked to) on {details['hosts']:,} host(s)"
+    )
     click.echo(f"links:    {details['links']:,} ({details['nofollow_links']:,} nofollow)")
     click.echo(f"builds:   {len(details['builds'])}")
     for item in details["builds"]:
         skipped = f", {item['skipped']:,} skipped" if item["skipped"] else ""
-        click.echo(f"  #{item['id']} {item['started_at']} {item['status']}: {item['pages']:,} pages, "
-                   f"{item['links']:,} links{skipped} from {', '.join(item['sources'])}")
+        click.echo(
+            f"  #{item['id']} {item['started_at']} {item['status']}: {item['pages']:,} pages, "
+            f"{item['links']:,} links{skipped} from {', '.join(item['sources'])}"
+        )
     click.echo(f"rankings: {len(details['rankings'])}")
     for item in details["rankings"]:
-        click.echo(f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} pages, "
-                   f"{item['iterations']} iterations")
+        click.echo(
+            f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} pages, "
+            f"{item['iterations']} iterations"
+        )
 
 
 @cli.command(context_settings=CONTEXT)
@@ -225,8 +246,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # a bug: say so in one line; the traceback on request
         if os.environ.get("RANKSTORE_DEBUG"):
             raise
-        _fail(f"internal error: {type(error).__name__}: {error} (set RANKSTORE_DEBUG=1 for the traceback, "
-              "and please report it)")
+        _fail(
+            f"internal error: {type(error).__name__}: {error} (set RANKSTORE_DEBUG=1 for the traceback, "
+            "and please report it)"
+        )
 
 
 def _fail(message: str, status: int = 1) -> None:
@@ -235,6 +258,7 @@ def _fail(message: str, status: int = 1) -> None:
 
 
 # ------------------------------------------------------------------ ranking
+
 
 def _read_url_file(path: str, option: str) -> list[str]:
     try:
@@ -246,31 +270,74 @@ def _read_url_file(path: str, option: str) -> list[str]:
 
 @cli.command(context_settings=CONTEXT)
 @store_option
-@click.option("--name", default=None, callback=lambda ctx, param, value: _ranking_name(value),
-              help="Ranking name [default: pagerank, personalized, trust, badrank or topic:NAME].")
-@click.option("--damping", "-d", type=click.FloatRange(0, 1), default=0.85, show_default=True,
-              help="Probability of following a link.")
-@click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-10, show_default=True,
-              help="power: stop when the L1 change of an iteration is below this; "
-                   "bicgstab: when the relative residual is.")
+@click.option(
+    "--name",
+    default=None,
+    callback=lambda ctx, param, value: _ranking_name(value),
+    help="Ranking name [default: pagerank, personalized, trust, badrank or topic:NAME].",
+)
+@click.option(
+    "--damping",
+    "-d",
+    type=click.FloatRange(0, 1),
+    default=0.85,
+    show_default=True,
+    help="Probability of following a link.",
+)
+@click.option(
+    "--tol",
+    type=click.FloatRange(0, min_open=True),
+    default=1e-10,
+    show_default=True,
+    help="power: stop when the L1 change of an iteration is below this; bicgstab: when the relative residual is.",
+)
 @click.option("--max-iter", type=click.IntRange(1), default=1000, show_default=True)
-@click.option("--dangling", type=click.Choice(["uniform", "source", "remove", "leak"]),
-              help="Pages without out-links: uniform jump, jump by E, the paper's removal, or leak "
-                   "[default: uniform; source when E is given].")
-@click.option("--method", type=click.Choice(["bicgstab", "power"]), default="bicgstab", show_default=True,
-              help="Krylov solve of the PageRank system (fast), or the paper's power iteration.")
+@click.option(
+    "--dangling",
+    type=click.Choice(["uniform", "source", "remove", "leak"]),
+    help="Pages without out-links: uniform jump, jump by E, the paper's removal, or leak "
+    "[default: uniform; source when E is given].",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["bicgstab", "power"]),
+    default="bicgstab",
+    show_default=True,
+    help="Krylov solve of the PageRank system (fast), or the paper's power iteration.",
+)
 @click.option("--source", "sources", multiple=True, metavar="URL", help="Personalised: E on this page (repeatable).")
 @click.option("--source-roots", is_flag=True, help="Personalised: E on the root page of every server (paper §6).")
-@click.option("--topic", "topics", multiple=True, metavar="NAME=FILE",
-              help="Topic-sensitive: one ranking topic:NAME with E on the URLs in FILE (repeatable).")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="NAME=FILE",
+    help="Topic-sensitive: one ranking topic:NAME with E on the URLs in FILE (repeatable).",
+)
 @click.option("--trusted", type=click.Path(dir_okay=False), help="TrustRank from the URLs in FILE; stores Spam Mass.")
 @click.option("--flagged", type=click.Path(dir_okay=False), help="BadRank from the URLs in FILE (reverse graph).")
 @click.option("--include-nofollow", is_flag=True, help="Let nofollow/ugc/sponsored links vote too.")
 @click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
 @click.option("-q", "--quiet", is_flag=True, help="No per-iteration output.")
-def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, source_roots, topics, trusted, flagged,
-         include_nofollow, unweighted, cold, quiet):
+def rank(
+    store_path,
+    name,
+    damping,
+    tol,
+    max_iter,
+    dangling,
+    method,
+    sources,
+    source_roots,
+    topics,
+    trusted,
+    flagged,
+    include_nofollow,
+    unweighted,
+    cold,
+    quiet,
+):
     """Compute PageRank (or a variant) and store it as a new version of a named ranking.
 
     Prints the L1 residual of every iteration as it goes.  Readers (the proxy)
@@ -291,8 +358,16 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
     if sum(bool(x) for x in (sources or source_roots, topics, trusted, flagged)) > 1:
         raise click.UsageError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
     jobs: list[RankOptions] = []
-    common = dict(damping=damping, tol=tol, max_iter=max_iter, dangling=dangling, method=method,
-                  include_nofollow=include_nofollow, weighted=not unweighted, warm_start=not cold)
+    common = dict(
+        damping=damping,
+        tol=tol,
+        max_iter=max_iter,
+        dangling=dangling,
+        method=method,
+        include_nofollow=include_nofollow,
+        weighted=not unweighted,
+        warm_start=not cold,
+    )
     if topics:
         for topic in topics:
             topic_name, sep, path = topic.partition("=")
@@ -311,12 +386,15 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
     try:
         loaded = load_graph(store, include_nofollow)
         if not quiet:
-            click.echo(f"graph: {loaded.graph.n:,} pages, {loaded.graph.links:,} links "
-                       f"(read in {loaded.seconds:.2f} s)", err=True)
+            click.echo(
+                f"graph: {loaded.graph.n:,} pages, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)",
+                err=True,
+            )
         for options in jobs:
-            def show(iteration: int, residual: float) -> None:
+
+            def show(iteration: int, residual: float, name: str = options.name) -> None:
                 if not quiet:
-                    click.echo(f"  {options.name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
+                    click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
 
             try:
                 outcome = run_rank(store, options, show, loaded)
@@ -331,9 +409,11 @@ def rank(store_path, name, damping, tol, max_iter, dangling, method, sources, so
                     warm += f": {saved} iterations saved against a cold start"
                 elif saved is not None:  # a warm start far from the answer can take longer than a cold one
                     warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
-            click.echo(f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} pages in "
-                       f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
-                       f"{outcome.seconds:.2f} s{warm}")
+            click.echo(
+                f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} pages in "
+                f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
+                f"{outcome.seconds:.2f} s{warm}"
+            )
     except (RankingError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     finally:
@@ -347,13 +427,20 @@ def _ranking_name(value: str | None) -> str | None:
 
 
 def format_option(function):
-    return click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-                        show_default=True, help="Output format.")(function)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "csv", "json"]),
+        default="table",
+        show_default=True,
+        help="Output format.",
+    )(function)
 
 
 def ranking_option(function):
-    return click.option("--ranking", "ranking_name", default="pagerank", show_default=True,
-                        help="Which named ranking.")(function)
+    return click.option(
+        "--ranking", "ranking_name", default="pagerank", show_default=True, help="Which named ranking."
+    )(function)
 
 
 def _decorate(rows: list[dict], lowest: float, highest: float) -> list[dict]:
@@ -369,10 +456,16 @@ def _decorate(rows: list[dict], lowest: float, highest: float) -> list[dict]:
     widths = display.bar_width(scores, lowest, highest, 20)
     out = []
     for row, pct, tb, width in zip(rows, percentiles, toolbars, widths):
-        item = {"url": row["url"], "title": row["title"], "pagerank": row["pagerank"],
-                "percentile": round(float(pct), 3) if row["pagerank"] is not None else None,
-                "toolbar": int(tb), "rank": (row["position"] + 1) if row["position"] is not None else None,
-                "inlinks": row["inlinks"], "bar": int(width)}
+        item = {
+            "url": row["url"],
+            "title": row["title"],
+            "pagerank": row["pagerank"],
+            "percentile": round(float(pct), 3) if row["pagerank"] is not None else None,
+            "toolbar": int(tb),
+            "rank": (row["position"] + 1) if row["position"] is not None else None,
+            "inlinks": row["inlinks"],
+            "bar": int(width),
+        }
         if row.get("extra") is not None:
             item["spam_mass"] = row["extra"]
         for key in ("nofollow", "anchor"):
@@ -572,11 +665,15 @@ def stats(store_path, ranking_name, plot):
         ranking = store.ranking(ranking_name)
         _, scores = store.scores_of(ranking.id)
     scores = np.sort(scores)[::-1]
-    click.echo(f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
-               f"{ranking.iterations} iterations, final L1 residual {ranking.residuals[-1]:.2e}")
+    click.echo(
+        f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
+        f"{ranking.iterations} iterations, final L1 residual {ranking.residuals[-1]:.2e}"
+    )
     click.echo(f"params: {json.dumps(ranking.params, sort_keys=True)}")
-    click.echo(f"scores: max {scores[0]:.4e}, median {np.median(scores):.4e}, min {scores[-1]:.4e}, "
-               f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}")
+    click.echo(
+        f"scores: max {scores[0]:.4e}, median {np.median(scores):.4e}, min {scores[-1]:.4e}, "
+        f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}"
+    )
     if plot:
         import matplotlib
 

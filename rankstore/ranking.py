@@ -19,8 +19,8 @@ assignment speeds convergence).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -167,24 +167,51 @@ def rank(
     start, previous = (None, None)
     if options.warm_start:
         start, previous = _warm_start(store, options.name, page_ids)
-    result = pagerank(graph, options.damping, personalization, dangling, options.tol, options.max_iter,
-                      start=start, weights=options.weighted, callback=callback, method=options.method)
+    result = pagerank(
+        graph,
+        options.damping,
+        personalization,
+        dangling,
+        options.tol,
+        options.max_iter,
+        start=start,
+        weights=options.weighted,
+        callback=callback,
+        method=options.method,
+    )
     extra = None
     if kind == "trust":
         extra = _spam_mass(store, page_ids, result.scores, loaded, options)
     params = {
-        "kind": kind, "method": options.method, "damping": options.damping, "tol": options.tol, "max_iter": options.max_iter,
-        "dangling": dangling, "include_nofollow": options.include_nofollow, "weighted": options.weighted,
-        "sources": list(options.sources), "source_roots": options.source_roots,
-        "trusted": len(options.trusted), "flagged": len(options.flagged),
-        "links": graph.links, "warm_from": previous.version if previous is not None else None,
+        "kind": kind,
+        "method": options.method,
+        "damping": options.damping,
+        "tol": options.tol,
+        "max_iter": options.max_iter,
+        "dangling": dangling,
+        "include_nofollow": options.include_nofollow,
+        "weighted": options.weighted,
+        "sources": list(options.sources),
+        "source_roots": options.source_roots,
+        "trusted": len(options.trusted),
+        "flagged": len(options.flagged),
+        "links": graph.links,
+        "warm_from": previous.version if previous is not None else None,
         "load_seconds": round(loaded.seconds, 3),
     }
     cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     ranking = store.write_ranking(
-        options.name, params, result.iterations, result.residuals, page_ids, result.scores,
-        loaded.graph.in_degree(), extra, seconds)
+        options.name,
+        params,
+        result.iterations,
+        result.residuals,
+        page_ids,
+        result.scores,
+        loaded.graph.in_degree(),
+        extra,
+        seconds,
+    )
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold)
 
 
@@ -194,7 +221,13 @@ def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: Rank
         ids, scores = store.scores_of(store.ranking("pagerank").id)
         plain = _by_page(page_ids, ids, scores, 0.0)
     except RankingNotFound:
-        plain = pagerank(loaded.graph, options.damping, tol=options.tol, max_iter=options.max_iter,
-                         weights=options.weighted, method=options.method).scores
+        plain = pagerank(
+            loaded.graph,
+            options.damping,
+            tol=options.tol,
+            max_iter=options.max_iter,
+            weights=options.weighted,
+            method=options.method,
+        ).scores
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(plain > 0, (plain - trust) / plain, np.nan)

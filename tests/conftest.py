@@ -68,5 +68,6 @@ def python_doc_store(python_doc_crawl, tmp_path_factory) -> str:
 def postgres_doc_store(tmp_path_factory) -> str:
     """A store built from postgresql-doc-15's HTML directory."""
     _need(POSTGRES_DOC)
-    return _built_store(str(tmp_path_factory.mktemp("pg-store") / "pg.db"), POSTGRES_DOC,
-                        base_url="http://postgres.local/docs/")
+    return _built_store(
+        str(tmp_path_factory.mktemp("pg-store") / "pg.db"), POSTGRES_DOC, base_url="http://postgres.local/docs/"
+    )

@@ -19,10 +19,11 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from conftest import data
 from rankstore.cli import EXIT_SKIPPED, cli
 from rankstore.store import Store
 from rankstore.urls import canonical
+
+from conftest import data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -52,6 +53,7 @@ HTML = [("Content-Type", "text/html; charset=utf-8")]
 
 
 # ------------------------------------------------------------------ real crawl
+
 
 def _bs4_targets(item):
     url, body = item
@@ -125,6 +127,7 @@ def test_directory_without_host_folders_needs_base_url(tmp_path):
 
 # ------------------------------------------------------------------ semantics
 
+
 def test_small_crawl_contents(tmp_path):
     store = tmp_path / "small.db"
     assert run("build", data("small.warc.gz"), store=store).exit_code == 0
@@ -158,8 +161,10 @@ def test_same_crawl_twice_gives_same_store(tmp_path):
 def test_later_crawl_adds_and_recrawl_replaces_out_links(tmp_path):
     store = tmp_path / "edges.db"
     first = tmp_path / "first.tsv"
-    first.write_text("http://a.example/ http://b.example/\nhttp://a.example/ http://c.example/\n"
-                     "http://b.example/ http://a.example/\n")
+    first.write_text(
+        "http://a.example/ http://b.example/\nhttp://a.example/ http://c.example/\n"
+        "http://b.example/ http://a.example/\n"
+    )
     second = tmp_path / "second.tsv"
     second.write_text("http://a.example/ http://d.example/\nhttp://e.example/ http://a.example/\n")
     run("build", str(first), store=store)
@@ -193,8 +198,10 @@ def test_edge_list_format(tmp_path):
     assert f"{path}:6" in result.output  # the location of a bad line
     assert "line over 65536 bytes" in result.output
     db = sqlite3.connect(tmp_path / "e.db")
-    rows = db.execute("SELECT s.url, t.url, l.weight FROM links l JOIN pages s ON s.id = l.src"
-                      " JOIN pages t ON t.id = l.dst ORDER BY 1, 2").fetchall()
+    rows = db.execute(
+        "SELECT s.url, t.url, l.weight FROM links l JOIN pages s ON s.id = l.src"
+        " JOIN pages t ON t.id = l.dst ORDER BY 1, 2"
+    ).fetchall()
     assert rows == [
         ("http://a.example/", "http://b.example/", 2.5),
         ("http://a.example/", "http://c.example/page", 1.0),
@@ -203,6 +210,7 @@ def test_edge_list_format(tmp_path):
 
 
 # ------------------------------------------------------------------ bad input
+
 
 @pytest.mark.parametrize("name, pages", [("truncated.warc.gz", 6), ("garbage.warc.gz", 8), ("garbage.warc", 8)])
 def test_broken_warc_files_load_their_good_records(tmp_path, name, pages):
@@ -227,21 +235,28 @@ def test_hostile_records_are_skipped_or_survived(tmp_path):
     warc = tmp_path / "hostile.warc.gz"
     huge_line = b"<title>huge</title><p>" + b"x" * (20 * 1024 * 1024) + b"<a href='/after-huge'>a</a>"
     deep = b"<title>deep</title>" + b"<div>" * 10000 + b"<a href='/deep'>d</a>"
-    write_warc(warc, [
-        ("http://ok.example/", 200, HTML, b"<title>ok</title><a href='/x'>x</a>"),
-        ("http://bin.example/", 200, HTML, bytes(range(256)) * 64),
-        ("http://lat.example/", 200, [("Content-Type", "text/html; charset=utf-8")],
-         "<title>Caf\xe9</title>".encode("latin-1")),  # mislabelled
-        ("http://none.example/", 200, [("Content-Type", "text/html")], "<title>Café</title>".encode("cp1252")),
-        ("http://huge.example/", 200, HTML, huge_line),
-        ("http://deep.example/", 200, HTML, deep),
-        ("not a url at all", 200, HTML, b"<title>bad url</title>"),
-        ("http://img.example/x.png", 200, [("Content-Type", "image/png")], b"\x89PNG...."),
-        ("http://err.example/", 500, HTML, b"<title>error</title>"),
-        ("http://redir.example/", 302, [("Location", "/target")], b""),
-        ("http://redir2.example/", 301, [("Location", "javascript:alert(1)")], b""),
-        ("http://last.example/", 200, HTML, b"<title>last</title>"),
-    ])
+    write_warc(
+        warc,
+        [
+            ("http://ok.example/", 200, HTML, b"<title>ok</title><a href='/x'>x</a>"),
+            ("http://bin.example/", 200, HTML, bytes(range(256)) * 64),
+            (
+                "http://lat.example/",
+                200,
+                [("Content-Type", "text/html; charset=utf-8")],
+                "<title>Caf\xe9</title>".encode("latin-1"),
+            ),  # mislabelled
+            ("http://none.example/", 200, [("Content-Type", "text/html")], "<title>Café</title>".encode("cp1252")),
+            ("http://huge.example/", 200, HTML, huge_line),
+            ("http://deep.example/", 200, HTML, deep),
+            ("not a url at all", 200, HTML, b"<title>bad url</title>"),
+            ("http://img.example/x.png", 200, [("Content-Type", "image/png")], b"\x89PNG...."),
+            ("http://err.example/", 500, HTML, b"<title>error</title>"),
+            ("http://redir.example/", 302, [("Location", "/target")], b""),
+            ("http://redir2.example/", 301, [("Location", "javascript:alert(1)")], b""),
+            ("http://last.example/", 200, HTML, b"<title>last</title>"),
+        ],
+    )
     store = tmp_path / "h.db"
     result = CliRunner().invoke(cli, ["build", str(warc), "--store", str(store)])
     assert result.exit_code == EXIT_SKIPPED, result.output
@@ -257,17 +272,22 @@ def test_hostile_records_are_skipped_or_survived(tmp_path):
     assert titles["http://last.example/"] == "last"
     assert "http://bin.example/" not in titles and "http://err.example/" not in titles
     assert "http://img.example/x.png" not in titles
-    assert db.execute("SELECT t.url FROM links JOIN pages s ON s.id = src JOIN pages t ON t.id = dst"
-                      " WHERE s.url = 'http://redir.example/'").fetchall() == [("http://redir.example/target",)]
+    assert db.execute(
+        "SELECT t.url FROM links JOIN pages s ON s.id = src JOIN pages t ON t.id = dst"
+        " WHERE s.url = 'http://redir.example/'"
+    ).fetchall() == [("http://redir.example/target",)]
     assert "http://redir2.example/" in titles  # a redirect to javascript: is a page without links
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: None, "no such file or directory"),
-    (lambda p: p.write_bytes(b""), "empty file"),
-    (lambda p: p.write_bytes(b"\x1f\x8b\x08\x00garbage"), "cannot decompress"),
-    (lambda p: p.write_bytes(bytes(range(256)) * 10), "binary content"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: None, "no such file or directory"),
+        (lambda p: p.write_bytes(b""), "empty file"),
+        (lambda p: p.write_bytes(b"\x1f\x8b\x08\x00garbage"), "cannot decompress"),
+        (lambda p: p.write_bytes(bytes(range(256)) * 10), "binary content"),
+    ],
+)
 def test_unusable_source_is_an_error(tmp_path, make, message):
     source = tmp_path / "source.bin"
     make(source)
@@ -288,9 +308,22 @@ def test_sigkill_half_way_leaves_a_good_store(python_doc_crawl, tmp_path):
     assert run("build", data("small.warc.gz"), store=store).exit_code == 0
     before = counts(store)
     process = subprocess.Popen(
-        [sys.executable, "-m", "rankstore", "build", python_doc_crawl.warc, "--store", str(store),
-         "--commit-every", "20", "-q"],
-        cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "rankstore",
+            "build",
+            python_doc_crawl.warc,
+            "--store",
+            str(store),
+            "--commit-every",
+            "20",
+            "-q",
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     try:
@@ -359,16 +392,32 @@ def test_help_has_examples(command):
 # ------------------------------------------------------------------ Common Crawl's web graphs
 
 CC_HOST = data("ccgraph/host")
-CC_URLS = ["https://example.com/", "https://blog.example.com/", "https://shop.example.com/",
-           "https://en.wikipedia.org/", "https://de.wikipedia.org/", "https://bbc.co.uk/",
-           "https://news.bbc.co.uk/", "https://xn--bcher-kva.net/"]
+CC_URLS = [
+    "https://example.com/",
+    "https://blog.example.com/",
+    "https://shop.example.com/",
+    "https://en.wikipedia.org/",
+    "https://de.wikipedia.org/",
+    "https://bbc.co.uk/",
+    "https://news.bbc.co.uk/",
+    "https://xn--bcher-kva.net/",
+]
 CC_EDGES = [(0, 1), (0, 2), (0, 3), (1, 0), (1, 2), (2, 0), (3, 4), (3, 0), (4, 3), (5, 6), (6, 5), (6, 0), (7, 0)]
 
 
 def test_common_crawl_graph_built_and_ranked_from_the_command_line(tmp_path):
     store = tmp_path / "cc.db"
-    result = CliRunner().invoke(cli, ["build", os.path.join(CC_HOST, "vertices.paths.gz"),
-                                      os.path.join(CC_HOST, "edges.paths.gz"), "--store", str(store), "-q"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "build",
+            os.path.join(CC_HOST, "vertices.paths.gz"),
+            os.path.join(CC_HOST, "edges.paths.gz"),
+            "--store",
+            str(store),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "8 pages, 13 links" in result.output
     assert CliRunner().invoke(cli, ["rank", "--store", str(store), "-q"]).exit_code == 0
@@ -378,12 +427,21 @@ def test_common_crawl_graph_built_and_ranked_from_the_command_line(tmp_path):
     assert sorted(links) == sorted((CC_URLS[a], CC_URLS[b]) for a, b in CC_EDGES)
     best = db.execute("SELECT url FROM current_scores ORDER BY pagerank DESC LIMIT 1").fetchone()[0]
     assert best == "https://example.com/"  # linked from five hosts of three sites
-    broken = CliRunner().invoke(cli, ["build", data("ccgraph/broken/vertices.txt.gz"),
-                                      data("ccgraph/broken/edges-00000.txt.gz"), "--store", str(tmp_path / "b.db")])
+    broken = CliRunner().invoke(
+        cli,
+        [
+            "build",
+            data("ccgraph/broken/vertices.txt.gz"),
+            data("ccgraph/broken/edges-00000.txt.gz"),
+            "--store",
+            str(tmp_path / "b.db"),
+        ],
+    )
     assert broken.exit_code == EXIT_SKIPPED
     assert "edges-00000.txt.gz:5: not an edge line" in broken.output
-    missing = CliRunner().invoke(cli, ["build", os.path.join(CC_HOST, "edges.paths.gz"), "--store",
-                                       str(tmp_path / "m.db")])
+    missing = CliRunner().invoke(
+        cli, ["build", os.path.join(CC_HOST, "edges.paths.gz"), "--store", str(tmp_path / "m.db")]
+    )
     assert missing.exit_code == 1 and "VERTICES EDGES" in missing.output and "Traceback" not in missing.output
 
 

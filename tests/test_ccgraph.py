@@ -11,14 +11,22 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, data
 from rankstore.sources import EdgeBatch, Skipped, SourceError, ccgraph
 from rankstore.sources.ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices, read_cc_graph
 
+from conftest import ROOT, data
+
 HOST = data("ccgraph/host")
-HOST_URLS = ["https://example.com/", "https://blog.example.com/", "https://shop.example.com/",
-             "https://en.wikipedia.org/", "https://de.wikipedia.org/", "https://bbc.co.uk/",
-             "https://news.bbc.co.uk/", "https://xn--bcher-kva.net/"]
+HOST_URLS = [
+    "https://example.com/",
+    "https://blog.example.com/",
+    "https://shop.example.com/",
+    "https://en.wikipedia.org/",
+    "https://de.wikipedia.org/",
+    "https://bbc.co.uk/",
+    "https://news.bbc.co.uk/",
+    "https://xn--bcher-kva.net/",
+]
 HOST_EDGES = [(0, 1), (0, 2), (0, 3), (1, 0), (1, 2), (2, 0), (3, 4), (3, 0), (4, 3), (5, 6), (6, 5), (6, 0), (7, 0)]
 # tests/data/ccgraph/make.py prints it: the first line not whole in what the cut gzip stream still gives
 TRUNCATED_AT = 98043
@@ -46,12 +54,15 @@ def names(paths):
     return [os.path.relpath(path, HOST) for path in paths]
 
 
-@pytest.mark.parametrize("given", [
-    [HOST],
-    [os.path.join(HOST, "vertices.paths.gz"), os.path.join(HOST, "edges.paths.gz")],
-    [os.path.join(HOST, "edges"), os.path.join(HOST, "vertices")],  # order does not matter: told by content
-    [os.path.join(HOST, "edges.paths.gz"), os.path.join(HOST, "vertices")],
-])
+@pytest.mark.parametrize(
+    "given",
+    [
+        [HOST],
+        [os.path.join(HOST, "vertices.paths.gz"), os.path.join(HOST, "edges.paths.gz")],
+        [os.path.join(HOST, "edges"), os.path.join(HOST, "vertices")],  # order does not matter: told by content
+        [os.path.join(HOST, "edges.paths.gz"), os.path.join(HOST, "vertices")],
+    ],
+)
 def test_host_graph_in_parts(given):
     vertices, edges = cc_parts(given)
     assert names(vertices) == ["vertices/part-00000.gz", "vertices/part-00001.gz"]
@@ -81,12 +92,19 @@ def test_batches_hold_at_most_chunk_lines_and_progress_counts_bytes_on_disk():
     read_bytes = []
     batches = list(read_cc_graph(vertices, edges, progress=read_bytes.append, chunk_lines=2))
     assert [(os.path.relpath(batch.where, HOST), len(batch.urls), len(batch.src)) for batch in batches] == [
-        ("vertices/part-00000.gz:1-2", 2, 0), ("vertices/part-00000.gz:3-4", 2, 0),
+        ("vertices/part-00000.gz:1-2", 2, 0),
+        ("vertices/part-00000.gz:3-4", 2, 0),
         ("vertices/part-00000.gz:5-5", 1, 0),
-        ("vertices/part-00001.gz:1-2", 2, 0), ("vertices/part-00001.gz:3-3", 1, 0),
-        ("edges/part-00000.gz:1-2", 0, 2), ("edges/part-00000.gz:3-4", 0, 2), ("edges/part-00000.gz:5-6", 0, 2),
-        ("edges/part-00000.gz:7-7", 0, 1), ("edges/part-00001.gz:1-2", 0, 2), ("edges/part-00001.gz:3-4", 0, 2),
-        ("edges/part-00001.gz:5-6", 0, 2)]
+        ("vertices/part-00001.gz:1-2", 2, 0),
+        ("vertices/part-00001.gz:3-3", 1, 0),
+        ("edges/part-00000.gz:1-2", 0, 2),
+        ("edges/part-00000.gz:3-4", 0, 2),
+        ("edges/part-00000.gz:5-6", 0, 2),
+        ("edges/part-00000.gz:7-7", 0, 1),
+        ("edges/part-00001.gz:1-2", 0, 2),
+        ("edges/part-00001.gz:3-4", 0, 2),
+        ("edges/part-00001.gz:5-6", 0, 2),
+    ]
     assert [url for batch in batches for url in batch.urls] == HOST_URLS
     assert [pair for batch in batches for pair in zip(batch.src.tolist(), batch.dst.tolist())] == HOST_EDGES
     assert sum(read_bytes) == sum(os.path.getsize(path) for path in vertices + edges)
@@ -104,8 +122,14 @@ def test_broken_files_are_counted_reported_by_line_and_skipped():
         (f"{vertices[0]}:3", "duplicate vertex id (id 1 seen before)", 1),
         (f"{edges[0]}:5", "not an edge line (expected FROM_ID<TAB>TO_ID)", 1),
         (f"{edges[0]}:3", "vertex not in the vertices file (id 2)", 1),
-        (f"{edges[1]}:{TRUNCATED_AT}", ("unreadable data (compressed file ended before the end-of-stream marker "
-                                        "was reached); the rest of the part is lost"), 1),
+        (
+            f"{edges[1]}:{TRUNCATED_AT}",
+            (
+                "unreadable data (compressed file ended before the end-of-stream marker "
+                "was reached); the rest of the part is lost"
+            ),
+            1,
+        ),
     ]
     # the good lines are kept: the first part's four, then every whole line of the second before the cut
     assert pairs[:4] == [(0, 1), (1, 0), (2, 0), (1, 2)]
@@ -146,17 +170,28 @@ def test_blocks_with_bad_lines_read_line_by_line_give_what_clean_ones_do(tmp_pat
     assert clean[2] == [] and len(clean[0]) == 2000 and len(clean[1]) == 10_000
     bad_vertices = {100: "-1\tcom.negative\n", 500: "7\tCOM.UPPER\n", 900: "\n", 901: "8 \tcom.space\n"}
     bad_edges = {10: "1\t-2\n", 20: "3 \t4\n", 30: "\n", 40: "5\t6\t7\n", 50: "99999999999999999999\t1\n"}
-    dirty = read([gz(tmp_path / "bad-v.gz", "".join(bad_vertices.get(i, "") + line
-                                                       for i, line in enumerate(vertex_lines)))],
-                 [gz(tmp_path / "bad-e.gz", "".join(bad_edges.get(i, "") + line for i, line in enumerate(edge_lines)))])
+    dirty = read(
+        [gz(tmp_path / "bad-v.gz", "".join(bad_vertices.get(i, "") + line for i, line in enumerate(vertex_lines)))],
+        [gz(tmp_path / "bad-e.gz", "".join(bad_edges.get(i, "") + line for i, line in enumerate(edge_lines)))],
+    )
     assert dirty[0] == clean[0] and dirty[1] == clean[1]
-    not_vertex, not_edge = "not a vertex line (expected ID<TAB>reversed.host.name)", \
-        "not an edge line (expected FROM_ID<TAB>TO_ID)"
+    not_vertex, not_edge = (
+        "not a vertex line (expected ID<TAB>reversed.host.name)",
+        "not an edge line (expected FROM_ID<TAB>TO_ID)",
+    )
     assert [(item.where.rsplit(":", 1)[1], item.reason) for item in dirty[2]] == [
-        ("101", not_vertex), ("502", "not a plausible host name ('COM.UPPER')"), ("905", not_vertex),
-        ("11", not_edge), ("22", not_edge), ("44", not_edge), ("55", not_edge)]  # blank lines are no error
-    crlf = read([gz(tmp_path / "crlf-v.gz", "".join(vertex_lines).replace("\n", "\r\n"))],
-                [gz(tmp_path / "crlf-e.gz", "".join(edge_lines).replace("\n", "\r\n"))])
+        ("101", not_vertex),
+        ("502", "not a plausible host name ('COM.UPPER')"),
+        ("905", not_vertex),
+        ("11", not_edge),
+        ("22", not_edge),
+        ("44", not_edge),
+        ("55", not_edge),
+    ]  # blank lines are no error
+    crlf = read(
+        [gz(tmp_path / "crlf-v.gz", "".join(vertex_lines).replace("\n", "\r\n"))],
+        [gz(tmp_path / "crlf-e.gz", "".join(edge_lines).replace("\n", "\r\n"))],
+    )
     assert crlf == clean
 
 
@@ -170,13 +205,14 @@ def test_concatenated_gzip_members_are_one_part(tmp_path):
 def test_a_corrupt_gzip_part_loses_its_rest_and_the_next_part_is_read(tmp_path):
     vertices = gz(tmp_path / "v.gz", "0\tcom.a\n1\tcom.b\n")
     data = bytearray(gzip.compress("".join(f"{i % 2}\t{(i + 1) % 2}\n" for i in range(100_000)).encode(), mtime=0))
-    data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64
+    data[len(data) // 2 : len(data) // 2 + 64] = b"\xff" * 64
     (tmp_path / "e1.gz").write_bytes(bytes(data))
     edges = [str(tmp_path / "e1.gz"), gz(tmp_path / "e2.gz", "1\t1\n")]
     _, pairs, skipped = read([vertices], edges)
     assert len(skipped) == 1 and skipped[0].where.startswith(f"{edges[0]}:")
-    assert skipped[0].reason.startswith("unreadable data (corrupt gzip data: ") \
-        and skipped[0].reason.endswith("; the rest of the part is lost")
+    assert skipped[0].reason.startswith("unreadable data (corrupt gzip data: ") and skipped[0].reason.endswith(
+        "; the rest of the part is lost"
+    )
     assert 0 < len(pairs) - 1 < 100_000 and pairs[-1] == (1, 1)
 
 
@@ -191,11 +227,18 @@ def test_content_sniffers():
     assert looks_like_cc_vertices(b"\n12\tcom.example\t3\n")  # a domain graph's vertices
     assert looks_like_cc_vertices(b"5\tcom.example\r\n")
     assert not looks_like_cc_vertices(b"0\t1\n") and not looks_like_cc_vertices(b"http://a/ http://b/\n")
-    assert not looks_like_cc_vertices(b"0\tcom example\n") and not looks_like_cc_vertices(b"") \
+    assert (
+        not looks_like_cc_vertices(b"0\tcom example\n")
+        and not looks_like_cc_vertices(b"")
         and not looks_like_cc_vertices(b"com.example\t0\n")
+    )
     assert looks_like_cc_edges(b"0\t1\n2\t3\n") and looks_like_cc_edges(b"\n\n17\t4\r\n")
-    assert not looks_like_cc_edges(b"0\tcom.example\n") and not looks_like_cc_edges(b"0 1\n") \
-        and not looks_like_cc_edges(b"0\t1\t2\n") and not looks_like_cc_edges(b"")
+    assert (
+        not looks_like_cc_edges(b"0\tcom.example\n")
+        and not looks_like_cc_edges(b"0 1\n")
+        and not looks_like_cc_edges(b"0\t1\t2\n")
+        and not looks_like_cc_edges(b"")
+    )
 
 
 def test_cc_parts_says_what_it_cannot_tell(tmp_path):
@@ -217,8 +260,22 @@ def test_cc_parts_says_what_it_cannot_tell(tmp_path):
 
 def test_paper_graph_generator_writes_what_the_reader_reads(tmp_path):
     out = tmp_path / "graph"
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_paper_graph.py"), "--pages", "2000",
-                    "--links", "20000", "--parts", "3", "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "tools", "make_paper_graph.py"),
+            "--pages",
+            "2000",
+            "--links",
+            "20000",
+            "--parts",
+            "3",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert sorted(os.listdir(out)) == ["edges", "edges.paths.gz", "vertices", "vertices.paths.gz"]
     assert sorted(os.listdir(out / "edges")) == [f"part-0000{i}.gz" for i in range(3)]
     urls, pairs, skipped = read(*cc_parts([str(out)]))
@@ -231,7 +288,10 @@ def test_paper_graph_generator_writes_what_the_reader_reads(tmp_path):
     in_degree = np.bincount(pairs_array[:, 1], minlength=2000)
     assert out_degree.max() > 10 * out_degree.mean() and in_degree.max() > 10 * in_degree.mean()  # heavy tails
     # ids 0, 1, 2... in the order of the names, as Common Crawl numbers its vertices
-    lines = [line.split("\t") for part in sorted((out / "vertices").iterdir())
-             for line in gzip.decompress(part.read_bytes()).decode().splitlines()]
+    lines = [
+        line.split("\t")
+        for part in sorted((out / "vertices").iterdir())
+        for line in gzip.decompress(part.read_bytes()).decode().splitlines()
+    ]
     assert [int(line[0]) for line in lines] == list(range(2000))
     assert [line[1] for line in lines] == sorted(line[1] for line in lines)

@@ -18,10 +18,11 @@ import threading
 
 import pytest
 
-from conftest import data
 from rankstore.cli import cli, main
 from rankstore.solver import ConvergenceError, pagerank
 from rankstore.solver.graph import Graph
+
+from conftest import data
 
 URL = "http://127.0.0.1:1/nowhere.html"
 # the arguments each command needs besides --store, and whether it writes
@@ -39,8 +40,17 @@ COMMANDS = {
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
     "build": [["--format", "pdf"], ["--jobs", "0"], ["--commit-every", "-1"], ["--scheme", "ftp"]],
-    "rank": [["--damping", "1.5"], ["--tol", "0"], ["--max-iter", "0"], ["--dangling", "up"], ["--name", ""],
-             ["--name", " "], ["--topic", "noequals"], ["--trusted", "/no/such/file"], ["--method", "lu"]],
+    "rank": [
+        ["--damping", "1.5"],
+        ["--tol", "0"],
+        ["--max-iter", "0"],
+        ["--dangling", "up"],
+        ["--name", ""],
+        ["--name", " "],
+        ["--topic", "noequals"],
+        ["--trusted", "/no/such/file"],
+        ["--method", "lu"],
+    ],
     "upgrade": [["--nope"]],
     "info": [["--nope"]],
     "top": [["--limit", "0"], ["--format", "xml"]],
@@ -187,12 +197,17 @@ def test_readers_go_on_while_a_writer_holds_the_lock(ranked, capsys, monkeypatch
 
 
 def _as_nobody(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-                           sys.executable, "-m", "rankstore", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable, "-m", "rankstore", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root to run a command as another user (setpriv)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to run a command as another user (setpriv)"
+)
 def test_a_read_only_store_reads_and_refuses_writes_in_one_line(ranked):
     import tempfile
 
@@ -253,8 +268,12 @@ def test_a_full_disk_is_named_and_the_store_keeps_its_last_commit(small_disk, tm
         for i in range(120_000):
             handle.write(f"http://a.example/page/{i}\thttp://b.example/some/longer/path/{i % 9000}\n")
     path = str(small_disk / "s.db")
-    done = subprocess.run([sys.executable, "-m", "rankstore", "build", str(edges), "--store", path, "-q"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "rankstore", "build", str(edges), "--store", path, "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert_one_line_error(done.returncode, done.stdout + done.stderr, says="disk is full")
     if os.path.exists(path):
         with sqlite3.connect(path) as db:

@@ -21,25 +21,28 @@ def answer(found):
 
 
 @pytest.mark.parametrize("twin", TWINS)
-@pytest.mark.parametrize("block, expected", [
-    (b"a\tb\nb\tc\na\tc", ([b"a", b"b", b"c"], [0, 1, 1, 2, 0, 2])),
-    (b"a b\nb a", ([b"a", b"b"], [0, 1, 1, 0])),
-    (b"a\tb\r\nc\td\r", ([b"a", b"b", b"c", b"d"], [0, 1, 2, 3])),  # CRLF endings
-    (b"x\tx", ([b"x"], [0, 0])),
-    ("é\tü\nü\té".encode(), (["é".encode(), "ü".encode()], [0, 1, 1, 0])),
-    (b"a\x00b\tc", ([b"a\x00b", b"c"], [0, 1])),  # NUL inside a token is part of it
-    (b"x" * MAX_TOKEN + b"\ty", ([b"x" * MAX_TOKEN, b"y"], [0, 1])),
-    (b"x" * (MAX_TOKEN + 1) + b"\ty", None),  # a token too long: line by line
-    (b"a\tb\n# comment", None),
-    (b"a\tb#c", None),
-    (b"a\tb\n\nc\td", None),  # a blank line
-    (b"a\tb\tc\nd", None),  # 3 fields then 1: as many tokens as pairs, but not pairs
-    (b"a  b", None),  # a run of blanks
-    (b" a\tb", None),  # leading blank: two separators
-    (b"a\tb\n", None),  # a trailing newline makes an empty last line
-    (b"", None),
-    (b"a\x0bb\tc", None),  # \x0b splits a token but is not a counted separator
-])
+@pytest.mark.parametrize(
+    "block, expected",
+    [
+        (b"a\tb\nb\tc\na\tc", ([b"a", b"b", b"c"], [0, 1, 1, 2, 0, 2])),
+        (b"a b\nb a", ([b"a", b"b"], [0, 1, 1, 0])),
+        (b"a\tb\r\nc\td\r", ([b"a", b"b", b"c", b"d"], [0, 1, 2, 3])),  # CRLF endings
+        (b"x\tx", ([b"x"], [0, 0])),
+        ("é\tü\nü\té".encode(), (["é".encode(), "ü".encode()], [0, 1, 1, 0])),
+        (b"a\x00b\tc", ([b"a\x00b", b"c"], [0, 1])),  # NUL inside a token is part of it
+        (b"x" * MAX_TOKEN + b"\ty", ([b"x" * MAX_TOKEN, b"y"], [0, 1])),
+        (b"x" * (MAX_TOKEN + 1) + b"\ty", None),  # a token too long: line by line
+        (b"a\tb\n# comment", None),
+        (b"a\tb#c", None),
+        (b"a\tb\n\nc\td", None),  # a blank line
+        (b"a\tb\tc\nd", None),  # 3 fields then 1: as many tokens as pairs, but not pairs
+        (b"a  b", None),  # a run of blanks
+        (b" a\tb", None),  # leading blank: two separators
+        (b"a\tb\n", None),  # a trailing newline makes an empty last line
+        (b"", None),
+        (b"a\x0bb\tc", None),  # \x0b splits a token but is not a counted separator
+    ],
+)
 def test_exact_answers(twin, block, expected):
     assert answer(twin().split(block)) == expected
 
@@ -71,8 +74,15 @@ def test_twins_agree_on_any_blocks(blocks):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(TOKENS.filter(lambda t: t != b"#"), TOKENS.filter(lambda t: t != b"#"),
-                          st.sampled_from([b"\t", b" "])), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            TOKENS.filter(lambda t: t != b"#"), TOKENS.filter(lambda t: t != b"#"), st.sampled_from([b"\t", b" "])
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_twins_agree_on_plain_pairs(lines):
     block = b"\n".join(a + sep + b for a, b, sep in lines)
     python, fast = answer(VerticesPython().split(block)), answer(VerticesFast().split(block))

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import data
 from rankstore import display
 from rankstore.cli import cli
 from rankstore.store import Store
+
+from conftest import data
 
 
 def run(*args, ok=True):
@@ -86,15 +87,17 @@ def test_show_known_and_unknown_urls(py_store, site):
 
 
 def test_backlinks_sorted_by_pagerank(py_store, site):
-    rows = json.loads(run("backlinks", site + "library/functions.html", "--store", py_store,
-                          "--format", "json", "-n", "500").output)
+    rows = json.loads(
+        run("backlinks", site + "library/functions.html", "--store", py_store, "--format", "json", "-n", "500").output
+    )
     assert len(rows) > 10
     scores = [row["pagerank"] for row in rows]
     assert scores == sorted(scores, reverse=True)
     with Store(py_store, readonly=True) as store:
         count = store.db.execute(
             "SELECT count(*) FROM links l JOIN pages t ON t.id = l.dst WHERE t.url = ? AND NOT l.nofollow",
-            (site + "library/functions.html",)).fetchone()[0]
+            (site + "library/functions.html",),
+        ).fetchone()[0]
     assert len(rows) == count
 
 
@@ -146,12 +149,22 @@ def test_variants_are_named_rankings(py_store, site, tmp_path):
     run("rank", "--store", py_store, "-q", "--dangling", "remove", "--name", "paper")
     with Store(py_store, readonly=True) as store:
         names = {ranking.name: ranking for ranking in store.rankings()}
-        assert set(names) >= {"pagerank", "personalized", "roots", "topic:lib", "topic:tut", "trust", "badrank", "paper"}
+        assert set(names) >= {
+            "pagerank",
+            "personalized",
+            "roots",
+            "topic:lib",
+            "topic:tut",
+            "trust",
+            "badrank",
+            "paper",
+        }
         assert names["trust"].params["kind"] == "trust" and names["badrank"].params["kind"] == "badrank"
         top_lib = store.top("topic:lib", 2)
         assert {row["url"] for row in top_lib} & {site + "library/functions.html", site + "library/stdtypes.html"}
-        spam = store.db.execute("SELECT count(*) FROM scores WHERE ranking_id = ? AND extra IS NOT NULL",
-                                (names["trust"].id,)).fetchone()[0]
+        spam = store.db.execute(
+            "SELECT count(*) FROM scores WHERE ranking_id = ? AND extra IS NOT NULL", (names["trust"].id,)
+        ).fetchone()[0]
         assert spam == names["trust"].pages
         # BadRank flows backwards: the pages linking to the flagged page rank high
         bad_top = store.top("badrank", 5)[0]["url"]
@@ -185,8 +198,10 @@ def test_readers_see_one_version_never_a_mix(tmp_path):
                         ranking = reader.ranking("mix")
                     except Exception:
                         continue
-                    values = {row[0] for row in reader.db.execute(
-                        "SELECT score FROM scores WHERE ranking_id = ?", (ranking.id,))}
+                    values = {
+                        row[0]
+                        for row in reader.db.execute("SELECT score FROM scores WHERE ranking_id = ?", (ranking.id,))
+                    }
                     arrays = reader.ranking_arrays(ranking.id)
                 seen.append((ranking.version, values | set(arrays.scores.tolist()), len(arrays.best)))
 
@@ -232,7 +247,10 @@ def test_older_schema_is_upgraded_by_a_writing_open(tmp_path):
         with open(data(f"schema4-{ranking}.csv"), encoding="utf-8") as handle:
             assert run("export", "--store", path, "--ranking", ranking).output == handle.read()
     with open(data("schema4-backlinks.json"), encoding="utf-8") as handle:
-        assert run("backlinks", "http://127.0.0.1:45779/docs/", "--store", path, "--format", "json").output == handle.read()
+        assert (
+            run("backlinks", "http://127.0.0.1:45779/docs/", "--store", path, "--format", "json").output
+            == handle.read()
+        )
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)

@@ -27,8 +27,9 @@ def dense(edges, n, weights=None):
 
 def solve(method, edges, n, damping, dangling="uniform", weights=None):
     if method in ("power", "bicgstab"):
-        return pagerank(graph(edges, n, weights), damping, dangling=dangling, tol=1e-15, max_iter=10_000,
-                        method=method).scores
+        return pagerank(
+            graph(edges, n, weights), damping, dangling=dangling, tol=1e-15, max_iter=10_000, method=method
+        ).scores
     return pagerank_dense(dense(edges, n, weights), damping, dangling=dangling)
 
 
@@ -36,21 +37,43 @@ def solve(method, edges, n, damping, dangling="uniform", weights=None):
 SEED_EXAMPLES = {
     "000 three pages, d=0.5": ([(A, B), (A, C), (B, C), (C, A)], None, 0.5, "uniform", [14 / 13, 10 / 13, 15 / 13]),
     "000 two closed sites + A->C, d=0.75": (
-        [(A, B), (B, A), (C, D), (D, C), (A, C)], None, 0.75, "uniform", [14 / 23, 11 / 23, 35 / 23, 32 / 23]),
+        [(A, B), (B, A), (C, D), (D, C), (A, C)],
+        None,
+        0.75,
+        "uniform",
+        [14 / 23, 11 / 23, 35 / 23, 32 / 23],
+    ),
     "000 dangling page C leaks rank, d=0.75": (
-        [(A, B), (A, C), (B, A)], None, 0.75, "leak", [14 / 23, 11 / 23, 11 / 23]),
+        [(A, B), (A, C), (B, A)],
+        None,
+        0.75,
+        "leak",
+        [14 / 23, 11 / 23, 11 / 23],
+    ),
     "000 weighted links (visibility x position), d=0.5": (
-        [(A, B), (A, C), (B, A), (B, C), (C, A), (C, B)], [3, 1, 6, 2, 6, 2], 0.5, "uniform",
-        [819 / 693, 721 / 693, 539 / 693]),
+        [(A, B), (A, C), (B, A), (B, C), (C, A), (C, B)],
+        [3, 1, 6, 2, 6, 2],
+        0.5,
+        "uniform",
+        [819 / 693, 721 / 693, 539 / 693],
+    ),
     "002 four pages, no teleport": (
-        [(A, B), (A, C), (A, D), (B, A), (B, C), (C, D), (D, A), (D, B)], None, 1.0, "uniform",
-        [4 * 9 / 34, 4 * 8 / 34, 4 * 7 / 34, 4 * 10 / 34]),
+        [(A, B), (A, C), (A, D), (B, A), (B, C), (C, D), (D, A), (D, B)],
+        None,
+        1.0,
+        "uniform",
+        [4 * 9 / 34, 4 * 8 / 34, 4 * 7 / 34, 4 * 10 / 34],
+    ),
 }
 
 
 # (I - M) is singular without teleport: the dense reference only takes d < 1.
-CASES = [(method, name) for name in SEED_EXAMPLES for method in ("power", "bicgstab", "dense")
-         if method != "dense" or SEED_EXAMPLES[name][2] < 1]
+CASES = [
+    (method, name)
+    for name in SEED_EXAMPLES
+    for method in ("power", "bicgstab", "dense")
+    if method != "dense" or SEED_EXAMPLES[name][2] < 1
+]
 
 
 @pytest.mark.parametrize("method, example", CASES)
@@ -133,8 +156,10 @@ def test_bicgstab_that_runs_out_of_steps_raises_too():
     assert caught.value.result.iterations == 2 and len(caught.value.result.residuals) == 2
 
 
-@pytest.mark.parametrize("bad", [dict(dangling="nope"), dict(damping=1.5), dict(personalization=np.zeros(3)),
-                                 dict(personalization=np.ones(2))])
+@pytest.mark.parametrize(
+    "bad",
+    [dict(dangling="nope"), dict(damping=1.5), dict(personalization=np.zeros(3)), dict(personalization=np.ones(2))],
+)
 def test_bad_arguments(bad):
     with pytest.raises(ValueError):
         pagerank(graph([(A, B)], 3), **bad)
@@ -153,6 +178,7 @@ def test_threaded_product_equals_single_thread(method):
 
 # ------------------------------------------------------- against networkx and igraph on real crawls
 
+
 def _peers(loaded, personalization, dangling):
     n = loaded.graph.n
     edges = list(zip(loaded.graph.indices.tolist(), loaded.graph.targets().tolist()))
@@ -169,8 +195,9 @@ def _peers(loaded, personalization, dangling):
     if personalization is None:
         igraph_vector = np.array(ig.pagerank(damping=0.85, implementation="prpack"))
     else:
-        igraph_vector = np.array(ig.personalized_pagerank(damping=0.85, reset=list(personalization),
-                                                          implementation="prpack"))
+        igraph_vector = np.array(
+            ig.personalized_pagerank(damping=0.85, reset=list(personalization), implementation="prpack")
+        )
     return networkx_vector, igraph_vector
 
 
@@ -185,8 +212,9 @@ def test_real_graphs_match_networkx_and_igraph(request, store_fixture, personali
     assert (g.out_weight() == 0).sum() > 1000  # dangling: pages linked to but not crawled
     assert (g.targets() == g.indices).sum() >= 2  # pages that link to themselves
     # duplicate links in the input count once (links are a set); the peers get the set
-    doubled = Graph.from_edges(np.concatenate([g.indices, g.indices[::3]]),
-                               np.concatenate([g.targets(), g.targets()[::3]]), g.n)
+    doubled = Graph.from_edges(
+        np.concatenate([g.indices, g.indices[::3]]), np.concatenate([g.targets(), g.targets()[::3]]), g.n
+    )
     assert doubled.links == g.links
     personalization, dangling = None, "uniform"
     if personalised:
@@ -240,7 +268,7 @@ def test_the_product_in_its_inner_order_is_the_plain_product(weighted, monkeypat
         assert set(np.unique(group)) == {0, 1, 2, 3}  # every group present
         assert sorted(product.order.tolist()) == list(range(n))
         assert np.all(np.diff(group[product.order]) >= 0)  # groups in order, sinks last
-        assert product.live == np.count_nonzero(degree) and np.all(degree[product.order[product.live:]] == 0)
+        assert product.live == np.count_nonzero(degree) and np.all(degree[product.order[product.live :]] == 0)
         assert len(product.blocks) == 2 and np.diff(g.indptr).max() > 3 * solver._CALL_LINKS
         x = rng.random(n)
         expected = 0.5 + _transition(g, weighted, scale=0.85) @ x

@@ -16,11 +16,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
 from proxy_addon.ranks import Ranks
 from rankstore.cli import cli
 from rankstore.store import Store
 from rankstore.store.rankings import order_by_score
+
+from conftest import ROOT
 
 
 @settings(max_examples=300, deadline=None)
@@ -40,8 +41,12 @@ def _graph_store(path, pages: int, links: int) -> None:
     dst = (src // 100 * 100 + rng.zipf(1.4, links)) % pages
     edges = path.parent / "edges.tsv"
     with open(edges, "w") as out:
-        out.write("".join(f"http://h{s // 100}.example/{s}\thttp://h{d // 100}.example/{d}\n"
-                          for s, d in zip(src.tolist(), dst.tolist())))
+        out.write(
+            "".join(
+                f"http://h{s // 100}.example/{s}\thttp://h{d // 100}.example/{d}\n"
+                for s, d in zip(src.tolist(), dst.tolist())
+            )
+        )
     assert CliRunner().invoke(cli, ["build", str(edges), "--store", str(path), "-q"]).exit_code == 0
 
 
@@ -51,8 +56,20 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
     every page the reader looked at came from one version."""
     path = tmp_path / "kill.db"
     _graph_store(path, 200_000, 2_000_000)
-    command = [sys.executable, "-m", "rankstore", "rank", "--store", str(path), "-q", "--cold", "--tol", "1e-12",
-               "--method", "power"]
+    command = [
+        sys.executable,
+        "-m",
+        "rankstore",
+        "rank",
+        "--store",
+        str(path),
+        "-q",
+        "--cold",
+        "--tol",
+        "1e-12",
+        "--method",
+        "power",
+    ]
     started = time.monotonic()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     duration = time.monotonic() - started
@@ -70,8 +87,9 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
                     panel = view.panel(urls[0])
                     arrays = view.store.ranking_arrays(view.ranking_id)
                     seen.append((view.ranking_id, float(arrays.scores.sum()), len(found)))
-                    if [b.info.pagerank for b in panel.backlinks] != sorted((b.info.pagerank for b in panel.backlinks),
-                                                                         reverse=True):
+                    if [b.info.pagerank for b in panel.backlinks] != sorted(
+                        (b.info.pagerank for b in panel.backlinks), reverse=True
+                    ):
                         problems.append("panel out of order")
             except Exception as error:  # noqa: BLE001 - anything a reader meets is a failure here
                 problems.append(repr(error))
@@ -83,8 +101,9 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
         for moment in np.linspace(0.05, 0.95, 10):
             with Store(str(path), readonly=True) as store:
                 before = store.ranking_head()
-            process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL)
+            process = subprocess.Popen(
+                command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             time.sleep(duration * moment)
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -101,7 +120,7 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
         thread.join()
     assert not problems, problems[:5]
     assert len(seen) > 20
-    for ranking_id, total, found in seen:
+    for _ranking_id, total, found in seen:
         assert abs(total - 1) < 1e-9 and found == len(urls)
     assert subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0  # and ranks again
 
@@ -124,13 +143,15 @@ def test_plain_sql_reads_links_and_scores_exactly(python_doc_store, tmp_path):
     assert sorted((s, d) for s, d, _, _ in rows) == sorted(zip((src + 1).tolist(), (dst + 1).tolist()))
     assert len(rows) > 10_000 and any(nofollow for _, _, nofollow, _ in rows)
     assert db.execute("SELECT count(*) FROM links WHERE anchor IS NOT NULL").fetchone()[0] > 1000
-    scores = db.execute("SELECT page_id, score, inlinks FROM scores WHERE ranking_id = ? ORDER BY page_id",
-                        (ranking.id,)).fetchall()
+    scores = db.execute(
+        "SELECT page_id, score, inlinks FROM scores WHERE ranking_id = ? ORDER BY page_id", (ranking.id,)
+    ).fetchall()
     assert [row[0] for row in scores] == list(range(1, arrays.pages + 1))
     assert np.array_equal(np.array([row[1] for row in scores]), arrays.scores)  # exact, not approximately
     assert [row[2] for row in scores] == arrays.inlinks.tolist()
-    best = db.execute("SELECT url, pagerank FROM current_scores WHERE ranking = 'pagerank'"
-                      " ORDER BY pagerank DESC, page_id LIMIT 5").fetchall()
+    best = db.execute(
+        "SELECT url, pagerank FROM current_scores WHERE ranking = 'pagerank' ORDER BY pagerank DESC, page_id LIMIT 5"
+    ).fetchall()
     assert best == [(row["url"], row["pagerank"]) for row in top]
 
 
@@ -160,11 +181,16 @@ def test_sql_float_decoding_is_exact_for_every_kind_of_double():
     """
     from rankstore.store.schema import sql_float64
 
-    values = np.array([0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1e-300, 0.1, 1 / 3, 1.0, -2.5, 1e300,
-                       np.inf, -np.inf, np.nan])
+    values = np.array(
+        [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1e-300, 0.1, 1 / 3, 1.0, -2.5, 1e300, np.inf, -np.inf, np.nan]
+    )
     db = sqlite3.connect(":memory:")
-    decoded = [db.execute(f"SELECT {sql_float64('b.data', str(i))} FROM (SELECT ? AS data) b",
-                          (values.astype(">f8").tobytes(),)).fetchone()[0] for i in range(len(values))]
+    decoded = [
+        db.execute(
+            f"SELECT {sql_float64('b.data', str(i))} FROM (SELECT ? AS data) b", (values.astype(">f8").tobytes(),)
+        ).fetchone()[0]
+        for i in range(len(values))
+    ]
     for value, got in zip(values.tolist(), decoded):
         if np.isnan(value) or np.isinf(value):
             assert got is None  # the exponent's all-ones pattern reads as NULL
@@ -175,9 +201,24 @@ def test_sql_float_decoding_is_exact_for_every_kind_of_double():
 def test_a_first_build_killed_half_way_is_keyed_and_indexed_again(python_doc_crawl, tmp_path):
     """A first build makes its URL index and keys at its end: killed before, the next writing open makes them."""
     path = tmp_path / "first.db"
-    process = subprocess.Popen([sys.executable, "-m", "rankstore", "build", python_doc_crawl.warc, "--store",
-                                str(path), "--commit-every", "20", "-q"], cwd=ROOT, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rankstore",
+            "build",
+            python_doc_crawl.warc,
+            "--store",
+            str(path),
+            "--commit-every",
+            "20",
+            "-q",
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:

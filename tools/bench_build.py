@@ -100,8 +100,14 @@ def build_once(warc: str, work: str, label: str) -> dict:
 
     with Store(store, readonly=True) as opened:
         info = opened.info()
-    return {"label": label, "seconds": seconds, "peak_mib": peak / 1024, "pages": info["builds"][-1]["pages"],
-            "links": info["builds"][-1]["links"], "input_mib": os.path.getsize(warc) / 2**20}
+    return {
+        "label": label,
+        "seconds": seconds,
+        "peak_mib": peak / 1024,
+        "pages": info["builds"][-1]["pages"],
+        "links": info["builds"][-1]["links"],
+        "input_mib": os.path.getsize(warc) / 2**20,
+    }
 
 
 def sample_bodies(warc: str, count: int) -> list[tuple[str, bytes, str]]:
@@ -140,11 +146,27 @@ def rust_doc_edges() -> str:
     if not os.path.exists(path):
         store = os.path.join(CACHE, "rust-doc-edges.db")
         if not os.path.exists(store):
-            subprocess.run([sys.executable, "-m", "rankstore", "build", RUST_DOC, "--base-url", "http://rust.local/",
-                            "--store", store, "-q"], check=True, cwd=ROOT)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rankstore",
+                    "build",
+                    RUST_DOC,
+                    "--base-url",
+                    "http://rust.local/",
+                    "--store",
+                    store,
+                    "-q",
+                ],
+                check=True,
+                cwd=ROOT,
+            )
         with sqlite3.connect(store) as db, open(path + ".part", "w") as out:
-            for source, target in db.execute("SELECT s.url, t.url FROM links l JOIN pages s ON s.id = l.src"
-                                             " JOIN pages t ON t.id = l.dst ORDER BY l.src, l.dst"):
+            for source, target in db.execute(
+                "SELECT s.url, t.url FROM links l JOIN pages s ON s.id = l.src"
+                " JOIN pages t ON t.id = l.dst ORDER BY l.src, l.dst"
+            ):
                 out.write(f"{source}\t{target}\n")
         os.replace(path + ".part", path)
     return path
@@ -162,9 +184,12 @@ def zipf_edges(lines: int = 5_000_000, urls: int = 100_000) -> str:
         names = [f"http://site{i % 500}.example/docs/page-{i}.html" for i in range(urls)]
         with open(path + ".part", "w") as out:
             for start in range(0, lines, 500_000):
-                out.write("".join(f"{names[s]}\t{names[d]}\n"
-                                  for s, d in zip(src[start : start + 500_000].tolist(),
-                                                  dst[start : start + 500_000].tolist())))
+                out.write(
+                    "".join(
+                        f"{names[s]}\t{names[d]}\n"
+                        for s, d in zip(src[start : start + 500_000].tolist(), dst[start : start + 500_000].tolist())
+                    )
+                )
         os.replace(path + ".part", path)
     return path
 
@@ -183,10 +208,12 @@ def edge_lists(work: str) -> None:
             subprocess.run([sys.executable, "-c", igraph_script, path], check=True)
             theirs.append(time.perf_counter() - started)
         best = min(ours)
-        print(f"{label:>13}: {lines:,} lines, {os.path.getsize(path) / 2**20:.0f} MiB: rankstore build "
-              f"{' / '.join(f'{t:.2f}' for t in ours)} s = {lines / best:,.0f} links/s (best), peak RSS "
-              f"{peak / 1024:.0f} MiB; igraph Read_Ncol {' / '.join(f'{t:.2f}' for t in theirs)} s; "
-              f"ours {min(theirs) / best:.2f}x its speed")
+        print(
+            f"{label:>13}: {lines:,} lines, {os.path.getsize(path) / 2**20:.0f} MiB: rankstore build "
+            f"{' / '.join(f'{t:.2f}' for t in ours)} s = {lines / best:,.0f} links/s (best), peak RSS "
+            f"{peak / 1024:.0f} MiB; igraph Read_Ncol {' / '.join(f'{t:.2f}' for t in theirs)} s; "
+            f"ours {min(theirs) / best:.2f}x its speed"
+        )
 
 
 def main() -> None:
@@ -214,9 +241,11 @@ def main() -> None:
                     shutil.copyfileobj(part, out)
         runs.append(build_once(double, work, "crawl-x2"))
         for run in runs:
-            print(f"{run['label']:>9}: {run['input_mib']:.0f} MiB in, {run['pages']:,} pages, {run['links']:,} links "
-                  f"in {run['seconds']:.1f} s = {run['pages'] / run['seconds']:,.0f} pages/s, "
-                  f"{run['links'] / run['seconds']:,.0f} links/s; peak RSS {run['peak_mib']:.0f} MiB")
+            print(
+                f"{run['label']:>9}: {run['input_mib']:.0f} MiB in, {run['pages']:,} pages, {run['links']:,} links "
+                f"in {run['seconds']:.1f} s = {run['pages'] / run['seconds']:,.0f} pages/s, "
+                f"{run['links'] / run['seconds']:,.0f} links/s; peak RSS {run['peak_mib']:.0f} MiB"
+            )
         print(f"memory: x2 input -> peak x{runs[1]['peak_mib'] / runs[0]['peak_mib']:.2f}")
 
         print(f"\n== extraction alone, {args.sample} pages, one process")
@@ -245,8 +274,10 @@ def main() -> None:
         with open(warc, "rb") as handle:
             slow = sum(len(r.content_stream().read()) for r in WarcioIterator(handle))
         slow_s = time.perf_counter() - started
-        print(f"FastWARC: {fast_s:.2f} s, warcio: {slow_s:.2f} s: FastWARC {slow_s / fast_s:.1f}x faster "
-              f"({fast / 2**20:.0f} / {slow / 2**20:.0f} MiB of payload)")
+        print(
+            f"FastWARC: {fast_s:.2f} s, warcio: {slow_s:.2f} s: FastWARC {slow_s / fast_s:.1f}x faster "
+            f"({fast / 2**20:.0f} / {slow / 2**20:.0f} MiB of payload)"
+        )
         edge_lists(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -44,43 +44,63 @@ def main() -> None:
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(args.store + suffix):
                 os.remove(args.store + suffix)
-        seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "build", args.graph, "--store",
-                                              args.store, "-q"])
-        print(f"build: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 20 min, <= 12 GiB)\n  "
-              + output.strip().replace("\n", "\n  "), flush=True)
+        seconds, peak, output = run_measured(
+            [sys.executable, "-m", "rankstore", "build", args.graph, "--store", args.store, "-q"]
+        )
+        print(
+            f"build: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 20 min, <= 12 GiB)\n  "
+            + output.strip().replace("\n", "\n  "),
+            flush=True,
+        )
     if not args.reads_only:
         seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "rank", "--store", args.store, "-q"])
-        print(f"rank: {seconds / 60:.2f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 5 min, <= 12 GiB)\n  "
-              + output.strip().replace("\n", "\n  "), flush=True)
+        print(
+            f"rank: {seconds / 60:.2f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 5 min, <= 12 GiB)\n  "
+            + output.strip().replace("\n", "\n  "),
+            flush=True,
+        )
     with Store(args.store, readonly=True) as store:
         info = store.info()
         links = info["links"]
-        print(f"store: {info['pages']:,} pages, {links:,} links, {info['size_bytes'] / 2**30:.2f} GiB = "
-              f"{info['size_bytes'] / links:.1f} bytes a link (target <= 40)", flush=True)
+        print(
+            f"store: {info['pages']:,} pages, {links:,} links, {info['size_bytes'] / 2**30:.2f} GiB = "
+            f"{info['size_bytes'] / links:.1f} bytes a link (target <= 40)",
+            flush=True,
+        )
         ranking_id, pages = store.ranking_head()
         arrays = store.ranking_arrays(ranking_id)
-        chosen = [(int(np.argmax(arrays.inlinks)), "the page with the most"),
-                  (int(np.argmin(np.abs(arrays.inlinks - 1_000_000))), "the page with about 1,000,000"),
-                  (int(np.argmin(np.abs(arrays.inlinks - 1000))), "a page with about 1,000")]
+        chosen = [
+            (int(np.argmax(arrays.inlinks)), "the page with the most"),
+            (int(np.argmin(np.abs(arrays.inlinks - 1_000_000))), "the page with about 1,000,000"),
+            (int(np.argmin(np.abs(arrays.inlinks - 1000))), "a page with about 1,000"),
+        ]
         urls = store.urls_of([index + 1 for index, _ in chosen])
         for index, label in chosen:
             url = urls[index + 1]
-            median, p99 = timed(lambda: store.backlinks(url, limit=50), args.repeat)
-            print(f"top 50 backlinks of {label} backlinks ({int(arrays.inlinks[index]):,}): median {median:.2f} ms, "
-                  f"p99 {p99:.2f} ms (targets: <= 10 ms at 1,000,000, <= 0.5 ms at 1,000)", flush=True)
+            median, p99 = timed(lambda url=url: store.backlinks(url, limit=50), args.repeat)
+            print(
+                f"top 50 backlinks of {label} backlinks ({int(arrays.inlinks[index]):,}): median {median:.2f} ms, "
+                f"p99 {p99:.2f} ms (targets: <= 10 ms at 1,000,000, <= 0.5 ms at 1,000)",
+                flush=True,
+            )
         rng = random.Random(3)
         sample = store.urls_of(rng.sample(range(1, pages + 1), 20_000))
         every = list(sample.values())
         batches = [rng.sample(every, 1000) for _ in range(args.repeat)]
         iterator = iter(batches)
         median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
-        print(f"1,000 URL look-ups in one batch, the key table not yet read by this process: median {median:.2f} ms, "
-              f"p99 {p99:.2f} ms", flush=True)
+        print(
+            f"1,000 URL look-ups in one batch, the key table not yet read by this process: median {median:.2f} ms, "
+            f"p99 {p99:.2f} ms",
+            flush=True,
+        )
         store.db.execute("SELECT max(page_id) FROM page_keys").fetchone()  # as a long-running proxy has it
         iterator = iter(batches)
         median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
-        print(f"1,000 URL look-ups in one batch, the key table read once: median {median:.2f} ms, p99 {p99:.2f} ms "
-              f"(target <= 5 ms)")
+        print(
+            f"1,000 URL look-ups in one batch, the key table read once: median {median:.2f} ms, p99 {p99:.2f} ms "
+            f"(target <= 5 ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ TARGET = 1e-9
 
 # ------------------------------------------------------------------ graphs
 
+
 def generated_graph(pages: int, links: int, seed: int = 7) -> str:
     path = os.path.join(CACHE, f"hosts-{pages}-{links}.npz")
     if os.path.exists(path):
@@ -68,8 +69,9 @@ def generated_graph(pages: int, links: int, seed: int = 7) -> str:
     uniform_local = (rng.random(m) * size).astype(np.int64)
     local = np.where(rng.random(m) < 0.5, zipf_local, uniform_local)
     popular = rng.permutation(pages)
-    remote = np.where(rng.random(m) < 0.85, popular[np.minimum(rng.zipf(1.3, m) - 1, pages - 1)],
-                      rng.integers(0, pages, m))
+    remote = np.where(
+        rng.random(m) < 0.85, popular[np.minimum(rng.zipf(1.3, m) - 1, pages - 1)], rng.integers(0, pages, m)
+    )
     dst = np.where(inside, host_start[host_of[src]] + local, remote)
     del zipf_local, uniform_local, local, remote, size
     key = np.unique(dst * pages + src)
@@ -87,8 +89,21 @@ def rust_doc_store() -> str:
         Store(path).close()  # brings a cached store from an older schema up to date
     if not os.path.exists(path):
         os.makedirs(CACHE, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "rankstore", "build", "/usr/share/doc/rust-doc/html",
-                        "--base-url", "http://rust.local/", "--store", path, "-q"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rankstore",
+                "build",
+                "/usr/share/doc/rust-doc/html",
+                "--base-url",
+                "http://rust.local/",
+                "--store",
+                path,
+                "-q",
+            ],
+            check=True,
+        )
     return path
 
 
@@ -111,6 +126,7 @@ def load(source: str):
 
 # ------------------------------------------------------------------ one solver, in its own process
 
+
 def status_mib(field: str) -> float:
     """A memory figure of this process from /proc/self/status: VmRSS (now) or VmHWM (peak)."""
     with open("/proc/self/status") as handle:
@@ -131,8 +147,14 @@ def run_one(solver: str, source: str, tol: float, reference: str | None) -> dict
 
         method = "bicgstab" if solver == "ours" else "power"
         stamps: list[float] = []
-        result = pagerank(graph, DAMPING, tol=tol, max_iter=10_000, method=method,
-                          callback=lambda iteration, residual: stamps.append(time.perf_counter()))
+        result = pagerank(
+            graph,
+            DAMPING,
+            tol=tol,
+            max_iter=10_000,
+            method=method,
+            callback=lambda iteration, residual: stamps.append(time.perf_counter()),
+        )
         scores, iterations = result.scores, result.iterations
         setup_s = 0.0
         if len(stamps) > 2:
@@ -177,10 +199,19 @@ def run_one(solver: str, source: str, tol: float, reference: str | None) -> dict
     else:
         raise SystemExit(f"unknown solver {solver}")
     total_s = time.perf_counter() - started
-    out = {"solver": solver, "tol": tol, "load_s": load_s, "setup_s": setup_s, "solve_s": total_s - setup_s,
-           "end_to_end_s": load_s + total_s, "iterations": iterations, "peak_mib": status_mib("VmHWM") - before,
-           "links": graph.links, "pages": n,
-           "steady_m_links_per_s": steady}
+    out = {
+        "solver": solver,
+        "tol": tol,
+        "load_s": load_s,
+        "setup_s": setup_s,
+        "solve_s": total_s - setup_s,
+        "end_to_end_s": load_s + total_s,
+        "iterations": iterations,
+        "peak_mib": status_mib("VmHWM") - before,
+        "links": graph.links,
+        "pages": n,
+        "steady_m_links_per_s": steady,
+    }
     if reference:
         out["l1_error"] = float(np.abs(scores - np.load(reference)).sum())
     else:
@@ -203,8 +234,11 @@ def compare(label: str, source: str, solvers: list[str]) -> None:
     print(f"\n== {label}", flush=True)
     reference_result = subprocess_run("reference", source, 1e-13, None)  # power method, float64
     reference = source + ".reference.npy"
-    print(f"reference: ours at tol 1e-13, {reference_result['iterations']} iterations; "
-          f"{reference_result['pages']:,} pages, {reference_result['links']:,} links", flush=True)
+    print(
+        f"reference: ours at tol 1e-13, {reference_result['iterations']} iterations; "
+        f"{reference_result['pages']:,} pages, {reference_result['links']:,} links",
+        flush=True,
+    )
     rows = []
     for solver in solvers:
         result = None
@@ -218,19 +252,25 @@ def compare(label: str, source: str, solvers: list[str]) -> None:
             continue
         steady = result.get("steady_m_links_per_s")
         rate = result["links"] * (result["iterations"] or 0) / result["solve_s"] / 1e6 if result["iterations"] else None
-        print(f"{solver:>14}: solve {result['solve_s']:7.2f} s, end to end {result['end_to_end_s']:7.2f} s, "
-              f"L1 error {result['l1_error']:.1e} (tol {result['tol']:g}), iterations {result['iterations'] or '-'}, "
-              f"{(f'{rate:.0f} M links/s/iter, ' if rate else '')}"
-              f"{(f'median sweep {steady:.0f} M links/s, ' if steady else '')}peak +{result['peak_mib']:.0f} MiB "
-              f"({result['peak_mib'] * 2**20 / result['links']:.1f} B/link)", flush=True)
+        print(
+            f"{solver:>14}: solve {result['solve_s']:7.2f} s, end to end {result['end_to_end_s']:7.2f} s, "
+            f"L1 error {result['l1_error']:.1e} (tol {result['tol']:g}), iterations {result['iterations'] or '-'}, "
+            f"{(f'{rate:.0f} M links/s/iter, ' if rate else '')}"
+            f"{(f'median sweep {steady:.0f} M links/s, ' if steady else '')}peak +{result['peak_mib']:.0f} MiB "
+            f"({result['peak_mib'] * 2**20 / result['links']:.1f} B/link)",
+            flush=True,
+        )
     ours = next(r for r in rows if r["solver"] == "ours")
     for row in rows:
         if row is not ours and "error" not in row:
-            print(f"  ours vs {row['solver']}: solve {row['solve_s'] / ours['solve_s']:.2f}x faster, "
-                  f"end to end {row['end_to_end_s'] / ours['end_to_end_s']:.2f}x faster")
+            print(
+                f"  ours vs {row['solver']}: solve {row['solve_s'] / ours['solve_s']:.2f}x faster, "
+                f"end to end {row['end_to_end_s'] / ours['end_to_end_s']:.2f}x faster"
+            )
 
 
 # ------------------------------------------------------------------ end to end from the store
+
 
 def store_from_graph(npz: str) -> str:
     """A store built by `rankstore build` from a URL edge list of a generated graph (cached)."""
@@ -244,8 +284,12 @@ def store_from_graph(npz: str) -> str:
     with open(edges, "w") as out:
         for start in range(0, len(order), 1_000_000):
             chosen = order[start : start + 1_000_000]
-            out.write("".join(f"http://site{s // 100}.example/p{s}\thttp://site{d // 100}.example/p{d}\n"
-                              for s, d in zip(src[chosen].tolist(), dst[chosen].tolist())))
+            out.write(
+                "".join(
+                    f"http://site{s // 100}.example/p{s}\thttp://site{d // 100}.example/p{d}\n"
+                    for s, d in zip(src[chosen].tolist(), dst[chosen].tolist())
+                )
+            )
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "rankstore", "build", edges, "--store", path + ".part", "-q"], check=True)
     print(f"(built {path} in {time.perf_counter() - started:.1f} s)", flush=True)
@@ -291,17 +335,20 @@ def end_to_end_from_store(label: str, store_path: str, repeat: int = 3) -> None:
         timed_process(command + ["--tol", str(tol)])
         if ours_error() <= TARGET:
             break
-    igraph_script = ("import sys, igraph, numpy as np; g = igraph.Graph.Read_Edgelist(sys.argv[1], directed=True);"
-                     " np.save(sys.argv[2], np.array(g.pagerank(damping=0.85, implementation='prpack')))")
+    igraph_script = (
+        "import sys, igraph, numpy as np; g = igraph.Graph.Read_Edgelist(sys.argv[1], directed=True);"
+        " np.save(sys.argv[2], np.array(g.pagerank(damping=0.85, implementation='prpack')))"
+    )
     ours, theirs = [], []
     for _ in range(repeat):  # alternated, so both see the same machine
         ours.append(timed_process(command + ["--tol", str(tol)]))
         theirs.append(timed_process([sys.executable, "-c", igraph_script, edges, store_path + ".igraph.npy"]))
     other = np.load(store_path + ".igraph.npy")
-    other_error = float(np.abs(other - reference[: len(other)]).sum() + reference[len(other):].sum())
+    other_error = float(np.abs(other - reference[: len(other)]).sum() + reference[len(other) :].sum())
     print(f"\n== end to end from the store: {label} ({info['pages']:,} pages, {info['links']:,} links)")
-    print(f"  rankstore rank --cold --tol {tol:g}: {' / '.join(f'{t:.2f}' for t in ours)} s, "
-          f"L1 error {ours_error():.1e}")
+    print(
+        f"  rankstore rank --cold --tol {tol:g}: {' / '.join(f'{t:.2f}' for t in ours)} s, L1 error {ours_error():.1e}"
+    )
     print(f"  igraph read edge list + PRPACK: {' / '.join(f'{t:.2f}' for t in theirs)} s, L1 error {other_error:.1e}")
     print(f"  ours vs igraph: {np.median(theirs) / np.median(ours):.2f}x faster (medians)", flush=True)
 
@@ -324,14 +371,20 @@ def main() -> None:
     end_to_end_from_store("generated 1M pages / 5M links", store_from_graph(generated_graph(1_000_000, 5_000_000)))
     if args.store_only:
         return
-    compare("rust-doc (store -> scores)", rust_doc_store(),
-            ["ours", "ours-power", "igraph", "networkit", "fast-pagerank", "networkx"])
+    compare(
+        "rust-doc (store -> scores)",
+        rust_doc_store(),
+        ["ours", "ours-power", "igraph", "networkit", "fast-pagerank", "networkx"],
+    )
     if not args.skip_large:
         started = time.perf_counter()
         path = generated_graph(args.pages, args.links)
         print(f"\n(generated graph ready in {time.perf_counter() - started:.0f} s: {path})")
-        compare(f"generated host graph, {args.pages:,} pages (file -> scores)", path,
-                ["ours", "ours-power", "igraph", "networkit", "fast-pagerank"])
+        compare(
+            f"generated host graph, {args.pages:,} pages (file -> scores)",
+            path,
+            ["ours", "ours-power", "igraph", "networkit", "fast-pagerank"],
+        )
 
 
 if __name__ == "__main__":

@@ -48,14 +48,17 @@ def main() -> None:
         rankstore("info", "--store", store)
         rankstore("top", "--store", store, "-n", "5")
         page = url + "library/functions.html"
-        print(f"""
+        print(
+            f"""
 demo: the PageRank proxy is starting on 127.0.0.1:{args.port}. Browse through it, for example:
     chromium --proxy-server=127.0.0.1:{args.port} --proxy-bypass-list='<-loopback>' {page}
     curl -x 127.0.0.1:{args.port} {page} | grep -c pagerank-bar
   its own pages: http://pagerank.proxy/top  http://pagerank.proxy/search?q=tutorial
                  http://pagerank.proxy/backlinks?url={page}
   (the site stays served at {url} while the proxy runs; Ctrl-C stops both)
-""", flush=True)
+""",
+            flush=True,
+        )
         command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(args.port)]
         proxy = subprocess.Popen(command, cwd=ROOT)
         try:

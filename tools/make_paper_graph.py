@@ -113,16 +113,20 @@ class Sites:
         site = self.of[src]
         size = self.sizes[site]
         own = src - self.first[site]
-        local = zipf_rank(size - 1, LOCAL_ZIPF, rng) if popular else \
-            np.floor(rng.random(len(src)) * (size - 1)).astype(np.int64)
+        local = (
+            zipf_rank(size - 1, LOCAL_ZIPF, rng)
+            if popular
+            else np.floor(rng.random(len(src)) * (size - 1)).astype(np.int64)
+        )
         inside = self.first[site] + local + (local >= own)
         other = self.by_popularity[zipf_rank(np.full(len(src), len(self.sizes)), SITE_ZIPF, rng)]
         across = self.first[other] + zipf_rank(self.sizes[other], LOCAL_ZIPF, rng)
         return np.where((rng.random(len(src)) < INSIDE) & (size > 1), inside, across)
 
 
-def links_of(first: int, last: int, degree: np.ndarray, sites: Sites, rng: np.random.Generator
-             ) -> tuple[np.ndarray, np.ndarray]:
+def links_of(
+    first: int, last: int, degree: np.ndarray, sites: Sites, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Exactly degree[i] distinct targets, none i itself, for each source i in [first, last), sorted."""
     pages = len(degree)
     want = degree[first:last]
@@ -168,8 +172,10 @@ def host_names(first: int, last: int, sites: Sites, site_tld: np.ndarray) -> lis
     host_digits = len(str(int(sites.sizes.max()) - 1))
     site = sites.of[first:last]
     host = np.arange(first, last) - sites.first[site]
-    return [f"{TLDS[tld]}.site{s:0{site_digits}d}" + (f".h{h:0{host_digits}d}" if h else "")
-            for tld, s, h in zip(site_tld[site].tolist(), site.tolist(), host.tolist())]
+    return [
+        f"{TLDS[tld]}.site{s:0{site_digits}d}" + (f".h{h:0{host_digits}d}" if h else "")
+        for tld, s, h in zip(site_tld[site].tolist(), site.tolist(), host.tolist())
+    ]
 
 
 class Writer:
@@ -234,8 +240,11 @@ def main() -> None:
             table = pa.table({"id": np.arange(start, end), "name": host_names(start, end, sites, site_tld)})
             writer.write(os.path.join(args.out, name) if start == first else None, table, end == last)
     write_list(os.path.join(args.out, "vertices.paths.gz"), vertex_parts)
-    print(f"{args.pages:,} vertices in {len(sites.sizes):,} sites written ({time.perf_counter() - started:.0f} s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"{args.pages:,} vertices in {len(sites.sizes):,} sites written ({time.perf_counter() - started:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
     degree = out_degrees(args.pages, args.links, rng)
     edge_parts = [f"edges/part-{part:05d}.gz" for part in range(args.parts)]
@@ -243,15 +252,21 @@ def main() -> None:
     for name, ranges in zip(edge_parts, source_ranges(degree, args.parts)):
         for first, last in ranges:
             src, dst = links_of(first, last, degree, sites, rng)
-            writer.write(os.path.join(args.out, name) if first == ranges[0][0] else None,
-                         pa.table({"from": src, "to": dst}), last == ranges[-1][1])
+            writer.write(
+                os.path.join(args.out, name) if first == ranges[0][0] else None,
+                pa.table({"from": src, "to": dst}),
+                last == ranges[-1][1],
+            )
             written += len(src)
             elapsed = time.perf_counter() - started
             print(f"\r{written:,} links ({elapsed:.0f} s)", end="", file=sys.stderr, flush=True)
     writer.finish()
     write_list(os.path.join(args.out, "edges.paths.gz"), edge_parts)
-    print(f"\n{written:,} links written in {time.perf_counter() - started:.0f} s; out-degree max "
-          f"{int(degree.max()):,}, mean {degree.mean():.1f}, median {int(np.median(degree))}", flush=True)
+    print(
+        f"\n{written:,} links written in {time.perf_counter() - started:.0f} s; out-degree max "
+        f"{int(degree.max()):,}, mean {degree.mean():.1f}, median {int(np.median(degree))}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -40,12 +40,16 @@ def main() -> None:
     open(os.path.join(DATA, "small.warc"), "wb").write(raw)
     starts = _member_starts(data)
     middle = starts[len(starts) // 2]
-    open(os.path.join(DATA, "truncated.warc.gz"), "wb").write(data[: middle + (starts[len(starts) // 2 + 1] - middle) // 2])
+    open(os.path.join(DATA, "truncated.warc.gz"), "wb").write(
+        data[: middle + (starts[len(starts) // 2 + 1] - middle) // 2]
+    )
     garbage = bytes(random.Random(7).randrange(256) for _ in range(4096))
     open(os.path.join(DATA, "garbage.warc.gz"), "wb").write(data[:middle] + garbage + data[middle:])
     records = [i for i in range(len(raw)) if raw.startswith(b"WARC/1.", i) and (i == 0 or raw[i - 1 : i] == b"\n")]
     cut = records[len(records) // 2]
-    bad_record = b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: nonsense\r\n\r\n" + b"\xff\xfe garbage " * 50 + b"\r\n\r\n"
+    bad_record = (
+        b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: nonsense\r\n\r\n" + b"\xff\xfe garbage " * 50 + b"\r\n\r\n"
+    )
     open(os.path.join(DATA, "garbage.warc"), "wb").write(raw[:cut] + bad_record + raw[cut:])
 
 

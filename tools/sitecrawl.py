@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 REJECT = r"\.(png|gif|jpe?g|ico|css|js|svg|woff2?|ttf|txt|gz|zip|bz2|xz|pdf|epub|map|json)(\?.*)?$"
 
@@ -53,10 +53,20 @@ def crawl(url: str, warc_path: str, mirror_dir: str | None = None, timeout: floa
     os.makedirs(work, exist_ok=True)
     started = time.perf_counter()
     command = [
-        "wget", "--mirror", "--no-parent", "--quiet", "--no-verbose",
-        "-e", "robots=off", "--reject-regex", REJECT,
-        f"--warc-file={os.path.abspath(warc_base)}", "--no-warc-keep-log",
-        "--directory-prefix", work, url,
+        "wget",
+        "--mirror",
+        "--no-parent",
+        "--quiet",
+        "--no-verbose",
+        "-e",
+        "robots=off",
+        "--reject-regex",
+        REJECT,
+        f"--warc-file={os.path.abspath(warc_base)}",
+        "--no-warc-keep-log",
+        "--directory-prefix",
+        work,
+        url,
     ]
     result = subprocess.run(command, timeout=timeout, capture_output=True, text=True)
     # A real site has broken links (8), links to unreachable ports (4) and URLs

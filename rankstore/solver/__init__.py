@@ -36,7 +36,7 @@ keeps more of its reads in cache (:class:`_Product`).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -115,4 +115,3 @@ def pagerank(
             result,
         )
     return result
-

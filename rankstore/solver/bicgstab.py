@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -11,8 +11,9 @@ from . import product as _product
 from .system import Result, _System
 
 
-def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
-              callback: Callable[[int, float], None] | None) -> Result:
+def _bicgstab(
+    system: _System, tol: float, max_iter: int, start: np.ndarray, callback: Callable[[int, float], None] | None
+) -> Result:
     """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||/||b|| < tol.
 
     Two products a step, but far fewer steps than the power method (18 instead
@@ -65,8 +66,12 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         t = np.empty_like(x)
         rho = alpha = omega = 1.0
         residuals: list[float] = []
-        rho_new, r_norm = (float(value) for value in pieces.run(
-            lambda lo, hi, _: (einsum("i,i->", r0[lo:hi], r[lo:hi]), einsum("i,i->", r[lo:hi], r[lo:hi])), 2))
+        rho_new, r_norm = (
+            float(value)
+            for value in pieces.run(
+                lambda lo, hi, _: (einsum("i,i->", r0[lo:hi], r[lo:hi]), einsum("i,i->", r[lo:hi], r[lo:hi])), 2
+            )
+        )
         converged = b_norm == 0 or math.sqrt(r_norm) <= tol * b_norm
         steps = 0
         while not converged and steps < max_iter:
@@ -152,4 +157,3 @@ def _bicgstab(system: "_System", tol: float, max_iter: int, start: np.ndarray,
     if dangling_to is not None and x.sum() > 0:
         x /= x.sum()
     return Result(x, steps, residuals or [0.0], converged)
-

@@ -46,8 +46,9 @@ def _remove_and_restore(solve, system: _System, tol, max_iter, start, callback) 
     graph, damping, teleport = system.graph, system.damping, system.teleport
     layers = _dangling_layers(graph)
     if not layers:
-        return solve(_System(graph, damping, teleport, teleport, system.weighted, system.threads),
-                     tol, max_iter, start, callback)
+        return solve(
+            _System(graph, damping, teleport, teleport, system.weighted, system.threads), tol, max_iter, start, callback
+        )
     removed = np.zeros(graph.n, dtype=bool)
     for layer in layers:
         removed[layer] = True
@@ -57,8 +58,13 @@ def _remove_and_restore(solve, system: _System, tol, max_iter, start, callback) 
     scale = teleport[old].sum()
     core_teleport = teleport[old] / scale if scale > 0 else np.full(len(old), 1.0 / len(old))
     core_start = start[old] / start[old].sum() if start[old].sum() > 0 else core_teleport
-    result = solve(_System(core, damping, core_teleport, None, system.weighted, system.threads),
-                   tol, max_iter, core_start, callback)
+    result = solve(
+        _System(core, damping, core_teleport, None, system.weighted, system.threads),
+        tol,
+        max_iter,
+        core_start,
+        callback,
+    )
     scores = np.zeros(graph.n)
     scores[old] = result.scores
     # Restore in reverse removal order: a page removed in round k only gets
@@ -72,4 +78,3 @@ def _remove_and_restore(solve, system: _System, tol, max_iter, start, callback) 
     result.iterations += len(layers)
     result.removed_rounds = len(layers)
     return result
-

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class Graph:
         dst: Sequence[int] | np.ndarray,
         n: int | None = None,
         weights: Sequence[float] | np.ndarray | None = None,
-    ) -> "Graph":
+    ) -> Graph:
         """Build from parallel arrays of link sources and targets (page indices).
 
         Links are a set: a repeated (src, dst) pair counts once (its largest weight).
@@ -67,7 +67,7 @@ class Graph:
         return cls(n, _indptr(dst_sorted, n, len(indices)), indices, w)
 
     @classmethod
-    def from_sorted(cls, n: int, dst_sorted: np.ndarray, src: np.ndarray, weights: np.ndarray | None = None) -> "Graph":
+    def from_sorted(cls, n: int, dst_sorted: np.ndarray, src: np.ndarray, weights: np.ndarray | None = None) -> Graph:
         """Build from links already sorted by target (no copies of the source array)."""
         return cls(n, _indptr(dst_sorted, n, len(src)), np.asarray(src, dtype=np.int32), weights)
 
@@ -88,7 +88,7 @@ class Graph:
     def in_degree(self) -> np.ndarray:
         return np.diff(self.indptr)
 
-    def subgraph(self, keep: np.ndarray) -> tuple["Graph", np.ndarray]:
+    def subgraph(self, keep: np.ndarray) -> tuple[Graph, np.ndarray]:
         """The graph induced by the pages where ``keep`` is true, and their old indices."""
         old = np.flatnonzero(keep)
         new_index = np.full(self.n, -1, dtype=np.int64)
@@ -101,7 +101,6 @@ class Graph:
             old,
         )
 
-    def reversed(self) -> "Graph":
+    def reversed(self) -> Graph:
         """Every link turned around (for BadRank)."""
         return Graph.from_edges(self.targets(), self.indices, self.n, self.weights)
-

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -13,8 +13,9 @@ _REFRESH = 1e-3  # a float32 run ends once its change has shrunk this much below
 _NOISE = 1.001  # ... or once it stops shrinking by the damping factor: rounding noise
 
 
-def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
-           callback: Callable[[int, float], None] | None) -> Result:
+def _power(
+    system: _System, tol: float, max_iter: int, start: np.ndarray, callback: Callable[[int, float], None] | None
+) -> Result:
     """The paper's iteration x <- dMx + d(rank at sinks)D + (1-d)E, in mixed precision.
 
     Successive changes obey delta' = A delta for the linear part A of the
@@ -103,7 +104,7 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
                     np.abs(piece, out=part)
                     l1 += float(np.add.reduce(part))
                     if has_sinks and hi > live:
-                        at_sinks += float(piece[max(live - lo, 0):].sum(dtype=np.float64))
+                        at_sinks += float(piece[max(live - lo, 0) :].sum(dtype=np.float64))
                     np.multiply(piece, inverse32[lo:hi], out=piece)
                 return l1, at_sinks
 
@@ -116,8 +117,14 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         residual = previous = float("inf")
         level, exact = float("inf"), False
         for iteration in range(1, max_iter + 1):
-            if not mixed or not residuals or (not exact and (residual < tol or residual < level * _REFRESH
-                                                or residual > damping * previous * _NOISE)):
+            if (
+                not mixed
+                or not residuals
+                or (
+                    not exact
+                    and (residual < tol or residual < level * _REFRESH or residual > damping * previous * _NOISE)
+                )
+            ):
                 residual = level = double_step()
                 exact = True
             else:
@@ -134,4 +141,3 @@ def _power(system: "_System", tol: float, max_iter: int, start: np.ndarray,
         return Result(product.outer(x), max_iter, residuals, False)
     finally:
         product.close()
-

@@ -6,8 +6,9 @@ No BLAS and no I/O: numpy and scipy's CSR kernel, which releases the GIL.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,6 +37,7 @@ _PIECE = 1 << 16  # elements a vector operation handles at once: its temporaries
 # Vector operations in numpy, not BLAS: OpenBLAS wakes threads of its own for
 # a long vector, and they spin on the cores the product's threads need (on the
 # 10M-page benchmark graph the power method swept ~15% fewer links a second).
+
 
 def _l1(vector: np.ndarray) -> float:
     """The L1 norm, in float64, a cache-sized piece at a time (no vector-sized temporary)."""
@@ -100,8 +102,7 @@ class _Product:
     ``inverse`` and of any weights).
     """
 
-    def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0,
-                 single: bool = False):
+    def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0, single: bool = False):
         n, links, indptr, indices = graph.n, graph.links, graph.indptr, graph.indices
         weights = graph.weights if weighted else None
         self.n = n
@@ -151,7 +152,7 @@ class _Product:
                 else:
                     assert self.values is not None
                     _csr_row_index(b - a, rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
-                part[:] = np.take(new_of, part)
+                part[:] = np.take(new_of, part)  # noqa: F821 (bound above; deleted once every call is done)
 
         cuts = _row_cuts(new_indptr, 0, n, _CHUNK // 16)  # smaller: np.take's result is a temporary
         self._map(renumber, [list(zip(cuts[:-1], cuts[1:]))[k::threads] for k in range(threads)])
@@ -166,8 +167,11 @@ class _Product:
         if threads > 1:
             block_cuts = np.searchsorted(new_indptr, np.linspace(0, links, threads + 1)).tolist()
             block_cuts[0], block_cuts[-1] = 0, n
-        self.blocks = [(start, stop, self._calls(new_indptr, start, stop))
-                       for start, stop in zip(block_cuts[:-1], block_cuts[1:]) if stop > start]
+        self.blocks = [
+            (start, stop, self._calls(new_indptr, start, stop))
+            for start, stop in zip(block_cuts[:-1], block_cuts[1:])
+            if stop > start
+        ]
 
     def _calls(self, indptr: np.ndarray, start: int, stop: int) -> list[tuple]:
         """The kernel calls for rows [start, stop): ``_CALL_LINKS`` links each, a long row over several.
@@ -201,8 +205,9 @@ class _Product:
             return [function(item) for item in items]
         return [future.result() for future in [self.pool.submit(function, item) for item in items]]
 
-    def __call__(self, z: np.ndarray, out: np.ndarray, fill: Any = 0.0,
-                 after: Callable[[int, int], object] | None = None) -> list:
+    def __call__(
+        self, z: np.ndarray, out: np.ndarray, fill: Any = 0.0, after: Callable[[int, int], object] | None = None
+    ) -> list:
         """out = fill + P z; returns ``after(start, stop)`` of each row block."""
         n, indices, kind = self.n, self.indices, z.dtype
         ones = self.ones[kind]
@@ -225,7 +230,6 @@ class _Product:
             self.pool.shutdown()
 
 
-
 class _Pieces:
     """Fused vector passes, a cache-sized piece at a time, the pieces shared by the product's threads.
 
@@ -236,7 +240,7 @@ class _Pieces:
     answer does not depend on the threads.
     """
 
-    def __init__(self, n: int, product: "_Product"):
+    def __init__(self, n: int, product: _Product):
         self.n, self.product = n, product
         self.starts = list(range(0, n, _PIECE)) or [0]
         halves = 2 if product.pool is not None and len(self.starts) > 1 else 1
@@ -258,4 +262,3 @@ class _Pieces:
 
         self.product._map(half, self.halves)
         return partials.sum(axis=0)
-

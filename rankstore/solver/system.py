@@ -14,10 +14,9 @@ __all__ = ["ConvergenceError", "Result"]
 class ConvergenceError(RuntimeError):
     """The iteration did not reach ``tol`` in ``max_iter`` steps; ``.result`` holds where it got."""
 
-    def __init__(self, message: str, result: "Result"):
+    def __init__(self, message: str, result: Result):
         super().__init__(message)
         self.result = result
-
 
 
 @dataclass
@@ -40,7 +39,6 @@ def _normalised(vector: np.ndarray | None, n: int, name: str) -> np.ndarray:
     return vector / vector.sum()
 
 
-
 @dataclass
 class _System:
     """One PageRank problem: the graph, how the surfer moves, and how to compute it."""
@@ -51,4 +49,3 @@ class _System:
     dangling_to: np.ndarray | None  # where rank at sinks goes; None: lost
     weighted: bool
     threads: int | None
-

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["Record", "EdgeBatch", "Skipped", "SourceError", "FORMATS", "GRAPH_FORMATS", "detect_format",
-           "read_source"]
+__all__ = ["Record", "EdgeBatch", "Skipped", "SourceError", "FORMATS", "GRAPH_FORMATS", "detect_format", "read_source"]
 
 
 @dataclass(slots=True)
@@ -132,8 +131,9 @@ def read_source(
 
         return read_edge_list(path, progress)
     if fmt == "ccgraph":
-        raise SourceError(f"{path}: a Common Crawl graph is read from its vertices and edges together "
-                          "(read_graph_sources)")
+        raise SourceError(
+            f"{path}: a Common Crawl graph is read from its vertices and edges together (read_graph_sources)"
+        )
     raise SourceError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
@@ -148,7 +148,7 @@ def read_cc_sources(paths: list[str], scheme: str = "https", progress: Progress 
 def source_size(path: str) -> int:
     """Bytes a reader will report through ``progress`` for this source."""
     if os.path.isdir(path) or path.endswith((".paths.gz", ".paths")):
-        from .ccgraph import cc_parts, _parts_of
+        from .ccgraph import _parts_of, cc_parts
 
         try:
             parts = [part for group in cc_parts([path]) for part in group] if os.path.isdir(path) else _parts_of(path)

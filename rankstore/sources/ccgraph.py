@@ -146,9 +146,13 @@ def _parts_of(path: str) -> list[str]:
     if _is_list(path):
         return _listed(path)
     if os.path.isdir(path):
-        return sorted(os.path.join(path, name) for name in os.listdir(path)
-                      if os.path.isfile(os.path.join(path, name)) and not name.startswith((".", "_"))
-                      and not _is_list(os.path.join(path, name)))
+        return sorted(
+            os.path.join(path, name)
+            for name in os.listdir(path)
+            if os.path.isfile(os.path.join(path, name))
+            and not name.startswith((".", "_"))
+            and not _is_list(os.path.join(path, name))
+        )
     return [path]
 
 
@@ -165,8 +169,11 @@ def cc_parts(paths: list[str]) -> tuple[list[str], list[str]]:
         entries = sorted(os.path.join(folder, name) for name in os.listdir(folder) if not name.startswith("."))
         # The lists if there are any, else the subfolders of parts, else the files themselves.
         lists = [entry for entry in entries if _is_list(entry)]
-        candidates = lists or [entry for entry in entries if os.path.isdir(entry)] or \
-            [entry for entry in entries if os.path.isfile(entry)]
+        candidates = (
+            lists
+            or [entry for entry in entries if os.path.isdir(entry)]
+            or [entry for entry in entries if os.path.isfile(entry)]
+        )
         found: dict[str, list[str]] = {"vertices": [], "edges": []}
         for entry in candidates:
             parts = _parts_of(entry)
@@ -178,8 +185,10 @@ def cc_parts(paths: list[str]) -> tuple[list[str], list[str]]:
         named = [_parts_of(path) for path in paths]
         kinds = [_kind(path, parts) for path, parts in zip(paths, named)]
         if sorted(map(str, kinds)) != ["edges", "vertices"]:
-            raise SourceError(f"{paths[0]}, {paths[1]}: expected a Common Crawl vertices file and an edges file "
-                              f"(read: {kinds[0] or 'neither'}, {kinds[1] or 'neither'})")
+            raise SourceError(
+                f"{paths[0]}, {paths[1]}: expected a Common Crawl vertices file and an edges file "
+                f"(read: {kinds[0] or 'neither'}, {kinds[1] or 'neither'})"
+            )
         vertices, edges = named[kinds.index("vertices")], named[kinds.index("edges")]
     else:
         raise SourceError("a Common Crawl graph is given as VERTICES EDGES, or one folder holding both")
@@ -265,8 +274,9 @@ class _Reporter:
             yield Skipped(f"{self.path}:{first}-{last}", f"{kind} ({more:,} more lines)", more)
 
 
-def _part_blocks(parts: list[str], progress, chunk_lines: int
-                 ) -> Iterator[tuple[str, _Reporter, bytes, int, int] | Skipped]:
+def _part_blocks(
+    parts: list[str], progress, chunk_lines: int
+) -> Iterator[tuple[str, _Reporter, bytes, int, int] | Skipped]:
     """(part, its reporter, at most ``chunk_lines`` whole lines, numbers of the first and last) of each part.
 
     What cannot be read is yielded as Skipped, through the part's reporter.
@@ -300,15 +310,19 @@ def _pieces(block: bytes, first: int, most: int) -> Iterator[tuple[bytes, int, i
         yield block, first, last
         return
     start = 0
-    for end in np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))[most - 1::most].tolist():
+    for end in np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))[most - 1 :: most].tolist():
         yield block[start:end], first, first + most - 1
         start, first = end + 1, first + most
     yield block[start:], first, last
 
 
-def read_cc_graph(vertices: list[str], edges: list[str], scheme: str = "https",
-                  progress: Callable[[int], None] | None = None,
-                  chunk_lines: int = 4_000_000) -> Iterator[EdgeBatch | Skipped]:
+def read_cc_graph(
+    vertices: list[str],
+    edges: list[str],
+    scheme: str = "https",
+    progress: Callable[[int], None] | None = None,
+    chunk_lines: int = 4_000_000,
+) -> Iterator[EdgeBatch | Skipped]:
     """The graph's vertices (as root-page URLs), then its links, in batches of at most ``chunk_lines`` lines.
 
     ``vertices``/``edges``: part files in order (see :func:`cc_parts`);
@@ -331,8 +345,11 @@ def read_cc_graph(vertices: list[str], edges: list[str], scheme: str = "https",
         repeated = _repeated(number, ids)
         if repeated.any():
             at = np.flatnonzero(repeated)
-            yield from report.bad_lines(lines[at], "duplicate vertex id",
-                                        lambda i: f"duplicate vertex id (id {ids[at[i]]} seen before)")
+            yield from report.bad_lines(
+                lines[at],
+                "duplicate vertex id",
+                lambda i, ids=ids, at=at: f"duplicate vertex id (id {ids[at[i]]} seen before)",
+            )
             kept = ~repeated
             ids, names = ids[kept], names.filter(pa.array(kept))
         if len(ids):
@@ -354,8 +371,11 @@ def read_cc_graph(vertices: list[str], edges: list[str], scheme: str = "https",
         if missing.any():
             at = np.flatnonzero(missing)
             absent = np.where(src_number[at] < 0, src[at], dst[at])
-            yield from report.bad_lines(lines[at], "vertex not in the vertices file",
-                                        lambda i: f"vertex not in the vertices file (id {absent[i]})")
+            yield from report.bad_lines(
+                lines[at],
+                "vertex not in the vertices file",
+                lambda i, absent=absent: f"vertex not in the vertices file (id {absent[i]})",
+            )
             src_number, dst_number = src_number[~missing], dst_number[~missing]
         yield EdgeBatch([], src_number, dst_number, None, f"{path}:{first}-{last}")
 
@@ -388,8 +408,10 @@ def _root_urls(names: pa.Array, scheme: str) -> list[str]:
 
 def _plausible_hosts(names: pa.Array) -> bool:
     """Whether every name is a plausible host name (as :func:`_plausible_host`, but in C)."""
-    return pc.all(pc.match_substring_regex(names, f"^(?:{_HOST})$")).as_py() and \
-        pc.max(pc.binary_length(names)).as_py() <= _HOST_BYTES
+    return (
+        pc.all(pc.match_substring_regex(names, f"^(?:{_HOST})$")).as_py()
+        and pc.max(pc.binary_length(names)).as_py() <= _HOST_BYTES
+    )
 
 
 def _csv(block: bytes, lines: int, types: list[pa.DataType]) -> list[pa.Array] | None:
@@ -398,9 +420,11 @@ def _csv(block: bytes, lines: int, types: list[pa.DataType]) -> list[pa.Array] |
     names = [str(index) for index in range(len(types))]
     try:
         table = pacsv.read_csv(
-            pa.py_buffer(block), pacsv.ReadOptions(column_names=names),
+            pa.py_buffer(block),
+            pacsv.ReadOptions(column_names=names),
             pacsv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=False),
-            pacsv.ConvertOptions(column_types=dict(zip(names, types)), null_values=[], strings_can_be_null=False))
+            pacsv.ConvertOptions(column_types=dict(zip(names, types)), null_values=[], strings_can_be_null=False),
+        )
     except pa.ArrowInvalid:
         return None
     if table.num_rows != lines:
@@ -408,8 +432,9 @@ def _csv(block: bytes, lines: int, types: list[pa.DataType]) -> list[pa.Array] |
     return [column.combine_chunks() for column in table.columns]
 
 
-def _vertex_block(block: bytes, first: int, last: int
-                  ) -> tuple[np.ndarray, pa.Array, np.ndarray, list[tuple[int, str]]]:
+def _vertex_block(
+    block: bytes, first: int, last: int
+) -> tuple[np.ndarray, pa.Array, np.ndarray, list[tuple[int, str]]]:
     """(ids, reversed host names, their line numbers, bad lines as (line, reason)) of a block of vertex lines."""
     columns = block.count(b"\t", 0, block.find(b"\n")) + 1
     if columns in (2, 3) and not block.translate(None, _VERTEX_BYTES):
@@ -436,8 +461,9 @@ def _vertex_block(block: bytes, first: int, last: int
     return np.array(ids, dtype=np.int64), pa.array(names, pa.binary()), np.array(lines, dtype=np.int64), bad
 
 
-def _edge_block(block: bytes, first: int, last: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, str]]]:
+def _edge_block(
+    block: bytes, first: int, last: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, str]]]:
     """(sources, targets, their line numbers, bad lines as (line, reason)) of a block of edge lines."""
     if not block.translate(None, _EDGE_BYTES):
         parsed = _csv(block, last - first + 1, [pa.int64(), pa.int64()])

@@ -17,8 +17,8 @@ import queue
 import re
 import threading
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -29,7 +29,9 @@ from .textblocks import line_blocks, open_text
 __all__ = ["read_edge_list", "MAX_LINE"]
 
 MAX_LINE = 64 * 1024
-BLOCK = 1 << 24  # bytes of text parsed (and links stored in one transaction) at once; below glibc's mmap threshold, so its memory is reused, not faulted in afresh
+# Bytes of text parsed (and links stored in one transaction) at once: below glibc's largest mmap
+# threshold, so that a block's memory is reused, not faulted in afresh.
+BLOCK = 1 << 24
 # '#' starts a comment at the start of a line or after white space, not inside a URL.
 _COMMENT = re.compile(rb"(^|\s)#.*", re.DOTALL)
 
@@ -47,8 +49,13 @@ def read_edge_list(path: str, progress: Progress | None = None) -> Iterator[Edge
                 line = block.last + 1
                 yield from block.skipped
                 if len(block.numbers) or block.new:
-                    yield EdgeBatch(block.new, block.numbers[0::2], block.numbers[1::2], block.weights,
-                                    f"{path}:{block.first}-{block.last}")
+                    yield EdgeBatch(
+                        block.new,
+                        block.numbers[0::2],
+                        block.numbers[1::2],
+                        block.weights,
+                        f"{path}:{block.first}-{block.last}",
+                    )
         except (OSError, EOFError, zlib.error) as error:
             yield Skipped(f"{path}:{line}", f"unreadable data ({error}); the rest of the file is lost")
 
@@ -114,8 +121,14 @@ class _Block:
 
 def _parse(vertices: VerticesPython | VerticesFast, path: str, block: bytes | None, first: int, count: int) -> _Block:
     if block is None:
-        return _Block(first, first, [], np.zeros(0, dtype=np.int32), None,
-                      [Skipped(f"{path}:{first}", f"line over {MAX_LINE} bytes")])
+        return _Block(
+            first,
+            first,
+            [],
+            np.zeros(0, dtype=np.int32),
+            None,
+            [Skipped(f"{path}:{first}", f"line over {MAX_LINE} bytes")],
+        )
     last = first + count - 1
     split = vertices.split(block)
     if split is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import quote
 
 from . import Progress, Record, Skipped, SourceError
@@ -60,7 +60,9 @@ def check_html_dir(root: str, base_url: str | None) -> None:
             )
 
 
-def read_html_dir(root: str, base_url: str | None = None, progress: Progress | None = None) -> Iterator[Record | Skipped]:
+def read_html_dir(
+    root: str, base_url: str | None = None, progress: Progress | None = None
+) -> Iterator[Record | Skipped]:
     check_html_dir(root, base_url)
     for entry in html_files(root):
         size = entry.stat().st_size

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from . import SourceError
 

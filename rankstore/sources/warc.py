@@ -15,7 +15,7 @@ import mmap
 import os
 import re
 import zlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
@@ -167,8 +167,10 @@ def _read_from(path, handle, view, size, compressed, progress) -> Iterator[Recor
             yield pending
             pending = None
         resume = _next_record_start(view, offset + 1, compressed)
-        yield Skipped(f"{path}@{offset}", f"unreadable WARC data ({reason}); resuming at "
-                      + (f"offset {resume}" if resume >= 0 else "end of file"))
+        yield Skipped(
+            f"{path}@{offset}",
+            f"unreadable WARC data ({reason}); resuming at " + (f"offset {resume}" if resume >= 0 else "end of file"),
+        )
         if resume < 0:
             break
         start = resume

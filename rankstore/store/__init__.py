@@ -21,20 +21,45 @@ import os
 import sqlite3
 import time
 import urllib.parse
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import migrations
-from .graph import GraphMixin, InLinks
-from .pages import PageData, PagesMixin, builds_json, url_key
+from .errors import (
+    NotAStore,
+    RankingNotFound,
+    StoreBusy,
+    StoreDamaged,
+    StoreError,
+    StoreFull,
+    StoreMissing,
+    StoreReadOnly,
+    check_path,
+    explain,
+)
+from .graph import InLinks
+from .pages import PageData, builds_json, url_key
 from .queries import QueriesMixin
-from .errors import (NotAStore, RankingNotFound, StoreBusy, StoreDamaged, StoreError, StoreFull, StoreMissing,
-                     StoreReadOnly, check_path, explain)
-from .rankings import Ranking, RankingArrays, RankingsMixin
+from .rankings import Ranking, RankingArrays
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 
-__all__ = ["Store", "StoreError", "RankingNotFound", "NotAStore", "StoreMissing", "StoreBusy", "StoreReadOnly",
-           "StoreFull", "StoreDamaged", "explain", "Ranking", "RankingArrays", "InLinks", "PageData",
-           "SCHEMA_VERSION", "url_key"]
+__all__ = [
+    "Store",
+    "StoreError",
+    "RankingNotFound",
+    "NotAStore",
+    "StoreMissing",
+    "StoreBusy",
+    "StoreReadOnly",
+    "StoreFull",
+    "StoreDamaged",
+    "explain",
+    "Ranking",
+    "RankingArrays",
+    "InLinks",
+    "PageData",
+    "SCHEMA_VERSION",
+    "url_key",
+]
 
 
 _BUILD_CHECKPOINT_PAGES = 262144  # 1 GiB of 4 KiB pages
@@ -85,8 +110,9 @@ class Store(QueriesMixin):
                 # files): SQLite cannot make its -shm file.  With no log to replay it reads the file
                 # as it is; a log left by a writer that is still running would not be seen.
                 log = path + "-wal"
-                if os.access(os.path.dirname(os.path.abspath(path)), os.W_OK) or \
-                        (os.path.exists(log) and os.path.getsize(log) > 0):
+                if os.access(os.path.dirname(os.path.abspath(path)), os.W_OK) or (
+                    os.path.exists(log) and os.path.getsize(log) > 0
+                ):
                     raise
                 db.close()
                 db = sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False, isolation_level=None)
@@ -100,9 +126,11 @@ class Store(QueriesMixin):
         return db
 
     def _create_or_migrate(self) -> None:
-        if migrations.schema_version(self.db) == SCHEMA_VERSION and \
-                self.db.execute("SELECT count(*) FROM counter").fetchone()[0] >= COUNTER_ROWS and \
-                self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone() != ("0",):
+        if (
+            migrations.schema_version(self.db) == SCHEMA_VERSION
+            and self.db.execute("SELECT count(*) FROM counter").fetchone()[0] >= COUNTER_ROWS
+            and self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone() != ("0",)
+        ):
             return  # up to date: opening writes nothing
         with self.transaction():
             found = migrations.schema_version(self.db)
@@ -112,8 +140,7 @@ class Store(QueriesMixin):
                 if statement.strip():
                     self.db.execute(statement)
             if self.db.execute("SELECT count(*) FROM counter").fetchone()[0] < COUNTER_ROWS:
-                self.db.executemany("INSERT OR IGNORE INTO counter (k) VALUES (?)",
-                                    ((k,) for k in range(COUNTER_ROWS)))
+                self.db.executemany("INSERT OR IGNORE INTO counter (k) VALUES (?)", ((k,) for k in range(COUNTER_ROWS)))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             keyed = self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone()
             if keyed == ("0",):  # a first build was cut short before writing its URL keys
@@ -128,16 +155,20 @@ class Store(QueriesMixin):
                 return
             raise NotAStore(f"{self.path}: not a rankstore store (a SQLite file without rankstore's tables)")
         if found > SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: schema version {found} is newer than this rankstore "
-                             f"({SCHEMA_VERSION}): upgrade rankstore")
+            raise StoreError(
+                f"{self.path}: schema version {found} is newer than this rankstore "
+                f"({SCHEMA_VERSION}): upgrade rankstore"
+            )
         if found < SCHEMA_VERSION and not writer:
-            raise StoreError(f"{self.path}: schema version {found}, this rankstore reads {SCHEMA_VERSION} "
-                             "(`rankstore upgrade` upgrades it, as any writing command does)")
+            raise StoreError(
+                f"{self.path}: schema version {found}, this rankstore reads {SCHEMA_VERSION} "
+                "(`rankstore upgrade` upgrades it, as any writing command does)"
+            )
 
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -146,8 +177,10 @@ class Store(QueriesMixin):
     # ----------------------------------------------------------------- builds
 
     def begin_build(self, sources: Sequence[str]) -> int:
-        cursor = self.db.execute("INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
-                                 (_now(), json.dumps(list(sources))))
+        cursor = self.db.execute(
+            "INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
+            (_now(), json.dumps(list(sources))),
+        )
         self._reset_page_cache()
         self._note_build_start()
         # a build's batches append to the log; it is copied into the file once, at the end
@@ -165,19 +198,24 @@ class Store(QueriesMixin):
             self.db.execute(
                 "UPDATE builds SET finished_at = ?, status = 'complete', pages = ?, links = ?, skipped = ?,"
                 " skip_reasons = ? WHERE id = ?",
-                (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id))
+                (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id),
+            )
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def info(self) -> dict:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
-        builds = builds_json(self.db.execute(
-            "SELECT id, started_at, finished_at, status, sources, pages, links, skipped, skip_reasons"
-            " FROM builds ORDER BY id"))
+        builds = builds_json(
+            self.db.execute(
+                "SELECT id, started_at, finished_at, status, sources, pages, links, skipped, skip_reasons"
+                " FROM builds ORDER BY id"
+            )
+        )
         rankings = [
             dict(zip(("name", "version", "iterations", "created_at", "pages"), row))
             for row in self.db.execute(
-                "SELECT name, version, iterations, created_at, pages FROM rankings ORDER BY name, version")
+                "SELECT name, version, iterations, created_at, pages FROM rankings ORDER BY name, version"
+            )
         ]
         links, nofollow = self.graph_counts()
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))

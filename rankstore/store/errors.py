@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 
-__all__ = ["StoreError", "RankingNotFound", "NotAStore", "StoreMissing", "StoreBusy", "StoreReadOnly", "StoreFull",
-           "StoreDamaged", "explain", "check_path"]
+__all__ = [
+    "StoreError",
+    "RankingNotFound",
+    "NotAStore",
+    "StoreMissing",
+    "StoreBusy",
+    "StoreReadOnly",
+    "StoreFull",
+    "StoreDamaged",
+    "explain",
+    "check_path",
+]
 
 
 class StoreError(Exception):
@@ -57,7 +66,9 @@ def check_path(path: str, create: bool) -> None:
     try:
         os.stat(path)
     except PermissionError:
-        raise StoreReadOnly(f"{path}: no permission to reach the store (a folder on the way cannot be entered)") from None
+        raise StoreReadOnly(
+            f"{path}: no permission to reach the store (a folder on the way cannot be entered)"
+        ) from None
     except (FileNotFoundError, NotADirectoryError):
         pass
     if os.path.isdir(path):
@@ -86,24 +97,33 @@ def explain(path: str, error: BaseException) -> StoreError:
     name = getattr(error, "sqlite_errorname", "") or ""
     text = str(error)
     if name.startswith("SQLITE_FULL") or "disk is full" in text:
-        return StoreFull(f"{path}: the disk is full; the interrupted transaction was rolled back, the store is as "
-                         "it was before it: free some space and run the command again")
+        return StoreFull(
+            f"{path}: the disk is full; the interrupted transaction was rolled back, the store is as "
+            "it was before it: free some space and run the command again"
+        )
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-        return StoreBusy(f"{path}: the store is busy: another process is writing it (a build or rank); "
-                         "try again when it is done, or raise $RANKSTORE_BUSY_TIMEOUT (seconds)")
+        return StoreBusy(
+            f"{path}: the store is busy: another process is writing it (a build or rank); "
+            "try again when it is done, or raise $RANKSTORE_BUSY_TIMEOUT (seconds)"
+        )
     if name.startswith("SQLITE_READONLY") or "readonly database" in text:
         where = "its folder" if not _writable_folder(path) else "the file"
-        return StoreReadOnly(f"{path}: the store is read-only ({where} cannot be written by this user, or the file "
-                             "is immutable); this command writes to it")
+        return StoreReadOnly(
+            f"{path}: the store is read-only ({where} cannot be written by this user, or the file "
+            "is immutable); this command writes to it"
+        )
     if name.startswith("SQLITE_NOTADB") or "not a database" in text:
         return NotAStore(f"{path}: not a rankstore store (not a SQLite database)")
     if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
-        return StoreDamaged(f"{path}: the store is damaged ({text}); rebuild it, or recover it with "
-                            "`sqlite3 STORE .recover`")
+        return StoreDamaged(
+            f"{path}: the store is damaged ({text}); rebuild it, or recover it with `sqlite3 STORE .recover`"
+        )
     if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
         if not _writable_folder(path):
-            return StoreReadOnly(f"{path}: cannot open the store: its folder cannot be written by this user "
-                                 "(SQLite needs to write its -wal and -shm files beside it)")
+            return StoreReadOnly(
+                f"{path}: cannot open the store: its folder cannot be written by this user "
+                "(SQLite needs to write its -wal and -shm files beside it)"
+            )
         return StoreError(f"{path}: cannot open the store ({text})")
     if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
         return StoreError(f"{path}: disk I/O error ({text}); check the disk and its free space")

@@ -15,7 +15,6 @@ import numpy as np
 
 from .base import StoreBase
 
-
 __all__ = ["GraphMixin", "InLinks"]
 
 BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
@@ -77,28 +76,37 @@ class GraphMixin(StoreBase):
         indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))
         indices = np.empty(len(key), dtype=np.int32)
         for start in range(0, len(key), _CHUNK):
-            np.remainder(key[start : start + _CHUNK], max(n, 1), out=indices[start : start + _CHUNK],
-                         casting="unsafe")
+            np.remainder(key[start : start + _CHUNK], max(n, 1), out=indices[start : start + _CHUNK], casting="unsafe")
         del key
         self.db.execute("DELETE FROM in_links")
         self.db.executemany(
             "INSERT INTO in_links (first, pages, offsets, sources, nofollow, weights) VALUES (?, ?, ?, ?, ?, ?)",
-            _blocks(indptr, indices, nofollow, weights))
+            _blocks(indptr, indices, nofollow, weights),
+        )
         last = self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
-        self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [
-            ("graph_build", str(last)), ("graph_pages", str(n)), ("graph_links", str(len(indices))),
-            ("graph_nofollow", str(int(nofollow.sum()) if nofollow is not None else 0))])
+        self.db.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("graph_build", str(last)),
+                ("graph_pages", str(n)),
+                ("graph_links", str(len(indices))),
+                ("graph_nofollow", str(int(nofollow.sum()) if nofollow is not None else 0)),
+            ],
+        )
 
     def _notes_along(self, key: np.ndarray, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Nofollow flags and weights of the links in ``key`` order, from ``link_notes``."""
         rows = self.db.execute(
-            "SELECT src, dst, nofollow, weight FROM link_notes WHERE nofollow OR weight != 1.0").fetchall()
+            "SELECT src, dst, nofollow, weight FROM link_notes WHERE nofollow OR weight != 1.0"
+        ).fetchall()
         if not rows:
             return None, None
         notes = np.array(rows, dtype=np.float64)
         at = np.searchsorted(key, (notes[:, 1].astype(np.int64) - 1) * n + notes[:, 0].astype(np.int64) - 1)
         valid = at < len(key)
-        valid[valid] = key[at[valid]] == (notes[valid, 1].astype(np.int64) - 1) * n + notes[valid, 0].astype(np.int64) - 1
+        valid[valid] = (
+            key[at[valid]] == (notes[valid, 1].astype(np.int64) - 1) * n + notes[valid, 0].astype(np.int64) - 1
+        )
         nofollow = weights = None
         if notes[valid, 2].any():
             nofollow = np.zeros(len(key), dtype=bool)
@@ -113,8 +121,9 @@ class GraphMixin(StoreBase):
         n = int(self.db.execute("SELECT value FROM meta WHERE key = 'graph_pages'").fetchone()[0])
         counts, offsets, sources, flags, weights = [], [], [], [], []
         any_flags = any_weights = False
-        for pages, offs, srcs, nofollow, wts in self.db.execute(
-                "SELECT pages, offsets, sources, nofollow, weights FROM in_links ORDER BY first"):
+        for _pages, offs, srcs, nofollow, wts in self.db.execute(
+            "SELECT pages, offsets, sources, nofollow, weights FROM in_links ORDER BY first"
+        ):
             rel = np.frombuffer(offs, dtype=np.int32)
             counts.append(np.diff(rel))
             sources.append(np.frombuffer(srcs, dtype=np.int32))
@@ -130,11 +139,16 @@ class GraphMixin(StoreBase):
         indices = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
         nofollow = weight = None
         if any_flags:
-            nofollow = np.concatenate([np.frombuffer(f, dtype=bool) if f is not None else np.zeros(k, dtype=bool)
-                                       for f, k in zip(flags, offsets)])
+            nofollow = np.concatenate(
+                [
+                    np.frombuffer(f, dtype=bool) if f is not None else np.zeros(k, dtype=bool)
+                    for f, k in zip(flags, offsets)
+                ]
+            )
         if any_weights:
-            weight = np.concatenate([np.frombuffer(w, dtype=np.float64) if w is not None else np.ones(k)
-                                     for w, k in zip(weights, offsets)])
+            weight = np.concatenate(
+                [np.frombuffer(w, dtype=np.float64) if w is not None else np.ones(k) for w, k in zip(weights, offsets)]
+            )
         return InLinks(n, indptr, indices, nofollow, weight)
 
     def graph_arrays(self, include_nofollow: bool = False):
@@ -153,7 +167,8 @@ class GraphMixin(StoreBase):
         """(indices of the pages linking to ``page_id``, their nofollow flags or None): one block's slice."""
         row = self.db.execute(
             "SELECT first, offsets, sources, nofollow FROM in_links WHERE first <= ? ORDER BY first DESC LIMIT 1",
-            (page_id - 1,)).fetchone()
+            (page_id - 1,),
+        ).fetchone()
         if row is None:
             return np.zeros(0, dtype=np.int32), None
         first, offsets, sources, nofollow = row
@@ -184,9 +199,12 @@ def _blocks(indptr: np.ndarray, indices: np.ndarray, nofollow: np.ndarray | None
         stop = int(np.searchsorted(indptr, base + BLOCK_LINKS, side="right")) - 1
         stop = min(max(stop, first + 1), first + BLOCK_MAX_PAGES, n)
         end = indptr[stop]
-        yield (first, stop - first, (indptr[first : stop + 1] - base).astype(np.int32).tobytes(),
-               indices[base:end].tobytes(),
-               nofollow[base:end].tobytes() if nofollow is not None and nofollow[base:end].any() else None,
-               weights[base:end].tobytes() if weights is not None and (weights[base:end] != 1.0).any() else None)
+        yield (
+            first,
+            stop - first,
+            (indptr[first : stop + 1] - base).astype(np.int32).tobytes(),
+            indices[base:end].tobytes(),
+            nofollow[base:end].tobytes() if nofollow is not None and nofollow[base:end].any() else None,
+            weights[base:end].tobytes() if weights is not None and (weights[base:end] != 1.0).any() else None,
+        )
         first = stop
-

@@ -43,8 +43,10 @@ def _packed_arrays(store) -> None:
     db.execute("DROP TABLE IF EXISTS titles")  # indexed every page; now only the titled ones
     # pages: the URL index becomes one that a first build can drop and make again at its end
     db.execute(PAGES.format(name="pages_v5"))
-    db.execute("INSERT INTO pages_v5 SELECT id, url, host, title, crawled, status, canonical_url, fetched_at,"
-               " build_id FROM pages")
+    db.execute(
+        "INSERT INTO pages_v5 SELECT id, url, host, title, crawled, status, canonical_url, fetched_at,"
+        " build_id FROM pages"
+    )
     db.execute("DROP TABLE pages")
     db.execute("ALTER TABLE pages_v5 RENAME TO pages")
     for statement in TABLES.split(";\n"):
@@ -52,35 +54,48 @@ def _packed_arrays(store) -> None:
             db.execute(statement)
     # out-links: each source's set of targets, packed
     count = db.execute("SELECT count(*) FROM links").fetchone()[0]
-    pairs = np.fromiter((v for row in db.execute("SELECT src, dst FROM links ORDER BY src, dst") for v in row),
-                        dtype=np.int64, count=2 * count).reshape(-1, 2)
+    pairs = np.fromiter(
+        (v for row in db.execute("SELECT src, dst FROM links ORDER BY src, dst") for v in row),
+        dtype=np.int64,
+        count=2 * count,
+    ).reshape(-1, 2)
     rows: list[tuple] = []
     if count:
         cuts = np.flatnonzero(pairs[1:, 0] != pairs[:-1, 0]) + 1
         for group in np.split(pairs, cuts):
             data = group[:, 1].astype(">i4").tobytes()
-            rows.extend((int(group[0, 0]), part, data[start : start + 4 * PART_LINKS])
-                        for part, start in enumerate(range(0, len(data), 4 * PART_LINKS)))
+            rows.extend(
+                (int(group[0, 0]), part, data[start : start + 4 * PART_LINKS])
+                for part, start in enumerate(range(0, len(data), 4 * PART_LINKS))
+            )
     db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
-    db.execute("INSERT INTO link_notes (src, dst, nofollow, weight, anchor) SELECT src, dst, nofollow, weight,"
-               " anchor FROM links WHERE nofollow OR weight != 1.0 OR anchor IS NOT NULL")
+    db.execute(
+        "INSERT INTO link_notes (src, dst, nofollow, weight, anchor) SELECT src, dst, nofollow, weight,"
+        " anchor FROM links WHERE nofollow OR weight != 1.0 OR anchor IS NOT NULL"
+    )
     store.key_pages()
     # rankings: the scores of every version still holding them, as arrays
     has_scores = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'scores' AND type = 'table'").fetchone()
     kept = db.execute("SELECT DISTINCT ranking_id FROM scores").fetchall() if has_scores else []
     for (ranking_id,) in kept:
-        rows = db.execute("SELECT page_id, score, inlinks, extra FROM scores WHERE ranking_id = ? ORDER BY page_id",
-                          (ranking_id,)).fetchall()
+        rows = db.execute(
+            "SELECT page_id, score, inlinks, extra FROM scores WHERE ranking_id = ? ORDER BY page_id", (ranking_id,)
+        ).fetchall()
         page_ids = np.array([row[0] for row in rows])
         if not np.array_equal(page_ids, np.arange(1, len(rows) + 1)):
             continue  # not a whole version: nothing to keep
         scores = np.array([row[1] for row in rows], dtype=np.float64)
         inlinks = np.array([row[2] for row in rows], dtype=np.int32)
         extras = [row[3] for row in rows]
-        extra = None if all(e is None for e in extras) else np.array(
-            [np.nan if e is None else e for e in extras], dtype=np.float64)
-        db.executemany("INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra)"
-                       " VALUES (?, ?, ?, ?, ?, ?)", ranking_rows(ranking_id, scores, inlinks, extra))
+        extra = (
+            None
+            if all(e is None for e in extras)
+            else np.array([np.nan if e is None else e for e in extras], dtype=np.float64)
+        )
+        db.executemany(
+            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra) VALUES (?, ?, ?, ?, ?, ?)",
+            ranking_rows(ranking_id, scores, inlinks, extra),
+        )
     for table in ("ranked_links", "score_keys", "scores", "links"):
         db.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in VIEWS.split(";\n"):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 import numpy as np
 import xxhash
@@ -101,8 +101,9 @@ class PagesMixin(StoreBase):
         """``page_keys`` from keys sorted (with their page ids): appended in order, the first of a collision kept."""
         first = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=bool)
         self.db.execute("DELETE FROM page_keys")
-        self.db.executemany("INSERT INTO page_keys (url_hash, page_id) VALUES (?, ?)",
-                            zip(keys[first].tolist(), ids[first].tolist()))
+        self.db.executemany(
+            "INSERT INTO page_keys (url_hash, page_id) VALUES (?, ?)", zip(keys[first].tolist(), ids[first].tolist())
+        )
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pages_keyed', '1')")
 
     def key_pages(self) -> None:
@@ -151,11 +152,14 @@ class PagesMixin(StoreBase):
                 new = [unique[i] for i in fresh.tolist()]
                 first = (self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0) + 1
                 new_ids = np.arange(first, first + len(new), dtype=np.int64)
-                self.db.executemany("INSERT INTO pages (id, url, host) VALUES (?, ?, ?)",
-                                    zip(new_ids.tolist(), new, map(host_of, new)))
+                self.db.executemany(
+                    "INSERT INTO pages (id, url, host) VALUES (?, ?, ?)", zip(new_ids.tolist(), new, map(host_of, new))
+                )
                 if not self._first_build:
-                    self.db.executemany("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
-                                        zip(keys[fresh].tolist(), new_ids.tolist()))
+                    self.db.executemany(
+                        "INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)",
+                        zip(keys[fresh].tolist(), new_ids.tolist()),
+                    )
                 cache.update(zip(new, new_ids.tolist()))
                 id_of = np.zeros(len(unique), dtype=np.int64)
                 id_of[fresh] = new_ids
@@ -180,8 +184,11 @@ class PagesMixin(StoreBase):
     def _known_page_keys(self) -> tuple[np.ndarray, np.ndarray]:
         if self._known is None:
             count = self.db.execute("SELECT count(*) FROM page_keys").fetchone()[0]
-            flat = np.fromiter((value for row in self.db.execute("SELECT url_hash, page_id FROM page_keys")
-                                for value in row), dtype=np.int64, count=2 * count)
+            flat = np.fromiter(
+                (value for row in self.db.execute("SELECT url_hash, page_id FROM page_keys") for value in row),
+                dtype=np.int64,
+                count=2 * count,
+            )
             self._known = (flat[0::2].copy(), flat[1::2].copy())  # the table's order: by key already
         return self._known
 
@@ -207,7 +214,7 @@ class PagesMixin(StoreBase):
     def _write_pages(self, pages: Sequence[PageData], build_id: int) -> int:
         ids = self.page_ids([page.url for page in pages] + [link[0] for page in pages for link in page.links])
         page_ids = ids[: len(pages)].tolist()
-        targets = iter(ids[len(pages):].tolist())
+        targets = iter(ids[len(pages) :].tolist())
         out: dict[int, dict[int, tuple[bool, float, str | None]]] = {}
         for page, page_id in zip(pages, page_ids):
             links = out.setdefault(page_id, {})
@@ -219,8 +226,11 @@ class PagesMixin(StoreBase):
         self.db.executemany(
             "UPDATE pages SET title = ?, crawled = 1, status = ?, canonical_url = ?, fetched_at = ?, build_id = ?"
             " WHERE id = ?",
-            [(page.title, page.status, page.canonical_url, page.fetched_at, build_id, page_id)
-             for page, page_id in zip(pages, page_ids)])
+            [
+                (page.title, page.status, page.canonical_url, page.fetched_at, build_id, page_id)
+                for page, page_id in zip(pages, page_ids)
+            ],
+        )
         return self._write_out_links(out)
 
     def _write_out_links(self, out: dict[int, dict[int, tuple[bool, float, str | None]]]) -> int:
@@ -234,10 +244,15 @@ class PagesMixin(StoreBase):
         self.db.executemany("DELETE FROM out_links WHERE src = ?", fresh)
         self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
         for src in again:
-            old_targets = unpack_targets([row[0] for row in self.db.execute(
-                "SELECT targets FROM out_links WHERE src = ? ORDER BY part", (src,))])
-            notes = {dst: (bool(nf), w, a) for dst, nf, w, a in self.db.execute(
-                "SELECT dst, nofollow, weight, anchor FROM link_notes WHERE src = ?", (src,))}
+            old_targets = unpack_targets(
+                [row[0] for row in self.db.execute("SELECT targets FROM out_links WHERE src = ? ORDER BY part", (src,))]
+            )
+            notes = {
+                dst: (bool(nf), w, a)
+                for dst, nf, w, a in self.db.execute(
+                    "SELECT dst, nofollow, weight, anchor FROM link_notes WHERE src = ?", (src,)
+                )
+            }
             merged = {dst: notes.get(dst, (False, 1.0, None)) for dst in old_targets.tolist()}
             known += len(merged)
             for dst, (nofollow, weight, anchor) in out[src].items():
@@ -256,15 +271,20 @@ class PagesMixin(StoreBase):
             targets = sorted(links)
             count += len(targets)
             part_rows.extend((src, part, data) for part, data in enumerate(pack_targets(np.array(targets))))
-            note_rows.extend((src, dst, int(nofollow), weight, anchor)
-                             for dst, (nofollow, weight, anchor) in links.items()
-                             if nofollow or weight != 1.0 or anchor)
+            note_rows.extend(
+                (src, dst, int(nofollow), weight, anchor)
+                for dst, (nofollow, weight, anchor) in links.items()
+                if nofollow or weight != 1.0 or anchor
+            )
         self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", part_rows)
-        self.db.executemany("INSERT INTO link_notes (src, dst, nofollow, weight, anchor) VALUES (?, ?, ?, ?, ?)",
-                            note_rows)
+        self.db.executemany(
+            "INSERT INTO link_notes (src, dst, nofollow, weight, anchor) VALUES (?, ?, ?, ?, ?)", note_rows
+        )
         return count - known
 
-    def write_edges(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None, build_id: int) -> tuple[np.ndarray, int]:
+    def write_edges(
+        self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None, build_id: int
+    ) -> tuple[np.ndarray, int]:
         """Store links given as page ids (a graph source's batch) in one transaction.
 
         Returns (the source pages' ids, links written).  The source pages are
@@ -329,7 +349,10 @@ class PagesMixin(StoreBase):
         return np.asarray(heads, dtype=np.int64), links
 
     def mark_crawled(self, ids: np.ndarray, build_id: int) -> None:
-        """Mark pages crawled by a build, in one transaction, by runs of consecutive ids (a graph's sources mostly are)."""
+        """Mark pages crawled by a build, in one transaction, by runs of consecutive ids.
+
+        A graph's sources mostly are consecutive: a few statements mark them all.
+        """
         ids = np.unique(ids)
         if not len(ids):
             return
@@ -339,7 +362,8 @@ class PagesMixin(StoreBase):
         with self.transaction():
             self.db.executemany(
                 "UPDATE pages SET crawled = 1, status = coalesce(status, 200), build_id = ? WHERE id BETWEEN ? AND ?",
-                ((build_id, low, high) for low, high in zip(lows, highs)))
+                ((build_id, low, high) for low, high in zip(lows, highs)),
+            )
 
     # ------------------------------------------------------------ reading
 
@@ -353,12 +377,15 @@ class PagesMixin(StoreBase):
 
     def root_page_ids(self) -> list[int]:
         """The root page (``scheme://host/``) of every server in the store."""
-        return [row[0] for row in self.db.execute(
-            "SELECT id FROM pages WHERE substr(url, instr(url, '//') + 2) = host || '/'")]
+        return [
+            row[0]
+            for row in self.db.execute("SELECT id FROM pages WHERE substr(url, instr(url, '//') + 2) = host || '/'")
+        ]
 
     def out_link_ids(self, page_id: int) -> np.ndarray:
-        return unpack_targets([row[0] for row in self.db.execute(
-            "SELECT targets FROM out_links WHERE src = ? ORDER BY part", (page_id,))])
+        return unpack_targets(
+            [row[0] for row in self.db.execute("SELECT targets FROM out_links WHERE src = ? ORDER BY part", (page_id,))]
+        )
 
     def out_links(self, url: str) -> list[str]:
         page_id = self.page_id(url)
@@ -380,16 +407,25 @@ class PagesMixin(StoreBase):
     def dump(self) -> tuple[list[tuple], list[tuple]]:
         """Pages and links by URL, for comparing stores."""
         pages = self.db.execute(
-            "SELECT url, host, title, crawled, status, canonical_url FROM pages ORDER BY url").fetchall()
+            "SELECT url, host, title, crawled, status, canonical_url FROM pages ORDER BY url"
+        ).fetchall()
         links = self.db.execute(
             "SELECT s.url, t.url, l.nofollow, l.weight, l.anchor FROM links l"
-            " JOIN pages s ON s.id = l.src JOIN pages t ON t.id = l.dst ORDER BY 1, 2").fetchall()
+            " JOIN pages s ON s.id = l.src JOIN pages t ON t.id = l.dst ORDER BY 1, 2"
+        ).fetchall()
         return pages, links
 
 
 def builds_json(rows) -> list[dict]:
-    builds = [dict(zip(("id", "started_at", "finished_at", "status", "sources", "pages", "links", "skipped",
-                        "skip_reasons"), row)) for row in rows]
+    builds = [
+        dict(
+            zip(
+                ("id", "started_at", "finished_at", "status", "sources", "pages", "links", "skipped", "skip_reasons"),
+                row,
+            )
+        )
+        for row in rows
+    ]
     for build in builds:
         build["sources"] = json.loads(build["sources"])
         build["skip_reasons"] = json.loads(build["skip_reasons"] or "{}")

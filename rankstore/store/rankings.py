@@ -124,8 +124,14 @@ def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra
     extra_be = np.asarray(extra, dtype=">f8").tobytes() if extra is not None else None
     for first in range(0, len(scores), BLOCK_PAGES):
         last = min(first + BLOCK_PAGES, len(scores))
-        yield (ranking_id, first, scores_be[8 * first : 8 * last], inlinks_be[4 * first : 4 * last],
-               best_be[4 * first : 4 * last], extra_be[8 * first : 8 * last] if extra_be is not None else None)
+        yield (
+            ranking_id,
+            first,
+            scores_be[8 * first : 8 * last],
+            inlinks_be[4 * first : 4 * last],
+            best_be[4 * first : 4 * last],
+            extra_be[8 * first : 8 * last] if extra_be is not None else None,
+        )
 
 
 class RankingsMixin(StoreBase):
@@ -135,8 +141,18 @@ class RankingsMixin(StoreBase):
 
     db: sqlite3.Connection
 
-    def write_ranking(self, name: str, params: dict, iterations: int, residuals: list[float], page_ids, scores,
-                      inlinks, extra=None, seconds: float | None = None) -> Ranking:
+    def write_ranking(
+        self,
+        name: str,
+        params: dict,
+        iterations: int,
+        residuals: list[float],
+        page_ids,
+        scores,
+        inlinks,
+        extra=None,
+        seconds: float | None = None,
+    ) -> Ranking:
         """Store a new version of ranking ``name`` in one transaction.
 
         ``page_ids`` must be every page of the store (1..n); ``scores``,
@@ -153,35 +169,56 @@ class RankingsMixin(StoreBase):
             cursor = self.db.execute(
                 "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, version, json.dumps(params, sort_keys=True), iterations, json.dumps(residuals), _now(),
-                 len(scores), seconds),
+                (
+                    name,
+                    version,
+                    json.dumps(params, sort_keys=True),
+                    iterations,
+                    json.dumps(residuals),
+                    _now(),
+                    len(scores),
+                    seconds,
+                ),
             )
             ranking_id = cursor.lastrowid
             assert ranking_id is not None
             self.db.executemany(
-                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra) VALUES (?, ?, ?, ?, ?, ?)",
-                ranking_rows(ranking_id, scores, inlinks, extra))
-            old = [r[0] for r in self.db.execute(
-                "SELECT id FROM rankings WHERE name = ? AND version < ? ORDER BY version DESC", (name, version))]
+                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                ranking_rows(ranking_id, scores, inlinks, extra),
+            )
+            old = [
+                r[0]
+                for r in self.db.execute(
+                    "SELECT id FROM rankings WHERE name = ? AND version < ? ORDER BY version DESC", (name, version)
+                )
+            ]
             for old_id in old[1:]:
                 self.db.execute("DELETE FROM ranking_blocks WHERE ranking_id = ?", (old_id,))
         return self.ranking(name, version)
 
     def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
-        sql = ("SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds FROM rankings"
-               " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1")
+        sql = (
+            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds FROM rankings"
+            " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1"
+        )
         row = self.db.execute(sql, (name, version) if version else (name,)).fetchone()
         if row is None:
             known = ", ".join(r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY 1"))
-            raise RankingNotFound(f"no ranking {name!r}" + (f" version {version}" if version else "")
-                                  + (f" (the store has: {known})" if known else " (run `rankstore rank` first)"))
+            raise RankingNotFound(
+                f"no ranking {name!r}"
+                + (f" version {version}" if version else "")
+                + (f" (the store has: {known})" if known else " (run `rankstore rank` first)")
+            )
         return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
 
     def cold_iterations(self, name: str) -> int | None:
         """Iterations of the newest version of ``name`` computed without a warm start."""
         row = self.db.execute(
             "SELECT iterations FROM rankings WHERE name = ? AND json_extract(params, '$.warm_from') IS NULL"
-            " ORDER BY version DESC LIMIT 1", (name,)).fetchone()
+            " ORDER BY version DESC LIMIT 1",
+            (name,),
+        ).fetchone()
         return row[0] if row else None
 
     def rankings(self) -> list[Ranking]:
@@ -190,8 +227,9 @@ class RankingsMixin(StoreBase):
 
     def ranking_head(self, name: str = "pagerank") -> tuple[int, int]:
         """(id, pages) of the newest version of a ranking: a cheap check for a new version."""
-        row = self.db.execute("SELECT id, pages FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1",
-                              (name,)).fetchone()
+        row = self.db.execute(
+            "SELECT id, pages FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
         if row is None:
             raise RankingNotFound(f"no ranking {name!r} (run `rankstore rank` first)")
         return row[0], row[1]
@@ -203,8 +241,8 @@ class RankingsMixin(StoreBase):
             return cache[ranking_id]
         scores, inlinks, best, extra = [], [], [], []
         for s, i, b, e in self.db.execute(
-                "SELECT scores, inlinks, best, extra FROM ranking_blocks WHERE ranking_id = ? ORDER BY first",
-                (ranking_id,)):
+            "SELECT scores, inlinks, best, extra FROM ranking_blocks WHERE ranking_id = ? ORDER BY first", (ranking_id,)
+        ):
             scores.append(s)
             inlinks.append(i)
             best.append(b)
@@ -215,8 +253,10 @@ class RankingsMixin(StoreBase):
         arrays = RankingArrays(
             np.frombuffer(b"".join(scores), dtype=">f8").astype(np.float64),
             np.frombuffer(b"".join(inlinks), dtype=">i4").astype(np.int32),
-            order, position,
-            np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None)
+            order,
+            position,
+            np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None,
+        )
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(next(iter(cache)))
         cache[ranking_id] = arrays

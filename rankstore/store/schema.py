@@ -43,8 +43,13 @@ _HEX = "'123456789ABCDEF'"
 def sql_uint(blob: str, index: str, width: int) -> str:
     """SQL for the big-endian unsigned integer of ``width`` bytes at element ``index`` of ``blob``."""
     piece = f"hex(substr({blob}, {width} * ({index}) + 1, {width}))"
-    return "(" + " + ".join(
-        f"(instr({_HEX}, substr({piece}, {i + 1}, 1)) << {4 * (2 * width - 1 - i)})" for i in range(2 * width)) + ")"
+    return (
+        "("
+        + " + ".join(
+            f"(instr({_HEX}, substr({piece}, {i + 1}, 1)) << {4 * (2 * width - 1 - i)})" for i in range(2 * width)
+        )
+        + ")"
+    )
 
 
 def sql_float64(blob: str, index: str) -> str:
@@ -54,8 +59,10 @@ def sql_float64(blob: str, index: str) -> str:
     exponent = f"(({bits} >> 52) & 2047)"
     mantissa = f"({bits} & 4503599627370495)"
     sign = f"(CASE WHEN {bits} < 0 THEN -1 ELSE 1 END)"
-    return (f"(CASE WHEN {exponent} = 2047 THEN NULL WHEN {exponent} = 0 THEN {sign} * {mantissa} * pow(2, -1074)"
-            f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)")
+    return (
+        f"(CASE WHEN {exponent} = 2047 THEN NULL WHEN {exponent} = 0 THEN {sign} * {mantissa} * pow(2, -1074)"
+        f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)"
+    )
 
 
 PAGES = """CREATE TABLE IF NOT EXISTS {name} (
