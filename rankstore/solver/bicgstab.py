@@ -102,25 +102,25 @@ def _bicgstab(
             alpha = rho_new / float(r0_v)
 
             def half_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                """s = r - alpha v (kept in r), and inverse·s; ||s||^2 and s's part at sinks."""
+                """s = r - alpha v (kept in r), and inverse·s; ||s||^2, ||s||_1 and s's part at sinks."""
                 piece = r[lo:hi]
                 np.multiply(v[lo:hi], alpha, out=scratch[0])
                 np.subtract(piece, scratch[0], out=piece)
                 np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
-                return einsum("i,i->", piece, piece), sinks_sum(r, lo, hi)
+                np.abs(piece, out=scratch[0])
+                return einsum("i,i->", piece, piece), scratch[0].sum(), sinks_sum(r, lo, hi)
 
-            s_norm, s_sinks = pieces.run(half_step, 2)
+            s_norm, s_l1, s_sinks = pieces.run(half_step, 3)
             if math.sqrt(s_norm) <= tol * b_norm:
 
                 def finish(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                    """x += alpha p; ||alpha p||_1."""
-                    step = scratch[0]
-                    np.multiply(p[lo:hi], alpha, out=step)
-                    np.add(x[lo:hi], step, out=x[lo:hi])
-                    np.abs(step, out=step)
-                    return (step.sum(),)
+                    """x += alpha p."""
+                    np.multiply(p[lo:hi], alpha, out=scratch[0])
+                    np.add(x[lo:hi], scratch[0], out=x[lo:hi])
+                    return (0.0,)
 
-                (l1,) = pieces.run(finish, 1)
+                pieces.run(finish, 1)
+                l1 = s_l1  # the residual b - A x is s now
                 converged = True
             else:
                 moved(scaled, t, float(s_sinks))
@@ -134,7 +134,7 @@ def _bicgstab(
                 omega = float(t_s) / float(t_t)
 
                 def full_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                    """x += alpha p + omega s; r = s - omega t; ||r||^2, (r0, r), ||alpha p + omega s||_1."""
+                    """x += alpha p + omega s; r = s - omega t; ||r||^2, (r0, r), ||r||_1."""
                     piece, step, other = r[lo:hi], scratch[0], scratch[1]
                     np.multiply(p[lo:hi], alpha, out=step)
                     np.multiply(piece, omega, out=other)
@@ -142,7 +142,7 @@ def _bicgstab(
                     np.add(x[lo:hi], step, out=x[lo:hi])
                     np.multiply(t[lo:hi], omega, out=other)
                     np.subtract(piece, other, out=piece)
-                    np.abs(step, out=step)
+                    np.abs(piece, out=step)
                     return einsum("i,i->", piece, piece), einsum("i,i->", r0[lo:hi], piece), step.sum()
 
                 r_norm, rho_next, l1 = pieces.run(full_step, 3)
