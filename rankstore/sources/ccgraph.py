@@ -345,11 +345,11 @@ def read_cc_graph(
         repeated = _repeated(number, ids)
         if repeated.any():
             at = np.flatnonzero(repeated)
-            yield from report.bad_lines(
-                lines[at],
-                "duplicate vertex id",
-                lambda i, ids=ids, at=at: f"duplicate vertex id (id {ids[at[i]]} seen before)",
-            )
+
+            def duplicate(i: int, ids: np.ndarray = ids, at: np.ndarray = at) -> str:
+                return f"duplicate vertex id (id {ids[at[i]]} seen before)"
+
+            yield from report.bad_lines(lines[at], "duplicate vertex id", duplicate)
             kept = ~repeated
             ids, names = ids[kept], names.filter(pa.array(kept))
         if len(ids):
@@ -371,11 +371,11 @@ def read_cc_graph(
         if missing.any():
             at = np.flatnonzero(missing)
             absent = np.where(src_number[at] < 0, src[at], dst[at])
-            yield from report.bad_lines(
-                lines[at],
-                "vertex not in the vertices file",
-                lambda i, absent=absent: f"vertex not in the vertices file (id {absent[i]})",
-            )
+
+            def missing_vertex(i: int, absent: np.ndarray = absent) -> str:
+                return f"vertex not in the vertices file (id {absent[i]})"
+
+            yield from report.bad_lines(lines[at], "vertex not in the vertices file", missing_vertex)
             src_number, dst_number = src_number[~missing], dst_number[~missing]
         yield EdgeBatch([], src_number, dst_number, None, f"{path}:{first}-{last}")
 
