@@ -245,6 +245,47 @@ def test_wpt_relative_only_cases_resolve(case):
         assert canonical(case["input"], base) is not None
 
 
+WPT_HOST_TESTS = [case for case in json.loads((WPT_URL_TESTS.parent / "toascii.json").read_text(encoding="utf-8"))
+                  if isinstance(case, dict)]
+
+
+@pytest.mark.parametrize("case", WPT_HOST_TESTS, ids=lambda case: ascii(case["input"])[1:-1][:60])
+def test_wpt_hosts_to_ascii(case):
+    """WPT's host tests (UTS #46 and host parsing), read as WPT reads them: in `https://{input}/x`."""
+    expected = None if case["output"] is None else our_form(f"https://{case['output']}/x")
+    assert canonical(f"https://{case['input']}/x") == expected
+
+
 def test_wpt_differences_are_wpt_cases():
     relative_only = {(case["input"], WPT_HIERARCHICAL_BASE) for case in WPT_CASES if "relativeTo" in case}
     assert set(WPT_DIFFERENCES) <= {(case["input"], case["base"]) for case in HTTP_CASES} | relative_only
+
+
+# ------------------------------------------------------------------ properties
+
+# URL-ish text: characters and pieces that the parser treats specially
+_URL_TEXT = st.lists(st.sampled_from(list("aAz09.:/?#@%[]\\ \t-_~'xß") + ["%2e", "%41", "xn--", "0x", "http:", "https://",
+                                                                         "//", ".."]), max_size=16).map("".join)
+_BASES = st.sampled_from(["http://h/a/p.html", "http://h/a/p.html?q=1", "http://h/a/", "http://h", "http://h?x/y",
+                          "https://h/a/..", "https://h/a/%2E", "http://u@h./a/b#f/g", "http://h/a\\b/c", "http://h/a/b\\c",
+                          "HTTP://H/a/b", "http://h/a/b ", "http://[::1]/a/b"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_URL_TEXT.map(lambda text: "http://" + text))
+def test_canonical_answers_are_fixed_points(url):
+    found = canonical(url)
+    if found is not None:
+        assert canonical(found) == found
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_BASES, st.lists(_URL_TEXT, min_size=1, max_size=4))
+def test_resolver_shares_answers_only_where_the_base_does_not_matter(base, hrefs):
+    """The directory cache gives what resolving against the whole base gives, also for the base's
+    neighbours that share its directory."""
+    neighbour = base.replace("p.html", "other.html").replace("/b", "/c")
+    for page in (base, neighbour):
+        resolve = urls.resolver(page)
+        for href in hrefs:
+            assert resolve(href) == urls._normal_form(urls._whatwg_href(href, page))
