@@ -2,51 +2,56 @@
 
 ``canonical(url, base=None)`` resolves ``url`` against ``base`` and returns the
 normal form of the result, or ``None`` when it is not an http(s) URL worth
-keeping.  The rules (RFC 3986 section 6 plus the WHATWG URL standard's
-whitespace handling):
+keeping.  URLs are read as browsers read them: parsing, host parsing (IPv4 in
+its numeric forms, IPv6 compressed), UTS #46 IDNA (``faß.de`` ->
+``xn--fa-hia.de``) and percent-encoding follow the WHATWG URL Standard, through
+ada (the parser Node.js uses); what the standard rejects is ``None``.  On top of
+the standard's ``href`` (which already drops default ports and gives an empty
+path ``/``), our normalisations, each because it never names a different page:
 
-* leading/trailing whitespace and C0 controls stripped, tab/CR/LF removed inside;
-* only ``http`` and ``https`` are kept; scheme and host lower-cased;
-* hosts IDNA-encoded (``bücher.de`` -> ``xn--bcher-kva.de``), trailing dot dropped;
-* user info dropped (it never identifies a different page);
-* default ports (80, 443) dropped, invalid ports rejected;
-* dot segments resolved, an empty path becomes ``/``;
-* percent-encoding normalised: hex digits upper-cased, unreserved characters
-  decoded, characters that must be encoded (spaces, non-ASCII) encoded as UTF-8;
-* the fragment dropped, an empty query dropped;
+* the fragment dropped;
+* user info dropped;
+* percent-escapes of unreserved characters (``A-Z a-z 0-9 - . _ ~``) decoded,
+  the hex digits of the others upper-cased (RFC 3986 section 6.2.2);
+* the trailing dots of a host dropped (``example.com.`` -> ``example.com``), and the URL
+  rejected when what is left is no host by itself (``.``, ``foo.09``, which the standard
+  reads as a bad IPv4 address);
+* an empty query dropped (``/a?`` -> ``/a``);
+* only ``http`` and ``https`` kept;
 * URLs longer than ``MAX_URL_LENGTH`` rejected.
+
+``tests/test_urls.py`` holds the code to WPT's ``urltestdata.json``.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from urllib.parse import quote, urljoin, urlsplit
+
+# ada's C API (ada_c.h) through the cffi module the ada-url package builds and its own adapter uses:
+# one parse and one copy of the href, without the package's Python objects (2.1 us a URL against
+# 7.1 us for ada_url.URL(url).href).  A private module: pyproject.toml holds ada-url to one major version.
+from ada_url._ada_wrapper import ffi, lib  # type: ignore[import-not-found]  # compiled by cffi, no stubs
 
 __all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "resolver"]
 
 MAX_URL_LENGTH = 4096
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-# Characters left as they are in a path or query (RFC 3986 pchar/query minus '%').
-_PATH_SAFE = "/:@!$&'()*+,;=-._~"
-_QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
-_CLEAN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=\-._~]*\Z")
-_CLEAN_QUERY = re.compile(r"[A-Za-z0-9/?:@!$&'()*+,;=\-._~]*\Z")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
-_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # an escape that _fix_escape changes: lower-case hex, or an unreserved character (- . 0-9 A-Z _ a-z ~)
 _ESCAPE_TO_FIX = re.compile(r"%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|2[DE]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])")
-_STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
-_INNER_WS = re.compile(r"[\t\n\r]")
-_HOST_OK = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+\Z")
-_DEFAULT_PORT = {"http": 80, "https": 443}
+_STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space, stripped from both ends by the standard
+_INNER_WS = re.compile(r"[\t\n\r]")  # removed anywhere by the standard
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # URLs already in normal form, the usual case in a web graph (`https://example.com/`): lower-case
 # ASCII host labels, none IDNA-encoded, a top-level label that starts with a letter (so no IPv4
 # form), no port, a path of plain segments without dot segments, no query.
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 _SEGMENT = r"[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)*"
 _NORMAL = re.compile(rf"https?://(?:{_LABEL}\.)*[a-z](?:[a-z0-9-]{{0,61}}[a-z0-9])?/(?:{_SEGMENT}/)*(?:{_SEGMENT})?\Z")
+# a last path segment that the standard reads as a dot segment
+_DOT_SEGMENTS = frozenset([".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"])
 
 
 def _fix_escape(match: re.Match) -> str:
@@ -54,90 +59,109 @@ def _fix_escape(match: re.Match) -> str:
     return char if char in _UNRESERVED else "%" + match.group(1).upper()
 
 
-def _normalise_encoding(text: str, safe: str, clean: re.Pattern) -> str:
-    if clean.match(text):
-        return text
-    text = quote(text, safe=safe + "%", encoding="utf-8", errors="surrogatepass")
-    if "%" in text:
-        text = _BAD_PERCENT.sub("%25", text)
-        if _ESCAPE_TO_FIX.search(text):
-            text = _PERCENT.sub(_fix_escape, text)
-    return text
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # lone surrogates: the standard reads a string as scalar values, these as U+FFFD
+        return _SURROGATE.sub("\ufffd", text).encode()
 
 
-def _remove_dot_segments(path: str) -> str:
-    if "." not in path:
-        return path
-    segments = path.split("/")
-    if not any(s in (".", "..") for s in segments):
-        return path
-    output: list[str] = []
-    for segment in segments[1:]:
-        if segment == ".":
-            continue
-        if segment == "..":
-            if output:
-                output.pop()
-            continue
-        output.append(segment)
-    if segments[-1] in (".", ".."):
-        output.append("")
-    return "/" + "/".join(output)
-
-
-def _normalise_host(host: str) -> str | None:
-    host = host.rstrip(".")
-    if not host:
-        return None
-    if host.startswith("["):
-        return host if re.fullmatch(r"\[[0-9a-f:.]+\]", host) else None
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
+def _whatwg_href(url: str, base: str | None) -> str | None:
+    """The standard's serialisation of ``url`` parsed against ``base``, or None on failure."""
+    data = _utf8(url)
+    if base is None:
+        parsed = lib.ada_parse(data, len(data))
+    else:
+        base_data = _utf8(base)
+        parsed = lib.ada_parse_with_base(data, len(data), base_data, len(base_data))
+    try:
+        if not lib.ada_is_valid(parsed):
             return None
-    host = host.lower()
-    if "%" in host or not _HOST_OK.match(host):
+        href = lib.ada_get_href(parsed)
+        return ffi.unpack(href.data, href.length).decode()
+    finally:
+        lib.ada_free(parsed)
+
+
+def _normal_form(href: str | None) -> str | None:
+    """Our normalisations of a standard href; None unless it is http(s)."""
+    if href is None:
         return None
-    return host
+    if href.startswith("https://"):
+        start = 8
+    elif href.startswith("http://"):
+        start = 7
+    else:
+        return None
+    path_start = href.find("/", start)  # a special URL's path starts with "/"; "/" ends the authority
+    authority = href[start:path_start]
+    if "@" in authority:  # "@" inside user info is percent-encoded: the last one ends it
+        authority = authority[authority.rindex("@") + 1:]
+    if "." in authority and authority[0] != "[":
+        host, colon, port = authority.partition(":")
+        if host[-1] == ".":
+            host = host.rstrip(".")
+            # "a.." is a domain to the standard but "a" might not be ("foo.09" ends in a number: IPv4)
+            if not host or _whatwg_href(f"http://{host}/", None) != f"http://{host}/":
+                return None
+            authority = host + colon + port
+    rest = href[path_start:]
+    if "#" in rest:
+        rest = rest[: rest.index("#")]
+    if "?" in rest and rest.index("?") == len(rest) - 1:
+        rest = rest[:-1]
+    if "%" in rest and _ESCAPE_TO_FIX.search(rest):
+        rest = _PERCENT.sub(_fix_escape, rest)
+    result = href[:start] + authority + rest
+    return result if len(result) <= MAX_URL_LENGTH else None
+
+
+def _clean(url: str) -> str:
+    """What the standard strips first: C0 controls and spaces at both ends, tab and newlines inside;
+    and the fragment, which we drop (the first "#" starts it, wherever it stands)."""
+    url = url.strip(_STRIP)
+    if "\t" in url or "\n" in url or "\r" in url:
+        url = _INNER_WS.sub("", url)
+    if "#" in url:
+        cut = url.index("#")
+        if not cut or url[cut - 1] > " ":  # else the standard keeps the blanks before it: left to the parser
+            url = url[:cut]
+    return url
 
 
 @lru_cache(maxsize=65536)
 def _canonical_absolute(url: str) -> str | None:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    return _normal_form(_whatwg_href(url, None))
+
+
+def _directory(base: str) -> str | None:
+    """``base`` cut after its path's last "/", when resolving against that gives the same answers for
+    every URL that does not depend on the whole base (see _depends_on_page), so that pages of one
+    directory share them; None when it might not."""
+    if not base.startswith(("http://", "https://")) or "\\" in base or "\t" in base or "\n" in base or "\r" in base:
         return None
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORT:
+    end = len(base)
+    for stop in "?#":
+        if stop in base:
+            end = min(end, base.index(stop))
+    path_start = base.find("/", base.index("//") + 2, end)
+    if path_start < 0:
         return None
-    netloc = parts.netloc.rpartition("@")[2]
-    if netloc.startswith("["):
-        close = netloc.find("]")
-        if close < 0:
-            return None
-        host, port_text = netloc[: close + 1].lower(), netloc[close + 1 :]
-        if port_text and not port_text.startswith(":"):
-            return None
-        port_text = port_text[1:]
-    else:
-        host, _, port_text = netloc.partition(":")
-    host = _normalise_host(host)
-    if host is None:
+    cut = base.rfind("/", path_start, end)
+    last = base[cut + 1: end]
+    if last.lower() in _DOT_SEGMENTS or (last and last[-1] <= " "):  # the standard would resolve or strip it
         return None
-    if port_text:
-        if not port_text.isdigit() or int(port_text) > 65535:
-            return None
-        if int(port_text) != _DEFAULT_PORT[scheme]:
-            host = f"{host}:{int(port_text)}"
-    path = _remove_dot_segments(_normalise_encoding(parts.path, _PATH_SAFE, _CLEAN_PATH)) or "/"
-    if not path.startswith("/"):
-        path = "/" + path
-    query = parts.query
-    if query:
-        query = "?" + _normalise_encoding(query, _QUERY_SAFE, _CLEAN_QUERY)
-    result = f"{scheme}://{host}{path}{query}"
-    return result if len(result) <= MAX_URL_LENGTH else None
+    return base[: cut + 1]
+
+
+def _depends_on_page(url: str) -> bool:
+    """Whether ``url`` (cleaned) resolves against more of its base than the base's directory: an empty
+    URL or a query alone, and the same after the base's own scheme (``http:?q``)."""
+    if url[:5].lower() == "http:":
+        url = url[5:]
+    elif url[:6].lower() == "https:":
+        url = url[6:]
+    return not url or url[0] == "?"
 
 
 def canonical(url: str | None, base: str | None = None) -> str | None:
@@ -145,41 +169,24 @@ def canonical(url: str | None, base: str | None = None) -> str | None:
 
     >>> canonical("../b/./c.html#top", "HTTP://Example.COM:80/a/x/")
     'http://example.com/a/b/c.html'
+    >>> canonical("http://0x7f.1/")
+    'http://127.0.0.1/'
     >>> canonical("mailto:someone@example.com") is None
     True
     """
-    if not url:
+    if url is None or len(url) > MAX_URL_LENGTH:
         return None
-    if len(url) > MAX_URL_LENGTH:
-        return None
-    url = url.strip(_STRIP)
-    if "\t" in url or "\n" in url or "\r" in url:
-        url = _INNER_WS.sub("", url)
-    if not url:
-        return None
-    if "\\" in url:
-        # Browsers treat backslashes in http(s) URLs as slashes.
-        url = url.replace("\\", "/")
-    if "#" in url:
-        url = url[: url.index("#")]
-    if base is None:
+    url = _clean(url)
+    if not base:
         return _canonical_absolute(url) if url else None
-    if not url:
-        return canonical(base)
-    if url[0] != "?" and base.count("/") >= 3:
-        # Resolution depends on the base's directory only: share the cache across pages.
-        directory = base.split("?", 1)[0]
-        base = directory[: directory.rfind("/") + 1]
+    if not _depends_on_page(url):
+        base = _directory(base) or base
     return _resolve(base, url)
 
 
 @lru_cache(maxsize=262144)
 def _resolve(base: str, url: str) -> str | None:
-    try:
-        joined = urljoin(base, url)
-    except ValueError:
-        return None
-    return _canonical_absolute(joined)
+    return _normal_form(_whatwg_href(url, base))
 
 
 def canonical_many(urls: list[str]) -> list[str | None]:
@@ -205,24 +212,27 @@ _remembered = [0]
 
 def resolver(base: str):
     """A function href -> canonical URL for links on a page whose base is ``base``."""
-    path = base.split("?", 1)[0]
-    directory = path[: path.rfind("/") + 1]
+    directory = _directory(base)
     if _remembered[0] > _RESOLVED_LIMIT:
         _resolved.clear()
         _remembered[0] = 0
+    if directory is None:  # answers may depend on the whole base: nothing to share
+        return lambda href: canonical(href, base)
     cache = _resolved.get(directory)
     if cache is None:
         cache = _resolved[directory] = {}
 
     def resolve(href: str) -> str | None:
         try:
-            return cache[href]  # only hrefs whose answer is the directory's alone are kept
+            return cache[href]
         except KeyError:
             pass
-        head = href.split("#", 1)[0]
-        if not head or head[0] in "? \t\n\r\f" or head[-1] <= " ":
-            return canonical(href, base)  # depends on the page's own URL, or unusual: not kept
-        target = cache[href] = canonical(head, base)
+        if len(href) > MAX_URL_LENGTH:
+            return None
+        url = _clean(href)
+        if _depends_on_page(url):
+            return _resolve(base, url)
+        target = cache[href] = _resolve(directory, url)
         _remembered[0] += 1
         return target
 
