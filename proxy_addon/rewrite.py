@@ -26,6 +26,7 @@ import base64
 import functools
 import hashlib
 import html
+import html.entities
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ from urllib.parse import quote
 from rankstore.extract import sniff_charset
 from rankstore.urls import canonical, resolver
 
+from . import scan_tables as tables
 from .csp import allow_style_hash
 
 __all__ = ["escape", "format_score", "LinkInfo", "Backlink", "PanelData", "Rewrite", "annotate", "annotate_bytes", "remove_edits", "STYLE", "STYLE_HASH", "PROXY_HOST", "MAX_BAR_PX"]
@@ -112,55 +114,114 @@ STYLE_BLOCK = f'<style id="pagerank-proxy-style">{STYLE}</style>'
 # ------------------------------------------------------------------ tokenizer
 
 _WS = "\t\n\f\r "
-_TAG_SOURCE = (
-    r"<(?P<end>/)?(?P<name>[A-Za-z][^\t\n\f\r />]*+)"
-    r"(?P<attrs>(?>[\t\n\f\r /]++|[^\t\n\f\r />][^\t\n\f\r /=>]*+"
-    r"""(?>[\t\n\f\r ]*+=[\t\n\f\r ]*+(?>"[^"]*+"|'[^']*+'|[^\t\n\f\r >]++)?)?)*+)"""
-    r"(?P<close>>|\Z)"
-)
+# A tag's attributes as the standard's tokenizer reads them: a name starts with any
+# character but white space, '/' or '>' ('=' and quotes included) and runs to white
+# space, '/', '=' or '>'; a value is quoted, or unquoted up to white space or '>'
+# (quotes inside it are its own characters: alt=don't).  A quote left open runs to
+# the end of the file, where the tag is dropped.
+_ATTRS_SOURCE = (r"""(?:[\t\n\f\r /]++|[^\t\n\f\r />][^\t\n\f\r /=>]*+"""
+                 r"""(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >"'][^\t\n\f\r >]*+)?)?)*+""")
+_TAG_SOURCE = (r"<(?P<end>/)?(?P<name>[A-Za-z][^\t\n\f\r />]*+)"
+               rf"(?P<attrs>{_ATTRS_SOURCE})(?P<close>>|\Z)")
 _TAG = re.compile(_TAG_SOURCE)
 # Everything up to the next token the scanner cares about, consumed inside the
-# regex engine rather than by Python code: text,
-# a lone '<', and whole tags whose names do not matter here, quoted values
-# included (so a '<a' inside a quoted value is never taken for a tag).  For
-# speed this grammar treats any quote in such a tag as opening a value; where a
-# page has an unquoted value with a quote in it (alt=don't) the scan may run
-# past a link, which then gets no bar: a missed bar, never a broken page.
-# a, area, base, body, head, html, iframe, meta, math, noembed, noframes, noscript,
-# plaintext, svg, script, style, template, textarea, title, xmp: as a trie, which
-# Python's regex engine tries far faster than a flat list of twenty names
-_INTERESTING = (r"(?:a(?:rea)?|b(?:ase|ody)|h(?:ead|tml)|iframe|m(?:eta|ath)|no(?:embed|frames|script)|plaintext"
-                r"|s(?:vg|cript|tyle)|t(?:emplate|extarea|itle)|xmp)(?=[\t\n\f\r />])")
-# first letters no interesting name has: such tags are skipped without the lookahead
-_DULL_INITIAL = "c-gj-loq-ru-wy-zC-GJ-LOQ-RU-WY-Z"
-_INTERESTING_END = r"(?:template|svg|math)(?=[\t\n\f\r />])"  # the only end tags the HTML context needs
+# regex engine rather than by Python code: text, a lone '<', end tags that begin
+# a bogus comment (</3 ...>), and whole tags whose names do not matter here,
+# read by the same attribute grammar (so a '<a' inside a value is never taken
+# for a tag, nor a quote inside an unquoted value for the start of one).
+_INTERESTING = rf"(?:{tables.INTERESTING_PATTERN})(?=[\t\n\f\r />])"
+_INTERESTING_END = rf"(?:{tables.INTERESTING_END_PATTERN})(?=[\t\n\f\r />])"
+_DULL = tables.DULL_INITIALS + tables.DULL_INITIALS.upper()
 _SKIP_SOURCE = (
-    rf"""(?:[^<]++|<(?:[{_DULL_INITIAL}]|(?!(?ai:{_INTERESTING}))[A-Za-z])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>"""
-    rf"""|</(?!(?ai:{_INTERESTING_END}))[A-Za-z](?:[^>"']++|"[^"]*+"|'[^']*+')*+>|<(?![A-Za-z/!?]))*+""")
+    rf"(?:[^<]++|<(?:[{_DULL}]|(?!(?ai:{_INTERESTING}))[A-Za-z])[^\t\n\f\r />]*+{_ATTRS_SOURCE}>"
+    rf"|</(?!(?ai:{_INTERESTING_END}))[A-Za-z][^\t\n\f\r />]*+{_ATTRS_SOURCE}>"
+    r"|</(?:>|[^A-Za-z>][^>]*+>)|<(?![A-Za-z/!?]))*+")
 # The skip and the tag after it in one call: most tokens need nothing else.
 _NEXT = re.compile(rf"{_SKIP_SOURCE}(?P<tag>{_TAG_SOURCE})?")
 _ATTR = re.compile(
     r"""(?P<name>[^\t\n\f\r />][^\t\n\f\r /=>]*+)
-    (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"(?P<dq>[^"]*+)"|'(?P<sq>[^']*+)'|(?P<uq>[^\t\n\f\r >]++))?)?""",
+    (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"(?P<dq>[^"]*+)"|'(?P<sq>[^']*+)'|(?P<uq>[^\t\n\f\r >"'][^\t\n\f\r >]*+))?)?""",
     re.X,
 )
-_RAW_TEXT = {"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title"}
-_BREAKOUT = {
-    "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed", "h1", "h2",
-    "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta", "nobr", "ol", "p", "pre",
-    "ruby", "s", "small", "span", "strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var",
-}
-_INTEGRATION = {"foreignobject", "desc", "title", "annotation-xml"}
+# Script data: a '<!--' escapes it; inside, '<script' (then white space, '/' or '>')
+# escapes it twice, where '</script' no longer ends the element; '-->' ends either.
+_SCRIPT_DATA = re.compile(r"<(?:/script[\t\n\f\r />]|!--)", re.I | re.A)
+_SCRIPT_ESCAPED = re.compile(r"-->|<(/?)script[\t\n\f\r />]", re.I | re.A)
+_SCRIPT_DOUBLE_ESCAPED = re.compile(r"-->|</script[\t\n\f\r />]", re.I | re.A)
+_END_TAG_OF = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.I | re.A)
+               for name, model in tables.TEXT_ELEMENTS.items() if model in ("RCDATA", "RAWTEXT")}
+
+
+def _script_end(text: str, position: int) -> int:
+    """Where the '</script' that ends a script's text starts, or -1 (the text runs to the end of the file)."""
+    while True:
+        found = _SCRIPT_DATA.search(text, position)
+        if found is None:
+            return -1
+        if found.group()[1] == "/":
+            return found.start()
+        position = found.start() + 2  # escaped: the dashes of '<!--' count towards a '-->'
+        while True:
+            found = _SCRIPT_ESCAPED.search(text, position)
+            if found is None:
+                return -1
+            if found.group() == "-->":
+                position = found.end()
+                break
+            if found.group(1):
+                return found.start()
+            found = _SCRIPT_DOUBLE_ESCAPED.search(text, found.end())
+            if found is None:
+                return -1
+            position = found.end()
+            if found.group() == "-->":
+                break
+
+
+_NAMED_REFERENCE = re.compile(r"&(?:#[xX]([0-9A-Fa-f]+);?|#([0-9]+);?|([A-Za-z0-9]+;?))")
+_LONGEST_ENTITY = max(map(len, html.entities.html5))
+
+
+def _decode_reference(match: re.Match[str]) -> str:
+    if match.group(3) is None:  # numeric: as the standard reads it (html.unescape follows it there)
+        return html.unescape(match.group())
+    candidate = match.group(3)[:_LONGEST_ENTITY]
+    for length in range(len(candidate), 0, -1):
+        name = candidate[:length]
+        if name in html.entities.html5 and (name[-1] == ";" or name in tables.LEGACY_ENTITIES):
+            following = match.string[match.start(3) + length : match.start(3) + length + 1]
+            # in an attribute, a legacy reference followed by '=' or an alphanumeric is text (&section=2)
+            if name[-1] != ";" and (following == "=" or following.isascii() and following.isalnum()):
+                return match.group()
+            return html.entities.html5[name] + match.group()[1 + length :]
+    return match.group()
+
+
+def decode_attribute(value: str) -> str:
+    """An attribute value with its character references decoded as the HTML standard's tokenizer does."""
+    return _NAMED_REFERENCE.sub(_decode_reference, value) if "&" in value else value
+
+
+def _attribute_list(text: str) -> list[tuple[str, str, int]]:
+    """(lower-case name, raw value, end offset) of each attribute in a tag's attribute text, in order."""
+    return [(match.group("name").lower(), match.group("dq") or match.group("sq") or match.group("uq") or "",
+             match.end()) for match in _ATTR.finditer(text)]
 
 
 def _attributes(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
-    for name, double, single, unquoted in _ATTR.findall(text):
-        name = name.lower()
+    for name, value, _ in _attribute_list(text):
         if name not in found:  # the first of a repeated attribute wins
-            value = double or single or unquoted  # each "" when absent; an empty value is "" too
-            found[name] = html.unescape(value) if "&" in value else value
+            found[name] = decode_attribute(value)
     return found
+
+
+def _self_closing(attrs_text: str) -> bool:
+    """A '/' right before the '>', not the end of an unquoted value (<svg x=y/> is not self-closing)."""
+    if not attrs_text.endswith("/"):
+        return False
+    attributes = _attribute_list(attrs_text)
+    return not attributes or attributes[-1][2] < len(attrs_text)
 
 
 _NOFOLLOW = frozenset(("nofollow", "ugc", "sponsored"))
@@ -185,13 +246,10 @@ def _link(attrs_text: str, position: int) -> tuple[int, str, bool] | None:
 
 def _link_values(position: int, href: str, rel: str | None) -> tuple[int, str, bool]:
     """(offset, href, nofollow) from a link's raw href and rel values (character references decoded)."""
-    if "&" in href:
-        href = html.unescape(href)
+    href = decode_attribute(href)
     if not rel:
         return position, href, False
-    if "&" in rel:
-        rel = html.unescape(rel)
-    return position, href, not _NOFOLLOW.isdisjoint(rel.lower().split())
+    return position, href, not _NOFOLLOW.isdisjoint(decode_attribute(rel).lower().split())
 
 
 @dataclass
@@ -204,6 +262,7 @@ class _Scan:
     base_href: str | None
     robots_nofollow: bool
     csp_metas: list[tuple[int, int, str]]  # (content value start, end, policy) of meta CSP tags
+    end_is_markup: bool = False  # the file ends in HTML content, where appended markup is read as markup
 
 
 def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
@@ -225,28 +284,89 @@ def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
 
 def _scan_fast(text: str) -> _Scan:
     """:func:`_scan_python`, with the tokenizing done by the C module ``_fastscan``."""
-    links, body_at, head_at, html_at, doctype_end, extras, raw = _fastscan.scan(text)
+    links, body_at, head_at, html_at, doctype_end, extras, raw, end_is_markup = _fastscan.scan(text)
     if raw:  # links with a rel or a character reference in their href: decoded here
         links = [link if link[2] is False else _link_values(*link) for link in links]
-    scan = _Scan(links, body_at, head_at, html_at, doctype_end, None, False, [])
+    scan = _Scan(links, body_at, head_at, html_at, doctype_end, None, False, [], end_is_markup)
     for name, start, end in extras:
         _head_tag(scan, name, text, start, end)
     return scan
+
+
+# An open element in or under SVG/MathML: (namespace "svg", "math", or "html" for an HTML
+# element inside an integration point; lower-case name; what it integrates: "" nothing,
+# "html" an HTML integration point, "text" a MathML text integration point; whether it
+# was opened from HTML content: a root).  Outside SVG and MathML the stack is empty.
+_Foreign = tuple[str, str, str, bool]
+_VOID = frozenset(tables.VOID_ELEMENTS)
+
+
+def _open_foreign(stack: list[_Foreign], name: str, attrs_text: str) -> None:
+    """A start tag in foreign content that does not break out: the element it opens."""
+    top = stack[-1]
+    namespace = "svg" if name == "svg" and top[1] == "annotation-xml" else top[0]
+    integrates = ""
+    if namespace == "svg" and name in tables.SVG_HTML_INTEGRATION:
+        integrates = "html"
+    elif namespace == "math" and name in tables.MATHML_TEXT_INTEGRATION:
+        integrates = "text"
+    elif namespace == "math" and name == "annotation-xml":
+        # the raw value, undecoded: the C twin reads it the same way
+        for key, value, _ in _attribute_list(attrs_text):
+            if key == "encoding":
+                if value.lower() in tables.ANNOTATION_XML_HTML_ENCODINGS:
+                    integrates = "html"
+                break
+    stack.append((namespace, name, integrates, False))
+
+
+def _leave_foreign(stack: list[_Foreign]) -> None:
+    """Back to the nearest integration point or HTML element, or out of SVG/MathML (breakout)."""
+    while stack and not stack[-1][2] and stack[-1][0] != "html":
+        stack.pop()
+
+
+def _close_html(stack: list[_Foreign], name: str) -> None:
+    """An end tag where an HTML element inside an integration point is the current node: it
+    closes the open element of its name there, if any; the SVG or MathML around stays open."""
+    for index in range(len(stack) - 1, -1, -1):
+        if stack[index][0] != "html":
+            return
+        if stack[index][1] == name:
+            del stack[index:]
+            return
+
+
+def _close_foreign(stack: list[_Foreign], name: str) -> bool:
+    """An end tag met where SVG or MathML is open; True when HTML content reads it too."""
+    for index in range(len(stack) - 1, -1, -1):  # the open element of that name, back to the root
+        if stack[index][1] == name:
+            del stack[index:]
+            return False
+        if stack[index][3]:
+            break
+    if name in tables.END_TAG_BREAKOUT or name in tables.HTML_ELEMENTS:
+        _leave_foreign(stack)
+        return True
+    return False
 
 
 def _scan_python(text: str) -> _Scan:
     """Find the links and the places to insert at: the reference scanner (``_fastscan`` is its C twin)."""
     scan = _Scan([], None, None, None, None, None, False, [])
     position, length = 0, len(text)
-    stack: list[str] = []  # foreign-content namespaces: "svg", "math", or "html" for integration points
+    stack: list[_Foreign] = []
     template_depth = 0
     find = text.find
     following_token = _NEXT.match
     links_append = scan.links.append
     while True:
         match = None
-        if stack and stack[-1] != "html":
-            start = find("<", position)  # foreign content: every tag counts (breakout, nesting)
+        foreign = bool(stack) and not stack[-1][2] and stack[-1][0] != "html"
+        if stack:
+            start = find("<", position)  # in or under SVG/MathML every tag counts (breakout, nesting)
+            if start < 0:
+                break
         else:
             token = following_token(text, position)
             if not stack and not template_depth:
@@ -265,8 +385,9 @@ def _scan_python(text: str) -> _Scan:
             else:
                 start = token.end()
                 if start >= length:
+                    scan.end_is_markup = not stack and not template_depth
                     break
-        if start < 0 or start + 1 >= length:
+        if start + 1 >= length:
             break
         following = text[start + 1]
         if following == "!":
@@ -283,7 +404,7 @@ def _scan_python(text: str) -> _Scan:
                 else:
                     position = close + 3
                 continue
-            if text.startswith("<![CDATA[", start) and stack and stack[-1] != "html":
+            if foreign and text.startswith("<![CDATA[", start):
                 close = find("]]>", start + 9)
                 if close < 0:
                     break
@@ -296,8 +417,9 @@ def _scan_python(text: str) -> _Scan:
                 scan.doctype_end = close + 1
             position = close + 1
             continue
-        if following == "?":
-            close = find(">", start + 2)
+        if following == "?" or (following == "/" and not (text[start + 2 : start + 3].isascii()
+                                                          and text[start + 2 : start + 3].isalpha())):
+            close = find(">", start + 2)  # bogus comment; '</' at the end of the file is text
             if close < 0:
                 break
             position = close + 1
@@ -317,40 +439,44 @@ def _scan_python(text: str) -> _Scan:
             if link is not None:
                 scan.links.append(link)
             continue
-        self_closing = attrs_text.rstrip(_WS).endswith("/")
-        foreign = bool(stack) and stack[-1] != "html"
         if end:
+            if stack and stack[-1][0] == "html":
+                _close_html(stack, name)
+            elif stack and not _close_foreign(stack, name):
+                continue
             if name == "template" and template_depth:
                 template_depth -= 1
-            elif stack and name in ("svg", "math") and stack[-1] == name:
-                stack.pop()
-            elif stack and stack[-1] == "html" and name in _INTEGRATION:
-                stack.pop()
             continue
         if foreign:
-            if name in _BREAKOUT or (name == "font" and re.search(r"(?ai)\b(color|face|size)\s*=", attrs_text)):
-                stack.clear()
-                foreign = False
+            if name in tables.BREAKOUT or (name == "font" and any(
+                    key in tables.FONT_BREAKOUT_ATTRIBUTES for key, _, _ in _attribute_list(attrs_text))):
+                _leave_foreign(stack)
             else:
-                if name in ("foreignobject", "desc", "title") and stack[-1] == "svg" and not self_closing:
-                    stack.append("html")
-                elif name == "annotation-xml" and stack[-1] == "math" and not self_closing:
-                    stack.append("html")
-                elif name in ("svg", "math") and not self_closing:
-                    stack.append(name)
+                if not _self_closing(attrs_text):
+                    _open_foreign(stack, name, attrs_text)
                 continue
-        if name in ("svg", "math"):
-            if not self_closing:
-                stack.append(name)
+        elif stack and stack[-1][2] == "text" and name in tables.MATHML_TEXT_INTEGRATION_FOREIGN:
+            if not _self_closing(attrs_text):
+                stack.append(("math", name, "", False))
             continue
-        if name in _RAW_TEXT:
-            closing = re.compile(r"</" + name + r"[\t\n\f\r />]", re.I | re.A).search(text, position)
-            if closing is None:
+        if stack and name not in _VOID and name not in tables.TEXT_ELEMENTS and name not in ("svg", "math"):
+            stack.append(("html", name, "", False))  # an HTML element inside an integration point
+        if name == "svg" or name == "math":
+            if not _self_closing(attrs_text):
+                stack.append((name, name, "", True))
+            continue
+        model = tables.TEXT_ELEMENTS.get(name)
+        if model is not None:
+            if model == "SCRIPT_DATA":
+                position = _script_end(text, position)
+            elif model == "PLAINTEXT":
                 break
-            position = closing.start()
+            else:
+                closing = _END_TAG_OF[name].search(text, position)
+                position = -1 if closing is None else closing.start()
+            if position < 0:
+                break
             continue
-        if name == "plaintext":
-            break
         if name == "template":
             template_depth += 1
             continue
@@ -358,13 +484,15 @@ def _scan_python(text: str) -> _Scan:
             link = None if template_depth else _link(attrs_text, position)
             if link is not None:
                 scan.links.append(link)
+        elif template_depth:
+            continue
         elif name == "body" and scan.body_at is None:
             scan.body_at = position
         elif name == "head" and scan.head_at is None:
             scan.head_at = position
         elif name == "html" and scan.html_at is None:
             scan.html_at = position
-        elif name in ("base", "meta") and not template_depth:
+        elif name in ("base", "meta"):
             _head_tag(scan, name, text, match.start("attrs"), match.end("attrs"))
     return scan
 
@@ -485,9 +613,12 @@ def annotate(
             edits.append((start + offset, inserted))
     if panel_data is not None:
         page = canonical(page_url)
-        data = panel_data(page) if page else None
+        # after <body>, else at the end when the file ends where markup is read as markup (not inside
+        # a <textarea>, <title>, comment, script, SVG or tag left open); else no panel
+        at = scan.body_at if scan.body_at is not None else len(text) if scan.end_is_markup else None
+        data = panel_data(page) if page and at is not None else None
         if data is not None:
-            edits.append((scan.body_at if scan.body_at is not None else len(text), panel(data)))
+            edits.append((at, panel(data)))
     edits.sort(key=lambda edit: edit[0])
     pieces, previous = [], 0
     for offset, inserted in edits:
