@@ -48,11 +48,13 @@ ANNOTATION_XML_HTML_ENCODINGS = ("text/html", "application/xhtml+xml")
 # HTML elements (the standard's index): an end tag naming one, met in foreign content
 # that has no open element of its name, is taken to close an HTML element holding
 # the SVG or MathML (the scanner does not keep the HTML stack of open elements).
+# Not body, head or html: their end tags close nothing there (</body> and </html> only
+# move the parser on to "after body", with the SVG or MathML still open).
 HTML_ELEMENTS = (
-    "a", "abbr", "address", "area", "article", "aside", "audio", "b", "base", "bdi", "bdo", "blockquote", "body",
+    "a", "abbr", "address", "area", "article", "aside", "audio", "b", "base", "bdi", "bdo", "blockquote",
     "br", "button", "canvas", "caption", "cite", "code", "col", "colgroup", "data", "datalist", "dd", "del",
     "details", "dfn", "dialog", "div", "dl", "dt", "em", "embed", "fieldset", "figcaption", "figure", "footer",
-    "form", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "i", "iframe", "img",
+    "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "i", "iframe", "img",
     "input", "ins", "kbd", "label", "legend", "li", "link", "main", "map", "mark", "menu", "meta", "meter", "nav",
     "noscript", "object", "ol", "optgroup", "option", "output", "p", "picture", "pre", "progress", "q", "rp",
     "rt", "ruby", "s", "samp", "search", "section", "select", "slot", "small", "source", "span", "strong",
