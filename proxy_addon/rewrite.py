@@ -569,6 +569,16 @@ def panel(data: PanelData) -> str:
 
 # ------------------------------------------------------------------ annotate
 
+# What may come before the first content without opening <head>: white space (written
+# out or as a character reference), comments (as the tokenizer ends them), doctypes,
+# bogus comments and the end tags the parser ignores there.
+_PROLOGUE = re.compile(
+    r"(?:[\t\n\f\r ]++|&#0*+(?:9|1[023]|32)(?![0-9]);?|&#[xX]0*+(?:9|[aAcCdD]|20)(?![0-9A-Fa-f]);?|&(?:Tab|NewLine);"
+    r"|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>|</(?:>|[^A-Za-z>][^>]*+>)"
+    r"|</(?!(?ai:head|body|html|br)[\t\n\f\r />])[A-Za-z][^>]*+>)*+", re.S)
+_HTML_TAG = re.compile(rf"<(?ai:html)(?=[\t\n\f\r />]){_ATTRS_SOURCE}>")
+_FRAMESET = re.compile(r"<frameset[\t\n\f\r />]", re.I | re.A)
+
 
 def annotate(
     text: str,
@@ -603,15 +613,7 @@ def annotate(
         if key not in markup:
             markup[key] = bar(info, key[1])
         edits.append((offset, markup[key]))
-    # Never before the doctype: content there would put the page in quirks mode.
-    for head_insert in (scan.head_at, scan.html_at, scan.doctype_end, 0):
-        if head_insert is not None:
-            break
-    edits.append((head_insert, STYLE_BLOCK))
-    for start, end, policy in scan.csp_metas:
-        for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
-            edits.append((start + offset, inserted))
-    if panel_data is not None:
+    if panel_data is not None and not _FRAMESET.search(text):  # a frameset document has no body to show it
         page = canonical(page_url)
         # after <body>, else at the end when the file ends where markup is read as markup (not inside
         # a <textarea>, <title>, comment, script, SVG or tag left open); else no panel
@@ -619,6 +621,21 @@ def annotate(
         data = panel_data(page) if page and at is not None else None
         if data is not None:
             edits.append((at, panel(data)))
+    if edits:  # the style block only where there is something to style
+        # In <head>, else from the start (and past a first <html> tag), past the doctype (content
+        # before it would put the page in quirks mode) and past white space and comments, which
+        # stay where the parser puts them, not in the head our <style> would open.
+        if scan.head_at is not None:
+            head_insert = scan.head_at
+        else:
+            head_insert = _PROLOGUE.match(text).end()
+            html_tag = _HTML_TAG.match(text, head_insert)
+            if html_tag:
+                head_insert = _PROLOGUE.match(text, html_tag.end()).end()
+        edits.append((head_insert, STYLE_BLOCK))
+        for start, end, policy in scan.csp_metas:
+            for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
+                edits.append((start + offset, inserted))
     edits.sort(key=lambda edit: edit[0])
     pieces, previous = [], 0
     for offset, inserted in edits:
