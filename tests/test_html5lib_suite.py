@@ -36,7 +36,9 @@ OURS = ("pagerank-bar", "pagerank-fill")
 
 def _tree_construction(path: str) -> list[str]:
     documents, lines, reading = [], [], False
-    for line in open(path, encoding="utf-8").read().split("\n"):
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    for line in text.split("\n"):
         if line == "#data":
             reading, lines = True, []
         elif reading and line.startswith("#"):
@@ -49,7 +51,9 @@ def _tree_construction(path: str) -> list[str]:
 
 def _tokenizer(path: str) -> list[str]:
     documents = []
-    for test in json.load(open(path, encoding="utf-8")).get("tests", []):
+    with open(path, encoding="utf-8") as file:
+        tests = json.load(file).get("tests", [])
+    for test in tests:
         text = test["input"]
         if test.get("doubleEscaped"):
             text = re.sub(r"\\u([0-9A-Fa-f]{4})", lambda m: chr(int(m.group(1), 16)), text)
@@ -71,7 +75,9 @@ def _case_id(path: str, index: int) -> str:
 
 def _expected_failures() -> dict[str, str]:
     listed = {}
-    for line in open(EXPECTED, encoding="utf-8"):
+    with open(EXPECTED, encoding="utf-8") as file:
+        lines = file.read().splitlines()
+    for line in lines:
         line = line.strip()
         if line and not line.startswith("#"):
             case, _, reason = line.partition(" ")
@@ -84,7 +90,7 @@ def _parse(text: str):
     return html5lib.parse(text, treebuilder="etree", namespaceHTMLElements=True, scripting=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _input_tree(source: str) -> list:
     """html5lib's tree of an input, as nested lists: parsed once for both scanners and the extractor."""
     return _dump(_parse(source))
@@ -100,7 +106,7 @@ def _local(tag) -> tuple[str, str]:
 
 
 def _is_ours(element) -> bool:
-    namespace, name = _local(element.tag)
+    name = _local(element.tag)[1]
     if name in OURS:
         return True
     return (name == "style" and element.get("id") == "pagerank-proxy-style") or (
@@ -165,12 +171,9 @@ def _problems(source: str) -> list[str]:
     for element in tree.iter():
         namespace, name = _local(element.tag)
         html = namespace == HTML[1:-1]
-        if name == "pagerank-bar":
-            if not html or inside(element, ("svg", "math", "template")):
-                problems.append("a bar outside HTML content")
-        if name == "aside" and element.get("id") == "pagerank-panel":
-            if not html or inside(element, ("svg", "math", "template")):
-                problems.append("the panel outside HTML content")
+        ours = "a bar" if name == "pagerank-bar" else "the panel" if element.get("id") == "pagerank-panel" else None
+        if ours and (not html or inside(element, ("svg", "math", "template"))):
+            problems.append(f"{ours} outside HTML content")
         if not html or name not in ("a", "area") or element.get("href") is None or inside(element, ()) \
                 or inside(element, ("aside",)):  # in a template, or the panel's own
             continue
@@ -273,3 +276,10 @@ def test_extractor_finds_the_links_and_title_html5lib_finds(path):
             fixed.append(case)
     assert not unexpected, "\n".join(unexpected)
     assert not fixed, f"listed as failing, but pass: {fixed}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: os.path.relpath(path, SUITE))
+def test_the_scanners_answer_alike_on_every_document(path):
+    for index, source in enumerate(_documents(path)):
+        fast, python = rewrite._scan_fast(source), rewrite._scan_python(source)
+        assert fast == python, (_case_id(path, index), source)

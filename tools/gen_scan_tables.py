@@ -154,8 +154,14 @@ def c_source() -> str:
 def main(argv: list[str]) -> int:
     outputs = {PYTHON_OUT: python_source(), C_OUT: c_source()}
     if argv[1:] == ["--check"]:
-        stale = [path for path, text in outputs.items()
-                 if not os.path.exists(path) or open(path, encoding="utf-8").read() != text]
+        stale = []
+        for path, text in outputs.items():
+            if not os.path.exists(path):
+                stale.append(path)
+                continue
+            with open(path, encoding="utf-8") as file:
+                if file.read() != text:
+                    stale.append(path)
         for path in stale:
             print(f"{os.path.relpath(path, ROOT)} is out of date: run tools/gen_scan_tables.py", file=sys.stderr)
         return 1 if stale else 0
