@@ -161,9 +161,7 @@ def _problems(source: str) -> list[str]:
         while element in parents:
             element = parents[element]
             namespace, name = _local(element.tag)
-            if name in names and (namespace != HTML[1:-1] or name in ("template", "aside")):
-                return True
-            if name == "template":
+            if name == "template" or (name in names and (namespace != HTML[1:-1] or name == "aside")):
                 return True
         return False
 
@@ -171,16 +169,19 @@ def _problems(source: str) -> list[str]:
     for element in tree.iter():
         namespace, name = _local(element.tag)
         html = namespace == HTML[1:-1]
+        # an HTML element under SVG/MathML is one only through an integration point: it renders
         ours = "a bar" if name == "pagerank-bar" else "the panel" if element.get("id") == "pagerank-panel" else None
-        if ours and (not html or inside(element, ("svg", "math", "template"))):
+        if ours and (not html or inside(element, ())):
             problems.append(f"{ours} outside HTML content")
         if not html or name not in ("a", "area") or element.get("href") is None or inside(element, ()) \
                 or inside(element, ("aside",)):  # in a template, or the panel's own
             continue
         href = element.get("href")
         target = None if href.lstrip()[:1] in ("", "#") else canonical(href, PAGE)
-        if name == "a":
-            bars = [child for child in element if _local(child.tag)[1] == "pagerank-bar"]
+        if name == "a":  # its bar, not the one of an <area> inside it
+            children = list(element)
+            bars = [child for index, child in enumerate(children) if _local(child.tag)[1] == "pagerank-bar"
+                    and not (index and _local(children[index - 1].tag)[1] == "area" and not children[index - 1].tail)]
         else:
             siblings = list(parents[element])
             following = siblings[siblings.index(element) + 1 :][:1]
