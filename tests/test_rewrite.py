@@ -238,6 +238,21 @@ def test_style_block_never_before_the_doctype():
     assert out.text.startswith("<style")
 
 
+@pytest.mark.parametrize("source, before_style", [
+    ("<!-- first -->\n<p><a href=a>a</a>", "<!-- first -->\n"),  # a comment before all stays at the top
+    ("<!DOCTYPE html>\n<!--x--> <html>\n<body><a href=a>a</a>", "<!DOCTYPE html>\n<!--x--> <html>\n"),
+    ("&#32;&Tab;</p><a href=a>a</a>", "&#32;&Tab;</p>"),  # ignored there: white space, stray end tags
+    ("<html><head class=h><a href=a>a</a>", "<html><head class=h>"),
+])
+def test_style_block_after_what_the_parser_keeps_outside_the_head(source, before_style):
+    out = annotate(source, PAGE, everything)
+    assert out.text.startswith(before_style + '<style id="pagerank-proxy-style">')
+
+
+def test_no_style_block_without_a_bar_or_a_panel():
+    assert annotate("<!-- nothing to annotate", PAGE, everything).text == "<!-- nothing to annotate"
+
+
 def test_panel_lists_backlinks_escaped_and_sorted_as_given():
     data = PanelData(PAGE, INFO, [
         Backlink("http://x.example/?a=1&b=<2>", "<script>alert(1)</script>", LinkInfo(0.3, 99.9, 5, 3, 40)),
