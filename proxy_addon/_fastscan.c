@@ -530,7 +530,8 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
                 position = (close < 0 || (bang >= 0 && bang < close)) ? bang + 4 : close + 3;
                 continue;
             }
-            if (foreign && starts_with(t, start, "<![CDATA[")) {
+            /* CDATA where the current node is SVG/MathML (an integration point too, before any HTML in it) */
+            if (top && top->ns != 'h' && starts_with(t, start, "<![CDATA[")) {
                 Py_ssize_t close = find_ascii(t, "]]>", start + 9);
                 if (close < 0) break;
                 position = close + 3;

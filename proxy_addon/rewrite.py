@@ -408,7 +408,8 @@ def _scan_python(text: str) -> _Scan:
                 else:
                     position = close + 3
                 continue
-            if foreign and text.startswith("<![CDATA[", start):
+            # CDATA where the current node is SVG/MathML (an integration point too, before any HTML in it)
+            if stack and stack[-1][0] != "html" and text.startswith("<![CDATA[", start):
                 close = find("]]>", start + 9)
                 if close < 0:
                     break

@@ -126,6 +126,8 @@ def test_tricky_markup_keeps_every_original_character(snippet):
     "<svg><foreignObject><div><svg><a href=/no></svg></div></foreignObject></svg><a href=/ok>",
     "<svg><desc><a href=/ok></a></desc><title>t</title><a href=/no></a></svg>",
     "<svg/><a href=/ok>", "<svg x=1/><a href=/no>",
+    "<svg><foreignObject><![CDATA[ a > b <a href=/no> ]]><a href=/ok></foreignObject></svg>",
+    "<svg><foreignObject><p><![CDATA[ <a href=/no> ]]><a href=/ok></foreignObject></svg>",  # a bogus comment there
 ])
 def test_links_where_the_standard_puts_them(source):
     out = annotate(source, PAGE, everything)
