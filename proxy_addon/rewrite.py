@@ -581,6 +581,11 @@ _HTML_TAG = re.compile(rf"<(?ai:html)(?=[\t\n\f\r />]){_ATTRS_SOURCE}>")
 _FRAMESET = re.compile(r"<frameset[\t\n\f\r />]", re.I | re.A)
 
 
+def _past_prologue(text: str, position: int) -> int:
+    prologue = _PROLOGUE.match(text, position)  # it matches the empty string too: never None
+    return prologue.end() if prologue else position
+
+
 def annotate(
     text: str,
     page_url: str,
@@ -629,10 +634,10 @@ def annotate(
         if scan.head_at is not None:
             head_insert = scan.head_at
         else:
-            head_insert = _PROLOGUE.match(text).end()
+            head_insert = _past_prologue(text, 0)
             html_tag = _HTML_TAG.match(text, head_insert)
             if html_tag:
-                head_insert = _PROLOGUE.match(text, html_tag.end()).end()
+                head_insert = _past_prologue(text, html_tag.end())
         edits.append((head_insert, STYLE_BLOCK))
         for start, end, policy in scan.csp_metas:
             for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
