@@ -63,6 +63,17 @@ static Py_ssize_t find_ascii(const Text *t, const char *s, Py_ssize_t from) {
     return -1;
 }
 
+/* The offset after the first "-->" or "--!>" from `from`, or -1: one pass for both endings (a search
+   for each would run to the end of the file on a page that never uses the other, once per comment). */
+static Py_ssize_t comment_end(const Text *t, Py_ssize_t from) {
+    for (Py_ssize_t i = from; i + 2 < t->n; i++) {
+        if (CH(t, i) != '-' || CH(t, i + 1) != '-') continue;
+        if (CH(t, i + 2) == '>') return i + 3;
+        if (CH(t, i + 2) == '!' && i + 3 < t->n && CH(t, i + 3) == '>') return i + 4;
+    }
+    return -1;
+}
+
 static int starts_with(const Text *t, Py_ssize_t at, const char *s) {
     Py_ssize_t len = (Py_ssize_t)strlen(s);
     if (at + len > t->n) return 0;
@@ -525,9 +536,8 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
                     position = find_char(t, '>', start + 4, n) + 1;
                     continue;
                 }
-                Py_ssize_t close = find_ascii(t, "-->", start + 4), bang = find_ascii(t, "--!>", start + 4);
-                if (close < 0 && bang < 0) break;
-                position = (close < 0 || (bang >= 0 && bang < close)) ? bang + 4 : close + 3;
+                position = comment_end(t, start + 4);
+                if (position < 0) break;
                 continue;
             }
             /* CDATA where the current node is SVG/MathML (an integration point too, before any HTML in it) */

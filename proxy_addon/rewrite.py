@@ -154,6 +154,9 @@ _ATTR = re.compile(
 _SCRIPT_DATA = re.compile(r"<(?:/script[\t\n\f\r />]|!--)", re.I | re.A)
 _SCRIPT_ESCAPED = re.compile(r"-->|<(/?)script[\t\n\f\r />]", re.I | re.A)
 _SCRIPT_DOUBLE_ESCAPED = re.compile(r"-->|</script[\t\n\f\r />]", re.I | re.A)
+# One search for either ending: two (one for each) would each run to the end of the
+# file on a page that never uses the other, once per comment.
+_COMMENT_END = re.compile(r"--!?>")
 _END_TAG_OF = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.I | re.A)
                for name, model in tables.TEXT_ELEMENTS.items() if model in ("RCDATA", "RAWTEXT")}
 
@@ -399,14 +402,10 @@ def _scan_python(text: str) -> _Scan:
                 if text.startswith("<!-->", start) or text.startswith("<!--->", start):
                     position = find(">", start + 4) + 1
                     continue
-                close = find("-->", start + 4)
-                bang = find("--!>", start + 4)
-                if close < 0 and bang < 0:
+                close = _COMMENT_END.search(text, start + 4)
+                if close is None:
                     break
-                if close < 0 or (0 <= bang < close):
-                    position = bang + 4
-                else:
-                    position = close + 3
+                position = close.end()
                 continue
             # CDATA where the current node is SVG/MathML (an integration point too, before any HTML in it)
             if stack and stack[-1][0] != "html" and text.startswith("<![CDATA[", start):
