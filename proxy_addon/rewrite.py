@@ -577,6 +577,25 @@ _PROLOGUE = re.compile(
     r"|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>|</(?:>|[^A-Za-z>][^>]*+>)"
     r"|</(?!(?ai:head|body|html|br)[\t\n\f\r />])[A-Za-z][^>]*+>)*+", re.S)
 _HTML_TAG = re.compile(rf"<(?ai:html)(?=[\t\n\f\r />]){_ATTRS_SOURCE}>")
+# A <select> or <a> that may still be open at the end of the file (its last start tag has no
+# end tag after it): the panel's text would become the select's, or its links would close
+# the <a> and move the page's elements.  The scanner keeps no HTML elements, so the panel
+# is left out of such a page without <body> rather than risked.
+_START_OF = {name: re.compile(rf"<{name}[\t\n\f\r />]", re.I | re.A) for name in ("select", "a")}
+_END_OF = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.I | re.A) for name in ("select", "a")}
+
+
+def _left_open(text: str) -> bool:
+    """Has the last <select> or <a> start tag no end tag of its name after it?"""
+    for name, start in _START_OF.items():
+        opened = -1
+        for match in start.finditer(text):
+            opened = match.end()
+        if opened >= 0 and not _END_OF[name].search(text, opened):
+            return True
+    return False
+
+
 _FRAMESET = re.compile(r"<frameset[\t\n\f\r />]", re.I | re.A)
 
 
@@ -622,7 +641,9 @@ def annotate(
         page = canonical(page_url)
         # after <body>, else at the end when the file ends where markup is read as markup (not inside
         # a <textarea>, <title>, comment, script, SVG or tag left open); else no panel
-        at = scan.body_at if scan.body_at is not None else len(text) if scan.end_is_markup else None
+        at = scan.body_at
+        if at is None and scan.end_is_markup and not _left_open(text):
+            at = len(text)
         data = panel_data(page) if page and at is not None else None
         if data is not None:
             edits.append((at, panel(data)))

@@ -173,6 +173,9 @@ def test_character_references_in_href_read_as_the_standard_does(href, target):
     ("<! unfinished", False),
     ("<svg><circle>", False),
     ("<template><p>", False),
+    ("<select><option>x", False),  # the panel's text would be the select's
+    ("<p><a href=x>unclosed", False),  # the panel's links would close it, moving the page's elements
+    ("<p><a href=x>closed</a><select></select>", True),
     ("<p>text", True),
     ("<p>text <", True),
     ("<svg></svg><p>text", True),
