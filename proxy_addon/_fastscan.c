@@ -46,10 +46,11 @@ static inline int is_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= '
 static inline Py_UCS4 lower(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 static inline int ends_name(Py_UCS4 c) { return is_ws(c) || c == '/' || c == '>'; }
 
+/* The first `c` (ASCII) in [from, to), or -1: memchr, as the text is one byte a character. */
 static Py_ssize_t find_char(const Text *t, Py_UCS4 c, Py_ssize_t from, Py_ssize_t to) {
-    for (Py_ssize_t i = from; i < to; i++)
-        if (CH(t, i) == c) return i;
-    return -1;
+    if (from >= to) return -1;
+    const unsigned char *found = memchr(t->data + from, (int)c, (size_t)(to - from));
+    return found ? found - t->data : -1;
 }
 
 static Py_ssize_t find_ascii(const Text *t, const char *s, Py_ssize_t from) {
