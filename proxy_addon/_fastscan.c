@@ -2,26 +2,34 @@
  *
  * The same state machine, token for token: the pure-Python version stays the
  * reference (tests/test_rewrite.py checks both give the same answer on real
- * pages and on random tag soup) and the fallback where this module is not
- * built.  It spends about 8 ms on a 290 KB page in Python's regex engine;
- * here, well under one.
+ * pages and on random tag soup, and runs every rewriter test on each) and the
+ * fallback where this module is not built.  Both follow the HTML standard's
+ * tokenizer where it decides where a bar may go (attributes, comments, bogus
+ * comments, RCDATA, RAWTEXT, script data with its escaped and double-escaped
+ * states, PLAINTEXT, CDATA in foreign content) and enough of its tree builder
+ * to know SVG/MathML from HTML: the elements open in foreign content, breakout,
+ * integration points.  Their tables of element names come from one generator,
+ * tools/gen_scan_tables.py (here: _scan_tables.h).
  *
- * scan(text) -> (links, body_at, head_at, html_at, doctype_end, extras, raw)
+ * scan(text) -> (links, body_at, head_at, extras, raw, end_is_markup)
  *   links   list of (offset after the start tag, href, False) for <a>/<area>
- *           with an href, outside templates and foreign content, when the href
- *           has no character reference and there is no rel (most links); else
+ *           with an href in HTML content outside templates, when the href has
+ *           no character reference and there is no rel (most links); else
  *           (offset, raw href, raw rel or None), for the Python side to decode
  *   raw     how many links are of the second kind
- *   *_at    offset after the first <body>/<head>/<html> start tag, or None
- *   doctype_end  offset after the first <!doctype ...>, or None
+ *   *_at    offset after the first <body>/<head> start tag, or None
  *   extras  list of (name, attrs start, attrs end) for <base> and <meta>
  *           outside templates, in order, for the Python side to read
+ *   end_is_markup  the file ends in HTML content, outside any tag, comment,
+ *           text element, SVG/MathML or template: markup appended is read as such
  *
  * Case-insensitive comparisons are ASCII-only, as in the HTML standard (the
  * Python reference uses re.ASCII for the same reason).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_scan_tables.h"
 
 /* The text as one byte per character: only ASCII decides anything here, so a
    string of two or four bytes a character is read through a copy with every
@@ -38,10 +46,11 @@ static inline int is_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= '
 static inline Py_UCS4 lower(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 static inline int ends_name(Py_UCS4 c) { return is_ws(c) || c == '/' || c == '>'; }
 
+/* The first `c` (ASCII) in [from, to), or -1: memchr, as the text is one byte a character. */
 static Py_ssize_t find_char(const Text *t, Py_UCS4 c, Py_ssize_t from, Py_ssize_t to) {
-    for (Py_ssize_t i = from; i < to; i++)
-        if (CH(t, i) == c) return i;
-    return -1;
+    if (from >= to) return -1;
+    const unsigned char *found = memchr(t->data + from, (int)c, (size_t)(to - from));
+    return found ? found - t->data : -1;
 }
 
 static Py_ssize_t find_ascii(const Text *t, const char *s, Py_ssize_t from) {
@@ -51,6 +60,17 @@ static Py_ssize_t find_ascii(const Text *t, const char *s, Py_ssize_t from) {
         Py_ssize_t k = 1;
         while (k < len && CH(t, i + k) == (Py_UCS4)s[k]) k++;
         if (k == len) return i;
+    }
+    return -1;
+}
+
+/* The offset after the first "-->" or "--!>" from `from`, or -1: one pass for both endings (a search
+   for each would run to the end of the file on a page that never uses the other, once per comment). */
+static Py_ssize_t comment_end(const Text *t, Py_ssize_t from) {
+    for (Py_ssize_t i = from; i + 2 < t->n; i++) {
+        if (CH(t, i) != '-' || CH(t, i + 1) != '-') continue;
+        if (CH(t, i + 2) == '>') return i + 3;
+        if (CH(t, i + 2) == '!' && i + 3 < t->n && CH(t, i + 3) == '>') return i + 4;
     }
     return -1;
 }
@@ -77,53 +97,6 @@ static int name_is(const Text *t, Py_ssize_t s, Py_ssize_t e, const char *name) 
     return (Py_ssize_t)strlen(name) == e - s && spells(t, s, e, name);
 }
 
-static const char *INTERESTING[] = {"a", "area", "base", "body", "head", "html", "iframe", "meta", "math",
-                                    "noembed", "noframes", "noscript", "plaintext", "svg", "script", "style",
-                                    "template", "textarea", "title", "xmp", NULL};
-static const char *INTERESTING_END[] = {"template", "svg", "math", NULL};
-static const char *RAW_TEXT[] = {"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript",
-                                 "textarea", "title", NULL};
-static const char *BREAKOUT[] = {
-    "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed", "h1",
-    "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta", "nobr", "ol", "p",
-    "pre", "ruby", "s", "small", "span", "strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var", NULL};
-static const char *INTEGRATION[] = {"foreignobject", "desc", "title", "annotation-xml", NULL};
-
-/* one of `names` at `at`, followed by a tab, newline, form feed, return, space, '/' or '>' */
-static int names_one_of(const Text *t, Py_ssize_t at, const char **names) {
-    Py_ssize_t len = 0, n = t->n;
-    while (at + len < n && !ends_name(CH(t, at + len))) {
-        if (++len > 14) return 0; /* longer than any name in these lists ("annotation-xml") */
-    }
-    if (at + len >= n) return 0;
-    Py_UCS4 first = lower(CH(t, at));
-    for (const char **name = names; *name; name++)
-        if ((Py_UCS4)(*name)[0] == first && name_is(t, at, at + len, *name)) return 1;
-    return 0;
-}
-
-static int in_list(const Text *t, Py_ssize_t s, Py_ssize_t e, const char **names) {
-    for (const char **name = names; *name; name++)
-        if (name_is(t, s, e, *name)) return 1;
-    return 0;
-}
-
-/* The rest of a tag the scan skips: (?:[^>"']++|"[^"]*+"|'[^']*+')*+> ; the offset after '>' or -1. */
-static Py_ssize_t skip_tag_body(const Text *t, Py_ssize_t i) {
-    while (i < t->n) {
-        Py_UCS4 c = CH(t, i);
-        if (c == '>') return i + 1;
-        if (c == '"' || c == '\'') {
-            Py_ssize_t close = find_char(t, c, i + 1, t->n);
-            if (close < 0) return -1;
-            i = close + 1;
-        } else {
-            i++;
-        }
-    }
-    return -1;
-}
-
 /* The next '<' at or after `from`, or the length: the text between tags, read by the string's width. */
 static Py_ssize_t next_lt(const Text *t, Py_ssize_t from) {
     Py_ssize_t n = t->n;
@@ -132,29 +105,112 @@ static Py_ssize_t next_lt(const Text *t, Py_ssize_t from) {
     return found ? found - t->data : n;
 }
 
-/* Text, a lone '<' and tags whose names do not matter, as _SKIP in rewrite.py. */
+/* one of `names` at `at`, followed by a tab, newline, form feed, return, space, '/' or '>' */
+static int names_one_of(const Text *t, Py_ssize_t at, const char *const *names) {
+    Py_ssize_t len = 0, n = t->n;
+    while (at + len < n && !ends_name(CH(t, at + len))) {
+        if (++len > LONGEST_NAME) return 0;
+    }
+    if (at + len >= n) return 0;
+    Py_UCS4 first = lower(CH(t, at));
+    for (const char *const *name = names; *name; name++)
+        if ((Py_UCS4)(*name)[0] == first && name_is(t, at, at + len, *name)) return 1;
+    return 0;
+}
+
+static int in_list(const Text *t, Py_ssize_t s, Py_ssize_t e, const char *const *names) {
+    for (const char *const *name = names; *name; name++)
+        if (name_is(t, s, e, *name)) return 1;
+    return 0;
+}
+
+/* The content model a start tag of this name switches the tokenizer to (MODEL_DATA for most). */
+static int content_model(const Text *t, Py_ssize_t s, Py_ssize_t e) {
+    for (int k = 0; TEXT_ELEMENTS[k]; k++)
+        if (name_is(t, s, e, TEXT_ELEMENTS[k])) return TEXT_ELEMENT_MODELS[k];
+    return MODEL_DATA;
+}
+
+/* A tag's attributes from `i` (just after its name), as _ATTRS_SOURCE in rewrite.py: the offset of
+   the '>' that ends the tag, or -1 when the file ends first (a quote left open runs to the end).
+   *self_closing: a '/' came right before that '>', outside any value. */
+static Py_ssize_t attributes_end(const Text *t, Py_ssize_t i, int *self_closing) {
+    Py_ssize_t n = t->n;
+    int slash = 0;
+    while (i < n) {
+        Py_UCS4 c = CH(t, i);
+        if (c == '>') {
+            *self_closing = slash;
+            return i;
+        }
+        if (is_ws(c) || c == '/') {
+            slash = c == '/';
+            i++;
+            continue;
+        }
+        slash = 0;
+        i++; /* an attribute name: its first character may be '=' or a quote */
+        while (i < n && (c = CH(t, i), !is_ws(c) && c != '/' && c != '=' && c != '>')) i++;
+        Py_ssize_t j = i;
+        while (j < n && is_ws(CH(t, j))) j++;
+        if (j < n && CH(t, j) == '=') {
+            j++;
+            while (j < n && is_ws(CH(t, j))) j++;
+            i = j;
+            if (j < n) {
+                c = CH(t, j);
+                if (c == '"' || c == '\'') {
+                    Py_ssize_t close = find_char(t, c, j + 1, n);
+                    if (close < 0) return -1;
+                    i = close + 1;
+                } else if (c != '>') { /* unquoted: quotes inside are its own characters */
+                    while (i < n && (c = CH(t, i), !is_ws(c) && c != '>')) i++;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* Text, a lone '<', bogus comments begun by '</' and tags whose names do not matter, as _SKIP in
+   rewrite.py: the offset of the next token the scan needs to look at, or the length. */
 static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
     Py_ssize_t n = t->n;
+    int self_closing;
     while (pos < n) {
         pos = next_lt(t, pos);
         if (pos >= n) return n;
-        if (pos + 1 >= n) return n;  /* a lone '<' at the very end */
+        if (pos + 1 >= n) return n; /* a lone '<' at the very end */
         Py_UCS4 c = CH(t, pos + 1);
         if (is_alpha(c)) {
             if (!names_one_of(t, pos + 1, INTERESTING)) {
-                Py_ssize_t after = skip_tag_body(t, pos + 2);
-                if (after >= 0) {
-                    pos = after;
+                Py_ssize_t i = pos + 2;
+                while (i < n && !ends_name(CH(t, i))) i++;
+                Py_ssize_t close = attributes_end(t, i, &self_closing);
+                if (close >= 0) {
+                    pos = close + 1;
                     continue;
                 }
             }
             return pos;
         }
         if (c == '/') {
-            if (pos + 2 < n && is_alpha(CH(t, pos + 2)) && !names_one_of(t, pos + 2, INTERESTING_END)) {
-                Py_ssize_t after = skip_tag_body(t, pos + 3);
-                if (after >= 0) {
-                    pos = after;
+            if (pos + 2 < n && is_alpha(CH(t, pos + 2))) {
+                if (!names_one_of(t, pos + 2, INTERESTING_END)) {
+                    Py_ssize_t i = pos + 3;
+                    while (i < n && !ends_name(CH(t, i))) i++;
+                    Py_ssize_t close = attributes_end(t, i, &self_closing);
+                    if (close >= 0) {
+                        pos = close + 1;
+                        continue;
+                    }
+                }
+                return pos;
+            }
+            if (pos + 2 < n) { /* '</' and no letter: a bogus comment to the next '>' */
+                Py_ssize_t close = find_char(t, '>', pos + 2, n);
+                if (close >= 0) {
+                    pos = close + 1;
                     continue;
                 }
             }
@@ -167,9 +223,8 @@ static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
 }
 
 typedef struct {
-    int end_tag;
+    int end_tag, closed, self_closing;
     Py_ssize_t name_start, name_end, attrs_start, attrs_end, after;
-    int closed;
 } Tag;
 
 /* _TAG in rewrite.py: 0 when there is no tag at `start`. */
@@ -184,45 +239,21 @@ static int parse_tag(const Text *t, Py_ssize_t start, Tag *tag) {
     tag->name_start = i++;
     while (i < n && !ends_name(CH(t, i))) i++;
     tag->name_end = tag->attrs_start = i;
-    while (i < n) {
-        Py_UCS4 c = CH(t, i);
-        if (is_ws(c) || c == '/') {
-            i++;
-            continue;
-        }
-        if (c == '>') break;
-        i++; /* an attribute name */
-        while (i < n && (c = CH(t, i), !is_ws(c) && c != '/' && c != '=' && c != '>')) i++;
-        Py_ssize_t j = i;
-        while (j < n && is_ws(CH(t, j))) j++;
-        if (j < n && CH(t, j) == '=') {
-            j++;
-            while (j < n && is_ws(CH(t, j))) j++;
-            i = j;
-            if (j < n) {
-                c = CH(t, j);
-                if (c == '"' || c == '\'') {
-                    Py_ssize_t close = find_char(t, c, j + 1, n);
-                    if (close >= 0) {
-                        i = close + 1;
-                        continue;
-                    }
-                }
-                if (!is_ws(c) && c != '>') { /* unquoted, or a quote never closed */
-                    while (i < n && (c = CH(t, i), !is_ws(c) && c != '>')) i++;
-                }
-            }
-        }
-    }
-    tag->attrs_end = i;
-    tag->closed = i < n;
-    tag->after = i < n ? i + 1 : n;
+    tag->self_closing = 0;
+    Py_ssize_t close = attributes_end(t, i, &tag->self_closing);
+    tag->closed = close >= 0;
+    tag->attrs_end = close >= 0 ? close : n;
+    tag->after = close >= 0 ? close + 1 : n;
     return 1;
 }
 
-/* The href and rel of a link's attributes, as _link in rewrite.py (raw values). */
-static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t position) {
-    Py_ssize_t href_s = -1, href_e = -1, rel_s = -1, rel_e = -1, i = s;
+/* Each attribute of a tag's attribute text [s, e), in order: calls `visit` with the name and raw
+   value spans (an attribute without a value has an empty one) until it returns nonzero. */
+typedef int (*AttributeVisit)(const Text *t, Py_ssize_t ns, Py_ssize_t ne, Py_ssize_t vs, Py_ssize_t ve,
+                              void *state);
+
+static void each_attribute(const Text *t, Py_ssize_t s, Py_ssize_t e, AttributeVisit visit, void *state) {
+    Py_ssize_t i = s;
     while (i < e) {
         Py_UCS4 c = CH(t, i);
         if (ends_name(c)) {
@@ -252,19 +283,37 @@ static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssiz
                 }
             }
         }
-        if (href_s < 0 && name_is(t, ns, ne, "href")) {
-            href_s = vs;
-            href_e = ve;
-        } else if (rel_s < 0 && name_is(t, ns, ne, "rel")) {
-            rel_s = vs;
-            rel_e = ve;
-        }
+        if (visit(t, ns, ne, vs, ve, state)) return;
     }
-    if (href_s < 0) Py_RETURN_NONE;
-    PyObject *href = PyUnicode_Substring(text, href_s, href_e);
-    if (href != NULL && (rel_s < 0 || rel_s == rel_e) && find_char(t, '&', href_s, href_e) < 0)
+}
+
+typedef struct {
+    Py_ssize_t href_s, href_e, rel_s, rel_e;
+} LinkAttributes;
+
+static int visit_link(const Text *t, Py_ssize_t ns, Py_ssize_t ne, Py_ssize_t vs, Py_ssize_t ve, void *state) {
+    LinkAttributes *link = state;
+    if (link->href_s < 0 && name_is(t, ns, ne, "href")) {
+        link->href_s = vs;
+        link->href_e = ve;
+    } else if (link->rel_s < 0 && name_is(t, ns, ne, "rel")) {
+        link->rel_s = vs;
+        link->rel_e = ve;
+    }
+    return 0;
+}
+
+/* The href and rel of a link's attributes, as _link in rewrite.py (raw values). */
+static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t position) {
+    LinkAttributes found = {-1, -1, -1, -1};
+    each_attribute(t, s, e, visit_link, &found);
+    if (found.href_s < 0) Py_RETURN_NONE;
+    PyObject *href = PyUnicode_Substring(text, found.href_s, found.href_e);
+    if (href != NULL && (found.rel_s < 0 || found.rel_s == found.rel_e) &&
+        find_char(t, '&', found.href_s, found.href_e) < 0)
         return Py_BuildValue("(nNO)", position, href, Py_False); /* nothing to decode, follows */
-    PyObject *rel = rel_s < 0 ? (Py_INCREF(Py_None), Py_None) : PyUnicode_Substring(text, rel_s, rel_e);
+    PyObject *rel = found.rel_s < 0 ? (Py_INCREF(Py_None), Py_None)
+                                    : PyUnicode_Substring(text, found.rel_s, found.rel_e);
     if (href == NULL || rel == NULL) {
         Py_XDECREF(href);
         Py_XDECREF(rel);
@@ -283,23 +332,158 @@ static int add_link(PyObject *links, PyObject *text, const Text *t, const Tag *t
     return status;
 }
 
-/* (?i)\b(color|face|size)\s*= in a font tag's attributes (ASCII), which ends foreign content */
-static int font_breaks_out(const Text *t, Py_ssize_t s, Py_ssize_t e) {
-    static const char *words[] = {"color", "face", "size", NULL};
-    for (Py_ssize_t i = s; i < e; i++) {
-        if (i > s) {
-            Py_UCS4 p = CH(t, i - 1);
-            if (is_alpha(p) || (p >= '0' && p <= '9') || p == '_') continue;
+static int visit_font(const Text *t, Py_ssize_t ns, Py_ssize_t ne, Py_ssize_t vs, Py_ssize_t ve, void *state) {
+    (void)vs;
+    (void)ve;
+    if (in_list(t, ns, ne, FONT_BREAKOUT_ATTRIBUTES)) *(int *)state = 1;
+    return *(int *)state;
+}
+
+/* the first encoding attribute's raw value names HTML (undecoded, as _open_foreign reads it) */
+static int visit_encoding(const Text *t, Py_ssize_t ns, Py_ssize_t ne, Py_ssize_t vs, Py_ssize_t ve, void *state) {
+    if (!name_is(t, ns, ne, "encoding")) return 0;
+    *(int *)state = in_list(t, vs, ve, ANNOTATION_XML_HTML_ENCODINGS);
+    return 1;
+}
+
+/* An open element in or under SVG/MathML, as _Foreign in rewrite.py: namespace 's', 'm' or 'h'
+   (an HTML element inside an integration point), what it integrates (0, 'h' HTML, 't' MathML
+   text), whether it is a root, and its name in the text. */
+typedef struct {
+    char ns, integrates, root;
+    Py_ssize_t name_start, name_end;
+} Open;
+
+typedef struct {
+    Open *items;
+    Py_ssize_t depth, capacity;
+} Stack;
+
+static int push(Stack *stack, char ns, char integrates, char root, Py_ssize_t s, Py_ssize_t e) {
+    if (stack->depth == stack->capacity) {
+        Py_ssize_t capacity = stack->capacity ? 2 * stack->capacity : 16;
+        Open *items = PyMem_Realloc(stack->items, (size_t)capacity * sizeof(Open));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
         }
-        for (const char **w = words; *w; w++) {
-            Py_ssize_t len = (Py_ssize_t)strlen(*w);
-            if (!spells(t, i, e, *w)) continue;
-            Py_ssize_t j = i + len;
-            while (j < e && (CH(t, j) == ' ' || (CH(t, j) >= 9 && CH(t, j) <= 13))) j++;
-            if (j < e && CH(t, j) == '=') return 1;
+        stack->items = items;
+        stack->capacity = capacity;
+    }
+    stack->items[stack->depth++] = (Open){ns, integrates, root, s, e};
+    return 0;
+}
+
+/* the two names, each a span of the text, are the same (ASCII case-insensitive) */
+static int same_name(const Text *t, Py_ssize_t as, Py_ssize_t ae, Py_ssize_t bs, Py_ssize_t be) {
+    if (ae - as != be - bs) return 0;
+    for (Py_ssize_t k = 0; k < ae - as; k++)
+        if (lower(CH(t, as + k)) != lower(CH(t, bs + k))) return 0;
+    return 1;
+}
+
+/* _leave_foreign in rewrite.py */
+static void leave_foreign(Stack *stack) {
+    while (stack->depth && !stack->items[stack->depth - 1].integrates && stack->items[stack->depth - 1].ns != 'h')
+        stack->depth--;
+}
+
+/* _close_html in rewrite.py */
+static void close_html(const Text *t, Stack *stack, Py_ssize_t s, Py_ssize_t e) {
+    for (Py_ssize_t k = stack->depth - 1; k >= 0 && stack->items[k].ns == 'h'; k--) {
+        if (same_name(t, stack->items[k].name_start, stack->items[k].name_end, s, e)) {
+            stack->depth = k;
+            return;
         }
     }
+}
+
+/* _close_foreign in rewrite.py: 1 when HTML content reads the end tag too */
+static int close_foreign(const Text *t, Stack *stack, Py_ssize_t s, Py_ssize_t e) {
+    for (Py_ssize_t k = stack->depth - 1; k >= 0; k--) {
+        if (same_name(t, stack->items[k].name_start, stack->items[k].name_end, s, e)) {
+            stack->depth = k;
+            return 0;
+        }
+        if (stack->items[k].root) break;
+    }
+    if (in_list(t, s, e, END_TAG_BREAKOUT) || in_list(t, s, e, HTML_ELEMENTS)) {
+        leave_foreign(stack);
+        return 1;
+    }
     return 0;
+}
+
+/* _open_foreign in rewrite.py */
+static int open_foreign(const Text *t, Stack *stack, const Tag *tag) {
+    const Open *top = &stack->items[stack->depth - 1];
+    Py_ssize_t s = tag->name_start, e = tag->name_end;
+    char ns = (name_is(t, s, e, "svg") && name_is(t, top->name_start, top->name_end, "annotation-xml")) ? 's' : top->ns;
+    char integrates = 0;
+    if (ns == 's' && in_list(t, s, e, SVG_HTML_INTEGRATION)) {
+        integrates = 'h';
+    } else if (ns == 'm' && in_list(t, s, e, MATHML_TEXT_INTEGRATION)) {
+        integrates = 't';
+    } else if (ns == 'm' && name_is(t, s, e, "annotation-xml")) {
+        int html = 0;
+        each_attribute(t, tag->attrs_start, tag->attrs_end, visit_encoding, &html);
+        if (html) integrates = 'h';
+    }
+    return push(stack, ns, integrates, 0, s, e);
+}
+
+/* RCDATA or RAWTEXT: the offset of the '</name' (then white space, '/' or '>') that ends it, or -1 */
+static Py_ssize_t text_end(const Text *t, Py_ssize_t from, Py_ssize_t ns, Py_ssize_t ne) {
+    Py_ssize_t len = ne - ns, n = t->n;
+    for (Py_ssize_t i = from; i + 2 + len < n; i++) {
+        if (CH(t, i) != '<' || CH(t, i + 1) != '/') continue;
+        Py_ssize_t k = 0;
+        while (k < len && lower(CH(t, i + 2 + k)) == lower(CH(t, ns + k))) k++;
+        if (k == len && ends_name(CH(t, i + 2 + len))) return i;
+    }
+    return -1;
+}
+
+/* '<' + `s` + (white space, '/' or '>') at `at`, ASCII case-insensitive; `s` in lower case */
+static int tag_spelled(const Text *t, Py_ssize_t at, const char *s) {
+    Py_ssize_t len = (Py_ssize_t)strlen(s);
+    return at + 1 + len < t->n && CH(t, at) == '<' && spells(t, at + 1, t->n, s) && ends_name(CH(t, at + 1 + len));
+}
+
+/* _script_end in rewrite.py: script data with its escaped and double-escaped states */
+static Py_ssize_t script_end(const Text *t, Py_ssize_t i) {
+    Py_ssize_t n = t->n;
+    enum { DATA, ESCAPED, DOUBLE_ESCAPED } state = DATA;
+    while (i < n) {
+        Py_UCS4 c = CH(t, i);
+        if (state == DATA) {
+            i = next_lt(t, i);
+            if (i >= n) return -1;
+            if (tag_spelled(t, i, "/script")) return i;
+            if (starts_with(t, i, "<!--")) {
+                state = ESCAPED;
+                i += 2; /* the dashes of '<!--' count towards a '-->' */
+            } else {
+                i++;
+            }
+            continue;
+        }
+        if (c == '-' && starts_with(t, i, "-->")) {
+            state = DATA;
+            i += 3;
+        } else if (c == '<' && state == ESCAPED && tag_spelled(t, i, "/script")) {
+            return i;
+        } else if (c == '<' && state == ESCAPED && tag_spelled(t, i, "script")) {
+            state = DOUBLE_ESCAPED;
+            i += 8;
+        } else if (c == '<' && state == DOUBLE_ESCAPED && tag_spelled(t, i, "/script")) {
+            state = ESCAPED;
+            i += 9;
+        } else {
+            i++;
+        }
+    }
+    return -1;
 }
 
 static PyObject *scan(PyObject *self, PyObject *arg) {
@@ -325,24 +509,27 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     }
     Text text = {narrow ? narrow : (const unsigned char *)source, n};
     const Text *t = &text;
-    Py_ssize_t body_at = -1, head_at = -1, html_at = -1, doctype_end = -1, raw = 0;
-    /* foreign-content stack: 's' svg, 'm' math, 'h' an HTML integration point (a push takes a tag of
-       three characters or more, so n + 1 entries always suffice) */
-    char *stack = PyMem_Malloc(n + 1);
-    Py_ssize_t depth = 0, template_depth = 0;
+    Py_ssize_t body_at = -1, head_at = -1, raw = 0, template_depth = 0;
+    int end_is_markup = 0;
+    Stack stack = {NULL, 0, 0};
     PyObject *links = PyList_New(0), *extras = PyList_New(0);
-    if (stack == NULL || links == NULL || extras == NULL) goto fail;
+    if (links == NULL || extras == NULL) goto fail;
 
     for (;;) {
-        int foreign = depth > 0 && stack[depth - 1] != 'h';
+        const Open *top = stack.depth ? &stack.items[stack.depth - 1] : NULL;
+        int foreign = top && !top->integrates && top->ns != 'h';
         Py_ssize_t start;
-        if (foreign) {
-            start = find_char(t, '<', position, n);
+        if (top) {
+            start = find_char(t, '<', position, n); /* in or under SVG/MathML every tag counts */
+            if (start < 0) break;
         } else {
             start = skip(t, position);
-            if (start >= n) break;
+            if (start >= n) {
+                end_is_markup = template_depth == 0;
+                break;
+            }
         }
-        if (start < 0 || start + 1 >= n) break;
+        if (start + 1 >= n) break;
         Py_UCS4 following = CH(t, start + 1);
         if (following == '!') {
             if (starts_with(t, start, "<!--")) {
@@ -350,25 +537,24 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
                     position = find_char(t, '>', start + 4, n) + 1;
                     continue;
                 }
-                Py_ssize_t close = find_ascii(t, "-->", start + 4), bang = find_ascii(t, "--!>", start + 4);
-                if (close < 0 && bang < 0) break;
-                position = (close < 0 || (bang >= 0 && bang < close)) ? bang + 4 : close + 3;
+                position = comment_end(t, start + 4);
+                if (position < 0) break;
                 continue;
             }
-            if (foreign && starts_with(t, start, "<![CDATA[")) {
+            /* CDATA where the current node is SVG/MathML (an integration point too, before any HTML in it) */
+            if (top && top->ns != 'h' && starts_with(t, start, "<![CDATA[")) {
                 Py_ssize_t close = find_ascii(t, "]]>", start + 9);
                 if (close < 0) break;
                 position = close + 3;
                 continue;
             }
-            Py_ssize_t close = find_char(t, '>', start + 2, n);
+            Py_ssize_t close = find_char(t, '>', start + 2, n); /* doctype or bogus comment */
             if (close < 0) break;
-            if (doctype_end < 0 && start + 9 <= n && spells(t, start + 2, start + 9, "doctype")) doctype_end = close + 1;
             position = close + 1;
             continue;
         }
-        if (following == '?') {
-            Py_ssize_t close = find_char(t, '>', start + 2, n);
+        if (following == '?' || (following == '/' && !(start + 2 < n && is_alpha(CH(t, start + 2))))) {
+            Py_ssize_t close = find_char(t, '>', start + 2, n); /* bogus comment; '</' at the end is text */
             if (close < 0) break;
             position = close + 1;
             continue;
@@ -382,85 +568,61 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         if (!tag.closed) break; /* end of file inside a tag: browsers drop it */
         Py_ssize_t ns = tag.name_start, ne = tag.name_end;
         int is_a = ne - ns == 1 && lower(CH(t, ns)) == 'a';
-        if (is_a && !tag.end_tag && depth == 0 && template_depth == 0) {
+        if (is_a && !tag.end_tag && !top && template_depth == 0) {
             if (add_link(links, arg, t, &tag, &raw) < 0) goto fail;
             continue;
         }
-        int self_closing = 0;
-        for (Py_ssize_t k = tag.attrs_end - 1; k >= tag.attrs_start; k--) {
-            Py_UCS4 c = CH(t, k);
-            if (is_ws(c)) continue;
-            self_closing = c == '/';
-            break;
-        }
-        char top = depth ? stack[depth - 1] : 0;
         if (tag.end_tag) {
-            if (name_is(t, ns, ne, "template") && template_depth) {
-                template_depth--;
-            } else if (depth && ((name_is(t, ns, ne, "svg") && top == 's') || (name_is(t, ns, ne, "math") && top == 'm'))) {
-                depth--;
-            } else if (depth && top == 'h' && in_list(t, ns, ne, INTEGRATION)) {
-                depth--;
+            if (top && top->ns == 'h') {
+                close_html(t, &stack, ns, ne);
+            } else if (top && !close_foreign(t, &stack, ns, ne)) {
+                continue;
             }
+            if (template_depth && name_is(t, ns, ne, "template")) template_depth--;
             continue;
         }
         if (foreign) {
-            if (in_list(t, ns, ne, BREAKOUT) ||
-                (name_is(t, ns, ne, "font") && font_breaks_out(t, tag.attrs_start, tag.attrs_end))) {
-                depth = 0;
-                foreign = 0;
+            int breaks_out = in_list(t, ns, ne, BREAKOUT);
+            if (!breaks_out && name_is(t, ns, ne, "font"))
+                each_attribute(t, tag.attrs_start, tag.attrs_end, visit_font, &breaks_out);
+            if (breaks_out) {
+                leave_foreign(&stack);
             } else {
-                char push = 0;
-                if ((name_is(t, ns, ne, "foreignobject") || name_is(t, ns, ne, "desc") || name_is(t, ns, ne, "title"))
-                    && top == 's' && !self_closing) {
-                    push = 'h';
-                } else if (name_is(t, ns, ne, "annotation-xml") && top == 'm' && !self_closing) {
-                    push = 'h';
-                } else if (name_is(t, ns, ne, "svg") && !self_closing) {
-                    push = 's';
-                } else if (name_is(t, ns, ne, "math") && !self_closing) {
-                    push = 'm';
-                }
-                if (push) stack[depth++] = push;
+                if (!tag.self_closing && open_foreign(t, &stack, &tag) < 0) goto fail;
                 continue;
             }
-        }
-        if (name_is(t, ns, ne, "svg") || name_is(t, ns, ne, "math")) {
-            if (!self_closing) {
-                stack[depth++] = lower(CH(t, ns)) == 's' ? 's' : 'm';
-            }
+        } else if (top && top->integrates == 't' && in_list(t, ns, ne, MATHML_TEXT_INTEGRATION_FOREIGN)) {
+            if (!tag.self_closing && push(&stack, 'm', 0, 0, ns, ne) < 0) goto fail;
             continue;
         }
-        if (in_list(t, ns, ne, RAW_TEXT)) {
-            /* </name followed by a tab, newline, form feed, return, space, '/' or '>' */
-            Py_ssize_t len = ne - ns, found = -1;
-            for (Py_ssize_t i = position; i + 2 + len < n; i++) {
-                if (CH(t, i) != '<' || CH(t, i + 1) != '/') continue;
-                Py_ssize_t k = 0;
-                while (k < len && lower(CH(t, i + 2 + k)) == lower(CH(t, ns + k))) k++;
-                if (k == len && ends_name(CH(t, i + 2 + len))) {
-                    found = i;
-                    break;
-                }
-            }
-            if (found < 0) break;
-            position = found;
+        int svg = name_is(t, ns, ne, "svg"), math = name_is(t, ns, ne, "math");
+        int model = content_model(t, ns, ne);
+        if (stack.depth && !svg && !math && model == MODEL_DATA && !in_list(t, ns, ne, VOID_ELEMENTS)) {
+            if (push(&stack, 'h', 0, 0, ns, ne) < 0) goto fail; /* an HTML element inside an integration point */
+        }
+        if (svg || math) {
+            if (!tag.self_closing && push(&stack, svg ? 's' : 'm', 0, 1, ns, ne) < 0) goto fail;
             continue;
         }
-        if (name_is(t, ns, ne, "plaintext")) break;
+        if (model != MODEL_DATA) {
+            if (model == MODEL_PLAINTEXT) break;
+            position = model == MODEL_SCRIPT_DATA ? script_end(t, position) : text_end(t, position, ns, ne);
+            if (position < 0) break;
+            continue;
+        }
         if (name_is(t, ns, ne, "template")) {
             template_depth++;
             continue;
         }
         if (is_a || name_is(t, ns, ne, "area")) {
             if (!template_depth && add_link(links, arg, t, &tag, &raw) < 0) goto fail;
+        } else if (template_depth) {
+            continue;
         } else if (name_is(t, ns, ne, "body")) {
             if (body_at < 0) body_at = position;
         } else if (name_is(t, ns, ne, "head")) {
             if (head_at < 0) head_at = position;
-        } else if (name_is(t, ns, ne, "html")) {
-            if (html_at < 0) html_at = position;
-        } else if ((name_is(t, ns, ne, "base") || name_is(t, ns, ne, "meta")) && !template_depth) {
+        } else if (name_is(t, ns, ne, "base") || name_is(t, ns, ne, "meta")) {
             PyObject *extra = Py_BuildValue("(snn)", lower(CH(t, ns)) == 'b' ? "base" : "meta", tag.attrs_start,
                                             tag.attrs_end);
             if (extra == NULL || PyList_Append(extras, extra) < 0) {
@@ -471,12 +633,12 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         }
     }
 #define OPT(v) ((v) < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromSsize_t(v))
-    PyMem_Free(stack);
+    PyMem_Free(stack.items);
     PyMem_Free(narrow);
-    return Py_BuildValue("(NNNNNNn)", links, OPT(body_at), OPT(head_at), OPT(html_at), OPT(doctype_end), extras,
-                         raw);
+    return Py_BuildValue("(NNNNnO)", links, OPT(body_at), OPT(head_at), extras, raw,
+                         end_is_markup ? Py_True : Py_False);
 fail:
-    PyMem_Free(stack);
+    PyMem_Free(stack.items);
     PyMem_Free(narrow);
     Py_XDECREF(links);
     Py_XDECREF(extras);
@@ -484,7 +646,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O, "scan(text) -> (links, body_at, head_at, html_at, doctype_end, extras, raw)"},
+    {"scan", scan, METH_O, "scan(text) -> (links, body_at, head_at, extras, raw, end_is_markup)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -87,6 +87,25 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
     return body[skip:].decode(name, errors="replace"), name
 
 
+# The nearest of these above a node says whether it is SVG/MathML (svg, math) or HTML again
+# (an integration point); lexbor's CSS matches <a> and <title> in every namespace.
+_FOREIGN_ROOTS = frozenset({"svg", "math"})
+_INTEGRATION_POINTS = frozenset({"foreignobject", "desc", "title", "annotation-xml", "mi", "mo", "mn", "ms", "mtext"})
+
+
+def _in_foreign_content(node) -> bool:
+    """Is this element inside SVG or MathML, and not back in HTML through an integration point?"""
+    parent = node.parent
+    while parent is not None:
+        tag = (parent.tag or "").lower()
+        if tag in _FOREIGN_ROOTS:
+            return True
+        if tag in _INTEGRATION_POINTS:
+            return False
+        parent = parent.parent
+    return False
+
+
 def _clean_text(text: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
@@ -109,8 +128,11 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
     # raw href -> [nofollow on every occurrence, anchor text]; the same href
     # repeats a lot on real pages (navigation, sidebars): read its text once.
     hrefs: dict[str, list] = {}
+    foreign = tree.css_first("svg, math") is not None  # else no node needs the walk up
     for node in tree.css("a[href], area[href], base[href], meta[name], link[rel][href], title"):
         tag = node.tag
+        if foreign and tag in ("a", "title") and _in_foreign_content(node):
+            continue  # an SVG/MathML <a> is no HTML link, an SVG <title> no page title
         attrs = node.attributes
         if tag == "a" or tag == "area":
             href = attrs.get("href")

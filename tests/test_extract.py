@@ -94,6 +94,22 @@ def test_links_inside_script_style_comments_and_textarea_are_not_links():
     assert "http://site.example/dir/real.html" in links_of(page)
 
 
+def test_svg_and_mathml_links_and_titles_are_not_the_pages_but_integration_points_are_html():
+    page = extract(
+        b"<svg><title>icon</title><a href='svg.html'>s</a><foreignObject><a href='fo.html'>f</a></foreignObject>"
+        b"</svg><math><a href='math.html'></a><mi><a href='mi.html'>m</a></mi></math>"
+        b"<title>Page</title><a href='html.html'>h</a>",
+        URL,
+    )
+    assert page.title == "Page"
+    assert set(links_of(page)) == {f"http://site.example/dir/{name}.html" for name in ("fo", "mi", "html")}
+
+
+def test_href_character_references_read_as_the_standard_does():
+    page = extract(b'<a href="/p?id=1&section=2&amp;x=&copy;">x</a>', URL)
+    assert set(links_of(page)) == {"http://site.example/p?id=1&section=2&x=%C2%A9"}
+
+
 def test_charset_from_header_meta_bom_and_fallback():
     latin = "<title>Café</title><a href='é.html'>é</a>".encode("latin-1")
     assert extract(latin, URL, "text/html; charset=ISO-8859-1").title == "Café"

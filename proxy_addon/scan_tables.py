@@ -1,0 +1,17 @@
+"""Tokenizer tables of the rewriter's scanners: written by tools/gen_scan_tables.py, do not edit."""
+
+CONTENT_MODELS = ('DATA', 'RCDATA', 'RAWTEXT', 'SCRIPT_DATA', 'PLAINTEXT')
+TEXT_ELEMENTS = {'iframe': 'RAWTEXT', 'noembed': 'RAWTEXT', 'noframes': 'RAWTEXT', 'noscript': 'RAWTEXT', 'plaintext': 'PLAINTEXT', 'script': 'SCRIPT_DATA', 'style': 'RAWTEXT', 'textarea': 'RCDATA', 'title': 'RCDATA', 'xmp': 'RAWTEXT'}
+BREAKOUT = frozenset(['b', 'big', 'blockquote', 'body', 'br', 'center', 'code', 'dd', 'div', 'dl', 'dt', 'em', 'embed', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'head', 'hr', 'i', 'img', 'li', 'listing', 'menu', 'meta', 'nobr', 'ol', 'p', 'pre', 'ruby', 's', 'small', 'span', 'strike', 'strong', 'sub', 'sup', 'table', 'tt', 'u', 'ul', 'var'])
+FONT_BREAKOUT_ATTRIBUTES = frozenset(['color', 'face', 'size'])
+END_TAG_BREAKOUT = frozenset(['br', 'p'])
+SVG_HTML_INTEGRATION = frozenset(['desc', 'foreignobject', 'title'])
+MATHML_TEXT_INTEGRATION = frozenset(['mi', 'mn', 'mo', 'ms', 'mtext'])
+MATHML_TEXT_INTEGRATION_FOREIGN = frozenset(['malignmark', 'mglyph'])
+ANNOTATION_XML_HTML_ENCODINGS = frozenset(['application/xhtml+xml', 'text/html'])
+HTML_ELEMENTS = frozenset(['a', 'abbr', 'address', 'area', 'article', 'aside', 'audio', 'b', 'base', 'bdi', 'bdo', 'blockquote', 'br', 'button', 'canvas', 'caption', 'cite', 'code', 'col', 'colgroup', 'data', 'datalist', 'dd', 'del', 'details', 'dfn', 'dialog', 'div', 'dl', 'dt', 'em', 'embed', 'fieldset', 'figcaption', 'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hgroup', 'hr', 'i', 'iframe', 'img', 'input', 'ins', 'kbd', 'label', 'legend', 'li', 'link', 'main', 'map', 'mark', 'menu', 'meta', 'meter', 'nav', 'noscript', 'object', 'ol', 'optgroup', 'option', 'output', 'p', 'picture', 'pre', 'progress', 'q', 'rp', 'rt', 'ruby', 's', 'samp', 'search', 'section', 'select', 'slot', 'small', 'source', 'span', 'strong', 'sub', 'summary', 'sup', 'table', 'tbody', 'td', 'template', 'textarea', 'tfoot', 'th', 'thead', 'time', 'tr', 'track', 'u', 'ul', 'var', 'video', 'wbr'])
+VOID_ELEMENTS = frozenset(['area', 'base', 'basefont', 'bgsound', 'br', 'col', 'embed', 'frame', 'hr', 'img', 'input', 'keygen', 'link', 'meta', 'param', 'source', 'track', 'wbr'])
+INTERESTING_PATTERN = '(?:a(?:rea)?|b(?:ase|ody)|h(?:ead|tml)|iframe|m(?:ath|eta)|no(?:embed|frames|script)|plaintext|s(?:cript|tyle|vg)|t(?:e(?:mplate|xtarea)|itle)|xmp)'
+INTERESTING_END_PATTERN = '(?:math|svg|template)'
+DULL_INITIALS = 'cdefgjkloqruvwyz'
+LEGACY_ENTITIES = frozenset(['AElig', 'AMP', 'Aacute', 'Acirc', 'Agrave', 'Aring', 'Atilde', 'Auml', 'COPY', 'Ccedil', 'ETH', 'Eacute', 'Ecirc', 'Egrave', 'Euml', 'GT', 'Iacute', 'Icirc', 'Igrave', 'Iuml', 'LT', 'Ntilde', 'Oacute', 'Ocirc', 'Ograve', 'Oslash', 'Otilde', 'Ouml', 'QUOT', 'REG', 'THORN', 'Uacute', 'Ucirc', 'Ugrave', 'Uuml', 'Yacute', 'aacute', 'acirc', 'acute', 'aelig', 'agrave', 'amp', 'aring', 'atilde', 'auml', 'brvbar', 'ccedil', 'cedil', 'cent', 'copy', 'curren', 'deg', 'divide', 'eacute', 'ecirc', 'egrave', 'eth', 'euml', 'frac12', 'frac14', 'frac34', 'gt', 'iacute', 'icirc', 'iexcl', 'igrave', 'iquest', 'iuml', 'laquo', 'lt', 'macr', 'micro', 'middot', 'nbsp', 'not', 'ntilde', 'oacute', 'ocirc', 'ograve', 'ordf', 'ordm', 'oslash', 'otilde', 'ouml', 'para', 'plusmn', 'pound', 'quot', 'raquo', 'reg', 'sect', 'shy', 'sup1', 'sup2', 'sup3', 'szlig', 'thorn', 'times', 'uacute', 'ucirc', 'ugrave', 'uml', 'uuml', 'yacute', 'yen', 'yuml'])
