@@ -34,8 +34,9 @@ import hashlib
 import html
 import html.entities
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import cast
 from urllib.parse import quote
 
 from rankstore.extract import sniff_charset
@@ -44,7 +45,21 @@ from rankstore.urls import canonical, resolver
 from . import scan_tables as tables
 from .csp import allow_style_hash
 
-__all__ = ["escape", "format_score", "LinkInfo", "Backlink", "PanelData", "Rewrite", "annotate", "annotate_bytes", "remove_edits", "STYLE", "STYLE_HASH", "PROXY_HOST", "MAX_BAR_PX"]
+__all__ = [
+    "escape",
+    "format_score",
+    "LinkInfo",
+    "Backlink",
+    "PanelData",
+    "Rewrite",
+    "annotate",
+    "annotate_bytes",
+    "remove_edits",
+    "STYLE",
+    "STYLE_HASH",
+    "PROXY_HOST",
+    "MAX_BAR_PX",
+]
 
 PROXY_HOST = "pagerank.proxy"
 MAX_BAR_PX = 40
@@ -87,7 +102,9 @@ class Rewrite:
 
 
 def _style() -> str:
-    widths = "".join(f"pagerank-bar[data-w=\"{w}\"]>pagerank-fill{{width:{w}px!important}}" for w in range(MAX_BAR_PX + 1))
+    widths = "".join(
+        f'pagerank-bar[data-w="{w}"]>pagerank-fill{{width:{w}px!important}}' for w in range(MAX_BAR_PX + 1)
+    )
     return (
         "pagerank-bar{all:initial!important;display:inline-block!important;vertical-align:middle!important;"
         f"width:{MAX_BAR_PX}px!important;height:6px!important;margin:0 4px 0 2px!important;"
@@ -100,9 +117,11 @@ def _style() -> str:
         "pagerank-bar[data-nofollow]>pagerank-fill{background:#e99!important}"
         + widths
         + "#pagerank-panel{all:initial!important;position:fixed!important;right:12px!important;bottom:12px!important;"
-        "z-index:2147483647!important;max-width:min(420px,90vw)!important;max-height:70vh!important;overflow:auto!important;"
+        "z-index:2147483647!important;max-width:min(420px,90vw)!important;max-height:70vh!important;"
+        "overflow:auto!important;"
         "background:#fff!important;color:#222!important;border:2px solid #c00!important;border-radius:6px!important;"
-        "box-shadow:0 2px 10px rgba(0,0,0,.25)!important;font:13px/1.35 system-ui,sans-serif!important;display:block!important}"
+        "box-shadow:0 2px 10px rgba(0,0,0,.25)!important;font:13px/1.35 system-ui,sans-serif!important;"
+        "display:block!important}"
         "#pagerank-panel *{all:revert;font:inherit;color:inherit;box-sizing:border-box}"
         "#pagerank-panel summary{cursor:pointer;padding:6px 10px;font-weight:bold;color:#900;list-style:revert}"
         "#pagerank-panel ol{margin:0;padding:0 10px 8px 30px}"
@@ -125,10 +144,14 @@ _WS = "\t\n\f\r "
 # space, '/', '=' or '>'; a value is quoted, or unquoted up to white space or '>'
 # (quotes inside it are its own characters: alt=don't).  A quote left open runs to
 # the end of the file, where the tag is dropped.
-_ATTRS_SOURCE = (r"""(?:[\t\n\f\r /]++|[^\t\n\f\r />][^\t\n\f\r /=>]*+"""
-                 r"""(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >"'][^\t\n\f\r >]*+)?)?)*+""")
-_TAG_SOURCE = (r"<(?P<end>/)?(?P<name>[A-Za-z][^\t\n\f\r />]*+)"
-               rf"(?P<attrs>{_ATTRS_SOURCE})(?P<close>>|\Z)")
+_ATTRS_SOURCE = (
+    r"""(?:[\t\n\f\r /]++|[^\t\n\f\r />][^\t\n\f\r /=>]*+"""
+    r"""(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >"'][^\t\n\f\r >]*+)?)?)*+"""
+)
+_TAG_SOURCE = (
+    r"<(?P<end>/)?(?P<name>[A-Za-z][^\t\n\f\r />]*+)"
+    rf"(?P<attrs>{_ATTRS_SOURCE})(?P<close>>|\Z)"
+)
 _TAG = re.compile(_TAG_SOURCE)
 # Everything up to the next token the scanner cares about, consumed inside the
 # regex engine rather than by Python code: text, a lone '<', end tags that begin
@@ -141,7 +164,8 @@ _DULL = tables.DULL_INITIALS + tables.DULL_INITIALS.upper()
 _SKIP_SOURCE = (
     rf"(?:[^<]++|<(?:[{_DULL}]|(?!(?ai:{_INTERESTING}))[A-Za-z])[^\t\n\f\r />]*+{_ATTRS_SOURCE}>"
     rf"|</(?!(?ai:{_INTERESTING_END}))[A-Za-z][^\t\n\f\r />]*+{_ATTRS_SOURCE}>"
-    r"|</(?:>|[^A-Za-z>][^>]*+>)|<(?![A-Za-z/!?]))*+")
+    r"|</(?:>|[^A-Za-z>][^>]*+>)|<(?![A-Za-z/!?]))*+"
+)
 # The skip and the tag after it in one call: most tokens need nothing else.
 _NEXT = re.compile(rf"{_SKIP_SOURCE}(?P<tag>{_TAG_SOURCE})?")
 _ATTR = re.compile(
@@ -157,8 +181,11 @@ _SCRIPT_DOUBLE_ESCAPED = re.compile(r"-->|</script[\t\n\f\r />]", re.I | re.A)
 # One search for either ending: two (one for each) would each run to the end of the
 # file on a page that never uses the other, once per comment.
 _COMMENT_END = re.compile(r"--!?>")
-_END_TAG_OF = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.I | re.A)
-               for name, model in tables.TEXT_ELEMENTS.items() if model in ("RCDATA", "RAWTEXT")}
+_END_TAG_OF = {
+    name: re.compile(rf"</{name}[\t\n\f\r />]", re.I | re.A)
+    for name, model in tables.TEXT_ELEMENTS.items()
+    if model in ("RCDATA", "RAWTEXT")
+}
 
 
 def _script_end(text: str, position: int) -> int:
@@ -213,8 +240,10 @@ def decode_attribute(value: str) -> str:
 
 def _attribute_list(text: str) -> list[tuple[str, str, int]]:
     """(lower-case name, raw value, end offset) of each attribute in a tag's attribute text, in order."""
-    return [(match.group("name").lower(), match.group("dq") or match.group("sq") or match.group("uq") or "",
-             match.end()) for match in _ATTR.finditer(text)]
+    return [
+        (match.group("name").lower(), match.group("dq") or match.group("sq") or match.group("uq") or "", match.end())
+        for match in _ATTR.finditer(text)
+    ]
 
 
 def _attributes(text: str) -> dict[str, str]:
@@ -365,7 +394,8 @@ def _scan_python(text: str) -> _Scan:
     stack: list[_Foreign] = []
     template_depth = 0
     find = text.find
-    following_token = _NEXT.match
+    # _NEXT matches at every position (its skip may be empty and its tag is optional)
+    following_token = cast(Callable[[str, int], "re.Match[str]"], _NEXT.match)
     links_append = scan.links.append
     while True:
         match = None
@@ -419,8 +449,9 @@ def _scan_python(text: str) -> _Scan:
                 break
             position = close + 1
             continue
-        if following == "?" or (following == "/" and not (text[start + 2 : start + 3].isascii()
-                                                          and text[start + 2 : start + 3].isalpha())):
+        if following == "?" or (
+            following == "/" and not (text[start + 2 : start + 3].isascii() and text[start + 2 : start + 3].isalpha())
+        ):
             close = find(">", start + 2)  # bogus comment; '</' at the end of the file is text
             if close < 0:
                 break
@@ -450,8 +481,10 @@ def _scan_python(text: str) -> _Scan:
                 template_depth -= 1
             continue
         if foreign:
-            if name in tables.BREAKOUT or (name == "font" and any(
-                    key in tables.FONT_BREAKOUT_ATTRIBUTES for key, _, _ in _attribute_list(attrs_text))):
+            if name in tables.BREAKOUT or (
+                name == "font"
+                and any(key in tables.FONT_BREAKOUT_ATTRIBUTES for key, _, _ in _attribute_list(attrs_text))
+            ):
                 _leave_foreign(stack)
             else:
                 if not _self_closing(attrs_text):
@@ -498,7 +531,7 @@ def _scan_python(text: str) -> _Scan:
 
 
 try:
-    from . import _fastscan
+    from . import _fastscan  # type: ignore[attr-defined]
 except ImportError:  # not built (no C compiler at install time): the pure-Python scanner
     _fastscan = None
 _scan = _scan_python if _fastscan is None else _scan_fast
@@ -519,8 +552,10 @@ def _tooltip(info: LinkInfo, nofollow: bool) -> str:
     if info.pagerank is None:
         text = "Not in the PageRank store"
     else:
-        text = (f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
-                f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links")
+        text = (
+            f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
+            f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
+        )
     if nofollow:
         text += " · nofollow: this link passes no PageRank"
     return text
@@ -532,19 +567,24 @@ def bar(info: LinkInfo, nofollow: bool = False) -> str:
     width = max(0, min(MAX_BAR_PX, int(info.width)))
     flag = ' data-nofollow="true"' if nofollow else ""
     label = escape(_tooltip(info, nofollow))
-    return (f'<pagerank-bar data-pagerank="{value}" data-w="{width}"{flag} title="{label}" role="img">'
-            "<pagerank-fill></pagerank-fill></pagerank-bar>")
+    return (
+        f'<pagerank-bar data-pagerank="{value}" data-w="{width}"{flag} title="{label}" role="img">'
+        "<pagerank-fill></pagerank-fill></pagerank-bar>"
+    )
 
 
 def proxy_url(path: str, **query: str) -> str:
-    return f"http://{PROXY_HOST}{path}" + ("?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items())
-                                          if query else "")
+    return f"http://{PROXY_HOST}{path}" + (
+        "?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items()) if query else ""
+    )
 
 
 @functools.lru_cache(maxsize=16_384)  # the same good pages link to many others
 def _backlink_item(link: Backlink) -> str:
-    return (f'<li data-pagerank="{float(link.info.pagerank)!r}">{bar(link.info, link.nofollow)}'
-            f'<a href="{escape(link.url)}">{escape(link.title or link.url)}</a><small>{escape(link.url)}</small></li>')
+    return (
+        f'<li data-pagerank="{float(link.info.pagerank or 0.0)!r}">{bar(link.info, link.nofollow)}'
+        f'<a href="{escape(link.url)}">{escape(link.title or link.url)}</a><small>{escape(link.url)}</small></li>'
+    )
 
 
 def panel(data: PanelData) -> str:
@@ -552,14 +592,17 @@ def panel(data: PanelData) -> str:
     if info.pagerank is None:
         summary = "PageRank: this page is not in the store"
     else:
-        summary = (f"PageRank {format_score(info.pagerank)} · {info.percentile:.1f} pct · "
-                   f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks")
+        summary = (
+            f"PageRank {format_score(info.pagerank)} · {info.percentile:.1f} pct · "
+            f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks"
+        )
     items = [_backlink_item(link) for link in data.backlinks]
     backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
     page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
+    score = "unranked" if info.pagerank is None else repr(float(info.pagerank))
     return (
-        f'<aside id="pagerank-panel" data-pagerank="{"unranked" if info.pagerank is None else repr(float(info.pagerank))}">'
+        f'<aside id="pagerank-panel" data-pagerank="{score}">'
         f"<details><summary>{escape(summary)}</summary>"
         f"<p>Best backlinks by PageRank:</p>{backlinks}"
         f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'
@@ -575,7 +618,9 @@ def panel(data: PanelData) -> str:
 _PROLOGUE = re.compile(
     r"(?:[\t\n\f\r ]++|&#0*+(?:9|1[023]|32)(?![0-9]);?|&#[xX]0*+(?:9|[aAcCdD]|20)(?![0-9A-Fa-f]);?|&(?:Tab|NewLine);"
     r"|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>|</(?:>|[^A-Za-z>][^>]*+>)"
-    r"|</(?!(?ai:head|body|html|br)[\t\n\f\r />])[A-Za-z][^>]*+>)*+", re.S)
+    r"|</(?!(?ai:head|body|html|br)[\t\n\f\r />])[A-Za-z][^>]*+>)*+",
+    re.S,
+)
 _HTML_TAG = re.compile(rf"<(?ai:html)(?=[\t\n\f\r />]){_ATTRS_SOURCE}>")
 # A <select> or <a> that may still be open at the end of the file (its last start tag has no
 # end tag after it): the panel's text would become the select's, or its links would close
@@ -621,8 +666,7 @@ def annotate(
     base = base or page_url
     resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
     # no bar for a link within the page (an href of only a fragment, perhaps after white space)
-    targets: list[str | None] = [None if href.lstrip()[:1] in ("", "#") else resolve(href)
-                                 for _, href, _ in scan.links]
+    targets: list[str | None] = [None if href.lstrip()[:1] in ("", "#") else resolve(href) for _, href, _ in scan.links]
     known = lookup([t for t in dict.fromkeys(targets) if t]) if any(targets) else {}
     edits: list[tuple[int, str]] = []
     ranked = 0
@@ -645,7 +689,7 @@ def annotate(
         if at is None and scan.end_is_markup and not _left_open(text):
             at = len(text)
         data = panel_data(page) if page and at is not None else None
-        if data is not None:
+        if data is not None and at is not None:
             edits.append((at, panel(data)))
     if edits:  # the style block only where there is something to style
         # In <head>, else from the start (and past a first <html> tag), past the doctype (content
@@ -659,7 +703,7 @@ def annotate(
             if html_tag:
                 head_insert = _past_prologue(text, html_tag.end())
         edits.append((head_insert, STYLE_BLOCK))
-        for start, end, policy in scan.csp_metas:
+        for start, _end, policy in scan.csp_metas:
             for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
                 edits.append((start + offset, inserted))
     edits.sort(key=lambda edit: edit[0])

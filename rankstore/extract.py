@@ -22,9 +22,7 @@ __all__ = ["Link", "Page", "decode_html", "extract", "sniff_charset", "MAX_TITLE
 MAX_TITLE = 500
 MAX_ANCHOR = 200
 _NO_VOTE_RELS = frozenset({"nofollow", "ugc", "sponsored"})
-_META_CHARSET = re.compile(
-    rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE
-)
+_META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
@@ -64,13 +62,13 @@ def sniff_charset(body: bytes, content_type: str | None = None) -> tuple[str, in
         if body.startswith(bom):
             return name, len(bom)
     if content_type:
-        match = _HEADER_CHARSET.search(content_type)
-        if match and (name := _codec(match.group(1))):
-            return name, 0
-    match = _META_CHARSET.search(body, 0, 1024)
-    if match and (name := _codec(match.group(1).decode("ascii"))):
+        header = _HEADER_CHARSET.search(content_type)
+        if header and (declared := _codec(header.group(1))):
+            return declared, 0
+    meta = _META_CHARSET.search(body, 0, 1024)
+    if meta and (named := _codec(meta.group(1).decode("ascii"))):
         # A meta tag cannot declare UTF-16 for a page already parsed as ASCII-compatible.
-        return ("utf-8" if name.startswith("utf-16") else name), 0
+        return ("utf-8" if named.startswith("utf-16") else named), 0
     try:
         body[:65536].decode("utf-8")
         return "utf-8", 0

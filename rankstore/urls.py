@@ -31,7 +31,7 @@ from functools import lru_cache
 # ada's C API (ada_c.h) through the cffi module the ada-url package builds and its own adapter uses:
 # one parse and one copy of the href, without the package's Python objects (2.1 us a URL against
 # 7.1 us for ada_url.URL(url).href).  A private module: pyproject.toml holds ada-url to one major version.
-from ada_url._ada_wrapper import ffi, lib  # type: ignore[import-not-found]  # compiled by cffi, no stubs
+from ada_url._ada_wrapper import ffi, lib  # compiled by cffi, no stubs
 
 __all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "resolver"]
 
@@ -96,7 +96,7 @@ def _normal_form(href: str | None) -> str | None:
     path_start = href.find("/", start)  # a special URL's path starts with "/"; "/" ends the authority
     authority = href[start:path_start]
     if "@" in authority:  # "@" inside user info is percent-encoded: the last one ends it
-        authority = authority[authority.rindex("@") + 1:]
+        authority = authority[authority.rindex("@") + 1 :]
     if "." in authority and authority[0] != "[":
         host, colon, port = authority.partition(":")
         if host[-1] == ".":
@@ -148,7 +148,7 @@ def _directory(base: str) -> str | None:
     if path_start < 0:
         return None
     cut = base.rfind("/", path_start, end)
-    last = base[cut + 1: end]
+    last = base[cut + 1 : end]
     if last.lower() in _DOT_SEGMENTS or (last and last[-1] <= " "):  # the standard would resolve or strip it
         return None
     return base[: cut + 1]
@@ -192,8 +192,7 @@ def _resolve(base: str, url: str) -> str | None:
 def canonical_many(urls: list[str]) -> list[str | None]:
     """:func:`canonical` of each URL; those already in a plain normal form are taken as they are."""
     normal = _NORMAL.match
-    return [url if len(url) <= MAX_URL_LENGTH and normal(url) and "xn--" not in url else canonical(url)
-            for url in urls]
+    return [url if len(url) <= MAX_URL_LENGTH and normal(url) and "xn--" not in url else canonical(url) for url in urls]
 
 
 def host_of(url: str) -> str:

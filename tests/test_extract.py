@@ -2,15 +2,15 @@
 
 import multiprocessing
 import os
-
 import warnings
 
 import pytest
 from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 
-from conftest import POSTGRES_DOC, PYTHON_DOC
 from rankstore.extract import MAX_ANCHOR, decode_html, extract, sniff_charset
 from rankstore.urls import canonical
+
+from conftest import POSTGRES_DOC, PYTHON_DOC
 
 URL = "http://site.example/dir/page.html"
 
@@ -114,7 +114,10 @@ def test_charset_from_header_meta_bom_and_fallback():
     latin = "<title>Café</title><a href='é.html'>é</a>".encode("latin-1")
     assert extract(latin, URL, "text/html; charset=ISO-8859-1").title == "Café"
     assert extract(b"<meta charset='windows-1252'>" + latin, URL).title == "Café"
-    assert extract(b'<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">' + latin, URL).title == "Café"
+    assert (
+        extract(b'<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">' + latin, URL).title
+        == "Café"
+    )
     assert extract(latin, URL).title == "Café"  # not UTF-8: windows-1252 fallback
     assert extract(b"\xef\xbb\xbf<title>\xc3\xa9t\xc3\xa9</title>", URL).title == "été"
     utf16 = "\ufeff<title>été</title>".encode("utf-16-le")
@@ -141,7 +144,9 @@ def test_deep_nesting_does_not_crash():
 
 
 def test_huge_single_line_page():
-    body = b"<title>big</title>" + b"<a href='x%d.html'>link</a>" * 1 + b"<span>" + b"x" * (20 * 1024 * 1024) + b"</span>"
+    body = (
+        b"<title>big</title>" + b"<a href='x%d.html'>link</a>" * 1 + b"<span>" + b"x" * (20 * 1024 * 1024) + b"</span>"
+    )
     page = extract(body, URL)
     assert page.title == "big" and len(page.links) == 1
 

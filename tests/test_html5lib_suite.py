@@ -61,8 +61,9 @@ def _tokenizer(path: str) -> list[str]:
     return documents
 
 
-FILES = sorted(glob.glob(os.path.join(SUITE, "tree-construction", "*.dat"))
-               + glob.glob(os.path.join(SUITE, "tokenizer", "*.test")))
+FILES = sorted(
+    glob.glob(os.path.join(SUITE, "tree-construction", "*.dat")) + glob.glob(os.path.join(SUITE, "tokenizer", "*.test"))
+)
 
 
 def _documents(path: str) -> list[str]:
@@ -110,7 +111,8 @@ def _is_ours(element) -> bool:
     if name in OURS:
         return True
     return (name == "style" and element.get("id") == "pagerank-proxy-style") or (
-        name == "aside" and element.get("id") == "pagerank-panel")
+        name == "aside" and element.get("id") == "pagerank-panel"
+    )
 
 
 def _without_ours(element) -> None:
@@ -134,8 +136,13 @@ def _without_ours(element) -> None:
 
 
 def _dump(element) -> list:
-    return [element.tag if isinstance(element.tag, str) else "#comment", sorted(element.attrib.items()),
-            element.text or "", element.tail or "", [_dump(child) for child in element]]
+    return [
+        element.tag if isinstance(element.tag, str) else "#comment",
+        sorted(element.attrib.items()),
+        element.text or "",
+        element.tail or "",
+        [_dump(child) for child in element],
+    ]
 
 
 def _problems(source: str) -> list[str]:
@@ -173,15 +180,24 @@ def _problems(source: str) -> list[str]:
         ours = "a bar" if name == "pagerank-bar" else "the panel" if element.get("id") == "pagerank-panel" else None
         if ours and (not html or inside(element, ())):
             problems.append(f"{ours} outside HTML content")
-        if not html or name not in ("a", "area") or element.get("href") is None or inside(element, ()) \
-                or inside(element, ("aside",)):  # in a template, or the panel's own
+        if (
+            not html
+            or name not in ("a", "area")
+            or element.get("href") is None
+            or inside(element, ())
+            or inside(element, ("aside",))
+        ):  # in a template, or the panel's own
             continue
         href = element.get("href")
         target = None if href.lstrip()[:1] in ("", "#") else canonical(href, PAGE)
         if name == "a":  # its bar, not the one of an <area> inside it
             children = list(element)
-            bars = [child for index, child in enumerate(children) if _local(child.tag)[1] == "pagerank-bar"
-                    and not (index and _local(children[index - 1].tag)[1] == "area" and not children[index - 1].tail)]
+            bars = [
+                child
+                for index, child in enumerate(children)
+                if _local(child.tag)[1] == "pagerank-bar"
+                and not (index and _local(children[index - 1].tag)[1] == "area" and not children[index - 1].tail)
+            ]
         else:
             siblings = list(parents[element])
             following = siblings[siblings.index(element) + 1 :][:1]
@@ -218,21 +234,27 @@ def _extractor_problems(source: str) -> list[str]:
                 return True
         return False
 
-    base = next((e.get("href") for e in tree.iter(f"{HTML}base") if e.get("href") is not None
-                 and not in_template(e)), None)
+    base = next(
+        (e.get("href") for e in tree.iter(f"{HTML}base") if e.get("href") is not None and not in_template(e)), None
+    )
     base_url = (canonical(base, PAGE) or PAGE) if base is not None else PAGE
     links = set()
     for element in tree.iter():
         namespace, name = _local(element.tag)
-        if namespace == HTML[1:-1] and name in ("a", "area") and element.get("href") is not None \
-                and not in_template(element):
+        if (
+            namespace == HTML[1:-1]
+            and name in ("a", "area")
+            and element.get("href") is not None
+            and not in_template(element)
+        ):
             href = element.get("href")
             if href and not href.lstrip().startswith("#"):
                 target = canonical(href, base_url)
                 if target:
                     links.add(target)
-    title = next((" ".join("".join(e.itertext()).split()) or None for e in tree.iter(f"{HTML}title")
-                  if not in_template(e)), None)
+    title = next(
+        (" ".join("".join(e.itertext()).split()) or None for e in tree.iter(f"{HTML}title") if not in_template(e)), None
+    )
     page = extract(source.encode("utf-8", errors="surrogatepass"), PAGE, "text/html; charset=utf-8")
     problems = []
     found = {link.url for link in page.links}

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import POSTGRES_DOC, PYTHON_DOC
 from proxy_addon.csp import allow_style_hash, apply
-from proxy_addon.rewrite import (STYLE_HASH, Backlink, LinkInfo, PanelData, annotate, annotate_bytes, bar,
-                                 remove_edits)
+from proxy_addon.rewrite import STYLE_HASH, Backlink, LinkInfo, PanelData, annotate, annotate_bytes, bar, remove_edits
+
+from conftest import POSTGRES_DOC, PYTHON_DOC
 
 PAGE = "http://site.example/dir/page.html"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +29,8 @@ def scanner(request, monkeypatch):
     else:
         monkeypatch.setattr(rewrite, "_scan", rewrite._scan_python)
     return request.param
+
+
 INFO = LinkInfo(0.01, 99.5, 4, 12, 30)
 
 
@@ -49,9 +51,11 @@ def strip_insertions(text):
 
 
 def test_bar_after_each_link_start_tag_and_nowhere_else():
-    source = ('<!DOCTYPE html><html><head><title>t</title></head><body>'
-              '<a href="a.html">A</a> <a name="x">no href</a> <A HREF=/b>B</A>'
-              '<map><area href="c.html" alt=c></map></body></html>')
+    source = (
+        "<!DOCTYPE html><html><head><title>t</title></head><body>"
+        '<a href="a.html">A</a> <a name="x">no href</a> <A HREF=/b>B</A>'
+        '<map><area href="c.html" alt=c></map></body></html>'
+    )
     out = annotate(source, PAGE, everything)
     assert out.links == 3 and bars(out.text) == ["0.01"] * 3
     assert '<a href="a.html"><pagerank-bar' in out.text and "<A HREF=/b><pagerank-bar" in out.text
@@ -59,30 +63,33 @@ def test_bar_after_each_link_start_tag_and_nowhere_else():
     assert strip_insertions(out.text) == source
 
 
-@pytest.mark.parametrize("snippet", [
-    "<script>var s = '<a href=\"x.html\">x</a>';</script>",
-    "<script type=module>if (a<b) { document.write('<a href=y>') }</script>",
-    "<style>a[href='x'] { color: red } /* <a href=x> */</style>",
-    "<textarea><a href='x.html'>not a link</a></textarea>",
-    "<title><a href=x>in title</a></title>",
-    "<!-- <a href='x.html'>commented out</a> -->",
-    "<!-- a -- b --!> <a-still-text>",
-    "<noscript><a href='x.html'>scripting browsers see text</a></noscript>",
-    "<template><a href='x.html'>inert</a></template>",
-    "<svg><a href='x.html'><text>svg link</text></a></svg>",
-    "<svg><![CDATA[<a href='x.html'>]]></svg>",
-    "<math><mi><a href='x.html'>math</a></mi></math>",
-    "<xmp><a href=x></xmp>",
-    "<iframe><a href=x></iframe>",
-    "<a href='x.html' title='quote \" and > inside'>",
-    "<a title=it's href=x.html>unquoted value with a quote</a>",
-    "<a href=x.html/>",
-    "<a\nhref\n=\n'x.html'\n>spread over lines</a>",
-    "<!doctype html><?php echo '<a href=x>' ?>",
-    "<div title='<a href=x.html>'>attribute text</div>",
-    "<p>1 < 2 and <a href='x.html'>real</a></p>",
-    "<a href='x.html'",
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "<script>var s = '<a href=\"x.html\">x</a>';</script>",
+        "<script type=module>if (a<b) { document.write('<a href=y>') }</script>",
+        "<style>a[href='x'] { color: red } /* <a href=x> */</style>",
+        "<textarea><a href='x.html'>not a link</a></textarea>",
+        "<title><a href=x>in title</a></title>",
+        "<!-- <a href='x.html'>commented out</a> -->",
+        "<!-- a -- b --!> <a-still-text>",
+        "<noscript><a href='x.html'>scripting browsers see text</a></noscript>",
+        "<template><a href='x.html'>inert</a></template>",
+        "<svg><a href='x.html'><text>svg link</text></a></svg>",
+        "<svg><![CDATA[<a href='x.html'>]]></svg>",
+        "<math><mi><a href='x.html'>math</a></mi></math>",
+        "<xmp><a href=x></xmp>",
+        "<iframe><a href=x></iframe>",
+        "<a href='x.html' title='quote \" and > inside'>",
+        "<a title=it's href=x.html>unquoted value with a quote</a>",
+        "<a href=x.html/>",
+        "<a\nhref\n=\n'x.html'\n>spread over lines</a>",
+        "<!doctype html><?php echo '<a href=x>' ?>",
+        "<div title='<a href=x.html>'>attribute text</div>",
+        "<p>1 < 2 and <a href='x.html'>real</a></p>",
+        "<a href='x.html'",
+    ],
+)
 def test_tricky_markup_keeps_every_original_character(snippet):
     source = f"<html><head></head><body>{snippet}<a href='z.html'>z</a></body></html>"
     out = annotate(source, PAGE, everything)
@@ -92,43 +99,51 @@ def test_tricky_markup_keeps_every_original_character(snippet):
 
 # Where the HTML standard's tokenizer and tree builder put a link, or no link (issue 12):
 # each source holds links to /ok... (HTML links, one bar each) and /no... (none).
-@pytest.mark.parametrize("source", [
-    # legacy document.write in an escaped script: '</script>' inside it does not end the script
-    "<script><!--\ndocument.write(\"<script src=a.js></script>\");\nvar s = '<a href=\"/no\">';\n//--></script>"
-    "<a href=/ok>",
-    "<script><!-- x --></script><a href=/ok>",
-    "<script><!--<script></script><a href=/no>--></script><a href=/ok>",
-    "<script><!--<script>--><a href=/no></script><a href=/ok>",  # '-->' ends both escapes
-    "<script><!--<scripts></script><a href=/ok>",
-    # a quote inside an unquoted value is a character of that value
-    "<img alt=x' title=\"'><a href=/no>\"><a href=/ok>",
-    "<p class=a\"b><a href=/ok>",
-    # bogus comments: '</' then no letter, '<!' then no '--', doctype or CDATA, '<?'
-    "</3 <a href=/no> x><a href=/ok>",
-    "<! <a href=/no> ><a href=/ok>",
-    "<![CDATA[ <a href=/no> ]]><a href=/ok>",
-    "<? <a href=/no> ?><a href=/ok>",
-    "</><a href=/ok>",
-    # comments as the tokenizer ends them
-    "<!--><a href=/ok>", "<!---><a href=/ok>", "<!-- --!><a href=/ok>", "<!-- --!x <a href=/no> -->",
-    # SVG/MathML: their own a elements; breakout; integration points; an end tag closing an HTML parent
-    "<div><svg><circle></div><a href=/ok>",
-    "<svg><g><a href=/no></a></g></svg><a href=/ok>",
-    "<svg><p><a href=/ok>",
-    "<svg><font color=red><a href=/ok>", "<svg><font><a href=/no>",
-    "<svg></p><a href=/ok>",
-    "<math><mi><a href=/ok></a></mi><a href=/no></math>",
-    "<math><mi><mglyph><a href=/no>",
-    '<math><annotation-xml encoding="text/html"><a href=/ok></a></annotation-xml></math>',
-    '<math><annotation-xml encoding="Application/XHTML+XML"><a href=/ok></a></annotation-xml></math>',
-    "<math><annotation-xml><a href=/no></annotation-xml></math><a href=/ok>",
-    "<svg><foreignObject><a href=/ok></a></foreignObject><a href=/no></svg>",
-    "<svg><foreignObject><div><svg><a href=/no></svg></div></foreignObject></svg><a href=/ok>",
-    "<svg><desc><a href=/ok></a></desc><title>t</title><a href=/no></a></svg>",
-    "<svg/><a href=/ok>", "<svg x=1/><a href=/no>",
-    "<svg><foreignObject><![CDATA[ a > b <a href=/no> ]]><a href=/ok></foreignObject></svg>",
-    "<svg><foreignObject><p><![CDATA[ <a href=/no> ]]><a href=/ok></foreignObject></svg>",  # a bogus comment there
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        # legacy document.write in an escaped script: '</script>' inside it does not end the script
+        '<script><!--\ndocument.write("<script src=a.js></script>");\nvar s = \'<a href="/no">\';\n//--></script>'
+        "<a href=/ok>",
+        "<script><!-- x --></script><a href=/ok>",
+        "<script><!--<script></script><a href=/no>--></script><a href=/ok>",
+        "<script><!--<script>--><a href=/no></script><a href=/ok>",  # '-->' ends both escapes
+        "<script><!--<scripts></script><a href=/ok>",
+        # a quote inside an unquoted value is a character of that value
+        "<img alt=x' title=\"'><a href=/no>\"><a href=/ok>",
+        '<p class=a"b><a href=/ok>',
+        # bogus comments: '</' then no letter, '<!' then no '--', doctype or CDATA, '<?'
+        "</3 <a href=/no> x><a href=/ok>",
+        "<! <a href=/no> ><a href=/ok>",
+        "<![CDATA[ <a href=/no> ]]><a href=/ok>",
+        "<? <a href=/no> ?><a href=/ok>",
+        "</><a href=/ok>",
+        # comments as the tokenizer ends them
+        "<!--><a href=/ok>",
+        "<!---><a href=/ok>",
+        "<!-- --!><a href=/ok>",
+        "<!-- --!x <a href=/no> -->",
+        # SVG/MathML: their own a elements; breakout; integration points; an end tag closing an HTML parent
+        "<div><svg><circle></div><a href=/ok>",
+        "<svg><g><a href=/no></a></g></svg><a href=/ok>",
+        "<svg><p><a href=/ok>",
+        "<svg><font color=red><a href=/ok>",
+        "<svg><font><a href=/no>",
+        "<svg></p><a href=/ok>",
+        "<math><mi><a href=/ok></a></mi><a href=/no></math>",
+        "<math><mi><mglyph><a href=/no>",
+        '<math><annotation-xml encoding="text/html"><a href=/ok></a></annotation-xml></math>',
+        '<math><annotation-xml encoding="Application/XHTML+XML"><a href=/ok></a></annotation-xml></math>',
+        "<math><annotation-xml><a href=/no></annotation-xml></math><a href=/ok>",
+        "<svg><foreignObject><a href=/ok></a></foreignObject><a href=/no></svg>",
+        "<svg><foreignObject><div><svg><a href=/no></svg></div></foreignObject></svg><a href=/ok>",
+        "<svg><desc><a href=/ok></a></desc><title>t</title><a href=/no></a></svg>",
+        "<svg/><a href=/ok>",
+        "<svg x=1/><a href=/no>",
+        "<svg><foreignObject><![CDATA[ a > b <a href=/no> ]]><a href=/ok></foreignObject></svg>",
+        "<svg><foreignObject><p><![CDATA[ <a href=/no> ]]><a href=/ok></foreignObject></svg>",  # a bogus comment there
+    ],
+)
 def test_links_where_the_standard_puts_them(source):
     out = annotate(source, PAGE, everything)
     assert remove_edits(out.text, out.edits) == source
@@ -137,19 +152,22 @@ def test_links_where_the_standard_puts_them(source):
     assert out.links == len(expected)
 
 
-@pytest.mark.parametrize("href, target", [
-    ("/p?id=1&section=2", "http://site.example/p?id=1&section=2"),  # legacy name then '=': not a reference
-    ("/p?a=1&copy2", "http://site.example/p?a=1&copy2"),  # then an alphanumeric: not one either
-    ("/p?a=1&copy;2", "http://site.example/p?a=1%C2%A92"),
-    ("/p?a=1&copy.2", "http://site.example/p?a=1%C2%A9.2"),  # legacy name then other text: decoded
-    ("/p?a=1&amp;b=2", "http://site.example/p?a=1&b=2"),
-    ("/p?a=1&ampb=2", "http://site.example/p?a=1&ampb=2"),
-    ("/p?a=1&notit;", "http://site.example/p?a=1&notit;"),  # 'not' then an alphanumeric
-    ("/p?a=1&notin;", "http://site.example/p?a=1%E2%88%89"),
-    ("/p?a=1&#x26;b", "http://site.example/p?a=1&b"),
-    ("/p?a=1&#38b", "http://site.example/p?a=1&b"),
-    ("/p?a=&nosuch;", "http://site.example/p?a=&nosuch;"),
-])
+@pytest.mark.parametrize(
+    "href, target",
+    [
+        ("/p?id=1&section=2", "http://site.example/p?id=1&section=2"),  # legacy name then '=': not a reference
+        ("/p?a=1&copy2", "http://site.example/p?a=1&copy2"),  # then an alphanumeric: not one either
+        ("/p?a=1&copy;2", "http://site.example/p?a=1%C2%A92"),
+        ("/p?a=1&copy.2", "http://site.example/p?a=1%C2%A9.2"),  # legacy name then other text: decoded
+        ("/p?a=1&amp;b=2", "http://site.example/p?a=1&b=2"),
+        ("/p?a=1&ampb=2", "http://site.example/p?a=1&ampb=2"),
+        ("/p?a=1&notit;", "http://site.example/p?a=1&notit;"),  # 'not' then an alphanumeric
+        ("/p?a=1&notin;", "http://site.example/p?a=1%E2%88%89"),
+        ("/p?a=1&#x26;b", "http://site.example/p?a=1&b"),
+        ("/p?a=1&#38b", "http://site.example/p?a=1&b"),
+        ("/p?a=&nosuch;", "http://site.example/p?a=&nosuch;"),
+    ],
+)
 def test_character_references_in_href_read_as_the_standard_does(href, target):
     calls = []
 
@@ -161,25 +179,28 @@ def test_character_references_in_href_read_as_the_standard_does(href, target):
     assert calls == [target]
 
 
-@pytest.mark.parametrize("source, panel_at_end", [
-    ("<textarea>unfinished", False),
-    ("<title>unfinished", False),
-    ("<plaintext>unfinished", False),
-    ("<script>var a = 1", False),
-    ("<style>p{}", False),
-    ("<!-- unfinished", False),
-    ("<p>text <a href='x", False),
-    ("<p>text</", False),
-    ("<! unfinished", False),
-    ("<svg><circle>", False),
-    ("<template><p>", False),
-    ("<select><option>x", False),  # the panel's text would be the select's
-    ("<p><a href=x>unclosed", False),  # the panel's links would close it, moving the page's elements
-    ("<p><a href=x>closed</a><select></select>", True),
-    ("<p>text", True),
-    ("<p>text <", True),
-    ("<svg></svg><p>text", True),
-])
+@pytest.mark.parametrize(
+    "source, panel_at_end",
+    [
+        ("<textarea>unfinished", False),
+        ("<title>unfinished", False),
+        ("<plaintext>unfinished", False),
+        ("<script>var a = 1", False),
+        ("<style>p{}", False),
+        ("<!-- unfinished", False),
+        ("<p>text <a href='x", False),
+        ("<p>text</", False),
+        ("<! unfinished", False),
+        ("<svg><circle>", False),
+        ("<template><p>", False),
+        ("<select><option>x", False),  # the panel's text would be the select's
+        ("<p><a href=x>unclosed", False),  # the panel's links would close it, moving the page's elements
+        ("<p><a href=x>closed</a><select></select>", True),
+        ("<p>text", True),
+        ("<p>text <", True),
+        ("<svg></svg><p>text", True),
+    ],
+)
 def test_panel_without_body_goes_at_the_end_only_where_it_renders(source, panel_at_end):
     out = annotate(source, PAGE, everything, lambda url: PanelData(url, INFO, [], 0))
     assert out.text.endswith("</aside>") is panel_at_end
@@ -202,16 +223,19 @@ def test_generated_tables_are_up_to_date():
     import subprocess
     import sys
 
-    check = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_scan_tables.py"), "--check"],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tools", "gen_scan_tables.py"), "--check"], capture_output=True, text=True
+    )
     assert check.returncode == 0, check.stderr
 
 
 def test_only_real_links_get_bars():
-    source = ("<body><script>'<a href=s>'</script><svg><a href=v /></svg><template><a href=t>t</a></template>"
-              "<textarea><a href=ta></textarea><!-- <a href=c> --><noscript><a href=n>n</a></noscript>"
-              "<svg><foreignObject><a href=f.html>html inside svg</a></foreignObject></svg>"
-              "<math><a href=m></math><p><a href=real.html>real</a></p></body>")
+    source = (
+        "<body><script>'<a href=s>'</script><svg><a href=v /></svg><template><a href=t>t</a></template>"
+        "<textarea><a href=ta></textarea><!-- <a href=c> --><noscript><a href=n>n</a></noscript>"
+        "<svg><foreignObject><a href=f.html>html inside svg</a></foreignObject></svg>"
+        "<math><a href=m></math><p><a href=real.html>real</a></p></body>"
+    )
     out = annotate(source, PAGE, everything)
     assert out.links == 2
     targets = [m for m in re.findall(r"<a href=(\S+?)><pagerank-bar", out.text)]
@@ -219,20 +243,24 @@ def test_only_real_links_get_bars():
 
 
 def test_fragment_javascript_and_mailto_links_get_no_bar():
-    out = annotate("<a href='#top'>t</a><a href='javascript:x()'>j</a><a href='mailto:a@b'>m</a>"
-                   "<a href=''>e</a><a href='y.html#frag'>y</a>", PAGE, everything)
+    out = annotate(
+        "<a href='#top'>t</a><a href='javascript:x()'>j</a><a href='mailto:a@b'>m</a>"
+        "<a href=''>e</a><a href='y.html#frag'>y</a>",
+        PAGE,
+        everything,
+    )
     assert out.links == 1
 
 
 def test_unranked_and_nofollow_links():
     out = annotate("<a href=a.html>a</a><a rel='nofollow ugc' href=b.html>b</a>", PAGE, lambda urls: {})
     assert bars(out.text) == ["unranked", "unranked"]
-    assert out.text.count("data-nofollow=\"true\"") == 1 and "passes no PageRank" in out.text
+    assert out.text.count('data-nofollow="true"') == 1 and "passes no PageRank" in out.text
 
 
 def test_meta_robots_nofollow_marks_every_bar():
     out = annotate("<meta name=robots content=nofollow><a href=a.html>a</a>", PAGE, everything)
-    assert "data-nofollow=\"true\"" in out.text
+    assert 'data-nofollow="true"' in out.text
 
 
 def test_lookup_gets_every_target_once_in_canonical_form_honouring_base():
@@ -242,8 +270,12 @@ def test_lookup_gets_every_target_once_in_canonical_form_honouring_base():
         calls.append(list(urls))
         return {}
 
-    annotate("<head><base href='https://other.example/root/'></head><a href=a.html>1</a><a href='a.html#x'>2</a>"
-             "<a href='/abs'>3</a><a href='HTTPS://OTHER.example:443/abs'>4</a>", PAGE, lookup)
+    annotate(
+        "<head><base href='https://other.example/root/'></head><a href=a.html>1</a><a href='a.html#x'>2</a>"
+        "<a href='/abs'>3</a><a href='HTTPS://OTHER.example:443/abs'>4</a>",
+        PAGE,
+        lookup,
+    )
     assert calls == [["https://other.example/root/a.html", "https://other.example/abs"]]
 
 
@@ -254,12 +286,15 @@ def test_style_block_never_before_the_doctype():
     assert out.text.startswith("<style")
 
 
-@pytest.mark.parametrize("source, before_style", [
-    ("<!-- first -->\n<p><a href=a>a</a>", "<!-- first -->\n"),  # a comment before all stays at the top
-    ("<!DOCTYPE html>\n<!--x--> <html>\n<body><a href=a>a</a>", "<!DOCTYPE html>\n<!--x--> <html>\n"),
-    ("&#32;&Tab;</p><a href=a>a</a>", "&#32;&Tab;</p>"),  # ignored there: white space, stray end tags
-    ("<html><head class=h><a href=a>a</a>", "<html><head class=h>"),
-])
+@pytest.mark.parametrize(
+    "source, before_style",
+    [
+        ("<!-- first -->\n<p><a href=a>a</a>", "<!-- first -->\n"),  # a comment before all stays at the top
+        ("<!DOCTYPE html>\n<!--x--> <html>\n<body><a href=a>a</a>", "<!DOCTYPE html>\n<!--x--> <html>\n"),
+        ("&#32;&Tab;</p><a href=a>a</a>", "&#32;&Tab;</p>"),  # ignored there: white space, stray end tags
+        ("<html><head class=h><a href=a>a</a>", "<html><head class=h>"),
+    ],
+)
 def test_style_block_after_what_the_parser_keeps_outside_the_head(source, before_style):
     out = annotate(source, PAGE, everything)
     assert out.text.startswith(before_style + '<style id="pagerank-proxy-style">')
@@ -270,18 +305,24 @@ def test_no_style_block_without_a_bar_or_a_panel():
 
 
 def test_panel_lists_backlinks_escaped_and_sorted_as_given():
-    data = PanelData(PAGE, INFO, [
-        Backlink("http://x.example/?a=1&b=<2>", "<script>alert(1)</script>", LinkInfo(0.3, 99.9, 5, 3, 40)),
-        Backlink("http://y.example/\"onmouseover=\"alert(1)", "Y \"quoted\" 'single'", LinkInfo(0.1, 90.0, 4, 1, 20),
-                 True),
-    ], 2)
+    data = PanelData(
+        PAGE,
+        INFO,
+        [
+            Backlink("http://x.example/?a=1&b=<2>", "<script>alert(1)</script>", LinkInfo(0.3, 99.9, 5, 3, 40)),
+            Backlink(
+                'http://y.example/"onmouseover="alert(1)', "Y \"quoted\" 'single'", LinkInfo(0.1, 90.0, 4, 1, 20), True
+            ),
+        ],
+        2,
+    )
     out = annotate("<html><body><p>hi</p></body></html>", PAGE, everything, lambda url: data)
     panel = re.search(r'<aside id="pagerank-panel".*?</aside>', out.text, re.S).group(0)
     assert "<script>" not in panel and "&lt;script&gt;" in panel
     assert 'onmouseover="alert' not in panel and "&quot;onmouseover=&quot;" in panel
     assert re.findall(r'<li data-pagerank="([^"]+)"', panel) == ["0.3", "0.1"]
     assert "http://pagerank.proxy/backlinks?url=" in panel
-    assert out.text.index("<body>") < out.text.index("<aside id=\"pagerank-panel\"")
+    assert out.text.index("<body>") < out.text.index('<aside id="pagerank-panel"')
 
 
 def test_titles_with_non_ascii_become_character_references():
@@ -291,21 +332,24 @@ def test_titles_with_non_ascii_become_character_references():
     assert out.text.isascii() and "Caf&#233; &#9749;" in out.text
 
 
-@pytest.mark.parametrize("charset, body", [
-    ("utf-8", "<meta charset=utf-8><title>été</title><a href=a>ça</a>".encode()),
-    ("iso-8859-1 (meta only)", "<meta charset=iso-8859-1><title>été</title><a href=a>ça</a>".encode("latin-1")),
-    ("windows-1251 header", "<title>Привет</title><a href=a>ссылка</a>".encode("cp1251")),
-    ("shift_jis", "<meta charset=shift_jis><title>日本語</title><a href=a>リンク</a>".encode("shift_jis")),
-    ("utf-8 with BOM", "\ufeff<title>x</title><a href=a>y</a>".encode("utf-8")),
-    ("utf-16 with BOM", "\ufeff<title>x</title><a href=a>y</a>".encode("utf-16")),
-    ("invalid utf-8 bytes", b"<meta charset=utf-8><a href=a>\xff\xfe broken</a>"),
-])
+@pytest.mark.parametrize(
+    "charset, body",
+    [
+        ("utf-8", "<meta charset=utf-8><title>été</title><a href=a>ça</a>".encode()),
+        ("iso-8859-1 (meta only)", "<meta charset=iso-8859-1><title>été</title><a href=a>ça</a>".encode("latin-1")),
+        ("windows-1251 header", "<title>Привет</title><a href=a>ссылка</a>".encode("cp1251")),
+        ("shift_jis", "<meta charset=shift_jis><title>日本語</title><a href=a>リンク</a>".encode("shift_jis")),
+        ("utf-8 with BOM", "\ufeff<title>x</title><a href=a>y</a>".encode("utf-8")),
+        ("utf-16 with BOM", "\ufeff<title>x</title><a href=a>y</a>".encode("utf-16")),
+        ("invalid utf-8 bytes", b"<meta charset=utf-8><a href=a>\xff\xfe broken</a>"),
+    ],
+)
 def test_charset_kept_byte_for_byte(charset, body):
     content_type = "text/html; charset=windows-1251" if "1251" in charset else "text/html"
     done = annotate_bytes(body, content_type, PAGE, everything)
     assert done is not None
     new_body, rewrite = done
-    assert b"pagerank-bar" in new_body.decode("utf-16") .encode() if "16" in charset else b"pagerank-bar" in new_body
+    assert b"pagerank-bar" in new_body.decode("utf-16").encode() if "16" in charset else b"pagerank-bar" in new_body
     # removing the insertions, re-encoded the same way, gives the original bytes
     from rankstore.extract import sniff_charset
 
@@ -315,27 +359,38 @@ def test_charset_kept_byte_for_byte(charset, body):
 
 
 def test_meta_csp_gets_the_style_hash_by_insertion_only():
-    source = ("<html><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'self'\">"
-              "</head><body><a href=a>a</a></body></html>")
+    source = (
+        "<html><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'self'\">"
+        "</head><body><a href=a>a</a></body></html>"
+    )
     out = annotate(source, PAGE, everything)
     assert f"style-src 'self' &#39;{STYLE_HASH}&#39;" in out.text
     assert remove_edits(out.text, out.edits) == source
 
 
-@pytest.mark.parametrize("policy, expected", [
-    ("default-src 'self'", "default-src 'self'; style-src 'self' 'H'"),
-    ("default-src 'self'; style-src 'self' https://cdn.example",
-     "default-src 'self'; style-src 'self' https://cdn.example 'H'"),
-    ("style-src 'self' 'unsafe-inline'", "style-src 'self' 'unsafe-inline'"),  # already allowed: untouched
-    ("style-src 'nonce-r4nd0m' 'unsafe-inline'", "style-src 'nonce-r4nd0m' 'unsafe-inline' 'H'"),
-    ("script-src 'self'", "script-src 'self'"),  # styles not restricted
-    ("default-src 'none'", "default-src 'none'; style-src 'H'"),
-    ("default-src 'self'; style-src-elem 'self'; style-src 'none'",
-     "default-src 'self'; style-src-elem 'self' 'H'; style-src 'none'"),
-    ("default-src 'self';", "default-src 'self'; style-src 'self' 'H'"),
-    ("default-src 'self', style-src https://a.example", "default-src 'self'; style-src 'self' 'H', "
-                                                        "style-src https://a.example 'H'"),
-])
+@pytest.mark.parametrize(
+    "policy, expected",
+    [
+        ("default-src 'self'", "default-src 'self'; style-src 'self' 'H'"),
+        (
+            "default-src 'self'; style-src 'self' https://cdn.example",
+            "default-src 'self'; style-src 'self' https://cdn.example 'H'",
+        ),
+        ("style-src 'self' 'unsafe-inline'", "style-src 'self' 'unsafe-inline'"),  # already allowed: untouched
+        ("style-src 'nonce-r4nd0m' 'unsafe-inline'", "style-src 'nonce-r4nd0m' 'unsafe-inline' 'H'"),
+        ("script-src 'self'", "script-src 'self'"),  # styles not restricted
+        ("default-src 'none'", "default-src 'none'; style-src 'H'"),
+        (
+            "default-src 'self'; style-src-elem 'self'; style-src 'none'",
+            "default-src 'self'; style-src-elem 'self' 'H'; style-src 'none'",
+        ),
+        ("default-src 'self';", "default-src 'self'; style-src 'self' 'H'"),
+        (
+            "default-src 'self', style-src https://a.example",
+            "default-src 'self'; style-src 'self' 'H', style-src https://a.example 'H'",
+        ),
+    ],
+)
 def test_csp_insertions(policy, expected):
     assert apply(policy, allow_style_hash(policy, "H")) == expected
 
@@ -376,16 +431,59 @@ def test_real_pages_round_trip_and_every_link_gets_a_bar(root):
     assert checked >= 100
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
-@given(parts=st.lists(st.one_of(
-    st.sampled_from(["<a href='x.html'>", "<A HREF=y>", "</a>", "<area href=z>", "<script>", "</script>",
-                     "<style>", "</style>", "<textarea>", "</textarea>", "<!--", "-->", "<svg>", "</svg>",
-                     "<template>", "</template>", "<![CDATA[", "]]>", "<title>", "</title>", "<body>",
-                     "<head>", "<base href='http://b.example/'>", "<noscript>", "</noscript>", "<", ">",
-                     "'", '"', "=", " ", "\n", "&amp;", "é", "<a href=", "<!DOCTYPE html>", "<meta charset=x>",
-                     "<meta http-equiv=content-security-policy content=\"default-src 'self'\">"]),
-    st.text(max_size=8)), max_size=40))
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "<a href='x.html'>",
+                    "<A HREF=y>",
+                    "</a>",
+                    "<area href=z>",
+                    "<script>",
+                    "</script>",
+                    "<style>",
+                    "</style>",
+                    "<textarea>",
+                    "</textarea>",
+                    "<!--",
+                    "-->",
+                    "<svg>",
+                    "</svg>",
+                    "<template>",
+                    "</template>",
+                    "<![CDATA[",
+                    "]]>",
+                    "<title>",
+                    "</title>",
+                    "<body>",
+                    "<head>",
+                    "<base href='http://b.example/'>",
+                    "<noscript>",
+                    "</noscript>",
+                    "<",
+                    ">",
+                    "'",
+                    '"',
+                    "=",
+                    " ",
+                    "\n",
+                    "&amp;",
+                    "é",
+                    "<a href=",
+                    "<!DOCTYPE html>",
+                    "<meta charset=x>",
+                    "<meta http-equiv=content-security-policy content=\"default-src 'self'\">",
+                ]
+            ),
+            st.text(max_size=8),
+        ),
+        max_size=40,
+    )
+)
 def test_any_input_comes_back_when_insertions_are_removed(parts):
     source = "".join(parts)
     out = annotate(source, PAGE, everything, lambda url: PanelData(url, INFO, [], 0))
@@ -400,29 +498,138 @@ def test_bar_markup_is_plain():
 
 # ------------------------------------------------------------------ the C scanner against the Python reference
 
-SOUP = st.lists(st.one_of(
-    st.sampled_from(["<a href='x.html'>", "<A HREF=y>", "</a>", "<area href=z>", "<a rel='nofollow ugc' href=n>",
-                     "<a href=r&amp;s rel=&#110;ofollow>", "<a href=1 href=2>", "<a/href=q>", "<abbr>", "<aside>",
-                     "<script>", "</script>", "</SCRIPT >", "<style>", "</style>", "<textarea>", "</textarea>",
-                     "<xmp>", "</xmp>", "<iframe>", "</iframe>", "<noscript>", "</noscript>", "<plaintext>",
-                     "<!--", "-->", "--!>", "<!-->", "<svg>", "</svg>", "<svg/>", "<math>", "</math>",
-                     "<foreignObject>", "</foreignObject>", "<desc>", "<annotation-xml>", "<font color=r>",
-                     "<font>", "<b>", "<p>", "<template>", "</template>", "<![CDATA[", "]]>", "<title>", "</title>",
-                     "<body>", "<head>", "<html>", "<base href='http://b.example/'>", "<base>", "<meta name=robots "
-                     "content=nofollow>", "<meta http-equiv=content-security-policy content=\"default-src 'self'\">",
-                     "<", ">", "</", "<?", "<!", "'", '"', "=", " ", "\n", "\t", "/", "&amp;", "é", "ſ", "K",
-                     "<!--", "-->", "<script>", "</script>", "<script/", "</3", "<!x", "</ ", "</>", "alt=x'",
-                     "<img alt=", "<mi>", "</mi>", "<mglyph>", "<annotation-xml encoding=text/html>",
-                     "<annotation-xml encoding='TEXT/HTML'>", "</annotation-xml>", "</desc>", "<div>", "</div>",
-                     "</p>", "</br>", "<font size=3>", "<font face>", "<circle>", "</circle>", "<g/>", "<x y=z/>",
-                     "<svg x='1'/>", "<table>", "</foreignObject>", "<span>", "</span>", "<br>",
-                     "<a href=", "<div title='", "<img alt=\"", "<!DOCTYPE html>", "<!doctype", "<span class=x>"]),
-    st.text(max_size=6)), max_size=50).map("".join)
+SOUP = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "<a href='x.html'>",
+                "<A HREF=y>",
+                "</a>",
+                "<area href=z>",
+                "<a rel='nofollow ugc' href=n>",
+                "<a href=r&amp;s rel=&#110;ofollow>",
+                "<a href=1 href=2>",
+                "<a/href=q>",
+                "<abbr>",
+                "<aside>",
+                "<script>",
+                "</script>",
+                "</SCRIPT >",
+                "<style>",
+                "</style>",
+                "<textarea>",
+                "</textarea>",
+                "<xmp>",
+                "</xmp>",
+                "<iframe>",
+                "</iframe>",
+                "<noscript>",
+                "</noscript>",
+                "<plaintext>",
+                "<!--",
+                "-->",
+                "--!>",
+                "<!-->",
+                "<svg>",
+                "</svg>",
+                "<svg/>",
+                "<math>",
+                "</math>",
+                "<foreignObject>",
+                "</foreignObject>",
+                "<desc>",
+                "<annotation-xml>",
+                "<font color=r>",
+                "<font>",
+                "<b>",
+                "<p>",
+                "<template>",
+                "</template>",
+                "<![CDATA[",
+                "]]>",
+                "<title>",
+                "</title>",
+                "<body>",
+                "<head>",
+                "<html>",
+                "<base href='http://b.example/'>",
+                "<base>",
+                "<meta name=robots content=nofollow>",
+                "<meta http-equiv=content-security-policy content=\"default-src 'self'\">",
+                "<",
+                ">",
+                "</",
+                "<?",
+                "<!",
+                "'",
+                '"',
+                "=",
+                " ",
+                "\n",
+                "\t",
+                "/",
+                "&amp;",
+                "é",
+                "ſ",
+                "K",
+                "<!--",
+                "-->",
+                "<script>",
+                "</script>",
+                "<script/",
+                "</3",
+                "<!x",
+                "</ ",
+                "</>",
+                "alt=x'",
+                "<img alt=",
+                "<mi>",
+                "</mi>",
+                "<mglyph>",
+                "<annotation-xml encoding=text/html>",
+                "<annotation-xml encoding='TEXT/HTML'>",
+                "</annotation-xml>",
+                "</desc>",
+                "<div>",
+                "</div>",
+                "</p>",
+                "</br>",
+                "<font size=3>",
+                "<font face>",
+                "<circle>",
+                "</circle>",
+                "<g/>",
+                "<x y=z/>",
+                "<svg x='1'/>",
+                "<table>",
+                "</foreignObject>",
+                "<span>",
+                "</span>",
+                "<br>",
+                "<a href=",
+                "<div title='",
+                '<img alt="',
+                "<!DOCTYPE html>",
+                "<!doctype",
+                "<span class=x>",
+            ]
+        ),
+        st.text(max_size=6),
+    ),
+    max_size=50,
+).map("".join)
 
 
 def _scan_answer(scan):
-    return (scan.links, scan.body_at, scan.head_at, scan.base_href,
-            scan.robots_nofollow, scan.csp_metas, scan.end_is_markup)
+    return (
+        scan.links,
+        scan.body_at,
+        scan.head_at,
+        scan.base_href,
+        scan.robots_nofollow,
+        scan.csp_metas,
+        scan.end_is_markup,
+    )
 
 
 # the twins against each other: once is enough
@@ -435,8 +642,9 @@ def test_the_c_scanner_is_built_and_used(scanner):
 
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(source=SOUP)
 def test_c_scanner_answers_as_the_python_reference_on_tag_soup(scanner, source):
     from proxy_addon.rewrite import _scan_fast, _scan_python
@@ -456,9 +664,28 @@ def test_c_scanner_answers_as_the_python_reference_on_real_pages(scanner, root):
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.binary(max_size=64) | st.lists(st.sampled_from(
-    [b"a", b"<", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80", b"\xc3", b"\x80", b"\xff",
-     b"\xef\xbb\xbf", b"\xf4\x90\x80\x80", b"\xc0\xaf"]), max_size=24).map(b"".join))
+@given(
+    body=st.binary(max_size=64)
+    | st.lists(
+        st.sampled_from(
+            [
+                b"a",
+                b"<",
+                b"\xc3\xa9",
+                b"\xe2\x82\xac",
+                b"\xf0\x9f\x98\x80",
+                b"\xed\xa0\x80",
+                b"\xc3",
+                b"\x80",
+                b"\xff",
+                b"\xef\xbb\xbf",
+                b"\xf4\x90\x80\x80",
+                b"\xc0\xaf",
+            ]
+        ),
+        max_size=24,
+    ).map(b"".join)
+)
 def test_utf8_bodies_always_round_trip(scanner, body):
     # annotate_bytes skips its round-trip check for UTF-8 on the strength of this
     assert body.decode("utf-8", errors="surrogateescape").encode("utf-8", errors="surrogateescape") == body

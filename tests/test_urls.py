@@ -115,11 +115,14 @@ def test_shared_resolution_cache_keeps_bases_apart():
     assert canonical("?x", "http://h/a/q.html") == "http://h/a/q.html?x"
 
 
-@pytest.mark.parametrize("url, host", [
-    ("http://example.com/a", "example.com"),
-    ("http://example.com:8080/", "example.com:8080"),
-    ("https://[::1]/", "[::1]"),
-])
+@pytest.mark.parametrize(
+    "url, host",
+    [
+        ("http://example.com/a", "example.com"),
+        ("http://example.com:8080/", "example.com:8080"),
+        ("https://[::1]/", "[::1]"),
+    ],
+)
 def test_host_of(url, host):
     assert host_of(url) == host
 
@@ -131,8 +134,31 @@ def test_urls_taken_as_normal_are_normal(url):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["%2d", "%2D", "%41", "%7e", "%7E", "%20", "%2F", "%ff", "%FF", "%c3%a9", "a", "/",
-                                 "%5f", "%5F", "%60", "%3A"]), max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "%2d",
+                "%2D",
+                "%41",
+                "%7e",
+                "%7E",
+                "%20",
+                "%2F",
+                "%ff",
+                "%FF",
+                "%c3%a9",
+                "a",
+                "/",
+                "%5f",
+                "%5F",
+                "%60",
+                "%3A",
+            ]
+        ),
+        max_size=12,
+    )
+)
 def test_escapes_left_alone_only_when_nothing_to_fix(parts):
     """The check that skips the escape rewrite agrees with doing it: same answer either way."""
     text = "".join(parts)
@@ -155,7 +181,7 @@ WPT_DIFFERENCES: dict[tuple[str, str | None], str] = {
     ("http://./", None): TRAILING_DOT,
     ("http://../", None): TRAILING_DOT,
     ("http://foo.09..", None): "our normalisation: a host's trailing dots dropped leaves foo.09, which the "
-                               "standard reads as a bad IPv4 address: rejected",
+    "standard reads as a bad IPv4 address: rejected",
     ("\\\\\\.\\Y:", WPT_HIERARCHICAL_BASE): TRAILING_DOT,  # the host is "."
     ("\\\\\\.\\y:", WPT_HIERARCHICAL_BASE): TRAILING_DOT,
 }
@@ -237,16 +263,22 @@ def test_wpt_other_schemes_are_rejected(case):
 @pytest.mark.parametrize("case", [case for case in WPT_CASES if "relativeTo" in case], ids=_case_id)
 def test_wpt_relative_only_cases_resolve(case):
     """Inputs that fail alone but parse against a hierarchical base (WPT's `relativeTo`)."""
-    base = WPT_HIERARCHICAL_BASE.replace("http:", _scheme(case["input"]) + ":", 1) if _scheme(case["input"]) == "https" \
+    base = (
+        WPT_HIERARCHICAL_BASE.replace("http:", _scheme(case["input"]) + ":", 1)
+        if _scheme(case["input"]) == "https"
         else WPT_HIERARCHICAL_BASE
+    )
     if (case["input"], base) in WPT_DIFFERENCES:
         assert canonical(case["input"], base) is None
     else:
         assert canonical(case["input"], base) is not None
 
 
-WPT_HOST_TESTS = [case for case in json.loads((WPT_URL_TESTS.parent / "toascii.json").read_text(encoding="utf-8"))
-                  if isinstance(case, dict)]
+WPT_HOST_TESTS = [
+    case
+    for case in json.loads((WPT_URL_TESTS.parent / "toascii.json").read_text(encoding="utf-8"))
+    if isinstance(case, dict)
+]
 
 
 @pytest.mark.parametrize("case", WPT_HOST_TESTS, ids=lambda case: ascii(case["input"])[1:-1][:60])
@@ -264,11 +296,27 @@ def test_wpt_differences_are_wpt_cases():
 # ------------------------------------------------------------------ properties
 
 # URL-ish text: characters and pieces that the parser treats specially
-_URL_TEXT = st.lists(st.sampled_from(list("aAz09.:/?#@%[]\\ \t-_~'xß") + ["%2e", "%41", "xn--", "0x", "http:", "https://",
-                                                                         "//", ".."]), max_size=16).map("".join)
-_BASES = st.sampled_from(["http://h/a/p.html", "http://h/a/p.html?q=1", "http://h/a/", "http://h", "http://h?x/y",
-                          "https://h/a/..", "https://h/a/%2E", "http://u@h./a/b#f/g", "http://h/a\\b/c", "http://h/a/b\\c",
-                          "HTTP://H/a/b", "http://h/a/b ", "http://[::1]/a/b"])
+_URL_TEXT = st.lists(
+    st.sampled_from(list("aAz09.:/?#@%[]\\ \t-_~'xß") + ["%2e", "%41", "xn--", "0x", "http:", "https://", "//", ".."]),
+    max_size=16,
+).map("".join)
+_BASES = st.sampled_from(
+    [
+        "http://h/a/p.html",
+        "http://h/a/p.html?q=1",
+        "http://h/a/",
+        "http://h",
+        "http://h?x/y",
+        "https://h/a/..",
+        "https://h/a/%2E",
+        "http://u@h./a/b#f/g",
+        "http://h/a\\b/c",
+        "http://h/a/b\\c",
+        "HTTP://H/a/b",
+        "http://h/a/b ",
+        "http://[::1]/a/b",
+    ]
+)
 
 
 @settings(max_examples=2000, deadline=None)

@@ -49,15 +49,19 @@ def main() -> None:
         rewrite.annotate(text, "http://docs.local/library/page.html", lambda urls: {url: info for url in urls})
 
     print(f"{len(pages)} pages of 30-50 KB; C scanner built: {rewrite._fastscan is not None}")
-    rows = [("scan, C (_fastscan)", rewrite._scan_fast if rewrite._fastscan else None),
-            ("scan, Python reference", rewrite._scan_python),
-            ("annotate (scan, bars, assembly)", annotate),
-            ("BeautifulSoup html.parser, a[href]", lambda text: BeautifulSoup(text, "html.parser").find_all("a"))]
+    rows = [
+        ("scan, C (_fastscan)", rewrite._scan_fast if rewrite._fastscan else None),
+        ("scan, Python reference", rewrite._scan_python),
+        ("annotate (scan, bars, assembly)", annotate),
+        ("BeautifulSoup html.parser, a[href]", lambda text: BeautifulSoup(text, "html.parser").find_all("a")),
+    ]
     for label, function in rows:
         if function is None:
             continue
-        print(f"{label:>36}: ~40 KB {best_ms(function, pages):7.3f} ms/page | "
-              f"functions.html {best_ms(function, big):7.3f} ms")
+        print(
+            f"{label:>36}: ~40 KB {best_ms(function, pages):7.3f} ms/page | "
+            f"functions.html {best_ms(function, big):7.3f} ms"
+        )
 
 
 if __name__ == "__main__":
