@@ -6,7 +6,9 @@
 Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_max_body`` (larger bodies stream through untouched),
 ``pagerank_panel`` (backlinks shown in the panel; 0 for no panel),
-``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread).
+``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread),
+``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit),
+``pagerank_idle_timeout`` (seconds of silence after which a connection is closed).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mitmproxy import ctx, exceptions, http
+from mitmproxy.proxy import server as _server
 
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.options import is_candidate, parse_settings
@@ -33,6 +36,7 @@ from proxy_addon.worker import WorkerError, Workers, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
+_MITMPROXY_TCP_TIMEOUT = _server.TCP_TIMEOUT
 CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
 
 
@@ -45,17 +49,56 @@ class PageRankProxy:
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
         loader.add_option("pagerank_ranking", str, "pagerank", "The named ranking to show.")
-        loader.add_option("pagerank_max_body", int, 8 * 1024 * 1024,
-                          "HTML bodies larger than this many bytes pass through untouched, streamed.")
+        loader.add_option(
+            "pagerank_max_body",
+            int,
+            8 * 1024 * 1024,
+            "HTML bodies larger than this many bytes pass through untouched, streamed.",
+        )
         loader.add_option("pagerank_panel", int, 10, "Backlinks shown in the page's panel (0: no panel).")
-        loader.add_option("pagerank_workers", int, min(os.cpu_count() or 1, 4),
-                          "Processes that rewrite pages beside mitmproxy's own (0: a thread of mitmproxy's).")
+        loader.add_option(
+            "pagerank_workers",
+            int,
+            min(os.cpu_count() or 1, 4),
+            "Processes that rewrite pages beside mitmproxy's own (0: a thread of mitmproxy's).",
+        )
+        loader.add_option(
+            "pagerank_max_links",
+            int,
+            20_000,
+            "Pages with more link tags than this pass through untouched (0: no limit).",
+        )
+        loader.add_option(
+            "pagerank_idle_timeout",
+            int,
+            60,
+            "Close a connection after this many seconds with nothing sent or received "
+            "(a stalled origin); 0 keeps mitmproxy's own (10 minutes).",
+        )
 
     def configure(self, updated) -> None:
-        if not updated & {"rankstore", "pagerank_ranking", "pagerank_max_body", "pagerank_panel", "pagerank_workers"}:
+        if "pagerank_idle_timeout" in updated:
+            # mitmproxy's inactivity watchdog reads this module constant for each new connection
+            timeout = ctx.options.pagerank_idle_timeout
+            if timeout < 0:
+                raise exceptions.OptionsError("pagerank_idle_timeout must be 0 (mitmproxy's own) or more seconds")
+            _server.TCP_TIMEOUT = timeout or _MITMPROXY_TCP_TIMEOUT
+        if not updated & {
+            "rankstore",
+            "pagerank_ranking",
+            "pagerank_max_body",
+            "pagerank_panel",
+            "pagerank_workers",
+            "pagerank_max_links",
+        }:
             return
-        settings = parse_settings(ctx.options.rankstore, ctx.options.pagerank_ranking,
-                                  ctx.options.pagerank_max_body, ctx.options.pagerank_panel)
+        settings = parse_settings(
+            ctx.options.rankstore,
+            ctx.options.pagerank_ranking,
+            ctx.options.pagerank_max_body,
+            ctx.options.pagerank_panel,
+            ctx.options.pagerank_max_links,
+        )
         if settings is None:
             if self.ranks is not None:
                 self.ranks.close()
@@ -85,13 +128,21 @@ class PageRankProxy:
             self.workers = None
 
     async def request(self, flow: http.HTTPFlow) -> None:
-        if flow.request.pretty_host != PROXY_HOST or self.ranks is None:
+        if flow.request.pretty_host != PROXY_HOST:
             return
-        # answered here: no request ever leaves for the reserved host
+        # answered here whatever happens: no request ever leaves for the reserved host
         flow.metadata["pagerank"] = "own-page"
+        if self.ranks is None:
+            flow.response = _own_error(503, "No store is set: start the proxy with --set rankstore=PATH.")
+            return
         path, _, query_text = flow.request.path.partition("?")
         query = parse_qs(query_text, keep_blank_values=True)
-        status, headers, body = await asyncio.to_thread(respond, flow.request.method, path, query, self.ranks)
+        try:
+            status, headers, body = await asyncio.to_thread(respond, flow.request.method, path, query, self.ranks)
+        except Exception:  # a bug of ours: a page of ours says so, the log has it once
+            log.exception("pagerank: %s failed", flow.request.path[:200])
+            flow.response = _own_error(500, "This page of the PageRank proxy failed; the proxy's log says why.")
+            return
         flow.response = http.Response.make(status, b"" if flow.request.method == "HEAD" else body, headers)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
@@ -102,37 +153,45 @@ class PageRankProxy:
             flow.metadata["pagerank"] = "passed"
 
     async def response(self, flow: http.HTTPFlow) -> None:
-        if (self.settings is None or flow.response is None or flow.response.stream
-                or flow.metadata.get("pagerank") in ("own-page", "passed")
-                or not is_candidate(flow, self.settings.max_body)):
+        if (
+            self.settings is None
+            or flow.response is None
+            or flow.response.stream
+            or flow.metadata.get("pagerank") in ("own-page", "passed")
+            or not is_candidate(flow, self.settings.max_body)
+        ):
             return
         started = time.perf_counter()
         response = flow.response
-        try:
-            body = response.content  # Content-Encoding decoded
-        except ValueError:
-            flow.metadata["pagerank"] = "unknown content-encoding: untouched"
-            return
+        # The raw bytes go to the rewriting process, which undoes their Content-Encoding within
+        # pagerank_max_body: a compression bomb never inflates in mitmproxy's event loop.
+        body = response.raw_content
         if not body or len(body) > self.settings.max_body:
             return
         settings = self.settings
         content_type, url = response.headers.get("content-type"), flow.request.url
+        job = (content_type, url, response.headers.get("content-encoding"), settings.max_body, settings.max_links)
         try:
             if self.workers is not None:
-                done = await self.workers.rewrite(body, content_type, url)
+                done = await self.workers.rewrite(body, *job)
             else:
                 # SQLite and the rewrite off the event loop: other flows go on meanwhile
-                done = await asyncio.to_thread(rewrite_page, settings.store, settings.ranking, settings.panel,
-                                               body, content_type, url)
+                done = await asyncio.to_thread(
+                    rewrite_page, settings.store, settings.ranking, settings.panel, body, *job
+                )
         except (StoreError, WorkerError) as error:
             log.warning("pagerank: %s: %s", url, error)
             flow.metadata["pagerank"] = f"untouched: {error}"
             return
-        if done is None:
-            flow.metadata["pagerank"] = "charset does not round-trip: untouched"
+        if isinstance(done, str):
+            flow.metadata["pagerank"] = f"untouched: {done}"
             return
+        if not flow.live or flow.error or flow.response is not response:
+            return  # the client has gone, or the flow was killed, while the page was rewritten
         new_body, links, ranked = done
-        response.content = new_body  # re-encoded as it came; Content-Length follows
+        response.raw_content = new_body  # encoded as it came
+        if "transfer-encoding" not in response.headers:
+            response.headers["content-length"] = str(len(new_body))
         for name in CSP_HEADERS:
             policies = response.headers.get_all(name)
             if policies:
@@ -145,6 +204,21 @@ class PageRankProxy:
         if self.workers is not None:
             workers, self.workers = self.workers, None
             await workers.aclose()
+
+
+def _own_error(status: int, message: str) -> http.Response:
+    import html
+
+    body = f"<!doctype html><title>PageRank proxy</title><p>{html.escape(message)}</p>".encode()
+    return http.Response.make(
+        status,
+        body,
+        {
+            "content-type": "text/html; charset=utf-8",
+            "content-security-policy": "default-src 'none'",
+            "cache-control": "no-store",
+        },
+    )
 
 
 addons = [PageRankProxy()]

@@ -9,43 +9,92 @@ import sys
 ADDON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "addon.py")
 
 
-def mitmdump_args(store: str, listen_host: str, port: int, ranking: str, panel: int, extra: list[str]) -> list[str]:
-    return ["-s", ADDON, "--set", f"rankstore={store}", "--set", f"pagerank_ranking={ranking}",
-            "--set", f"pagerank_panel={panel}", "--listen-host", listen_host, "--listen-port", str(port),
-            "--set", "connection_strategy=lazy", *extra]
+def mitmdump_args(
+    store: str, listen_host: str, port: int, ranking: str, panel: int, extra: list[str], idle_timeout: int = 60
+) -> list[str]:
+    return [
+        "-s",
+        ADDON,
+        "--set",
+        f"rankstore={store}",
+        "--set",
+        f"pagerank_ranking={ranking}",
+        "--set",
+        f"pagerank_panel={panel}",
+        "--set",
+        f"pagerank_idle_timeout={idle_timeout}",
+        "--listen-host",
+        listen_host,
+        "--listen-port",
+        str(port),
+        "--set",
+        "connection_strategy=lazy",
+        *extra,
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="pagerank-proxy",
         description="A web proxy that puts the target's PageRank beside every link and shows each page's "
-                    "best backlinks (Page & Brin 1998, section 7.3). Its own pages: http://pagerank.proxy/",
+        "best backlinks (Page & Brin 1998, section 7.3). Its own pages: http://pagerank.proxy/",
         epilog="Example:\n  rankstore build site.warc.gz && rankstore rank\n"
-               "  pagerank-proxy --store rankstore.db --port 8080\n"
-               "  chromium --proxy-server=127.0.0.1:8080 http://example.com/\n"
-               "For HTTPS, install mitmproxy's CA: browse to http://mitm.it through the proxy.\n"
-               "Arguments after -- go to mitmdump as they are.",
+        "  pagerank-proxy --store rankstore.db --port 8080\n"
+        "  chromium --proxy-server=127.0.0.1:8080 http://example.com/\n"
+        "For HTTPS, install mitmproxy's CA: browse to http://mitm.it through the proxy.\n"
+        "Arguments after -- go to mitmdump as they are.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--store", default=os.environ.get("RANKSTORE", "rankstore.db"),
-                        help="the rankstore file (default: $RANKSTORE or rankstore.db)")
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("RANKSTORE", "rankstore.db"),
+        help="the rankstore file (default: $RANKSTORE or rankstore.db)",
+    )
     parser.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1 only)")
     parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
     parser.add_argument("--ranking", default="pagerank", help="which named ranking to show (default: pagerank)")
     parser.add_argument("--panel", type=int, default=10, help="backlinks in the page panel, 0 for none (default: 10)")
+    parser.add_argument(
+        "--idle-timeout",
+        type=int,
+        default=60,
+        help="close a connection after this many seconds with nothing sent or received either way "
+        "(a stalled origin; default: 60)",
+    )
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
     if "--" in argv:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     args = parser.parse_args(argv)
-    if not os.path.exists(args.store):
-        parser.error(f"{args.store}: no such store (run `rankstore build` and `rankstore rank` first)")
+    problem = _store_problem(args.store, args.ranking)
+    if problem:  # one line, before anything says "listening"
+        print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
+        sys.exit(1)
     from mitmproxy.tools.main import mitmdump
 
-    print(f"pagerank-proxy: listening on http://{args.listen_host}:{args.port}/ with {args.store} "
-          f"(ranking {args.ranking}); its own pages at http://pagerank.proxy/", flush=True)
-    sys.exit(mitmdump(mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra)))
+    print(
+        f"pagerank-proxy: listening on http://{args.listen_host}:{args.port}/ with {args.store} "
+        f"(ranking {args.ranking}); its own pages at http://pagerank.proxy/",
+        flush=True,
+    )
+    sys.exit(
+        mitmdump(
+            mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout)
+        )
+    )
+
+
+def _store_problem(store: str, ranking: str) -> str | None:
+    """Why the proxy cannot serve from this store, or None."""
+    from rankstore.store import Store, StoreError
+
+    try:
+        with Store(store, readonly=True) as opened:
+            opened.ranking_head(ranking)
+    except StoreError as error:
+        return str(error)
+    return None
 
 
 if __name__ == "__main__":

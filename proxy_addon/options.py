@@ -18,9 +18,10 @@ class Settings:
     ranking: str
     max_body: int
     panel: int
+    max_links: int = 20_000
 
 
-def parse_settings(store: str, ranking: str, max_body: int, panel: int) -> Settings | None:
+def parse_settings(store: str, ranking: str, max_body: int, panel: int, max_links: int = 20_000) -> Settings | None:
     """Check the options; OptionsError with a message a user can act on.
 
     None while no store is set: the addon is then idle and passes everything on.
@@ -33,7 +34,9 @@ def parse_settings(store: str, ranking: str, max_body: int, panel: int) -> Setti
         raise exceptions.OptionsError("pagerank_max_body must be at least 1024 bytes")
     if not 0 <= panel <= 100:
         raise exceptions.OptionsError("pagerank_panel must be between 0 and 100")
-    return Settings(store, ranking or "pagerank", max_body, panel)
+    if max_links < 0:
+        raise exceptions.OptionsError("pagerank_max_links must be 0 (no limit) or more")
+    return Settings(store, ranking or "pagerank", max_body, panel, max_links)
 
 
 def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:

@@ -5,8 +5,9 @@ and talks to them over their standard input and output, which mitmproxy's own
 event loop reads and writes: no helper threads in the proxy (a
 ``concurrent.futures`` process pool adds two, and their hand-offs under the
 GIL cost more than the rewrite itself).  A job is one length-prefixed pickle,
-``(body, content_type, url)``; the answer is ``(True, (new_body, links, ranked))``,
-``(True, None)`` for a page left untouched, or ``(False, message)``.  A body
+``(raw body, content_type, url, content_encoding, limit, max_links)``; the answer is
+``(True, (new_body, links, ranked))``, ``(True, reason)`` for a page left untouched,
+or ``(False, message)``.  A body
 that sits in the shared region (below) is sent as its length instead of its bytes.
 
 Bodies travel through a region of shared memory of each worker's own (a
@@ -28,7 +29,9 @@ import os
 import pickle
 import struct
 import sys
+import zlib
 
+from .bodies import TooLarge, UnknownEncoding, decode, encode
 from .ranks import Ranks
 from .rewrite import annotate_bytes
 
@@ -51,16 +54,43 @@ def _ranks_for(store: str, ranking: str, panel: int) -> Ranks:
     return _ranks[key]
 
 
-def rewrite_page(store: str, ranking: str, panel: int, body: bytes, content_type: str | None,
-                 url: str) -> tuple[bytes, int, int] | None:
-    """The rewritten body and its bar counts, or None for a page to pass untouched."""
+def rewrite_page(
+    store: str,
+    ranking: str,
+    panel: int,
+    body: bytes,
+    content_type: str | None,
+    url: str,
+    content_encoding: str | None = None,
+    limit: int = 8 * 1024 * 1024,
+    max_links: int = 0,
+) -> tuple[bytes, int, int] | str:
+    """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
+
+    ``body`` is the response's raw bytes: decoded here within ``limit`` bytes
+    (:mod:`.bodies`); a page with more than ``max_links`` link tags (0: no
+    budget) is left as it is, so that one huge page never costs seconds.
+    """
+    try:
+        decoded = decode(body, content_encoding, limit)
+    except TooLarge as error:
+        return f"too large ({error})"
+    except (UnknownEncoding, ValueError, zlib.error) as error:
+        return f"not decoded ({error})"
+    if max_links and _link_tags(decoded) > max_links:
+        return f"over {max_links:,} links"
     ranks = _ranks_for(store, ranking, panel)
     with ranks.page() as view:  # bars and panel from one version of the ranking
-        done = annotate_bytes(body, content_type, url, view.lookup, view.panel if panel else None)
+        done = annotate_bytes(decoded, content_type, url, view.lookup, view.panel if panel else None)
     if done is None:
-        return None
+        return "charset does not round-trip"
     new_body, rewrite = done
-    return new_body, rewrite.links, rewrite.ranked
+    return encode(new_body, content_encoding), rewrite.links, rewrite.ranked
+
+
+def _link_tags(body: bytes) -> int:
+    """An upper bound on the page's links, cheaply: the tags that start ``<a`` (``<a``, ``<area``, ``<abbr``...)."""
+    return body.count(b"<a") + body.count(b"<A")
 
 
 # ------------------------------------------------------------------ the worker process
@@ -89,11 +119,11 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
         if len(payload) < size:
             return
         try:
-            body, content_type, url = pickle.loads(payload)
+            body, *job = pickle.loads(payload)
             if isinstance(body, int):
                 body = shared[:body]
-            done = rewrite_page(store, ranking, panel, body, content_type, url)
-            if done is not None and shared is not None and len(done[0]) <= shared_size:
+            done = rewrite_page(store, ranking, panel, body, *job)
+            if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
                 shared[: len(done[0])] = done[0]
                 done = (len(done[0]),) + done[1:]
             answer = (True, done)
@@ -129,9 +159,16 @@ class Workers:
             shared = mmap.mmap(fd, size)
         try:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "proxy_addon.worker", *self.args, *((str(fd), str(size)) if shared else ()),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
-                pass_fds=(fd,) if shared else ())
+                sys.executable,
+                "-m",
+                "proxy_addon.worker",
+                *self.args,
+                *((str(fd), str(size)) if shared else ()),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+                pass_fds=(fd,) if shared else (),
+            )
         finally:
             if fd is not None:
                 os.close(fd)  # the mappings keep the memory
@@ -153,7 +190,8 @@ class Workers:
                     idle.put_nowait(await self._spawn())
                 self._idle = idle
 
-    async def rewrite(self, body: bytes, content_type: str | None, url: str) -> tuple[bytes, int, int] | None:
+    async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int] | str:
+        """:func:`rewrite_page` of ``(body, *job)`` in a worker process."""
         await self.start()
         idle = self._idle
         process = await idle.get()
@@ -163,12 +201,12 @@ class Workers:
             if shared is not None and len(body) <= len(shared):
                 shared[: len(body)] = body
                 body = len(body)
-            payload = pickle.dumps((body, content_type, url), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps((body, *job), protocol=pickle.HIGHEST_PROTOCOL)
             process.stdin.write(_HEADER.pack(len(payload)) + payload)
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
-            if ok and value is not None and isinstance(value[0], int):
+            if ok and not isinstance(value, str) and isinstance(value[0], int):
                 value = (shared[: value[0]],) + value[1:]
             healthy = True
         except (asyncio.IncompleteReadError, ConnectionError) as error:
@@ -224,7 +262,7 @@ class Workers:
         for process in processes:
             try:
                 await asyncio.wait_for(process.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 process.kill()
                 await process.wait()
             self._release(process)

@@ -1,0 +1,216 @@
+"""Hostile origins through a real proxy on loopback: a compression bomb, a page of too many links, a broken body.
+
+Fast versions of the soak's cases (tools/soak.py runs them at full size beside
+a normal client): the bomb passes on untouched without inflating in the
+proxy's own process, and other clients keep being served meanwhile.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import threading
+import time
+import urllib.request
+import zlib
+
+import pytest
+from test_proxy_e2e import Proxy
+
+BOMB_INFLATED = 200 * 1024 * 1024  # far over pagerank_max_body (8 MiB)
+
+
+def _bomb() -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = b"<p>" + b"a" * (1 << 20)
+    parts = [compressor.compress(b"<!doctype html><title>bomb</title>")]
+    parts += [compressor.compress(block) for _ in range(BOMB_INFLATED >> 20)]
+    return b"".join(parts) + compressor.flush()
+
+
+PAGES: dict[str, tuple[bytes, dict[str, str]]] = {}
+
+
+class _Origin(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the base class's name
+        body, headers = PAGES[self.path]
+        self.send_response(200)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def origin():
+    html = "text/html; charset=utf-8"
+    PAGES["/bomb"] = (_bomb(), {"Content-Type": html, "Content-Encoding": "gzip"})
+    normal = b"<!doctype html><title>t</title><body>" + b"".join(b'<a href="/p%d">p</a>' % i for i in range(20))
+    PAGES["/normal"] = (normal, {"Content-Type": html})
+    PAGES["/gzipped"] = (gzip.compress(normal), {"Content-Type": html, "Content-Encoding": "gzip"})
+    PAGES["/many"] = (b"<!doctype html><body>" + b'<a href="/x">x</a>' * 30_000, {"Content-Type": html})
+    PAGES["/cut"] = (gzip.compress(normal)[:-20], {"Content-Type": html, "Content-Encoding": "gzip"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def proxy(python_doc_store, tmp_path_factory):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    path = str(tmp_path_factory.mktemp("hostile") / "s.db")
+    shutil.copy(python_doc_store, path)
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    running = Proxy(path)
+    yield running
+    running.stop()
+
+
+def fetch(proxy: Proxy, url: str, timeout: float = 60) -> tuple[bytes, dict]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{proxy.port}"}))
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with opener.open(request, timeout=timeout) as response:
+        return response.read(), dict(response.headers)
+
+
+def peak_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM")
+
+
+def test_a_bomb_passes_untouched_without_inflating_in_the_proxy(proxy, origin):
+    fetch(proxy, origin + "/normal")  # warm up
+    before = peak_rss(proxy.process.pid)
+    timings: list[float] = []
+    stop = threading.Event()
+
+    def other_client():
+        while not stop.is_set():
+            started = time.perf_counter()
+            body, _ = fetch(proxy, origin + "/normal")
+            timings.append(time.perf_counter() - started)
+            assert b"pagerank-bar" in body
+
+    thread = threading.Thread(target=other_client)
+    thread.start()
+    try:
+        body, headers = fetch(proxy, origin + "/bomb")
+    finally:
+        stop.set()
+        thread.join()
+    assert body == PAGES["/bomb"][0] and headers.get("Content-Encoding") == "gzip"  # the original bytes
+    assert peak_rss(proxy.process.pid) - before < 100 * 1024 * 1024
+    assert timings and max(timings) < 5  # nobody waited for the bomb
+
+
+def test_gzip_pages_are_annotated_and_encoded_again(proxy, origin):
+    body, headers = fetch(proxy, origin + "/gzipped")
+    assert headers.get("Content-Encoding") == "gzip" and int(headers["Content-Length"]) == len(body)
+    page = gzip.decompress(body)
+    assert page.count(b"<pagerank-bar") == 20
+
+
+def test_a_page_over_the_link_budget_passes_untouched(proxy, origin):
+    started = time.perf_counter()
+    body, _ = fetch(proxy, origin + "/many")
+    assert body == PAGES["/many"][0]
+    assert time.perf_counter() - started < 5
+
+
+def test_a_cut_gzip_body_passes_untouched(proxy, origin):
+    body, _ = fetch(proxy, origin + "/cut")
+    assert body == PAGES["/cut"][0]
+
+
+def test_the_reserved_host_never_goes_upstream(proxy):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{proxy.port}"}))
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        opener.open("http://pagerank.proxy/no-such-page", timeout=30)
+    assert answer.value.code == 404
+    assert b"Traceback" not in answer.value.read()
+
+
+class _Stalling(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the base class's name
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b"<!doctype html><p>")
+        self.wfile.flush()
+        time.sleep(30)  # then nothing: the proxy must not wait for it
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_stalled_origin_is_cut_off_after_the_idle_timeout(python_doc_store, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+    from test_proxy_e2e import free_port, wait_for_port
+
+    from rankstore.cli import cli
+
+    from conftest import ROOT
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stalling)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    store = str(tmp_path / "s.db")
+    shutil.copy(python_doc_store, store)
+    assert CliRunner().invoke(cli, ["rank", "--store", store, "-q"]).exit_code == 0
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--idle-timeout", "2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_port(port, process)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
+        started = time.perf_counter()
+        with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+            with opener.open(f"http://127.0.0.1:{server.server_address[1]}/", timeout=25) as response:
+                response.read()
+        assert time.perf_counter() - started < 10
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+        server.shutdown()
+
+
+def test_a_bad_store_is_one_line_before_listening(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not sqlite" * 100)
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", str(bad), "--port", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "listening" not in done.stdout
+    assert done.stderr.strip().count("\n") == 0 and "not a rankstore store" in done.stderr
