@@ -28,7 +28,7 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import server as _server
 
 from proxy_addon.csp import allow_style_hash, apply
-from proxy_addon.options import is_candidate, parse_settings
+from proxy_addon.options import Settings, is_candidate, parse_settings
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
@@ -42,7 +42,7 @@ CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
 
 class PageRankProxy:
     def __init__(self) -> None:
-        self.settings = None
+        self.settings: Settings | None = None
         self.ranks: Ranks | None = None
         self.workers: Workers | None = None
 
@@ -146,7 +146,7 @@ class PageRankProxy:
         flow.response = http.Response.make(status, b"" if flow.request.method == "HEAD" else body, headers)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        if self.settings is None or flow.metadata.get("pagerank") == "own-page":
+        if self.settings is None or flow.response is None or flow.metadata.get("pagerank") == "own-page":
             return
         if not is_candidate(flow, self.settings.max_body):
             flow.response.stream = True  # byte for byte, never buffered

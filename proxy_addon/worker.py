@@ -119,14 +119,15 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
         if len(payload) < size:
             return
         try:
-            body, *job = pickle.loads(payload)
-            if isinstance(body, int):
-                body = shared[:body]
-            done = rewrite_page(store, ranking, panel, body, *job)
+            sent, *job = pickle.loads(payload)
+            if isinstance(sent, int):  # its length: the bytes are in the shared region
+                assert shared is not None
+                sent = shared[:sent]
+            done = rewrite_page(store, ranking, panel, sent, *job)
+            answer: tuple[bool, object] = (True, done)
             if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
                 shared[: len(done[0])] = done[0]
-                done = (len(done[0]),) + done[1:]
-            answer = (True, done)
+                answer = (True, (len(done[0]),) + done[1:])
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = (False, f"{type(error).__name__}: {error}")
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -167,7 +168,7 @@ class Workers:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 env=env,
-                pass_fds=(fd,) if shared else (),
+                pass_fds=(fd,) if shared is not None and fd is not None else (),
             )
         finally:
             if fd is not None:
@@ -183,6 +184,7 @@ class Workers:
         if self._loop is not loop:
             self.close()
             self._loop, self._lock, self._idle = loop, asyncio.Lock(), None
+        assert self._lock is not None
         async with self._lock:
             if self._idle is None:
                 idle: asyncio.Queue = asyncio.LifoQueue()  # the most recently busy worker first: warm caches
@@ -194,19 +196,22 @@ class Workers:
         """:func:`rewrite_page` of ``(body, *job)`` in a worker process."""
         await self.start()
         idle = self._idle
+        assert idle is not None
         process = await idle.get()
         healthy = False
         try:
             shared = self._shared.get(process)
+            sent: bytes | int = body
             if shared is not None and len(body) <= len(shared):
                 shared[: len(body)] = body
-                body = len(body)
-            payload = pickle.dumps((body, *job), protocol=pickle.HIGHEST_PROTOCOL)
+                sent = len(body)  # the bytes travel in the shared region
+            payload = pickle.dumps((sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
             process.stdin.write(_HEADER.pack(len(payload)) + payload)
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
             if ok and not isinstance(value, str) and isinstance(value[0], int):
+                assert shared is not None
                 value = (shared[: value[0]],) + value[1:]
             healthy = True
         except (asyncio.IncompleteReadError, ConnectionError) as error:
