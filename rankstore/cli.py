@@ -7,12 +7,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 
 import click
 
 from . import __version__
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
+from .store.analysis import SORTS
 
 EXIT_SKIPPED = 3
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -475,14 +477,14 @@ def _decorate(rows: list[dict], lowest: float, highest: float) -> list[dict]:
     return out
 
 
-def _emit(rows: list[dict], fmt: str) -> None:
+def _emit(rows: list[dict], fmt: str, extra: Sequence[str] = ("spam_mass", "nofollow", "anchor")) -> None:
     import csv
 
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     columns = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "url", "title"]
-    extra = [key for key in ("spam_mass", "nofollow", "anchor") if rows and key in rows[0]]
+    extra = [key for key in extra if rows and key in rows[0]]
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns + extra)
@@ -492,14 +494,30 @@ def _emit(rows: list[dict], fmt: str) -> None:
     if not rows:
         click.echo("(nothing)")
         return
-    click.echo(f"{'rank':>7}  {'pagerank':>10}  {'pct':>7}  {'tb':>2}  {'in':>6}  bar{' ' * 18}url / title")
+    shares = "share" in extra
+    click.echo(
+        f"{'rank':>7}  {'pagerank':>10}  {'pct':>7}  {'tb':>2}  {'in':>6}  "
+        + (f"{'share':>7}  " if shares else "")
+        + f"bar{' ' * 18}url / title"
+    )
     for row in rows:
+        if row.get("url") is None:  # a share of the PageRank from elsewhere than the rows
+            share = f"{row['share']:.2%}" if row.get("share") is not None else "-"
+            click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {share:>7}  {'':<20} ({row['kind']})")
+            continue
         bar = "█" * max(row["bar"], 0)
         score = f"{row['pagerank']:.4e}" if row["pagerank"] is not None else "-"
         rank_text = str(row["rank"]) if row["rank"] is not None else "-"
         pct = f"{row['percentile']:.2f}" if row["percentile"] is not None else "-"
         inlinks = row["inlinks"] if row["inlinks"] is not None else "-"
-        click.echo(f"{rank_text:>7}  {score:>10}  {pct:>7}  {row['toolbar']:>2}  {inlinks:>6}  {bar:<20} {row['url']}")
+        share = ""
+        if shares:
+            share = f"{row['share']:>7.2%}  " if row.get("share") is not None else f"{'-':>7}  "
+        flag = " (nofollow)" if row.get("kind") == "nofollow" else ""
+        click.echo(
+            f"{rank_text:>7}  {score:>10}  {pct:>7}  {row['toolbar']:>2}  {inlinks:>6}  {share}{bar:<20} "
+            f"{row['url']}{flag}"
+        )
         if row["title"]:
             click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {'':<20} {row['title'][:100]}")
 
@@ -571,13 +589,36 @@ def show(urls, store_path, ranking_name, fmt):
 @ranking_option
 @click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
 @click.option("--offset", type=click.IntRange(0), default=0)
+@click.option(
+    "--sort",
+    type=click.Choice(SORTS),
+    default="pagerank",
+    show_default=True,
+    help="Best linking pages first, or the links that give URL the most PageRank first.",
+)
+@click.option(
+    "--since",
+    metavar="BUILD|DATE",
+    help="Only links new since that build (a number from `rankstore builds`, or a UTC date).",
+)
+@click.option("--lost", is_flag=True, help="The links a recrawl of their page no longer found, instead.")
 @format_option
-def backlinks(url, store_path, ranking_name, limit, offset, fmt):
+def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, fmt):
     """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
 
+    Each link shows its contribution, d·PR(v)·w/W(v), what it passes to URL,
+    and its share of URL's PageRank; the table ends with the shares of the
+    links not listed, of the random jump and of pages without out-links, which
+    add up to 1 with the rows.  Nofollow links are listed apart: they give
+    nothing.  --since lists the links first seen after a build; --lost those
+    that a recrawl no longer found (since a build, with --since).
+
     \b
-    Example:
+    Examples:
         rankstore backlinks https://competitor.example/ --format csv > backlinks.csv
+        rankstore backlinks https://competitor.example/ --sort contribution -n 10
+        rankstore backlinks https://competitor.example/ --since 2024-05-01
+        rankstore backlinks https://competitor.example/ --lost --since 3
     """
     from .urls import canonical
 
@@ -588,8 +629,90 @@ def backlinks(url, store_path, ranking_name, limit, offset, fmt):
         ranking = store.ranking(ranking_name)
         if store.page_id(normal) is None:
             raise click.ClickException(f"{normal}: not in the store")
-        rows = _decorate(store.backlinks(normal, ranking_name, limit, offset), *store.score_range(ranking))
-    _emit(rows, fmt)
+        after = store.since_build(since) if since is not None else None
+        lowest, highest = store.score_range(ranking)
+        if lost:
+            rows = _link_columns(store.lost_backlinks(normal, ranking_name, after, limit, offset), lowest, highest)
+            _emit(rows, fmt, extra=("first_seen", "last_seen", "lost_in"))
+            return
+        report = store.backlink_report(normal, ranking_name, sort, after, limit, offset)
+    rows = _link_columns(report.rows, lowest, highest) + _link_columns(report.nofollow_rows, lowest, highest)
+    if report.links_share is not None and after is None:
+        listed = sum(row["share"] for row in rows if row["share"])
+        rows += [
+            _share_row("other backlinks", report.links_share - listed),
+            _share_row("random jump", report.jump_share),
+            _share_row("pages without out-links", report.sinks_share),
+        ]
+    _emit(rows, fmt, extra=("kind", "contribution", "share", "first_seen", "nofollow", "anchor"))
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@format_option
+def builds(store_path, fmt):
+    """Every build: when, what it loaded, and the links it found new and lost.
+
+    A link is new in the first build that saw it; it is lost in the build
+    whose recrawl of its page no longer found it.  Give a build's number to
+    `rankstore backlinks --since`.
+
+    \b
+    Example:
+        rankstore builds --format json
+    """
+    with reading(store_path) as store:
+        rows = store.build_history()
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    columns = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([row[c] for c in columns] for row in rows)
+        return
+    click.echo(
+        f"{'build':>5}  {'started':<20}  {'status':<9}  {'pages':>10}  {'links':>12}  {'new links':>12}  "
+        f"{'lost links':>10}"
+    )
+    for row in rows:
+        click.echo(
+            f"{row['build']:>5}  {row['started_at']:<20}  {row['status']:<9}  {row['pages']:>10,}  "
+            f"{row['links']:>12,}  {row['new_links']:>12,}  {row['lost_links']:>10,}"
+        )
+
+
+def _link_columns(rows: list[dict], lowest: float, highest: float) -> list[dict]:
+    decorated = _decorate(rows, lowest, highest)
+    for item, row in zip(decorated, rows):
+        item["kind"] = "nofollow" if row.get("nofollow") else "link"
+        for key in ("contribution", "share", "first_seen", "last_seen", "lost_in"):
+            if key in row:
+                item[key] = row[key]
+    return decorated
+
+
+def _share_row(kind: str, share: float | None) -> dict:
+    """A line of the table that is not a page: the share of URL's PageRank from somewhere else."""
+    return {
+        "rank": None,
+        "pagerank": None,
+        "percentile": None,
+        "toolbar": None,
+        "inlinks": None,
+        "url": None,
+        "title": None,
+        "bar": 0,
+        "kind": kind,
+        "contribution": None,
+        "share": share,
+        "first_seen": None,
+        "nofollow": None,
+        "anchor": None,
+    }
 
 
 @cli.command(context_settings=CONTEXT)

@@ -199,6 +199,12 @@ def rank(
         "warm_from": previous.version if previous is not None else None,
         "load_seconds": round(loaded.seconds, 3),
     }
+    votes = teleport = None
+    if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
+        votes = link_votes(graph, result.scores, options.damping, options.weighted)
+    if personalization is not None:
+        chosen = np.flatnonzero(personalization)
+        teleport = (page_ids[chosen], personalization[chosen] / personalization.sum())
     cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     ranking = store.write_ranking(
@@ -211,8 +217,23 @@ def rank(
         loaded.graph.in_degree(),
         extra,
         seconds,
+        votes=votes,
+        teleport=teleport,
     )
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold)
+
+
+def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool) -> np.ndarray:
+    """d·PR(v)/W(v) for each page v: what each unit of its followed out-links' weight passes on (0 for sinks).
+
+    A link v -> u of weight w contributes ``votes[v] * w`` to PR(u) (the
+    paper's R(u) = c Σ R(v)/N_v, weighted); the rest of PR(u) comes from the
+    random jump and from the rank sinks pass on.
+    """
+    weights = graph.weights if weighted else None
+    out = np.bincount(graph.indices, weights=weights, minlength=graph.n).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(out > 0, damping * scores / out, 0.0)
 
 
 def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions) -> np.ndarray:

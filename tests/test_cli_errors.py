@@ -36,6 +36,7 @@ COMMANDS = {
     "backlinks": ([URL], False),
     "stats": ([], False),
     "export": ([], False),
+    "builds": ([], False),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -55,9 +56,10 @@ BAD_OPTIONS = {
     "info": [["--nope"]],
     "top": [["--limit", "0"], ["--format", "xml"]],
     "show": [["--format", "xml"]],
-    "backlinks": [["--limit", "-1"], ["--offset", "-3"]],
+    "backlinks": [["--limit", "-1"], ["--offset", "-3"], ["--sort", "name"]],
     "stats": [["--nope"]],
     "export": [["--format", "xml"]],
+    "builds": [["--format", "xml"]],
 }
 
 

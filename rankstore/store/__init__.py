@@ -38,12 +38,13 @@ from .errors import (
 )
 from .graph import InLinks
 from .pages import PageData, builds_json, url_key
-from .queries import QueriesMixin
+from .analysis import AnalysisMixin, BacklinkReport
 from .rankings import Ranking, RankingArrays
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 
 __all__ = [
     "Store",
+    "BacklinkReport",
     "StoreError",
     "RankingNotFound",
     "NotAStore",
@@ -77,7 +78,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(QueriesMixin):
+class Store(AnalysisMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True):

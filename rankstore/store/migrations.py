@@ -36,6 +36,27 @@ def migrate(store, found: int) -> None:
         found = 2
     if found in (2, 3, 4):
         _packed_arrays(store)
+    if found <= 5:
+        _link_history(db)
+
+
+def _add_column(db: sqlite3.Connection, table: str, column: str, kind: str) -> None:
+    if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _link_history(db: sqlite3.Connection) -> None:
+    """Schema 6: when each link was first seen (and which were lost), and each ranking's votes.
+
+    A store of schema 5 or older kept no history: its links count as first
+    seen by their source page's last crawl, the only one it remembers.
+    """
+    _add_column(db, "pages", "first_build", "INTEGER")
+    db.execute("UPDATE pages SET first_build = build_id WHERE crawled AND first_build IS NULL")
+    _add_column(db, "in_links", "born", "BLOB")
+    _add_column(db, "rankings", "teleport", "BLOB")
+    _add_column(db, "ranking_blocks", "votes", "BLOB")
+    db.execute("DELETE FROM meta WHERE key = 'graph_build'")  # the in-link arrays are derived again, with births
 
 
 def _packed_arrays(store) -> None:
@@ -44,8 +65,8 @@ def _packed_arrays(store) -> None:
     # pages: the URL index becomes one that a first build can drop and make again at its end
     db.execute(PAGES.format(name="pages_v5"))
     db.execute(
-        "INSERT INTO pages_v5 SELECT id, url, host, title, crawled, status, canonical_url, fetched_at,"
-        " build_id FROM pages"
+        "INSERT INTO pages_v5 (id, url, host, title, crawled, status, canonical_url, fetched_at, build_id)"
+        " SELECT id, url, host, title, crawled, status, canonical_url, fetched_at, build_id FROM pages"
     )
     db.execute("DROP TABLE pages")
     db.execute("ALTER TABLE pages_v5 RENAME TO pages")
@@ -93,7 +114,8 @@ def _packed_arrays(store) -> None:
             else np.array([np.nan if e is None else e for e in extras], dtype=np.float64)
         )
         db.executemany(
-            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             ranking_rows(ranking_id, scores, inlinks, extra),
         )
     for table in ("ranked_links", "score_keys", "scores", "links"):

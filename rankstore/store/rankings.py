@@ -48,6 +48,7 @@ class RankingArrays:
     best: np.ndarray  # int32 page indices, best first
     position: np.ndarray  # int32: where each page stands in ``best``
     extra: np.ndarray | None  # float64 (NaN where none), or None
+    votes: np.ndarray | None = None  # float64: d·PR(v)/W(v), what a unit of link weight from v gives; None: not kept
 
     @property
     def pages(self) -> int:
@@ -115,8 +116,15 @@ def order_by_score(scores: np.ndarray) -> np.ndarray:
     return order
 
 
-def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra: np.ndarray | None):
+def ranking_rows(
+    ranking_id: int,
+    scores: np.ndarray,
+    inlinks: np.ndarray,
+    extra: np.ndarray | None,
+    votes: np.ndarray | None = None,
+):
     """``ranking_blocks`` rows of one version (big-endian, for the SQL views)."""
+    votes_be = np.asarray(votes, dtype=">f8").tobytes() if votes is not None else None
     best = order_by_score(scores).astype(">i4")
     scores_be = np.asarray(scores, dtype=">f8").tobytes()
     inlinks_be = np.asarray(inlinks, dtype=">i4").tobytes()
@@ -131,7 +139,17 @@ def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra
             inlinks_be[4 * first : 4 * last],
             best_be[4 * first : 4 * last],
             extra_be[8 * first : 8 * last] if extra_be is not None else None,
+            votes_be[8 * first : 8 * last] if votes_be is not None else None,
         )
+
+
+def _pack_teleport(teleport: tuple[np.ndarray, np.ndarray] | None) -> bytes | None:
+    if teleport is None:
+        return None
+    ids, weights = teleport
+    pairs = np.empty(len(ids), dtype=[("id", ">i4"), ("weight", ">f8")])
+    pairs["id"], pairs["weight"] = ids, weights
+    return pairs.tobytes()
 
 
 class RankingsMixin(StoreBase):
@@ -152,12 +170,17 @@ class RankingsMixin(StoreBase):
         inlinks,
         extra=None,
         seconds: float | None = None,
+        votes=None,
+        teleport: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> Ranking:
         """Store a new version of ranking ``name`` in one transaction.
 
         ``page_ids`` must be every page of the store (1..n); ``scores``,
         ``inlinks`` and ``extra`` are arrays by page index.  The previous
-        version is kept (warm starts, comparisons); older ones go.
+        version is kept (warm starts, comparisons); older ones go.  ``votes``
+        (by page index) lets backlinks show each link's contribution;
+        ``teleport`` is the rank source E where it is not uniform, as (page
+        ids, weights summing to 1).
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
@@ -167,8 +190,8 @@ class RankingsMixin(StoreBase):
             row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()
             version = (row[0] or 0) + 1
             cursor = self.db.execute(
-                "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds,"
+                " teleport) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     version,
@@ -178,14 +201,15 @@ class RankingsMixin(StoreBase):
                     _now(),
                     len(scores),
                     seconds,
+                    _pack_teleport(teleport),
                 ),
             )
             ranking_id = cursor.lastrowid
             assert ranking_id is not None
             self.db.executemany(
-                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                ranking_rows(ranking_id, scores, inlinks, extra),
+                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ranking_rows(ranking_id, scores, inlinks, extra, votes),
             )
             old = [
                 r[0]
@@ -211,6 +235,18 @@ class RankingsMixin(StoreBase):
                 + (f" (the store has: {known})" if known else " (run `rankstore rank` first)")
             )
         return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
+
+    def ranking_params(self, ranking_id: int) -> dict:
+        row = self.db.execute("SELECT params FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def teleport_of(self, ranking_id: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The version's rank source E as (page ids, weights), or None where it was uniform."""
+        row = self.db.execute("SELECT teleport FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        pairs = np.frombuffer(row[0], dtype=[("id", ">i4"), ("weight", ">f8")])
+        return pairs["id"].astype(np.int64), pairs["weight"].astype(np.float64)
 
     def cold_iterations(self, name: str) -> int | None:
         """Iterations of the newest version of ``name`` computed without a warm start."""
@@ -239,14 +275,16 @@ class RankingsMixin(StoreBase):
         cache = self._arrays
         if ranking_id in cache:
             return cache[ranking_id]
-        scores, inlinks, best, extra = [], [], [], []
-        for s, i, b, e in self.db.execute(
-            "SELECT scores, inlinks, best, extra FROM ranking_blocks WHERE ranking_id = ? ORDER BY first", (ranking_id,)
+        scores, inlinks, best, extra, votes = [], [], [], [], []
+        for s, i, b, e, v in self.db.execute(
+            "SELECT scores, inlinks, best, extra, votes FROM ranking_blocks WHERE ranking_id = ? ORDER BY first",
+            (ranking_id,),
         ):
             scores.append(s)
             inlinks.append(i)
             best.append(b)
             extra.append(e)
+            votes.append(v)
         order = np.frombuffer(b"".join(best), dtype=">i4").astype(np.int32)
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
@@ -256,6 +294,7 @@ class RankingsMixin(StoreBase):
             order,
             position,
             np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None,
+            np.frombuffer(b"".join(votes), dtype=">f8").astype(np.float64) if votes and votes[0] is not None else None,
         )
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(next(iter(cache)))
