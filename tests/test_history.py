@@ -15,10 +15,11 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from sitecrawl import crawl, serve
+
+from rankstore.cli import cli
 
 from conftest import PYTHON_DOC
-from rankstore.cli import cli
-from sitecrawl import crawl, serve
 
 TARGET = "library/functions.html"
 GAINS = "library/aifc.html"  # gets a link to the target
