@@ -24,6 +24,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from . import migrations
+from .analysis import AnalysisMixin, BacklinkReport
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -38,7 +39,6 @@ from .errors import (
 )
 from .graph import InLinks
 from .pages import PageData, builds_json, url_key
-from .analysis import AnalysisMixin, BacklinkReport
 from .rankings import Ranking, RankingArrays
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 
