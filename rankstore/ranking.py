@@ -50,6 +50,10 @@ class RankOptions:
     flagged: Sequence[str] = ()
     warm_start: bool = True
     method: str = "bicgstab"
+    level: str = "page"  # or "host": the host graph (see rankstore.store.hosts)
+
+
+LEVELS = ("page", "host")
 
 
 @dataclass
@@ -94,6 +98,17 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
         indptr = indptr.astype(np.int32)  # the solver keeps int32 row pointers while they fit
     graph = Graph(links.n, indptr, indices, weights)
     return LoadedGraph(np.arange(1, links.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
+
+
+def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
+    """The host graph as the solver's in-link CSR, weighted by the page links between hosts."""
+    started = time.perf_counter()
+    hosts = store.host_graph(include_nofollow)
+    if hosts.n == 0:
+        raise RankingError("the store has no pages: run `rankstore build` first")
+    indptr = hosts.indptr.astype(np.int32) if hosts.indptr[-1] < 2**31 - 1 else hosts.indptr
+    graph = Graph(hosts.n, indptr, hosts.indices, hosts.weights)
+    return LoadedGraph(np.arange(1, hosts.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
 
 
 def _indicator(store: Store, page_ids: np.ndarray, urls: Sequence[str], what: str) -> np.ndarray:
@@ -142,6 +157,10 @@ def rank(
 ) -> RankOutcome:
     """Compute one ranking and store it as a new version of ``options.name``."""
     started = time.perf_counter()
+    if options.level == "host":
+        if options.sources or options.source_roots or options.trusted or options.flagged:
+            raise RankingError("--level host ranks hosts with a uniform rank source: no --source, --trusted, --flagged")
+        loaded = loaded or load_host_graph(store, options.include_nofollow)
     loaded = loaded or load_graph(store, options.include_nofollow)
     page_ids, graph = loaded.page_ids, loaded.graph
     personalization = None
@@ -219,6 +238,7 @@ def rank(
         seconds,
         votes=votes,
         teleport=teleport,
+        level=options.level,
     )
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold)
 

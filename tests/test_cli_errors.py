@@ -37,6 +37,9 @@ COMMANDS = {
     "stats": ([], False),
     "export": ([], False),
     "builds": ([], False),
+    "intersect": ([URL, "http://127.0.0.1:1/other.html"], False),
+    "search": (["python"], False),
+    "anchors": ([URL], False),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -60,6 +63,9 @@ BAD_OPTIONS = {
     "stats": [["--nope"]],
     "export": [["--format", "xml"]],
     "builds": [["--format", "xml"]],
+    "intersect": [["--group-by", "site"], ["--limit", "0"]],
+    "search": [["--limit", "0"]],
+    "anchors": [["--limit", "0"]],
 }
 
 

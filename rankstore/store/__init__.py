@@ -24,7 +24,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from . import migrations
-from .analysis import AnalysisMixin, BacklinkReport
+from .analysis import BacklinkReport, HostAnalysisMixin
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -78,7 +78,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(AnalysisMixin):
+class Store(HostAnalysisMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True):
@@ -194,6 +194,7 @@ class Store(AnalysisMixin):
         with self.transaction():
             self._index_pages()
             self.derive_graph()
+            self.derive_hosts()
             # the title search index (the paper's section 5.1) follows the pages table
             self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
             self.db.execute(

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import StoreError
+from .hosts import HostsMixin
 from .queries import QueriesMixin
 from .rankings import RankingArrays
 
-__all__ = ["AnalysisMixin", "BacklinkReport", "InSlice", "SORTS"]
+__all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "SORTS"]
 
 SORTS = ("pagerank", "contribution")
 
@@ -51,7 +53,7 @@ class BacklinkReport:
     sinks_share: float | None = None  # of PR(u), what pages without out-links pass on (and rounding)
 
 
-class AnalysisMixin(QueriesMixin):
+class AnalysisMixin(QueriesMixin, HostsMixin):
     """Backlink analysis; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection
@@ -107,35 +109,73 @@ class AnalysisMixin(QueriesMixin):
         row = self.db.execute("SELECT max(id) FROM builds WHERE started_at < ?", (moment,)).fetchone()
         return row[0] or 0
 
+    def target_links(self, url: str | None = None, host: str | None = None) -> tuple[InSlice, np.ndarray, np.ndarray]:
+        """The in-links of a page, or of every page of a host (links from the host itself left out):
+        (the links, the target page index of each, the target pages)."""
+        if host is None:
+            assert url is not None
+            page = self.page_id(url)
+            if page is None:
+                raise StoreError(f"{url}: not in the store")
+            links = self.in_slice(page)
+            return links, np.full(len(links.sources), page - 1, dtype=np.int64), np.array([page - 1])
+        number = self.host_id(host)
+        if number is None:
+            raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
+        pages = self.pages_of_host(number)
+        parts = [(page, self.in_slice(int(page) + 1)) for page in pages.tolist()]
+        hosts = self.page_hosts()
+        sources = np.concatenate([p.sources for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
+        targets = np.concatenate([np.full(len(p.sources), page) for page, p in parts]) if parts else np.zeros(0)
+        nofollow = weights = None
+        if any(p.nofollow is not None for _, p in parts):
+            nofollow = np.concatenate(
+                [p.nofollow if p.nofollow is not None else np.zeros(len(p.sources), bool) for _, p in parts]
+            )
+        if any(p.weights is not None for _, p in parts):
+            weights = np.concatenate(
+                [p.weights if p.weights is not None else np.ones(len(p.sources)) for _, p in parts]
+            )
+        born = np.concatenate([p.born for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
+        outside = hosts[sources] != number
+        links = InSlice(
+            sources[outside],
+            None if nofollow is None else nofollow[outside],
+            None if weights is None else weights[outside],
+            born[outside],
+        )
+        return links, targets[outside].astype(np.int64), pages
+
     def backlink_report(
         self,
-        url: str,
+        url: str | None = None,
         name: str = "pagerank",
         sort: str = "pagerank",
         since: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        host: str | None = None,
     ) -> BacklinkReport:
-        """The backlinks of ``url`` with their contribution and share, new since build ``since`` if given."""
+        """The backlinks of ``url`` (or of every page of ``host``, from other hosts) with their contribution
+        and share, new since build ``since`` if given."""
         if sort not in SORTS:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
         with self.snapshot():
             ranking_id, _ = self.ranking_head(name)
             arrays = self.ranking_arrays(ranking_id)
             params = self.ranking_params(ranking_id)
-            target = self.page_id(url)
-            if target is None:
-                raise StoreError(f"{url}: not in the store")
-            links = self.in_slice(target)
+            links, targets, pages = self.target_links(url, host)
             counted = np.ones(len(links.sources), dtype=bool)
             if links.nofollow is not None and not params.get("include_nofollow", False):
                 counted = ~links.nofollow
             contribution = self._contributions(arrays, links, counted, params)
-            pagerank = float(arrays.scores[target - 1]) if target - 1 < arrays.pages else None
-            report = BacklinkReport(url, pagerank, 0, [])
+            ranked = pages[pages < arrays.pages]
+            pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
+            report = BacklinkReport(url or host or "", pagerank, 0, [])
             if contribution is not None and pagerank:
                 report.links_share = float(contribution.sum() / pagerank)
-                report.jump_share = self._jump(ranking_id, target, arrays.pages, params) / pagerank
+                jump = sum(self._jump(ranking_id, int(page) + 1, arrays.pages, params) for page in ranked.tolist())
+                report.jump_share = jump / pagerank
                 rest = 1.0 - report.links_share - report.jump_share
                 report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
             chosen = np.ones(len(links.sources), dtype=bool) if since is None else links.born > since
@@ -148,11 +188,11 @@ class AnalysisMixin(QueriesMixin):
             else:
                 best = arrays.best_of(links.sources[followed], offset + limit)[offset:]
                 picked = followed[best]
-            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, target)
+            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets)
             others = np.flatnonzero(chosen & ~counted)
             if len(others):
                 best = arrays.best_of(links.sources[others], limit)
-                report.nofollow_rows = self._link_rows(arrays, links, others[best], None, pagerank, target)
+                report.nofollow_rows = self._link_rows(arrays, links, others[best], None, pagerank, targets)
         return report
 
     def _contributions(
@@ -186,28 +226,34 @@ class AnalysisMixin(QueriesMixin):
         picked: np.ndarray,
         contribution: np.ndarray | None,
         pagerank: float | None,
-        target: int,
+        targets: np.ndarray,
     ) -> list[dict]:
         indices = links.sources[picked].tolist()
         rows = self._rows(arrays, indices)
-        anchors = (
-            dict(
-                self.db.execute(
-                    f"SELECT src, anchor FROM link_notes WHERE dst = ? AND src IN ({','.join('?' * len(indices))})"
-                    " AND anchor IS NOT NULL",
-                    [target, *(i + 1 for i in indices)],
+        pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
+        anchors: dict[tuple[int, int], str] = {}
+        for start in range(0, len(pairs), 400):
+            chunk = pairs[start : start + 400]
+            anchors.update(
+                ((src, dst), anchor)
+                for src, dst, anchor in self.db.execute(
+                    "SELECT src, dst, anchor FROM link_notes WHERE (src, dst) IN (VALUES "
+                    + ",".join("(?, ?)" for _ in chunk)
+                    + ") AND anchor IS NOT NULL",
+                    [value for pair in chunk for value in pair],
                 )
             )
-            if indices
-            else {}
-        )
-        for row, at, index in zip(rows, picked.tolist(), indices):
+        many = len(np.unique(targets)) > 1
+        urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
+        for row, at, pair in zip(rows, picked.tolist(), pairs):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
-            row["anchor"] = anchors.get(index + 1)
+            row["anchor"] = anchors.get(pair)
             value = float(contribution[at]) if contribution is not None else (0.0 if row["nofollow"] else None)
             row["contribution"] = value
             row["share"] = value / pagerank if value is not None and pagerank else None
             row["first_seen"] = int(links.born[at]) or None
+            if many:
+                row["target"] = urls.get(pair[1])
         return rows
 
     def lost_backlinks(
@@ -270,3 +316,240 @@ class AnalysisMixin(QueriesMixin):
                 "SELECT id, started_at, finished_at, status, pages, links FROM builds ORDER BY id"
             )
         ]
+
+
+class HostAnalysisMixin(AnalysisMixin):
+    """Backlinks folded into referring hosts, whole sites as targets, link intersect, host rank beside page rank."""
+
+    def host_ranking(self, name: str = "hostrank") -> tuple[int, RankingArrays] | None:
+        """(id, arrays) of the newest host-level ranking ``name``, or None when there is none."""
+        row = self.db.execute(
+            "SELECT id FROM rankings WHERE name = ? AND level = 'host' ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
+        return (row[0], self.ranking_arrays(row[0])) if row else None
+
+    def host_ranks_of(
+        self, page_indices: Sequence[int], name: str = "hostrank"
+    ) -> list[tuple[str, float | None, int | None]]:
+        """(host, host PageRank, host rank) of each page, from the newest host ranking (None without one)."""
+        hosts = self.page_hosts()
+        found = self.host_ranking(name)
+        ids = [int(hosts[i]) if i < len(hosts) else 0 for i in page_indices]
+        names = self.host_names(set(ids) - {0})
+        out = []
+        for host in ids:
+            score = rank = None
+            if found is not None and 0 < host <= found[1].pages:
+                score, rank = float(found[1].scores[host - 1]), int(found[1].position[host - 1]) + 1
+            out.append((names.get(host, ""), score, rank))
+        return out
+
+    def referring_hosts(
+        self,
+        url: str | None = None,
+        host: str | None = None,
+        name: str = "pagerank",
+        sort: str = "pagerank",
+        since: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        host_ranking: str = "hostrank",
+    ) -> list[dict]:
+        """The hosts linking to a page (or to a host's pages): how many of their pages link, their best
+        page, their host rank and the PageRank their links pass on, best first (by host rank where there is
+        a host ranking, else by best page; or by summed contribution)."""
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            params = self.ranking_params(ranking_id)
+            links, _, pages = self.target_links(url, host)
+            counted = np.ones(len(links.sources), dtype=bool)
+            if links.nofollow is not None and not params.get("include_nofollow", False):
+                counted = ~links.nofollow
+            contribution = self._contributions(arrays, links, counted, params)
+            chosen = np.ones(len(links.sources), dtype=bool) if since is None else links.born > since
+            sources = links.sources[chosen].astype(np.int64)
+            values = contribution[chosen] if contribution is not None else None
+            hosts = self.page_hosts()[sources]
+            position = arrays.positions_of(sources)
+            order = np.lexsort((position, hosts))  # by host, each host's best page first
+            hosts_sorted, sources_sorted = hosts[order], sources[order]
+            starts = (
+                np.flatnonzero(np.concatenate([[True], hosts_sorted[1:] != hosts_sorted[:-1]]))
+                if len(order)
+                else np.zeros(0, dtype=np.int64)
+            )
+            ends = np.append(starts[1:], len(order))
+            group_hosts = hosts_sorted[starts]
+            best_pages = sources_sorted[starts]
+            distinct = self._distinct_counts(hosts_sorted, sources_sorted, starts)
+            summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
+            ranked = self.host_ranking(host_ranking)
+            host_scores = np.full(len(group_hosts), np.nan)
+            host_positions = np.full(len(group_hosts), -1, dtype=np.int64)
+            if ranked is not None:
+                inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
+                host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
+                host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
+            if sort == "contribution" and summed is not None:
+                pick = np.lexsort((arrays.positions_of(best_pages), -summed))
+            elif ranked is not None:
+                pick = np.lexsort(
+                    (arrays.positions_of(best_pages), np.where(host_positions < 0, 1 << 40, host_positions))
+                )
+            else:
+                pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
+            pick = pick[offset : offset + limit]
+            names = self.host_names(group_hosts[pick].tolist())
+            best = self._rows(arrays, best_pages[pick].tolist())
+            total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
+        rows = []
+        for at, page in zip(pick.tolist(), best):
+            value = float(summed[at]) if summed is not None else None
+            rows.append(
+                {
+                    "host": names.get(int(group_hosts[at]), ""),
+                    "pages": int(distinct[at]),
+                    "links": int(ends[at] - starts[at]),
+                    "best_url": page["url"],
+                    "best_pagerank": page["pagerank"],
+                    "hostrank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
+                    "host_position": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
+                    "contribution": value,
+                    "share": value / total if value is not None and total else None,
+                }
+            )
+        return rows
+
+    @staticmethod
+    def _distinct_counts(hosts: np.ndarray, sources: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Distinct pages of each host's run (hosts sorted; a page may link to several pages of a site)."""
+        if not len(starts):
+            return np.zeros(0, dtype=np.int64)
+        key = np.unique(hosts.astype(np.int64) << 32 | sources)
+        return np.unique(key >> 32, return_counts=True)[1]
+
+    def intersect(
+        self,
+        targets: Sequence[tuple[str | None, str | None]],
+        mine: Sequence[tuple[str | None, str | None]] = (),
+        name: str = "pagerank",
+        by_host: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict]:
+        """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            hosts = self.page_hosts() if by_host else None
+
+            def linking(target: tuple[str | None, str | None]) -> np.ndarray:
+                links, _, _ = self.target_links(*target)
+                sources = links.sources.astype(np.int64)
+                return np.unique(hosts[sources] if hosts is not None else sources)
+
+            common = None
+            for target in targets:
+                found = linking(target)
+                common = found if common is None else np.intersect1d(common, found, assume_unique=True)
+            common = common if common is not None else np.zeros(0, dtype=np.int64)
+            for target in mine:
+                common = np.setdiff1d(common, linking(target), assume_unique=True)
+            if not by_host:
+                chosen = common[arrays.best_of(common, offset + limit)[offset:]]
+                return self._rows(arrays, chosen.tolist())
+            ranked = self.host_ranking()
+            if ranked is not None:
+                positions = np.where(
+                    (common > 0) & (common <= ranked[1].pages),
+                    ranked[1].position[np.clip(common - 1, 0, None)],
+                    1 << 40,
+                )
+                chosen = common[np.argsort(positions, kind="stable")[offset : offset + limit]]
+            else:
+                chosen = common[offset : offset + limit]
+            names = self.host_names(chosen.tolist())
+            return [
+                {
+                    "host": names.get(int(h), ""),
+                    "hostrank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
+                    "host_position": int(ranked[1].position[h - 1]) + 1
+                    if ranked and 0 < h <= ranked[1].pages
+                    else None,
+                }
+                for h in chosen.tolist()
+            ]
+
+    def anchors(self, url: str, name: str = "pagerank", limit: int = 50) -> list[dict]:
+        """The anchor texts of the links to ``url``, grouped (case and spacing folded), by summed contribution."""
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            params = self.ranking_params(ranking_id)
+            target = self.page_id(url)
+            if target is None:
+                raise StoreError(f"{url}: not in the store")
+            links = self.in_slice(target)
+            counted = np.ones(len(links.sources), dtype=bool)
+            if links.nofollow is not None and not params.get("include_nofollow", False):
+                counted = ~links.nofollow
+            contribution = self._contributions(arrays, links, counted, params)
+            by_source = dict(
+                zip(
+                    (links.sources + 1).tolist(),
+                    contribution.tolist() if contribution is not None else [None] * len(links.sources),
+                )
+            )
+            groups: dict[str, dict] = {}
+            for src, anchor in self.db.execute(
+                "SELECT src, anchor FROM link_notes WHERE dst = ? AND anchor IS NOT NULL", (target,)
+            ):
+                text = " ".join(anchor.split())
+                group = groups.setdefault(text.casefold(), {"anchor": text, "links": 0, "contribution": 0.0})
+                group["links"] += 1
+                value = by_source.get(src)
+                if value is not None:
+                    group["contribution"] += value
+        rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
+        return rows[:limit]
+
+    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
+        """The best hosts of a host-level ranking."""
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            chosen = arrays.best[offset : offset + limit].tolist()
+            names = self.host_names([i + 1 for i in chosen])
+            pages = (
+                dict(
+                    self.db.execute(
+                        f"SELECT id, pages FROM hosts WHERE id IN ({','.join('?' * len(chosen))})",
+                        [i + 1 for i in chosen],
+                    )
+                )
+                if chosen
+                else {}
+            )
+        return [
+            {
+                "rank": offset + k + 1,
+                "hostrank": float(arrays.scores[i]),
+                "host": names.get(i + 1, ""),
+                "pages": pages.get(i + 1),
+                "inlinks": int(arrays.inlinks[i]),
+            }
+            for k, i in enumerate(chosen)
+        ]
+
+    def host_ranks(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
+        """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""
+        found = self.host_ranking(name)
+        if found is None:
+            return {}
+        _, arrays = found
+        out = {}
+        for host in set(hosts):
+            number = self.host_id(host)
+            if number is not None and number <= arrays.pages:
+                out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
+        return out

@@ -38,6 +38,7 @@ def migrate(store, found: int) -> None:
         _packed_arrays(store)
     if found <= 5:
         _link_history(db)
+        store.derive_hosts()
 
 
 def _add_column(db: sqlite3.Connection, table: str, column: str, kind: str) -> None:
@@ -56,7 +57,11 @@ def _link_history(db: sqlite3.Connection) -> None:
     _add_column(db, "in_links", "born", "BLOB")
     _add_column(db, "rankings", "teleport", "BLOB")
     _add_column(db, "ranking_blocks", "votes", "BLOB")
-    db.execute("DELETE FROM meta WHERE key = 'graph_build'")  # the in-link arrays are derived again, with births
+    _add_column(db, "rankings", "level", "TEXT NOT NULL DEFAULT 'page'")
+    for statement in TABLES.split(";\n"):  # the new tables: link births, lost links, hosts
+        if statement.strip():
+            db.execute(statement)
+    # the in-link arrays stay: with no births recorded, a link's first build is unknown (and never "new")
 
 
 def _packed_arrays(store) -> None:

@@ -35,8 +35,9 @@ class Ranking:
     iterations: int
     residuals: list[float]
     created_at: str
-    pages: int
+    pages: int  # pages (or hosts, for a host-level ranking) it ranks
     seconds: float | None
+    level: str = "page"
 
 
 @dataclass
@@ -172,6 +173,7 @@ class RankingsMixin(StoreBase):
         seconds: float | None = None,
         votes=None,
         teleport: tuple[np.ndarray, np.ndarray] | None = None,
+        level: str = "page",
     ) -> Ranking:
         """Store a new version of ranking ``name`` in one transaction.
 
@@ -184,14 +186,15 @@ class RankingsMixin(StoreBase):
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
-            pages = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0  # ids are dense
+            table = "hosts" if level == "host" else "pages"
+            pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
             row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()
             version = (row[0] or 0) + 1
             cursor = self.db.execute(
                 "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds,"
-                " teleport) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " teleport, level) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     version,
@@ -202,6 +205,7 @@ class RankingsMixin(StoreBase):
                     len(scores),
                     seconds,
                     _pack_teleport(teleport),
+                    level,
                 ),
             )
             ranking_id = cursor.lastrowid
@@ -223,7 +227,7 @@ class RankingsMixin(StoreBase):
 
     def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
         sql = (
-            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds FROM rankings"
+            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds, level FROM rankings"
             " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1"
         )
         row = self.db.execute(sql, (name, version) if version else (name,)).fetchone()
@@ -234,7 +238,9 @@ class RankingsMixin(StoreBase):
                 + (f" version {version}" if version else "")
                 + (f" (the store has: {known})" if known else " (run `rankstore rank` first)")
             )
-        return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
+        return Ranking(
+            row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8], row[9]
+        )
 
     def ranking_params(self, ranking_id: int) -> dict:
         row = self.db.execute("SELECT params FROM rankings WHERE id = ?", (ranking_id,)).fetchone()

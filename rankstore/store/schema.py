@@ -23,6 +23,9 @@ Layout (schema 6; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   one (a link a recrawl found); it was last seen by its source page's last
   crawl (``pages.build_id``).  ``lost_links`` keeps the links a recrawl no
   longer found: when they were first and last seen and which build lost them.
+* ``hosts``: each host (with its port) once, numbered in order of first
+  appearance; ``page_hosts`` each page's host id, in blocks.  A ranking of
+  ``level`` 'host' (``rank --level host``) has its arrays by host index.
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results; ``ranking_blocks`` holds one
@@ -137,6 +140,15 @@ CREATE TABLE IF NOT EXISTS in_links (
     weights  BLOB,
     born     BLOB
 );
+CREATE TABLE IF NOT EXISTS hosts (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE,
+    pages INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS page_hosts (
+    first INTEGER PRIMARY KEY,
+    hosts BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS counter (
     k INTEGER PRIMARY KEY
 );
@@ -167,6 +179,7 @@ CREATE TABLE IF NOT EXISTS rankings (
     pages      INTEGER NOT NULL,
     seconds    REAL,
     teleport   BLOB,
+    level      TEXT NOT NULL DEFAULT 'page',
     UNIQUE (name, version)
 );
 CREATE TABLE IF NOT EXISTS ranking_blocks (
