@@ -908,15 +908,31 @@ def _share_row(kind: str, share: float | None) -> dict:
 @cli.command(context_settings=CONTEXT)
 @store_option
 @ranking_option
+@click.option(
+    "--what",
+    type=click.Choice(["scores", "links", "pages", "hosts"]),
+    default="scores",
+    show_default=True,
+    help="Which table: the ranking's scores, or the whole store's links, pages or hosts.",
+)
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv].")
-def export(store_path, ranking_name, fmt, output):
-    """Every page's score: columns url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title.
+def export(store_path, ranking_name, what, fmt, output):
+    """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages or hosts.
+
+    \b
+    Columns:
+      scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title
+      links   src, dst (page ids), weight, nofollow, first_build
+      pages   id, url, host, host_id, title, crawled, status, first_build, last_build
+      hosts   id, name, pages, hostrank, host_position
 
     \b
     Examples:
         rankstore export > ranks.csv
         rankstore export --format parquet -o ranks.parquet
+        rankstore export --what links --format parquet -o links.parquet
+        duckdb -c "SELECT count(*) FROM 'links.parquet' WHERE NOT nofollow"
     """
     import csv
 
@@ -924,6 +940,15 @@ def export(store_path, ranking_name, fmt, output):
 
     if fmt == "parquet" and not output:
         raise click.UsageError("--format parquet needs --output FILE")
+    if what != "scores":
+        from .export import SCHEMAS, batches, write
+
+        with reading(store_path) as store:
+            sink = output if output else sys.stdout.buffer
+            rows = write(batches(store, what), SCHEMAS[what], sink, fmt)
+        if output:
+            click.echo(f"wrote {rows:,} {what} rows to {output}", err=True)
+        return
     with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         rows = store.export_rows(ranking)

@@ -166,3 +166,33 @@ def test_host_rank_agrees_with_networkx_on_the_host_graph(sites):
     }
     shown = json.loads(run("show", urls["a"] + "p1.html", "--format", "json", "--store", store))[0]
     assert shown["hostrank"] == pytest.approx(expected[_host(urls["a"])], abs=1e-9)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_tables_hold_the_whole_store(sites, tmp_path, fmt):
+    import csv
+    import io
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    store, urls, links = sites
+
+    def table(what: str) -> list[dict]:
+        if fmt == "csv":
+            return list(csv.DictReader(io.StringIO(run("export", "--what", what, "--store", store))))
+        path = str(tmp_path / f"{what}.parquet")
+        run("export", "--what", what, "--format", "parquet", "-o", path, "--store", store)
+        return pq.read_table(path).to_pylist()
+
+    with sqlite3.connect(store) as db:
+        expected = set(db.execute("SELECT src, dst FROM links"))
+        urls_by_id = dict(db.execute("SELECT id, url FROM pages"))
+    exported = table("links")
+    assert {(int(row["src"]), int(row["dst"])) for row in exported} == expected
+    assert {(urls_by_id[s], urls_by_id[d]) for s, d in expected} == links
+    pages = table("pages")
+    assert {int(row["id"]): row["url"] for row in pages} == urls_by_id
+    hosts = table("hosts")
+    assert {row["name"] for row in hosts} == {_host(u) for u in urls.values()}
+    assert sum(float(row["hostrank"]) for row in hosts) == pytest.approx(1.0)
