@@ -196,3 +196,32 @@ def test_export_tables_hold_the_whole_store(sites, tmp_path, fmt):
     hosts = table("hosts")
     assert {row["name"] for row in hosts} == {_host(u) for u in urls.values()}
     assert sum(float(row["hostrank"]) for row in hosts) == pytest.approx(1.0)
+
+
+def test_a_graph_of_hosts_is_its_own_host_graph(tmp_path):
+    """Common Crawl's host graphs: every page is a host's root, so the host ranking is the page ranking."""
+    edges = tmp_path / "hosts.tsv"
+    edges.write_text(
+        "http://a.example/\thttp://b.example/\nhttp://b.example/\thttp://c.example/\n"
+        "http://c.example/\thttp://a.example/\nhttp://a.example/\thttp://c.example/\n"
+        "http://d.example/\thttp://d.example/\n"
+    )
+    store = str(tmp_path / "s.db")
+    run("build", str(edges), "--store", store, "-q")
+    run("rank", "--store", store, "-q", "--tol", "1e-13")
+    run("rank", "--level", "host", "--store", store, "-q", "--tol", "1e-13")
+    pages = {
+        row["url"].split("/")[2]: row["pagerank"]
+        for row in json.loads(run("top", "-n", "10", "--format", "json", "--store", store))
+    }
+    hosts = {
+        row["host"]: row["hostrank"]
+        for row in json.loads(run("top", "--ranking", "hostrank", "-n", "10", "--format", "json", "--store", store))
+    }
+    graph = nx.DiGraph(
+        [("a.example", "b.example"), ("b.example", "c.example"), ("c.example", "a.example"), ("a.example", "c.example")]
+    )
+    graph.add_node("d.example")  # its link to itself is left out of the host graph
+    expected = nx.pagerank(graph, tol=1e-14)
+    assert hosts == {host: pytest.approx(value, abs=1e-10) for host, value in expected.items()}
+    assert set(pages) == set(hosts)

@@ -126,6 +126,19 @@ class HostsMixin(GraphMixin):
         """Page indices of every page of a host."""
         return np.flatnonzero(self.page_hosts() == host)
 
+    @staticmethod
+    def _pages_as_hosts(links, include_nofollow: bool) -> HostGraph:
+        """The host graph of a store whose every page is its own host, numbered alike (a Common Crawl host
+        graph): the page graph itself, less the links of a page to itself, each link of weight 1."""
+        keep = links.indices != np.repeat(np.arange(links.n, dtype=np.int32), np.diff(links.indptr))
+        if links.nofollow is not None and not include_nofollow:
+            keep &= ~links.nofollow
+        if keep.all():
+            return HostGraph(links.n, links.indptr, links.indices, np.ones(len(links.indices)))
+        kept = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept[1:])
+        return HostGraph(links.n, kept[links.indptr], links.indices[keep], np.ones(int(kept[-1])))
+
     def host_graph(self, include_nofollow: bool = False) -> HostGraph:
         """The host graph from the page graph's in-link arrays (see the module docstring)."""
         self.ensure_graph()
@@ -134,6 +147,8 @@ class HostsMixin(GraphMixin):
         count = self.host_count()
         if len(hosts) < links.n:
             raise RuntimeError("hosts are not numbered for every page: run `rankstore build` again")
+        if count == links.n and np.array_equal(hosts[: links.n], np.arange(1, links.n + 1, dtype=np.int32)):
+            return self._pages_as_hosts(links, include_nofollow)
         src = hosts[links.indices]
         dst = np.repeat(hosts[: links.n], np.diff(links.indptr))
         keep = src != dst
