@@ -38,7 +38,39 @@ def migrate(store, found: int) -> None:
         _packed_arrays(store)
     if found <= 5:
         _link_history(db)
+        _renormalise_urls(db)
         store.derive_hosts()
+
+
+def _renormalise_urls(db: sqlite3.Connection) -> None:
+    """Pages stored under an older normal form moved to today's (the WHATWG URL Standard's, since schema 6).
+
+    A URL whose new form another page already has, or that is now rejected,
+    is left as it was (a look-up of it then misses, as it would have); the
+    counts are kept in ``meta`` as ``urls_renormalised`` and ``urls_left``.
+    """
+    from ..urls import canonical_many, host_of
+    from .pages import url_key
+
+    moved = left = 0
+    last = 0
+    while rows := db.execute("SELECT id, url FROM pages WHERE id > ? ORDER BY id LIMIT 65536", (last,)).fetchall():
+        last = rows[-1][0]
+        normal = canonical_many([url for _, url in rows])
+        for (page_id, url), new in zip(rows, normal):
+            if new == url:
+                continue
+            if new is None or db.execute("SELECT 1 FROM pages WHERE url = ?", (new,)).fetchone():
+                left += 1
+                continue
+            db.execute("UPDATE pages SET url = ?, host = ? WHERE id = ?", (new, host_of(new), page_id))
+            db.execute("DELETE FROM page_keys WHERE url_hash = ? AND page_id = ?", (url_key(url), page_id))
+            db.execute("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)", (url_key(new), page_id))
+            moved += 1
+    db.executemany(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        [("urls_renormalised", str(moved)), ("urls_left", str(left))],
+    )
 
 
 def _add_column(db: sqlite3.Connection, table: str, column: str, kind: str) -> None:
