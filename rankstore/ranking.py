@@ -218,9 +218,10 @@ def rank(
         "warm_from": previous.version if previous is not None else None,
         "load_seconds": round(loaded.seconds, 3),
     }
-    votes = teleport = None
+    votes = linked = teleport = None
     if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
         votes = link_votes(graph, result.scores, options.damping, options.weighted)
+        linked = link_mass(graph, votes, options.weighted)
     if personalization is not None:
         chosen = np.flatnonzero(personalization)
         teleport = (page_ids[chosen], personalization[chosen] / personalization.sum())
@@ -237,6 +238,7 @@ def rank(
         extra,
         seconds,
         votes=votes,
+        linked=linked,
         teleport=teleport,
         level=options.level,
     )
@@ -254,6 +256,18 @@ def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool)
     out = np.bincount(graph.indices, weights=weights, minlength=graph.n).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(out > 0, damping * scores / out, 0.0)
+
+
+def link_mass(graph: Graph, votes: np.ndarray, weighted: bool) -> np.ndarray:
+    """Σ over each page u's in-links of votes[v]·w: the part of PR(u) that its backlinks give it."""
+    given = votes[graph.indices]
+    if weighted and graph.weights is not None:
+        given *= graph.weights
+    sums = np.zeros(graph.n)
+    rows = np.flatnonzero(np.diff(graph.indptr))
+    if len(rows):
+        sums[rows] = np.add.reduceat(given, np.asarray(graph.indptr[rows], dtype=np.int64))
+    return sums
 
 
 def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions) -> np.ndarray:

@@ -37,6 +37,7 @@ class InSlice:
     nofollow: np.ndarray | None  # bool, or None: every link follows
     weights: np.ndarray | None  # float64, or None: every link weighs 1
     born: np.ndarray  # int32 build ids
+    uniform: int | None = None  # the build that first saw every one of them, when one did
 
 
 @dataclass
@@ -51,6 +52,18 @@ class BacklinkReport:
     links_share: float | None = None  # of PR(u), from every followed backlink (not only those shown)
     jump_share: float | None = None  # of PR(u), from the random jump (1-d)E(u)
     sinks_share: float | None = None  # of PR(u), what pages without out-links pass on (and rounding)
+
+
+def _largest(values: np.ndarray, positions_of, candidates: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` largest values, largest first, ties by the candidates' rank: a partition, then a
+    sort of the few that can be among them."""
+    if count < len(values):
+        kth = np.partition(values, len(values) - count)[len(values) - count]
+        near = np.flatnonzero(values >= kth)
+    else:
+        near = np.arange(len(values))
+    order = np.lexsort((positions_of(candidates[near]), -values[near]))
+    return near[order[:count]]
 
 
 class AnalysisMixin(QueriesMixin, HostsMixin):
@@ -80,7 +93,8 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         if born:
             births = np.frombuffer(born, dtype=">i4", count=count, offset=4 * start).astype(np.int32)
         else:
-            births = np.full(count, self._graph_born(), dtype=np.int32)
+            uniform = self._graph_born()
+            return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
         return InSlice(found, flags, weight, births)
 
     def _graph_born(self) -> int:
@@ -165,38 +179,75 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             arrays = self.ranking_arrays(ranking_id)
             params = self.ranking_params(ranking_id)
             links, targets, pages = self.target_links(url, host)
-            counted = np.ones(len(links.sources), dtype=bool)
+            counted = None  # every link votes
             if links.nofollow is not None and not params.get("include_nofollow", False):
                 counted = ~links.nofollow
-            contribution = self._contributions(arrays, links, counted, params)
             ranked = pages[pages < arrays.pages]
             pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
             report = BacklinkReport(url or host or "", pagerank, 0, [])
-            if contribution is not None and pagerank:
-                report.links_share = float(contribution.sum() / pagerank)
+            # every link's contribution is needed to sort by it, and for a whole host (whose internal links
+            # give it rank too); for one page, the version keeps what all its backlinks give it together
+            contribution = None
+            if sort == "contribution" or host is not None or arrays.linked is None:
+                contribution = self._contributions(arrays, links, counted, params)
+            if arrays.votes is not None and pagerank:
+                if contribution is not None:
+                    given = float(contribution.sum())
+                else:
+                    assert arrays.linked is not None
+                    given = float(arrays.linked[ranked].sum())
+                report.links_share = given / pagerank
                 jump = sum(self._jump(ranking_id, int(page) + 1, arrays.pages, params) for page in ranked.tolist())
                 report.jump_share = jump / pagerank
                 rest = 1.0 - report.links_share - report.jump_share
                 report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
-            chosen = np.ones(len(links.sources), dtype=bool) if since is None else links.born > since
-            report.backlinks = int(chosen.sum())
-            followed = np.flatnonzero(chosen & counted)
-            if sort == "contribution" and contribution is not None:
-                values = contribution[followed]
-                order = np.lexsort((arrays.positions_of(links.sources[followed]), -values))
-                picked = followed[order[offset : offset + limit]]
+            if since is None:
+                chosen = None
+            elif links.uniform is not None:  # one build saw them all: all new since, or none
+                chosen = None if links.uniform > since else np.zeros(len(links.sources), dtype=bool)
             else:
-                best = arrays.best_of(links.sources[followed], offset + limit)[offset:]
-                picked = followed[best]
-            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets)
-            others = np.flatnonzero(chosen & ~counted)
-            if len(others):
-                best = arrays.best_of(links.sources[others], limit)
-                report.nofollow_rows = self._link_rows(arrays, links, others[best], None, pagerank, targets)
+                chosen = links.born > since
+            report.backlinks = len(links.sources) if chosen is None else int(chosen.sum())
+            if chosen is None and counted is None:
+                followed = None  # all of them: no index array over a million links
+                candidates = links.sources
+            else:
+                mask = chosen if counted is None else counted if chosen is None else chosen & counted
+                followed = np.flatnonzero(mask)
+                candidates = links.sources[followed]
+            if sort == "contribution" and contribution is not None:
+                values = contribution if followed is None else contribution[followed]
+                order = _largest(values, arrays.positions_of, candidates, offset + limit)[offset:]
+            else:
+                order = arrays.best_of(candidates, offset + limit)[offset:]
+            picked = order if followed is None else followed[order]
+            if contribution is None:
+                contribution = self._contributions_at(arrays, links, picked, params)
+                at = np.arange(len(picked))
+            else:
+                at = picked
+            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets, at)
+            if counted is not None:
+                others = np.flatnonzero(~counted if chosen is None else chosen & ~counted)
+                if len(others):
+                    best = arrays.best_of(links.sources[others], limit)
+                    report.nofollow_rows = self._link_rows(arrays, links, others[best], None, pagerank, targets)
         return report
 
+    def _contributions_at(
+        self, arrays: RankingArrays, links: InSlice, picked: np.ndarray, params: dict
+    ) -> np.ndarray | None:
+        """What the in-links at ``picked`` pass to their target (links that vote only)."""
+        if arrays.votes is None:
+            return None
+        sources = links.sources[picked]
+        values = np.where(sources < arrays.pages, arrays.votes[np.minimum(sources, arrays.pages - 1)], 0.0)
+        if links.weights is not None and params.get("weighted", True):
+            values = values * links.weights[picked]
+        return values
+
     def _contributions(
-        self, arrays: RankingArrays, links: InSlice, counted: np.ndarray, params: dict
+        self, arrays: RankingArrays, links: InSlice, counted: np.ndarray | None, params: dict
     ) -> np.ndarray | None:
         """What each in-link passes to its target in this version (0 for a link that casts no vote)."""
         if arrays.votes is None:
@@ -206,7 +257,8 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         votes[inside] = arrays.votes[links.sources[inside]]
         if links.weights is not None and params.get("weighted", True):
             votes *= links.weights
-        votes[~counted] = 0.0
+        if counted is not None:
+            votes[~counted] = 0.0
         return votes
 
     def _jump(self, ranking_id: int, target: int, pages: int, params: dict) -> float:
@@ -227,7 +279,11 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         contribution: np.ndarray | None,
         pagerank: float | None,
         targets: np.ndarray,
+        where: np.ndarray | None = None,
     ) -> list[dict]:
+        """Rows for the links at ``picked``; their contributions are ``contribution[where]`` (``picked`` by
+        default: ``contribution`` may hold every link's, or only the picked ones')."""
+        where = picked if where is None else where
         indices = links.sources[picked].tolist()
         rows = self._rows(arrays, indices)
         pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
@@ -245,10 +301,10 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             )
         many = len(np.unique(targets)) > 1
         urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
-        for row, at, pair in zip(rows, picked.tolist(), pairs):
+        for row, at, slot, pair in zip(rows, picked.tolist(), where.tolist(), pairs):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
             row["anchor"] = anchors.get(pair)
-            value = float(contribution[at]) if contribution is not None else (0.0 if row["nofollow"] else None)
+            value = float(contribution[slot]) if contribution is not None else (0.0 if row["nofollow"] else None)
             row["contribution"] = value
             row["share"] = value / pagerank if value is not None and pagerank else None
             row["first_seen"] = int(links.born[at]) or None
@@ -367,12 +423,14 @@ class HostAnalysisMixin(AnalysisMixin):
             if links.nofollow is not None and not params.get("include_nofollow", False):
                 counted = ~links.nofollow
             contribution = self._contributions(arrays, links, counted, params)
-            chosen = np.ones(len(links.sources), dtype=bool) if since is None else links.born > since
-            sources = links.sources[chosen].astype(np.int64)
-            values = contribution[chosen] if contribution is not None else None
+            if since is None or (links.uniform is not None and links.uniform > since):
+                sources, values = links.sources, contribution
+            else:
+                chosen = links.born > since
+                sources = links.sources[chosen]
+                values = contribution[chosen] if contribution is not None else None
             hosts = self.page_hosts()[sources]
-            position = arrays.positions_of(sources)
-            order = np.lexsort((position, hosts))  # by host, each host's best page first
+            order = np.argsort(hosts, kind="stable")  # by host
             hosts_sorted, sources_sorted = hosts[order], sources[order]
             starts = (
                 np.flatnonzero(np.concatenate([[True], hosts_sorted[1:] != hosts_sorted[:-1]]))
@@ -381,8 +439,16 @@ class HostAnalysisMixin(AnalysisMixin):
             )
             ends = np.append(starts[1:], len(order))
             group_hosts = hosts_sorted[starts]
-            best_pages = sources_sorted[starts]
-            distinct = self._distinct_counts(hosts_sorted, sources_sorted, starts)
+            # each host's best page: the smallest position in the order by score
+            best_pages = sources_sorted[starts].astype(np.int64)
+            if len(starts):
+                best = np.minimum.reduceat(arrays.positions_of(sources_sorted), starts)
+                ranked_best = best < arrays.pages  # a host whose linking pages are all newer than the version: any
+                best_pages[ranked_best] = arrays.best[best[ranked_best]]
+            if host is None:  # one target page: each linking page links to it once
+                distinct = ends - starts
+            else:
+                distinct = self._distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
             summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
             ranked = self.host_ranking(host_ranking)
             host_scores = np.full(len(group_hosts), np.nan)

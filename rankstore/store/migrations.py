@@ -89,6 +89,7 @@ def _link_history(db: sqlite3.Connection) -> None:
     _add_column(db, "in_links", "born", "BLOB")
     _add_column(db, "rankings", "teleport", "BLOB")
     _add_column(db, "ranking_blocks", "votes", "BLOB")
+    _add_column(db, "ranking_blocks", "linked", "BLOB")
     _add_column(db, "rankings", "level", "TEXT NOT NULL DEFAULT 'page'")
     for statement in TABLES.split(";\n"):  # the new tables: link births, lost links, hosts
         if statement.strip():
@@ -151,8 +152,8 @@ def _packed_arrays(store) -> None:
             else np.array([np.nan if e is None else e for e in extras], dtype=np.float64)
         )
         db.executemany(
-            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes, linked)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             ranking_rows(ranking_id, scores, inlinks, extra),
         )
     for table in ("ranked_links", "score_keys", "scores", "links"):

@@ -50,6 +50,7 @@ class RankingArrays:
     position: np.ndarray  # int32: where each page stands in ``best``
     extra: np.ndarray | None  # float64 (NaN where none), or None
     votes: np.ndarray | None = None  # float64: d·PR(v)/W(v), what a unit of link weight from v gives; None: not kept
+    linked: np.ndarray | None = None  # float64: the part of each page's score its backlinks give (Σ votes·w)
 
     @property
     def pages(self) -> int:
@@ -123,9 +124,11 @@ def ranking_rows(
     inlinks: np.ndarray,
     extra: np.ndarray | None,
     votes: np.ndarray | None = None,
+    linked: np.ndarray | None = None,
 ):
     """``ranking_blocks`` rows of one version (big-endian, for the SQL views)."""
     votes_be = np.asarray(votes, dtype=">f8").tobytes() if votes is not None else None
+    linked_be = np.asarray(linked, dtype=">f8").tobytes() if linked is not None else None
     best = order_by_score(scores).astype(">i4")
     scores_be = np.asarray(scores, dtype=">f8").tobytes()
     inlinks_be = np.asarray(inlinks, dtype=">i4").tobytes()
@@ -141,6 +144,7 @@ def ranking_rows(
             best_be[4 * first : 4 * last],
             extra_be[8 * first : 8 * last] if extra_be is not None else None,
             votes_be[8 * first : 8 * last] if votes_be is not None else None,
+            linked_be[8 * first : 8 * last] if linked_be is not None else None,
         )
 
 
@@ -172,6 +176,7 @@ class RankingsMixin(StoreBase):
         extra=None,
         seconds: float | None = None,
         votes=None,
+        linked=None,
         teleport: tuple[np.ndarray, np.ndarray] | None = None,
         level: str = "page",
     ) -> Ranking:
@@ -211,9 +216,9 @@ class RankingsMixin(StoreBase):
             ranking_id = cursor.lastrowid
             assert ranking_id is not None
             self.db.executemany(
-                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ranking_rows(ranking_id, scores, inlinks, extra, votes),
+                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes, linked)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ranking_rows(ranking_id, scores, inlinks, extra, votes, linked),
             )
             old = [
                 r[0]
@@ -281,9 +286,10 @@ class RankingsMixin(StoreBase):
         cache = self._arrays
         if ranking_id in cache:
             return cache[ranking_id]
-        scores, inlinks, best, extra, votes = [], [], [], [], []
-        for s, i, b, e, v in self.db.execute(
-            "SELECT scores, inlinks, best, extra, votes FROM ranking_blocks WHERE ranking_id = ? ORDER BY first",
+        scores, inlinks, best, extra, votes, linked = [], [], [], [], [], []
+        for s, i, b, e, v, k in self.db.execute(
+            "SELECT scores, inlinks, best, extra, votes, linked FROM ranking_blocks WHERE ranking_id = ?"
+            " ORDER BY first",
             (ranking_id,),
         ):
             scores.append(s)
@@ -291,6 +297,7 @@ class RankingsMixin(StoreBase):
             best.append(b)
             extra.append(e)
             votes.append(v)
+            linked.append(k)
         order = np.frombuffer(b"".join(best), dtype=">i4").astype(np.int32)
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
@@ -301,6 +308,9 @@ class RankingsMixin(StoreBase):
             position,
             np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None,
             np.frombuffer(b"".join(votes), dtype=">f8").astype(np.float64) if votes and votes[0] is not None else None,
+            np.frombuffer(b"".join(linked), dtype=">f8").astype(np.float64)
+            if linked and linked[0] is not None
+            else None,
         )
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(next(iter(cache)))

@@ -190,6 +190,7 @@ CREATE TABLE IF NOT EXISTS ranking_blocks (
     best       BLOB NOT NULL,
     extra      BLOB,
     votes      BLOB,
+    linked     BLOB,
     PRIMARY KEY (ranking_id, first)
 );
 """
