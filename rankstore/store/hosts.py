@@ -130,7 +130,13 @@ class HostsMixin(GraphMixin):
     def _pages_as_hosts(links, include_nofollow: bool) -> HostGraph:
         """The host graph of a store whose every page is its own host, numbered alike (a Common Crawl host
         graph): the page graph itself, less the links of a page to itself, each link of weight 1."""
-        keep = links.indices != np.repeat(np.arange(links.n, dtype=np.int32), np.diff(links.indptr))
+        keep = np.empty(len(links.indices), dtype=bool)
+        step = 1 << 20  # rows at a time: the target of each link is a temporary the size of the links
+        for first in range(0, links.n, step):
+            last = min(first + step, links.n)
+            lo, hi = int(links.indptr[first]), int(links.indptr[last])
+            rows = np.repeat(np.arange(first, last, dtype=np.int32), np.diff(links.indptr[first : last + 1]))
+            np.not_equal(links.indices[lo:hi], rows, out=keep[lo:hi])
         if links.nofollow is not None and not include_nofollow:
             keep &= ~links.nofollow
         if keep.all():
