@@ -132,7 +132,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             if page is None:
                 raise StoreError(f"{url}: not in the store")
             links = self.in_slice(page)
-            return links, np.full(len(links.sources), page - 1, dtype=np.int64), np.array([page - 1])
+            return links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1])
         number = self.host_id(host)
         if number is None:
             raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
@@ -299,7 +299,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
                     [value for pair in chunk for value in pair],
                 )
             )
-        many = len(np.unique(targets)) > 1
+        many = len({dst for _, dst in pairs}) > 1
         urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
         for row, at, slot, pair in zip(rows, picked.tolist(), where.tolist(), pairs):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
