@@ -7,12 +7,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 
 import click
 
 from . import __version__
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
+from .store.analysis import SORTS
 
 EXIT_SKIPPED = 3
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -319,6 +321,13 @@ def _read_url_file(path: str, option: str) -> list[str]:
 @click.option("--include-nofollow", is_flag=True, help="Let nofollow/ugc/sponsored links vote too.")
 @click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
+@click.option(
+    "--level",
+    type=click.Choice(["page", "host"]),
+    default="page",
+    show_default=True,
+    help="Rank pages, or hosts: one node per host, edges weighted by the page links between them.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-iteration output.")
 def rank(
     store_path,
@@ -336,6 +345,7 @@ def rank(
     include_nofollow,
     unweighted,
     cold,
+    level,
     quiet,
 ):
     """Compute PageRank (or a variant) and store it as a new version of a named ranking.
@@ -350,8 +360,9 @@ def rank(
         rankstore rank --source https://example.com/ --name mine
         rankstore rank --topic python=python-urls.txt --topic sql=sql-urls.txt
         rankstore rank --trusted seeds.txt && rankstore top --ranking trust
+        rankstore rank --level host            # the ranking 'hostrank'
     """
-    from .ranking import RankingError, RankOptions, load_graph
+    from .ranking import RankingError, RankOptions, load_graph, load_host_graph
     from .ranking import rank as run_rank
     from .solver import ConvergenceError
 
@@ -367,7 +378,10 @@ def rank(
         include_nofollow=include_nofollow,
         weighted=not unweighted,
         warm_start=not cold,
+        level=level,
     )
+    if level == "host" and (sources or source_roots or topics or trusted or flagged):
+        raise click.UsageError("--level host ranks hosts with a uniform rank source: no --source, --topic, --trusted")
     if topics:
         for topic in topics:
             topic_name, sep, path = topic.partition("=")
@@ -379,15 +393,16 @@ def rank(
     elif flagged:
         jobs.append(RankOptions(name=name or "badrank", flagged=_read_url_file(flagged, "--flagged"), **common))
     else:
-        default = "personalized" if sources or source_roots else "pagerank"
+        default = "hostrank" if level == "host" else "personalized" if sources or source_roots else "pagerank"
         jobs.append(RankOptions(name=name or default, sources=sources, source_roots=source_roots, **common))
 
     store = open_store(store_path)
     try:
-        loaded = load_graph(store, include_nofollow)
+        loaded = (load_host_graph if level == "host" else load_graph)(store, include_nofollow)
+        nodes = "hosts" if level == "host" else "pages"
         if not quiet:
             click.echo(
-                f"graph: {loaded.graph.n:,} pages, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)",
+                f"graph: {loaded.graph.n:,} {nodes}, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)",
                 err=True,
             )
         for options in jobs:
@@ -410,7 +425,7 @@ def rank(
                 elif saved is not None:  # a warm start far from the answer can take longer than a cold one
                     warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
             click.echo(
-                f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} pages in "
+                f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} {nodes} in "
                 f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
                 f"{outcome.seconds:.2f} s{warm}"
             )
@@ -475,14 +490,14 @@ def _decorate(rows: list[dict], lowest: float, highest: float) -> list[dict]:
     return out
 
 
-def _emit(rows: list[dict], fmt: str) -> None:
+def _emit(rows: list[dict], fmt: str, extra: Sequence[str] = ("spam_mass", "nofollow", "anchor")) -> None:
     import csv
 
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     columns = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "url", "title"]
-    extra = [key for key in ("spam_mass", "nofollow", "anchor") if rows and key in rows[0]]
+    extra = [key for key in extra if rows and key in rows[0]]
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns + extra)
@@ -492,14 +507,34 @@ def _emit(rows: list[dict], fmt: str) -> None:
     if not rows:
         click.echo("(nothing)")
         return
-    click.echo(f"{'rank':>7}  {'pagerank':>10}  {'pct':>7}  {'tb':>2}  {'in':>6}  bar{' ' * 18}url / title")
+    shares = "share" in extra
+    click.echo(
+        f"{'rank':>7}  {'pagerank':>10}  {'pct':>7}  {'tb':>2}  {'in':>6}  "
+        + (f"{'share':>7}  " if shares else "")
+        + f"bar{' ' * 18}url / title"
+    )
     for row in rows:
+        if row.get("url") is None:  # a share of the PageRank from elsewhere than the rows
+            share = f"{row['share']:.2%}" if row.get("share") is not None else "-"
+            click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {share:>7}  {'':<20} ({row['kind']})")
+            continue
         bar = "█" * max(row["bar"], 0)
         score = f"{row['pagerank']:.4e}" if row["pagerank"] is not None else "-"
         rank_text = str(row["rank"]) if row["rank"] is not None else "-"
         pct = f"{row['percentile']:.2f}" if row["percentile"] is not None else "-"
         inlinks = row["inlinks"] if row["inlinks"] is not None else "-"
-        click.echo(f"{rank_text:>7}  {score:>10}  {pct:>7}  {row['toolbar']:>2}  {inlinks:>6}  {bar:<20} {row['url']}")
+        share = ""
+        if shares:
+            share = f"{row['share']:>7.2%}  " if row.get("share") is not None else f"{'-':>7}  "
+        flag = " (nofollow)" if row.get("kind") == "nofollow" else ""
+        if row.get("host_rank") is not None:
+            flag += f"  [host #{row['host_rank']:,}]"
+        if row.get("lost_in") is not None:
+            flag += f"  (lost in build {row['lost_in']}; seen in builds {row['first_seen']}-{row['last_seen']})"
+        click.echo(
+            f"{rank_text:>7}  {score:>10}  {pct:>7}  {row['toolbar']:>2}  {inlinks:>6}  {share}{bar:<20} "
+            f"{row['url']}{flag}"
+        )
         if row["title"]:
             click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {'':<20} {row['title'][:100]}")
 
@@ -528,9 +563,13 @@ def top(store_path, ranking_name, limit, fmt):
     Examples:
         rankstore top -n 15
         rankstore top --ranking trust --format json
+        rankstore top --ranking hostrank       # hosts, after `rankstore rank --level host`
     """
     with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
+        if ranking.level == "host":
+            _emit_table(store.top_hosts(ranking_name, limit), fmt, ["rank", "hostrank", "host", "pages", "inlinks"])
+            return
         rows = _decorate(store.top(ranking_name, limit), *store.score_range(ranking))
     _emit(rows, fmt)
 
@@ -547,7 +586,7 @@ def show(urls, store_path, ranking_name, fmt):
     Example:
         rankstore show http://127.0.0.1:8000/library/functions.html --format json
     """
-    from .urls import canonical
+    from .urls import canonical, host_of
 
     with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
@@ -559,10 +598,261 @@ def show(urls, store_path, ranking_name, fmt):
         found = store.lookup(normal, ranking_name)
         missing = [url for url, n in zip(urls, normal) if n not in found]
         rows = _decorate([found[n] for n in normal if n in found], *store.score_range(ranking))
-    _emit(rows, fmt)
+        hosts = store.host_ranks([host_of(row["url"]) for row in rows])
+    if hosts:  # host rank beside page rank, once the hosts are ranked
+        for row in rows:
+            row["hostrank"], row["host_rank"] = hosts.get(host_of(row["url"]), (None, None))
+    _emit(rows, fmt, extra=("spam_mass", "hostrank", "host_rank"))
     if missing:
         click.echo(f"not in the store: {', '.join(missing)}", err=True)
         sys.exit(1)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("url", metavar="TARGET")
+@store_option
+@ranking_option
+@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option(
+    "--sort",
+    type=click.Choice(SORTS),
+    default="pagerank",
+    show_default=True,
+    help="Best linking pages first, or the links that give URL the most PageRank first.",
+)
+@click.option(
+    "--since",
+    metavar="BUILD|DATE",
+    help="Only links new since that build (a number from `rankstore builds`, or a UTC date).",
+)
+@click.option("--lost", is_flag=True, help="The links a recrawl of their page no longer found, instead.")
+@click.option(
+    "--group-by",
+    "group_by",
+    type=click.Choice(["page", "host"]),
+    default="page",
+    show_default=True,
+    help="One row per linking page, or per linking host (its pages, best page, host rank).",
+)
+@click.option(
+    "--host",
+    "whole_host",
+    is_flag=True,
+    help="TARGET is a host (as in URLs, with its port if any): the backlinks of all its pages.",
+)
+@format_option
+def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, fmt):
+    """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
+
+    Each link shows its contribution, d·PR(v)·w/W(v), what it passes to URL,
+    and its share of URL's PageRank; the table ends with the shares of the
+    links not listed, of the random jump and of pages without out-links (for a
+    whole host: and of its internal links), which add up to 1 with the rows.
+    Nofollow links are listed apart: they give nothing.  --since lists the
+    links first seen after a build; --lost those that a recrawl no longer
+    found.  --group-by host folds the linking pages into linking hosts, ranked
+    by host rank (`rankstore rank --level host`) where there is one.
+
+    \b
+    Examples:
+        rankstore backlinks https://competitor.example/ --format csv > backlinks.csv
+        rankstore backlinks https://competitor.example/ --sort contribution -n 10
+        rankstore backlinks https://competitor.example/ --since 2024-05-01
+        rankstore backlinks https://competitor.example/ --lost --since 3
+        rankstore backlinks competitor.example --host --group-by host
+    """
+    target, host = _target(url, whole_host)
+    with reading(store_path) as store:
+        ranking = store.ranking(ranking_name)
+        after = store.since_build(since) if since is not None else None
+        lowest, highest = store.score_range(ranking)
+        if lost:
+            if host is not None or group_by == "host":
+                raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
+            rows = _link_columns(store.lost_backlinks(target, ranking_name, after, limit, offset), lowest, highest)
+            _emit(rows, fmt, extra=("first_seen", "last_seen", "lost_in"))
+            return
+        if group_by == "host":
+            _emit_table(
+                store.referring_hosts(target, host, ranking_name, sort, after, limit, offset),
+                fmt,
+                [
+                    "host",
+                    "pages",
+                    "links",
+                    "hostrank",
+                    "host_position",
+                    "contribution",
+                    "share",
+                    "best_url",
+                    "best_pagerank",
+                ],
+            )
+            return
+        report = store.backlink_report(target, ranking_name, sort, after, limit, offset, host=host)
+    rows = _link_columns(report.rows, lowest, highest) + _link_columns(report.nofollow_rows, lowest, highest)
+    if report.links_share is not None and after is None:
+        listed = sum(row["share"] for row in rows if row["share"])
+        rest = report.links_share - listed
+        rows += [
+            _share_row("other backlinks", 0.0 if abs(rest) < 1e-12 else rest),
+            _share_row("random jump", report.jump_share),
+            _share_row(
+                "internal links and pages without out-links" if host else "pages without out-links", report.sinks_share
+            ),
+        ]
+    _emit(rows, fmt, extra=("kind", "contribution", "share", "first_seen", "nofollow", "anchor", "target"))
+
+
+def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
+    """(URL in normal form, None), or (None, host) with --host."""
+    from .urls import canonical, host_of
+
+    if whole_host:
+        if "://" in value:
+            normal = canonical(value)
+            if normal is None:
+                raise click.BadParameter(f"{value!r} is not an http(s) URL or a host", param_hint="TARGET")
+            return None, host_of(normal)
+        normal = canonical(f"http://{value}/")
+        if normal is None:
+            raise click.BadParameter(f"{value!r} is not a host name", param_hint="TARGET")
+        return None, host_of(normal)
+    normal = canonical(value)
+    if normal is None:
+        raise click.BadParameter(f"{value!r} is not an http(s) URL (give --host for a whole site)", param_hint="URL")
+    return normal, None
+
+
+def _emit_table(rows: list[dict], fmt: str, columns: list[str]) -> None:
+    """Rows of any view: a JSON list, CSV with ``columns`` as its header, or an aligned table."""
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([row.get(c) for c in columns] for row in rows)
+        return
+    if not rows:
+        click.echo("(nothing)")
+        return
+
+    def shown(value) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.4e}"
+        return f"{value:,}" if isinstance(value, int) else str(value)
+
+    cells = [[shown(row.get(c)) for c in columns] for row in rows]
+    widths = [min(max(len(c), *(len(line[i]) for line in cells)), 60) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    for line in cells:
+        click.echo("  ".join(value[:w].ljust(w) for value, w in zip(line, widths)).rstrip())
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@format_option
+def builds(store_path, fmt):
+    """Every build: when, what it loaded, and the links it found new and lost.
+
+    A link is new in the first build that saw it; it is lost in the build
+    whose recrawl of its page no longer found it.  Give a build's number to
+    `rankstore backlinks --since`.
+
+    \b
+    Example:
+        rankstore builds --format json
+    """
+    with reading(store_path) as store:
+        rows = store.build_history()
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    columns = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([row[c] for c in columns] for row in rows)
+        return
+    click.echo(
+        f"{'build':>5}  {'started':<20}  {'status':<9}  {'pages':>10}  {'links':>12}  {'new links':>12}  "
+        f"{'lost links':>10}"
+    )
+    for row in rows:
+        click.echo(
+            f"{row['build']:>5}  {row['started_at']:<20}  {row['status']:<9}  {row['pages']:>10,}  "
+            f"{row['links']:>12,}  {row['new_links']:>12,}  {row['lost_links']:>10,}"
+        )
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
+@click.option("--not", "mine", multiple=True, metavar="TARGET", help="Leave out who links to this (repeatable).")
+@click.option("--host", "whole_host", is_flag=True, help="Every TARGET is a host: links to any of its pages.")
+@click.option(
+    "--group-by",
+    "group_by",
+    type=click.Choice(["page", "host"]),
+    default="page",
+    show_default=True,
+    help="Linking pages, or linking hosts.",
+)
+@store_option
+@ranking_option
+@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0)
+@format_option
+def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, limit, offset, fmt):
+    """Who links to every TARGET and not to mine, best first: link intersect.
+
+    The pages (or hosts, with --group-by host) that link to all the given
+    URLs (or hosts, with --host), and to none of --not: the backlinks your
+    competitors have won and you have not.
+
+    \b
+    Examples:
+        rankstore intersect https://a.example/ https://b.example/ --not https://mine.example/
+        rankstore intersect a.example b.example --host --not mine.example --group-by host
+    """
+    chosen = [_target(value, whole_host) for value in targets]
+    excluded = [_target(value, whole_host) for value in mine]
+    with reading(store_path) as store:
+        ranking = store.ranking(ranking_name)
+        rows = store.intersect(chosen, excluded, ranking_name, group_by == "host", limit, offset)
+        lowest, highest = store.score_range(ranking)
+    if group_by == "host":
+        _emit_table(rows, fmt, ["host", "hostrank", "host_position"])
+    else:
+        _emit(_decorate(rows, lowest, highest), fmt)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("words", nargs=-1, required=True)
+@store_option
+@ranking_option
+@click.option("-n", "--limit", type=click.IntRange(1), default=20, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0)
+@format_option
+def search(words, store_path, ranking_name, limit, offset, fmt):
+    """Pages whose title has every word, best PageRank first (the paper's title search, §5.1).
+
+    \b
+    Example:
+        rankstore search sqlite tutorial -n 10
+    """
+    with reading(store_path) as store:
+        ranking = store.ranking(ranking_name)
+        rows = store.search_titles(list(words), ranking_name, limit, offset)
+        lowest, highest = store.score_range(ranking)
+    _emit(_decorate(rows, lowest, highest), fmt)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -570,40 +860,79 @@ def show(urls, store_path, ranking_name, fmt):
 @store_option
 @ranking_option
 @click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
-@click.option("--offset", type=click.IntRange(0), default=0)
 @format_option
-def backlinks(url, store_path, ranking_name, limit, offset, fmt):
-    """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
+def anchors(url, store_path, ranking_name, limit, fmt):
+    """The anchor texts of the links to URL, grouped, by the PageRank their links pass on.
 
     \b
     Example:
-        rankstore backlinks https://competitor.example/ --format csv > backlinks.csv
+        rankstore anchors https://competitor.example/ --format csv
     """
-    from .urls import canonical
-
-    normal = canonical(url)
-    if normal is None:
-        raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URL")
+    target, _ = _target(url, False)
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        if store.page_id(normal) is None:
-            raise click.ClickException(f"{normal}: not in the store")
-        rows = _decorate(store.backlinks(normal, ranking_name, limit, offset), *store.score_range(ranking))
-    _emit(rows, fmt)
+        store.ranking(ranking_name)
+        rows = store.anchors(target, ranking_name, limit)
+    _emit_table(rows, fmt, ["anchor", "links", "contribution"])
+
+
+def _link_columns(rows: list[dict], lowest: float, highest: float) -> list[dict]:
+    decorated = _decorate(rows, lowest, highest)
+    for item, row in zip(decorated, rows):
+        item["kind"] = "nofollow" if row.get("nofollow") else "link"
+        for key in ("contribution", "share", "first_seen", "last_seen", "lost_in"):
+            if key in row:
+                item[key] = row[key]
+    return decorated
+
+
+def _share_row(kind: str, share: float | None) -> dict:
+    """A line of the table that is not a page: the share of URL's PageRank from somewhere else."""
+    return {
+        "rank": None,
+        "pagerank": None,
+        "percentile": None,
+        "toolbar": None,
+        "inlinks": None,
+        "url": None,
+        "title": None,
+        "bar": 0,
+        "kind": kind,
+        "contribution": None,
+        "share": share,
+        "first_seen": None,
+        "nofollow": None,
+        "anchor": None,
+    }
 
 
 @cli.command(context_settings=CONTEXT)
 @store_option
 @ranking_option
+@click.option(
+    "--what",
+    type=click.Choice(["scores", "links", "pages", "hosts"]),
+    default="scores",
+    show_default=True,
+    help="Which table: the ranking's scores, or the whole store's links, pages or hosts.",
+)
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv].")
-def export(store_path, ranking_name, fmt, output):
-    """Every page's score: columns url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title.
+def export(store_path, ranking_name, what, fmt, output):
+    """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages or hosts.
+
+    \b
+    Columns:
+      scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title
+      links   src, dst (page ids), weight, nofollow, first_build
+      pages   id, url, host, host_id, title, crawled, status, first_build, last_build
+      hosts   id, name, pages, hostrank, host_position
 
     \b
     Examples:
         rankstore export > ranks.csv
         rankstore export --format parquet -o ranks.parquet
+        rankstore export --what links --format parquet -o links.parquet
+        duckdb -c "SELECT count(*) FROM 'links.parquet' WHERE NOT nofollow"
     """
     import csv
 
@@ -611,6 +940,15 @@ def export(store_path, ranking_name, fmt, output):
 
     if fmt == "parquet" and not output:
         raise click.UsageError("--format parquet needs --output FILE")
+    if what != "scores":
+        from .export import SCHEMAS, batches, write
+
+        with reading(store_path) as store:
+            sink = output if output else sys.stdout.buffer
+            rows = write(batches(store, what), SCHEMAS[what], sink, fmt)
+        if output:
+            click.echo(f"wrote {rows:,} {what} rows to {output}", err=True)
+        return
     with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         rows = store.export_rows(ranking)

@@ -50,6 +50,10 @@ class RankOptions:
     flagged: Sequence[str] = ()
     warm_start: bool = True
     method: str = "bicgstab"
+    level: str = "page"  # or "host": the host graph (see rankstore.store.hosts)
+
+
+LEVELS = ("page", "host")
 
 
 @dataclass
@@ -94,6 +98,17 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
         indptr = indptr.astype(np.int32)  # the solver keeps int32 row pointers while they fit
     graph = Graph(links.n, indptr, indices, weights)
     return LoadedGraph(np.arange(1, links.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
+
+
+def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
+    """The host graph as the solver's in-link CSR, weighted by the page links between hosts."""
+    started = time.perf_counter()
+    hosts = store.host_graph(include_nofollow)
+    if hosts.n == 0:
+        raise RankingError("the store has no pages: run `rankstore build` first")
+    indptr = hosts.indptr.astype(np.int32) if hosts.indptr[-1] < 2**31 - 1 else hosts.indptr
+    graph = Graph(hosts.n, indptr, hosts.indices, hosts.weights)
+    return LoadedGraph(np.arange(1, hosts.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
 
 
 def _indicator(store: Store, page_ids: np.ndarray, urls: Sequence[str], what: str) -> np.ndarray:
@@ -142,6 +157,10 @@ def rank(
 ) -> RankOutcome:
     """Compute one ranking and store it as a new version of ``options.name``."""
     started = time.perf_counter()
+    if options.level == "host":
+        if options.sources or options.source_roots or options.trusted or options.flagged:
+            raise RankingError("--level host ranks hosts with a uniform rank source: no --source, --trusted, --flagged")
+        loaded = loaded or load_host_graph(store, options.include_nofollow)
     loaded = loaded or load_graph(store, options.include_nofollow)
     page_ids, graph = loaded.page_ids, loaded.graph
     personalization = None
@@ -199,6 +218,13 @@ def rank(
         "warm_from": previous.version if previous is not None else None,
         "load_seconds": round(loaded.seconds, 3),
     }
+    votes = linked = teleport = None
+    if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
+        votes = link_votes(graph, result.scores, options.damping, options.weighted)
+        linked = link_mass(graph, votes, options.weighted)
+    if personalization is not None:
+        chosen = np.flatnonzero(personalization)
+        teleport = (page_ids[chosen], personalization[chosen] / personalization.sum())
     cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     ranking = store.write_ranking(
@@ -211,8 +237,37 @@ def rank(
         loaded.graph.in_degree(),
         extra,
         seconds,
+        votes=votes,
+        linked=linked,
+        teleport=teleport,
+        level=options.level,
     )
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold)
+
+
+def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool) -> np.ndarray:
+    """d·PR(v)/W(v) for each page v: what each unit of its followed out-links' weight passes on (0 for sinks).
+
+    A link v -> u of weight w contributes ``votes[v] * w`` to PR(u) (the
+    paper's R(u) = c Σ R(v)/N_v, weighted); the rest of PR(u) comes from the
+    random jump and from the rank sinks pass on.
+    """
+    weights = graph.weights if weighted else None
+    out = np.bincount(graph.indices, weights=weights, minlength=graph.n).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(out > 0, damping * scores / out, 0.0)
+
+
+def link_mass(graph: Graph, votes: np.ndarray, weighted: bool) -> np.ndarray:
+    """Σ over each page u's in-links of votes[v]·w: the part of PR(u) that its backlinks give it."""
+    given = votes[graph.indices]
+    if weighted and graph.weights is not None:
+        given *= graph.weights
+    sums = np.zeros(graph.n)
+    rows = np.flatnonzero(np.diff(graph.indptr))
+    if len(rows):
+        sums[rows] = np.add.reduceat(given, np.asarray(graph.indptr[rows], dtype=np.int64))
+    return sums
 
 
 def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions) -> np.ndarray:

@@ -36,6 +36,10 @@ COMMANDS = {
     "backlinks": ([URL], False),
     "stats": ([], False),
     "export": ([], False),
+    "builds": ([], False),
+    "intersect": ([URL, "http://127.0.0.1:1/other.html"], False),
+    "search": (["python"], False),
+    "anchors": ([URL], False),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -55,9 +59,13 @@ BAD_OPTIONS = {
     "info": [["--nope"]],
     "top": [["--limit", "0"], ["--format", "xml"]],
     "show": [["--format", "xml"]],
-    "backlinks": [["--limit", "-1"], ["--offset", "-3"]],
+    "backlinks": [["--limit", "-1"], ["--offset", "-3"], ["--sort", "name"]],
     "stats": [["--nope"]],
     "export": [["--format", "xml"]],
+    "builds": [["--format", "xml"]],
+    "intersect": [["--group-by", "site"], ["--limit", "0"]],
+    "search": [["--limit", "0"]],
+    "anchors": [["--limit", "0"]],
 }
 
 

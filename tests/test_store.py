@@ -21,7 +21,7 @@ from rankstore.cli import cli
 from rankstore.store import Store
 from rankstore.store.rankings import order_by_score
 
-from conftest import ROOT
+from conftest import ROOT, data
 
 
 @settings(max_examples=300, deadline=None)
@@ -272,3 +272,19 @@ def test_the_best_of_a_long_list_narrowed_coarsely_is_the_exact_best(monkeypatch
             for count in (1, 10, 50):
                 expected = np.argsort(position[indices], kind="stable")[:count]
                 assert np.array_equal(arrays.best_of(indices, count), expected)
+
+
+def test_an_upgrade_moves_urls_to_todays_normal_form(tmp_path):
+    """Schema 6 reads URLs as the WHATWG URL Standard does: a page stored under an older form is found again."""
+    path = str(tmp_path / "old.db")
+    shutil.copy(data("schema4.db"), path)
+    with sqlite3.connect(path) as db:
+        (last,) = db.execute("SELECT max(id) FROM pages").fetchone()
+        db.execute("UPDATE pages SET url = 'http://0x7f.1/x' WHERE id = ?", (last,))  # an IPv4 numeric form
+    with Store(path) as store:
+        assert store.db.execute("SELECT url, host FROM pages WHERE id = ?", (last,)).fetchone() == (
+            "http://127.0.0.1/x",
+            "127.0.0.1",
+        )
+        assert "http://127.0.0.1/x" in store.scores_by_url(["http://127.0.0.1/x"])[0]
+        assert store.db.execute("SELECT value FROM meta WHERE key = 'urls_renormalised'").fetchone() == ("1",)

@@ -37,6 +37,11 @@ def main() -> None:
     parser.add_argument("--skip-build", action="store_true", help="rank (and read) the store as it is")
     parser.add_argument("--reads-only", action="store_true", help="only the reads, on the ranked store")
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument(
+        "--analysis",
+        action="store_true",
+        help="the analyst's reads (issue 7): contribution, --since, --group-by host, and the host ranking's time",
+    )
     args = parser.parse_args()
     from rankstore.store import Store
 
@@ -99,8 +104,43 @@ def main() -> None:
         median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
         print(
             f"1,000 URL look-ups in one batch, the key table read once: median {median:.2f} ms, p99 {p99:.2f} ms "
-            f"(target <= 5 ms)"
+            f"(target <= 5 ms)",
+            flush=True,
         )
+        if args.analysis:
+            analysis(store, args, urls[chosen[1][0] + 1], int(arrays.inlinks[chosen[1][0]]))
+
+
+def analysis(store, args, url: str, inlinks: int) -> None:
+    """The analyst's reads on the page with about 1,000,000 backlinks, and the host ranking of the whole store."""
+    import time
+
+    for sort in ("pagerank", "contribution"):
+        median, p99 = timed(lambda sort=sort: store.backlink_report(url, sort=sort, limit=50), args.repeat)
+        print(
+            f"top 50 backlinks with contribution and share ({inlinks:,} backlinks), by {sort}: median "
+            f"{median:.2f} ms, p99 {p99:.2f} ms (target <= 10 ms)",
+            flush=True,
+        )
+    last = store.db.execute("SELECT max(id) FROM builds").fetchone()[0]
+    median, p99 = timed(lambda: store.backlink_report(url, since=last - 1, limit=50), args.repeat)
+    print(f"--since build {last - 1}: median {median:.2f} ms, p99 {p99:.2f} ms (target <= 20 ms)", flush=True)
+    started = time.perf_counter()
+    store.page_hosts()
+    print(f"every page's host read once: {time.perf_counter() - started:.2f} s", flush=True)
+    median, p99 = timed(lambda: store.referring_hosts(url, limit=50), max(3, args.repeat // 10))
+    print(
+        f"--group-by host of {inlinks:,} backlinks: median {median:.0f} ms, p99 {p99:.0f} ms (target <= 1 s)",
+        flush=True,
+    )
+    seconds, peak, output = run_measured(
+        [sys.executable, "-m", "rankstore", "rank", "--level", "host", "--store", args.store, "-q"]
+    )
+    print(
+        f"rank --level host: {seconds / 60:.2f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 2 min)\n  "
+        + output.strip(),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from . import migrations
+from .analysis import BacklinkReport, HostAnalysisMixin
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -38,12 +39,12 @@ from .errors import (
 )
 from .graph import InLinks
 from .pages import PageData, builds_json, url_key
-from .queries import QueriesMixin
 from .rankings import Ranking, RankingArrays
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 
 __all__ = [
     "Store",
+    "BacklinkReport",
     "StoreError",
     "RankingNotFound",
     "NotAStore",
@@ -77,7 +78,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(QueriesMixin):
+class Store(HostAnalysisMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True):
@@ -193,6 +194,7 @@ class Store(QueriesMixin):
         with self.transaction():
             self._index_pages()
             self.derive_graph()
+            self.derive_hosts()
             # the title search index (the paper's section 5.1) follows the pages table
             self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
             self.db.execute(

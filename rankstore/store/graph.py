@@ -73,6 +73,7 @@ class GraphMixin(StoreBase):
             filled += len(part)
         key.sort()
         nofollow, weights = self._notes_along(key, n)
+        born, born_all = self._births_along(key, n)
         indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))
         indices = np.empty(len(key), dtype=np.int32)
         for start in range(0, len(key), _CHUNK):
@@ -80,8 +81,9 @@ class GraphMixin(StoreBase):
         del key
         self.db.execute("DELETE FROM in_links")
         self.db.executemany(
-            "INSERT INTO in_links (first, pages, offsets, sources, nofollow, weights) VALUES (?, ?, ?, ?, ?, ?)",
-            _blocks(indptr, indices, nofollow, weights),
+            "INSERT INTO in_links (first, pages, offsets, sources, nofollow, weights, born)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _blocks(indptr, indices, nofollow, weights, born),
         )
         last = self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
         self.db.executemany(
@@ -91,8 +93,36 @@ class GraphMixin(StoreBase):
                 ("graph_pages", str(n)),
                 ("graph_links", str(len(indices))),
                 ("graph_nofollow", str(int(nofollow.sum()) if nofollow is not None else 0)),
+                ("graph_born", str(born_all if born_all is not None else "")),
             ],
         )
+
+    def _births_along(self, key: np.ndarray, n: int) -> tuple[np.ndarray | None, int | None]:
+        """The build that first saw each link in ``key`` order; or (None, that build) when one build saw them all.
+
+        A link is as old as its source page's first crawl unless ``link_births`` says it came later.
+        """
+        low, high = self.db.execute(
+            "SELECT min(first_build), max(first_build) FROM pages WHERE first_build IS NOT NULL"
+        ).fetchone()
+        if low == high and self.db.execute("SELECT 1 FROM link_births LIMIT 1").fetchone() is None:
+            return None, low
+        first = np.zeros(max(n, 1), dtype=np.int32)
+        rows = np.array(
+            self.db.execute("SELECT id, first_build FROM pages WHERE first_build IS NOT NULL").fetchall(),
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        first[rows[:, 0] - 1] = rows[:, 1]
+        born = np.empty(len(key), dtype=np.int32)
+        for start in range(0, len(key), _CHUNK):
+            born[start : start + _CHUNK] = first[key[start : start + _CHUNK] % max(n, 1)]
+        births = np.array(self.db.execute("SELECT src, dst, build FROM link_births").fetchall(), dtype=np.int64)
+        if len(births):
+            wanted = (births[:, 1] - 1) * n + births[:, 0] - 1
+            at = np.minimum(np.searchsorted(key, wanted), max(len(key) - 1, 0))
+            found = key[at] == wanted if len(key) else np.zeros(len(wanted), dtype=bool)
+            born[at[found]] = births[found, 2]
+        return born, None
 
     def _notes_along(self, key: np.ndarray, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Nofollow flags and weights of the links in ``key`` order, from ``link_notes``."""
@@ -190,7 +220,13 @@ class GraphMixin(StoreBase):
         return links, nofollow
 
 
-def _blocks(indptr: np.ndarray, indices: np.ndarray, nofollow: np.ndarray | None, weights: np.ndarray | None):
+def _blocks(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    nofollow: np.ndarray | None,
+    weights: np.ndarray | None,
+    born: np.ndarray | None = None,
+):
     """``in_links`` rows: runs of target pages of at most BLOCK_LINKS links (or one page) and BLOCK_MAX_PAGES pages."""
     n = len(indptr) - 1
     first = 0
@@ -206,5 +242,6 @@ def _blocks(indptr: np.ndarray, indices: np.ndarray, nofollow: np.ndarray | None
             indices[base:end].tobytes(),
             nofollow[base:end].tobytes() if nofollow is not None and nofollow[base:end].any() else None,
             weights[base:end].tobytes() if weights is not None and (weights[base:end] != 1.0).any() else None,
+            born[base:end].astype(">i4").tobytes() if born is not None else None,
         )
         first = stop

@@ -36,6 +36,65 @@ def migrate(store, found: int) -> None:
         found = 2
     if found in (2, 3, 4):
         _packed_arrays(store)
+    if found <= 5:
+        _link_history(db)
+        _renormalise_urls(db)
+        store.derive_hosts()
+
+
+def _renormalise_urls(db: sqlite3.Connection) -> None:
+    """Pages stored under an older normal form moved to today's (the WHATWG URL Standard's, since schema 6).
+
+    A URL whose new form another page already has, or that is now rejected,
+    is left as it was (a look-up of it then misses, as it would have); the
+    counts are kept in ``meta`` as ``urls_renormalised`` and ``urls_left``.
+    """
+    from ..urls import canonical_many, host_of
+    from .pages import url_key
+
+    moved = left = 0
+    last = 0
+    while rows := db.execute("SELECT id, url FROM pages WHERE id > ? ORDER BY id LIMIT 65536", (last,)).fetchall():
+        last = rows[-1][0]
+        normal = canonical_many([url for _, url in rows])
+        for (page_id, url), new in zip(rows, normal):
+            if new == url:
+                continue
+            if new is None or db.execute("SELECT 1 FROM pages WHERE url = ?", (new,)).fetchone():
+                left += 1
+                continue
+            db.execute("UPDATE pages SET url = ?, host = ? WHERE id = ?", (new, host_of(new), page_id))
+            db.execute("DELETE FROM page_keys WHERE url_hash = ? AND page_id = ?", (url_key(url), page_id))
+            db.execute("INSERT OR IGNORE INTO page_keys (url_hash, page_id) VALUES (?, ?)", (url_key(new), page_id))
+            moved += 1
+    db.executemany(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        [("urls_renormalised", str(moved)), ("urls_left", str(left))],
+    )
+
+
+def _add_column(db: sqlite3.Connection, table: str, column: str, kind: str) -> None:
+    if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _link_history(db: sqlite3.Connection) -> None:
+    """Schema 6: when each link was first seen (and which were lost), and each ranking's votes.
+
+    A store of schema 5 or older kept no history: its links count as first
+    seen by their source page's last crawl, the only one it remembers.
+    """
+    _add_column(db, "pages", "first_build", "INTEGER")
+    db.execute("UPDATE pages SET first_build = build_id WHERE crawled AND first_build IS NULL")
+    _add_column(db, "in_links", "born", "BLOB")
+    _add_column(db, "rankings", "teleport", "BLOB")
+    _add_column(db, "ranking_blocks", "votes", "BLOB")
+    _add_column(db, "ranking_blocks", "linked", "BLOB")
+    _add_column(db, "rankings", "level", "TEXT NOT NULL DEFAULT 'page'")
+    for statement in TABLES.split(";\n"):  # the new tables: link births, lost links, hosts
+        if statement.strip():
+            db.execute(statement)
+    # the in-link arrays stay: with no births recorded, a link's first build is unknown (and never "new")
 
 
 def _packed_arrays(store) -> None:
@@ -44,8 +103,8 @@ def _packed_arrays(store) -> None:
     # pages: the URL index becomes one that a first build can drop and make again at its end
     db.execute(PAGES.format(name="pages_v5"))
     db.execute(
-        "INSERT INTO pages_v5 SELECT id, url, host, title, crawled, status, canonical_url, fetched_at,"
-        " build_id FROM pages"
+        "INSERT INTO pages_v5 (id, url, host, title, crawled, status, canonical_url, fetched_at, build_id)"
+        " SELECT id, url, host, title, crawled, status, canonical_url, fetched_at, build_id FROM pages"
     )
     db.execute("DROP TABLE pages")
     db.execute("ALTER TABLE pages_v5 RENAME TO pages")
@@ -93,7 +152,8 @@ def _packed_arrays(store) -> None:
             else np.array([np.nan if e is None else e for e in extras], dtype=np.float64)
         )
         db.executemany(
-            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes, linked)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             ranking_rows(ranking_id, scores, inlinks, extra),
         )
     for table in ("ranked_links", "score_keys", "scores", "links"):

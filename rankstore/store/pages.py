@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -223,11 +223,13 @@ class PagesMixin(StoreBase):
                 if seen is not None:  # the same target twice: it follows if any does, its largest weight
                     nofollow, weight, anchor = seen[0] and nofollow, max(seen[1], weight), seen[2] or anchor
                 links[target] = (nofollow, weight, anchor or None)
+        if self._had_links:
+            self._record_history({src: out[src].keys() for src in page_ids if src not in self._written}, build_id)
         self.db.executemany(
-            "UPDATE pages SET title = ?, crawled = 1, status = ?, canonical_url = ?, fetched_at = ?, build_id = ?"
-            " WHERE id = ?",
+            "UPDATE pages SET title = ?, crawled = 1, status = ?, canonical_url = ?, fetched_at = ?, build_id = ?,"
+            " first_build = coalesce(first_build, ?) WHERE id = ?",
             [
-                (page.title, page.status, page.canonical_url, page.fetched_at, build_id, page_id)
+                (page.title, page.status, page.canonical_url, page.fetched_at, build_id, build_id, page_id)
                 for page, page_id in zip(pages, page_ids)
             ],
         )
@@ -341,12 +343,55 @@ class PagesMixin(StoreBase):
                 for part, offset in enumerate(range(4 * start, 4 * end, step)):
                     rows.append((head, part, data[offset : min(offset + step, 4 * end)]))
                 links += end - start
-            if self._had_links:  # a recrawl: the pages' old links go
+            if self._had_links:  # a recrawl: the pages' old links go, remembered as lost if they are not here now
+                self._record_history(
+                    {
+                        head: targets[start:end].tolist()
+                        for i, (head, start, end) in enumerate(zip(heads, starts, ends))
+                        if i not in skip
+                    },
+                    build_id,
+                )
                 self.db.executemany("DELETE FROM out_links WHERE src = ?", fresh)
                 self.db.executemany("DELETE FROM link_notes WHERE src = ?", fresh)
             self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
             self._written.update(head for (head,) in fresh)
         return np.asarray(heads, dtype=np.int64), links
+
+    def _record_history(self, new: dict[int, Iterable[int]], build_id: int) -> None:
+        """Before pages crawled again replace their out-links: the links they gained are born in this build,
+        the links they lost are kept in ``lost_links`` (call inside the write transaction, before the old
+        links are deleted and before the pages' ``build_id`` is moved on)."""
+        for src, targets in new.items():
+            row = self.db.execute("SELECT build_id, first_build FROM pages WHERE id = ? AND crawled", (src,)).fetchone()
+            if row is None or row[0] is None or row[0] == build_id:
+                continue  # never crawled before (its links are as old as its first crawl), or already this build
+            last_build, first_crawl = row
+            old = set(
+                unpack_targets(
+                    [
+                        part
+                        for (part,) in self.db.execute(
+                            "SELECT targets FROM out_links WHERE src = ? ORDER BY part", (src,)
+                        )
+                    ]
+                ).tolist()
+            )
+            now = set(targets)
+            gained, lost = now - old, old - now
+            if gained:
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO link_births (src, dst, build) VALUES (?, ?, ?)",
+                    ((src, dst, build_id) for dst in gained),
+                )
+            if lost:
+                born = dict(self.db.execute("SELECT dst, build FROM link_births WHERE src = ?", (src,)))
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO lost_links (dst, src, lost_build, first_build, last_build)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    ((dst, src, build_id, born.get(dst, first_crawl), last_build) for dst in lost),
+                )
+                self.db.executemany("DELETE FROM link_births WHERE src = ? AND dst = ?", ((src, dst) for dst in lost))
 
     def mark_crawled(self, ids: np.ndarray, build_id: int) -> None:
         """Mark pages crawled by a build, in one transaction, by runs of consecutive ids.
@@ -361,8 +406,9 @@ class PagesMixin(StoreBase):
         highs = ids[np.concatenate([breaks - 1, [len(ids) - 1]])].tolist()
         with self.transaction():
             self.db.executemany(
-                "UPDATE pages SET crawled = 1, status = coalesce(status, 200), build_id = ? WHERE id BETWEEN ? AND ?",
-                ((build_id, low, high) for low, high in zip(lows, highs)),
+                "UPDATE pages SET crawled = 1, status = coalesce(status, 200), build_id = ?,"
+                " first_build = coalesce(first_build, ?) WHERE id BETWEEN ? AND ?",
+                ((build_id, build_id, low, high) for low, high in zip(lows, highs)),
             )
 
     # ------------------------------------------------------------ reading

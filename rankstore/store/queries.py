@@ -27,12 +27,16 @@ _IN_CHUNK = 500
 def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, crawled: int) -> dict:
     ranked = index < arrays.pages
     extra = float(arrays.extra[index]) if ranked and arrays.extra is not None else None
-    return {"url": url, "title": title,
-            "pagerank": float(arrays.scores[index]) if ranked else None,
-            "position": int(arrays.position[index]) if ranked else None,
-            "inlinks": int(arrays.inlinks[index]) if ranked else None,
-            "extra": None if extra is None or np.isnan(extra) else extra,
-            "crawled": bool(crawled), "pages": arrays.pages}
+    return {
+        "url": url,
+        "title": title,
+        "pagerank": float(arrays.scores[index]) if ranked else None,
+        "position": int(arrays.position[index]) if ranked else None,
+        "inlinks": int(arrays.inlinks[index]) if ranked else None,
+        "extra": None if extra is None or np.isnan(extra) else extra,
+        "crawled": bool(crawled),
+        "pages": arrays.pages,
+    }
 
 
 class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
@@ -54,8 +58,9 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         with self.snapshot():
             arrays = self.ranking_arrays(ranking.id)
             urls, titles = [None] * arrays.pages, [None] * arrays.pages
-            for page_id, url, title in self.db.execute("SELECT id, url, title FROM pages WHERE id <= ?",
-                                                       (arrays.pages,)):
+            for page_id, url, title in self.db.execute(
+                "SELECT id, url, title FROM pages WHERE id <= ?", (arrays.pages,)
+            ):
                 urls[page_id - 1], titles[page_id - 1] = url, title
         best = arrays.best.tolist()
         scores, inlinks = arrays.scores.tolist(), arrays.inlinks.tolist()
@@ -71,7 +76,8 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
                 chunk = urls[start : start + _IN_CHUNK]
                 marks = ",".join("?" * len(chunk))
                 for page_id, url, title, crawled in self.db.execute(
-                        f"SELECT id, url, title, crawled FROM pages WHERE url IN ({marks})", chunk):
+                    f"SELECT id, url, title, crawled FROM pages WHERE url IN ({marks})", chunk
+                ):
                     if page_id <= arrays.pages:
                         found[url] = _page_row(arrays, page_id - 1, url, title, crawled)
         return found
@@ -97,8 +103,9 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         for start in range(0, len(keys), _LOOKUP_CHUNK):
             chunk = keys[start : start + _LOOKUP_CHUNK].tolist()
             marks = ",".join("?" * len(chunk))
-            rows += self.db.execute(f"SELECT url_hash, page_id FROM page_keys WHERE url_hash IN ({marks})",
-                                    chunk).fetchall()
+            rows += self.db.execute(
+                f"SELECT url_hash, page_id FROM page_keys WHERE url_hash IN ({marks})", chunk
+            ).fetchall()
         if not rows:
             return {}
         found = np.array(rows, dtype=np.int64)
@@ -106,9 +113,12 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         inside = index < arrays.pages
         at = order[np.searchsorted(keys, found[inside, 0])]
         index = index[inside]
-        return dict(zip([unique[i] for i in at.tolist()],
-                        zip(arrays.scores[index].tolist(), arrays.position[index].tolist(),
-                            arrays.inlinks[index].tolist())))
+        return dict(
+            zip(
+                [unique[i] for i in at.tolist()],
+                zip(arrays.scores[index].tolist(), arrays.position[index].tolist(), arrays.inlinks[index].tolist()),
+            )
+        )
 
     def _backlink_indices(self, arrays: RankingArrays, target: int, count: int) -> tuple[list[int], list[bool]]:
         """The best ``count`` pages linking to page id ``target``, and whether each link is nofollow."""
@@ -137,9 +147,12 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         if not indices:
             return {}
         marks = ",".join("?" * len(indices))
-        return dict(self.db.execute(
-            f"SELECT src, anchor FROM link_notes WHERE dst = ? AND src IN ({marks}) AND anchor IS NOT NULL",
-            [target, *(i + 1 for i in indices)]))
+        return dict(
+            self.db.execute(
+                f"SELECT src, anchor FROM link_notes WHERE dst = ? AND src IN ({marks}) AND anchor IS NOT NULL",
+                [target, *(i + 1 for i in indices)],
+            )
+        )
 
     def top_backlinks(self, ranking_id: int, url: str, limit: int) -> list[tuple]:
         """(url, title, score, position, inlinks, nofollow) of the pages linking to ``url``, best first.
@@ -152,8 +165,10 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         arrays = self.ranking_arrays(ranking_id)
         indices, flags = self._backlink_indices(arrays, target, limit)
         rows = self._rows(arrays, indices)
-        return [(row["url"], row["title"], row["pagerank"], row["position"], row["inlinks"], int(nofollow))
-                for row, nofollow in zip(rows, flags)]
+        return [
+            (row["url"], row["title"], row["pagerank"], row["position"], row["inlinks"], int(nofollow))
+            for row, nofollow in zip(rows, flags)
+        ]
 
     def backlink_count(self, url: str, name: str = "pagerank") -> int:
         found = self.lookup([url], name).get(url)
@@ -168,23 +183,30 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
             targets = self.out_link_ids(source) - 1
             chosen = targets[arrays.best_of(targets, min(limit, len(targets)))].tolist()
             rows = self._rows(arrays, chosen)
-            notes = {dst: (nofollow, anchor) for dst, nofollow, anchor in self.db.execute(
-                "SELECT dst, nofollow, anchor FROM link_notes WHERE src = ?", (source,))}
+            notes = {
+                dst: (nofollow, anchor)
+                for dst, nofollow, anchor in self.db.execute(
+                    "SELECT dst, nofollow, anchor FROM link_notes WHERE src = ?", (source,)
+                )
+            }
         for row, index in zip(rows, chosen):
             nofollow, anchor = notes.get(index + 1, (0, None))
             row["nofollow"], row["anchor"] = bool(nofollow), anchor
         return rows
 
-    def search_titles(self, words: Sequence[str], name: str = "pagerank", limit: int = 50,
-                      offset: int = 0) -> list[dict]:
+    def search_titles(
+        self, words: Sequence[str], name: str = "pagerank", limit: int = 50, offset: int = 0
+    ) -> list[dict]:
         """Pages whose title has every word, best PageRank first (the paper's section 5.1)."""
         query = " ".join('"' + word.replace('"', '""') + '"' for word in words if word)
         if not query:
             return []
         with self.snapshot():
             arrays = self.ranking_arrays(self.ranking_head(name)[0])
-            ids = np.fromiter((row[0] for row in self.db.execute(
-                "SELECT rowid FROM titles WHERE titles MATCH ?", (query,))), dtype=np.int64)
+            ids = np.fromiter(
+                (row[0] for row in self.db.execute("SELECT rowid FROM titles WHERE titles MATCH ?", (query,))),
+                dtype=np.int64,
+            )
             ids = ids[ids <= arrays.pages] - 1
             chosen = ids[arrays.best_of(ids, min(offset + limit, len(ids)))][offset:].tolist()
             return self._rows(arrays, chosen)

@@ -35,8 +35,9 @@ class Ranking:
     iterations: int
     residuals: list[float]
     created_at: str
-    pages: int
+    pages: int  # pages (or hosts, for a host-level ranking) it ranks
     seconds: float | None
+    level: str = "page"
 
 
 @dataclass
@@ -48,6 +49,8 @@ class RankingArrays:
     best: np.ndarray  # int32 page indices, best first
     position: np.ndarray  # int32: where each page stands in ``best``
     extra: np.ndarray | None  # float64 (NaN where none), or None
+    votes: np.ndarray | None = None  # float64: d·PR(v)/W(v), what a unit of link weight from v gives; None: not kept
+    linked: np.ndarray | None = None  # float64: the part of each page's score its backlinks give (Σ votes·w)
 
     @property
     def pages(self) -> int:
@@ -115,8 +118,17 @@ def order_by_score(scores: np.ndarray) -> np.ndarray:
     return order
 
 
-def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra: np.ndarray | None):
+def ranking_rows(
+    ranking_id: int,
+    scores: np.ndarray,
+    inlinks: np.ndarray,
+    extra: np.ndarray | None,
+    votes: np.ndarray | None = None,
+    linked: np.ndarray | None = None,
+):
     """``ranking_blocks`` rows of one version (big-endian, for the SQL views)."""
+    votes_be = np.asarray(votes, dtype=">f8").tobytes() if votes is not None else None
+    linked_be = np.asarray(linked, dtype=">f8").tobytes() if linked is not None else None
     best = order_by_score(scores).astype(">i4")
     scores_be = np.asarray(scores, dtype=">f8").tobytes()
     inlinks_be = np.asarray(inlinks, dtype=">i4").tobytes()
@@ -131,7 +143,18 @@ def ranking_rows(ranking_id: int, scores: np.ndarray, inlinks: np.ndarray, extra
             inlinks_be[4 * first : 4 * last],
             best_be[4 * first : 4 * last],
             extra_be[8 * first : 8 * last] if extra_be is not None else None,
+            votes_be[8 * first : 8 * last] if votes_be is not None else None,
+            linked_be[8 * first : 8 * last] if linked_be is not None else None,
         )
+
+
+def _pack_teleport(teleport: tuple[np.ndarray, np.ndarray] | None) -> bytes | None:
+    if teleport is None:
+        return None
+    ids, weights = teleport
+    pairs = np.empty(len(ids), dtype=[("id", ">i4"), ("weight", ">f8")])
+    pairs["id"], pairs["weight"] = ids, weights
+    return pairs.tobytes()
 
 
 class RankingsMixin(StoreBase):
@@ -152,23 +175,31 @@ class RankingsMixin(StoreBase):
         inlinks,
         extra=None,
         seconds: float | None = None,
+        votes=None,
+        linked=None,
+        teleport: tuple[np.ndarray, np.ndarray] | None = None,
+        level: str = "page",
     ) -> Ranking:
         """Store a new version of ranking ``name`` in one transaction.
 
         ``page_ids`` must be every page of the store (1..n); ``scores``,
         ``inlinks`` and ``extra`` are arrays by page index.  The previous
-        version is kept (warm starts, comparisons); older ones go.
+        version is kept (warm starts, comparisons); older ones go.  ``votes``
+        (by page index) lets backlinks show each link's contribution;
+        ``teleport`` is the rank source E where it is not uniform, as (page
+        ids, weights summing to 1).
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
-            pages = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0  # ids are dense
+            table = "hosts" if level == "host" else "pages"
+            pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
             row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()
             version = (row[0] or 0) + 1
             cursor = self.db.execute(
-                "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds,"
+                " teleport, level) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     version,
@@ -178,14 +209,16 @@ class RankingsMixin(StoreBase):
                     _now(),
                     len(scores),
                     seconds,
+                    _pack_teleport(teleport),
+                    level,
                 ),
             )
             ranking_id = cursor.lastrowid
             assert ranking_id is not None
             self.db.executemany(
-                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                ranking_rows(ranking_id, scores, inlinks, extra),
+                "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes, linked)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ranking_rows(ranking_id, scores, inlinks, extra, votes, linked),
             )
             old = [
                 r[0]
@@ -199,7 +232,7 @@ class RankingsMixin(StoreBase):
 
     def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
         sql = (
-            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds FROM rankings"
+            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds, level FROM rankings"
             " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1"
         )
         row = self.db.execute(sql, (name, version) if version else (name,)).fetchone()
@@ -210,7 +243,21 @@ class RankingsMixin(StoreBase):
                 + (f" version {version}" if version else "")
                 + (f" (the store has: {known})" if known else " (run `rankstore rank` first)")
             )
-        return Ranking(row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8])
+        return Ranking(
+            row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8], row[9]
+        )
+
+    def ranking_params(self, ranking_id: int) -> dict:
+        row = self.db.execute("SELECT params FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def teleport_of(self, ranking_id: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The version's rank source E as (page ids, weights), or None where it was uniform."""
+        row = self.db.execute("SELECT teleport FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        pairs = np.frombuffer(row[0], dtype=[("id", ">i4"), ("weight", ">f8")])
+        return pairs["id"].astype(np.int64), pairs["weight"].astype(np.float64)
 
     def cold_iterations(self, name: str) -> int | None:
         """Iterations of the newest version of ``name`` computed without a warm start."""
@@ -239,14 +286,18 @@ class RankingsMixin(StoreBase):
         cache = self._arrays
         if ranking_id in cache:
             return cache[ranking_id]
-        scores, inlinks, best, extra = [], [], [], []
-        for s, i, b, e in self.db.execute(
-            "SELECT scores, inlinks, best, extra FROM ranking_blocks WHERE ranking_id = ? ORDER BY first", (ranking_id,)
+        scores, inlinks, best, extra, votes, linked = [], [], [], [], [], []
+        for s, i, b, e, v, k in self.db.execute(
+            "SELECT scores, inlinks, best, extra, votes, linked FROM ranking_blocks WHERE ranking_id = ?"
+            " ORDER BY first",
+            (ranking_id,),
         ):
             scores.append(s)
             inlinks.append(i)
             best.append(b)
             extra.append(e)
+            votes.append(v)
+            linked.append(k)
         order = np.frombuffer(b"".join(best), dtype=">i4").astype(np.int32)
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
@@ -256,6 +307,10 @@ class RankingsMixin(StoreBase):
             order,
             position,
             np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None,
+            np.frombuffer(b"".join(votes), dtype=">f8").astype(np.float64) if votes and votes[0] is not None else None,
+            np.frombuffer(b"".join(linked), dtype=">f8").astype(np.float64)
+            if linked and linked[0] is not None
+            else None,
         )
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(next(iter(cache)))

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 5; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 6; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -14,15 +14,28 @@ Layout (schema 5; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 * ``in_links``: the whole graph as in-link CSR, derived from ``out_links`` at
   the end of each build: blocks of target pages, each with its pages' offsets
   and their linking pages (int32 page indices), a nofollow byte per link and
-  float64 weights where any link needs them.  ``rank`` reads it in one pass;
-  a page's backlinks are one slice of it.
+  float64 weights where any link needs them, and ``born``: the build that
+  first saw each link (NULL while every link was first seen by one build,
+  named in ``meta``).  ``rank`` reads it in one pass; a page's backlinks are
+  one slice of it.
+* Link history: a link was first seen by the first build that crawled its
+  source page (``pages.first_build``) unless ``link_births`` names a later
+  one (a link a recrawl found); it was last seen by its source page's last
+  crawl (``pages.build_id``).  ``lost_links`` keeps the links a recrawl no
+  longer found: when they were first and last seen and which build lost them.
+* ``hosts``: each host (with its port) once, numbered in order of first
+  appearance; ``page_hosts`` each page's host id, in blocks.  A ranking of
+  ``level`` 'host' (``rank --level host``) has its arrays by host index.
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results; ``ranking_blocks`` holds one
   version's arrays in blocks of :data:`BLOCK_PAGES` pages: scores (float64),
   in-link counts (int32), the variant's extra value (float64, TrustRank's spam
   mass), and ``best``: the pages at those positions of the order by score.  A
-  version costs O(pages), however many links.  The ``scores`` view reads the
+  version costs O(pages), however many links.  ``votes`` is what each page
+  gives each unit of weight of its followed out-links, d·PR(v)/W(v), so that a
+  link's contribution to its target is ``votes[v]·w``; ``rankings.teleport``
+  holds the rank source E where it is not uniform (page ids and weights).  The ``scores`` view reads the
   blocks as one row per page; ``current_scores`` is each ranking's newest
   version with the pages' URLs and titles.
 
@@ -33,7 +46,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row: its columns stay on one 4 KiB database page
 
@@ -74,7 +87,8 @@ PAGES = """CREATE TABLE IF NOT EXISTS {name} (
     status        INTEGER,
     canonical_url TEXT,
     fetched_at    TEXT,
-    build_id      INTEGER
+    build_id      INTEGER,
+    first_build   INTEGER
 )"""
 
 TABLES = f"""
@@ -103,13 +117,37 @@ CREATE TABLE IF NOT EXISTS link_notes (
     anchor   TEXT,
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS link_births (
+    src   INTEGER NOT NULL,
+    dst   INTEGER NOT NULL,
+    build INTEGER NOT NULL,
+    PRIMARY KEY (src, dst)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lost_links (
+    dst         INTEGER NOT NULL,
+    src         INTEGER NOT NULL,
+    lost_build  INTEGER NOT NULL,
+    first_build INTEGER,
+    last_build  INTEGER,
+    PRIMARY KEY (dst, src, lost_build)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS in_links (
     first    INTEGER PRIMARY KEY,
     pages    INTEGER NOT NULL,
     offsets  BLOB NOT NULL,
     sources  BLOB NOT NULL,
     nofollow BLOB,
-    weights  BLOB
+    weights  BLOB,
+    born     BLOB
+);
+CREATE TABLE IF NOT EXISTS hosts (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE,
+    pages INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS page_hosts (
+    first INTEGER PRIMARY KEY,
+    hosts BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS counter (
     k INTEGER PRIMARY KEY
@@ -140,6 +178,8 @@ CREATE TABLE IF NOT EXISTS rankings (
     created_at TEXT NOT NULL,
     pages      INTEGER NOT NULL,
     seconds    REAL,
+    teleport   BLOB,
+    level      TEXT NOT NULL DEFAULT 'page',
     UNIQUE (name, version)
 );
 CREATE TABLE IF NOT EXISTS ranking_blocks (
@@ -149,6 +189,8 @@ CREATE TABLE IF NOT EXISTS ranking_blocks (
     inlinks    BLOB NOT NULL,
     best       BLOB NOT NULL,
     extra      BLOB,
+    votes      BLOB,
+    linked     BLOB,
     PRIMARY KEY (ranking_id, first)
 );
 """

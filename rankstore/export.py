@@ -1,0 +1,163 @@
+"""The whole store as tables for pandas, DuckDB and Spark: links, pages and hosts, in Arrow batches.
+
+Each table comes as a stream of :class:`pyarrow.RecordBatch` with a fixed
+schema, so that a graph of any size is written to Parquet (or CSV) a block at
+a time.  Pages and hosts are named by id (``pages.id``, ``hosts.id``); a link
+row names its two pages.  ``first_build`` is the build that first saw a link
+(null where the store does not know: links loaded before schema 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from .store import Store
+
+__all__ = ["TABLES", "SCHEMAS", "batches", "write"]
+
+TABLES = ("links", "pages", "hosts")
+
+SCHEMAS = {
+    "links": pa.schema(
+        [
+            ("src", pa.int32()),
+            ("dst", pa.int32()),
+            ("weight", pa.float64()),
+            ("nofollow", pa.bool_()),
+            ("first_build", pa.int32()),
+        ]
+    ),
+    "pages": pa.schema(
+        [
+            ("id", pa.int32()),
+            ("url", pa.string()),
+            ("host", pa.string()),
+            ("host_id", pa.int32()),
+            ("title", pa.string()),
+            ("crawled", pa.bool_()),
+            ("status", pa.int32()),
+            ("first_build", pa.int32()),
+            ("last_build", pa.int32()),
+        ]
+    ),
+    "hosts": pa.schema(
+        [
+            ("id", pa.int32()),
+            ("name", pa.string()),
+            ("pages", pa.int64()),
+            ("hostrank", pa.float64()),
+            ("host_position", pa.int64()),
+        ]
+    ),
+}
+
+_ROWS = 1 << 16
+
+
+def batches(store: Store, table: str) -> Iterator[pa.RecordBatch]:
+    """The rows of ``table`` (one of :data:`TABLES`) in batches with the schema :data:`SCHEMAS` gives."""
+    if table == "links":
+        yield from _links(store)
+    elif table == "pages":
+        yield from _pages(store)
+    elif table == "hosts":
+        yield from _hosts(store)
+    else:
+        raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
+
+
+def _links(store: Store) -> Iterator[pa.RecordBatch]:
+    """Every link in in-link order (by target, then source), one in_links block at a time."""
+    uniform = store._graph_born() or None
+    schema = SCHEMAS["links"]
+    for first, offsets, sources, nofollow, weights, born in store.db.execute(
+        "SELECT first, offsets, sources, nofollow, weights, born FROM in_links ORDER BY first"
+    ):
+        counts = np.diff(np.frombuffer(offsets, dtype=np.int32))
+        src = np.frombuffer(sources, dtype=np.int32) + 1
+        if not len(src):
+            continue
+        dst = np.repeat(np.arange(first + 1, first + 1 + len(counts), dtype=np.int32), counts)
+        columns = [
+            pa.array(src, pa.int32()),
+            pa.array(dst, pa.int32()),
+            pa.array(np.frombuffer(weights, dtype=np.float64) if weights else np.ones(len(src))),
+            pa.array(np.frombuffer(nofollow, dtype=bool) if nofollow else np.zeros(len(src), dtype=bool)),
+            pa.array(np.frombuffer(born, dtype=">i4").astype(np.int32), pa.int32())
+            if born
+            else pa.nulls(len(src), pa.int32())
+            if uniform is None
+            else pa.array(np.full(len(src), uniform, dtype=np.int32)),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _pages(store: Store) -> Iterator[pa.RecordBatch]:
+    hosts = store.page_hosts()
+    cursor = store.db.execute(
+        "SELECT id, url, host, title, crawled, status, first_build, build_id FROM pages ORDER BY id"
+    )
+    while rows := cursor.fetchmany(_ROWS):
+        ids, urls, names, titles, crawled, status, first, last = zip(*rows)
+        index = np.asarray(ids, dtype=np.int64) - 1
+        host_ids = np.zeros(len(ids), dtype=np.int32)
+        known = index < len(hosts)
+        host_ids[known] = hosts[index[known]]
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(ids, pa.int32()),
+                pa.array(urls, pa.string()),
+                pa.array(names, pa.string()),
+                pa.array(host_ids, pa.int32(), mask=host_ids == 0),
+                pa.array(titles, pa.string()),
+                pa.array([bool(c) for c in crawled], pa.bool_()),
+                pa.array(status, pa.int32()),
+                pa.array(first, pa.int32()),
+                pa.array(last, pa.int32()),
+            ],
+            schema=SCHEMAS["pages"],
+        )
+
+
+def _hosts(store: Store) -> Iterator[pa.RecordBatch]:
+    ranked = store.host_ranking()
+    cursor = store.db.execute("SELECT id, name, pages FROM hosts ORDER BY id")
+    while rows := cursor.fetchmany(_ROWS):
+        ids, names, pages = zip(*rows)
+        scores: list[float | None] = [None] * len(ids)
+        positions: list[int | None] = [None] * len(ids)
+        if ranked is not None:
+            arrays = ranked[1]
+            for k, host in enumerate(ids):
+                if host <= arrays.pages:
+                    scores[k] = float(arrays.scores[host - 1])
+                    positions[k] = int(arrays.position[host - 1]) + 1
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(ids, pa.int32()),
+                pa.array(names, pa.string()),
+                pa.array(pages, pa.int64()),
+                pa.array(scores, pa.float64()),
+                pa.array(positions, pa.int64()),
+            ],
+            schema=SCHEMAS["hosts"],
+        )
+
+
+def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -> int:
+    """Write the batches to ``sink`` (a path, or a binary file for CSV) as Parquet or CSV; returns rows written."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    rows = 0
+    writer = pq.ParquetWriter(sink, schema) if fmt == "parquet" else pacsv.CSVWriter(sink, schema)
+    try:
+        for batch in source:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    finally:
+        writer.close()
+    return rows

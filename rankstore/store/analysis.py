@@ -1,0 +1,621 @@
+"""What an analyst asks of the backlinks: why a page ranks, which links are new, which were lost, per build.
+
+Every answer comes from one ranking version and the in-link arrays, read
+inside one snapshot.  A backlink's *contribution* is what the link passes to
+its target, d·PR(v)·w(v,u)/W(v) (w/W the link's share of v's followed
+out-links; 1/C(v) unweighted), read as ``votes[v]·w`` from the version; its
+*share* is that over PR(u).  The rest of PR(u) comes from the random jump,
+(1-d)·E(u), and from what pages without out-links pass on; the shares of
+every followed backlink and those two add up to 1.  Nofollow links (unless
+the ranking counted them) are listed apart, with contribution 0.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import StoreError
+from .hosts import HostsMixin
+from .queries import QueriesMixin
+from .rankings import RankingArrays
+
+__all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "SORTS"]
+
+SORTS = ("pagerank", "contribution")
+
+
+@dataclass
+class InSlice:
+    """One page's in-links: source page indices, and per link its nofollow flag, weight and first build."""
+
+    sources: np.ndarray  # int32 page indices
+    nofollow: np.ndarray | None  # bool, or None: every link follows
+    weights: np.ndarray | None  # float64, or None: every link weighs 1
+    born: np.ndarray  # int32 build ids
+    uniform: int | None = None  # the build that first saw every one of them, when one did
+
+
+@dataclass
+class BacklinkReport:
+    """A page's backlinks as an analyst reads them (see the module docstring)."""
+
+    url: str
+    pagerank: float | None
+    backlinks: int  # every backlink (followed or not) that passes the filter
+    rows: list[dict]  # the chosen followed backlinks, best first by the sort
+    nofollow_rows: list[dict] = field(default_factory=list)  # nofollow links, best PageRank first
+    links_share: float | None = None  # of PR(u), from every followed backlink (not only those shown)
+    jump_share: float | None = None  # of PR(u), from the random jump (1-d)E(u)
+    sinks_share: float | None = None  # of PR(u), what pages without out-links pass on (and rounding)
+
+
+def _largest(values: np.ndarray, positions_of, candidates: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` largest values, largest first, ties by the candidates' rank: a partition, then a
+    sort of the few that can be among them."""
+    if count < len(values):
+        kth = np.partition(values, len(values) - count)[len(values) - count]
+        near = np.flatnonzero(values >= kth)
+    else:
+        near = np.arange(len(values))
+    order = np.lexsort((positions_of(candidates[near]), -values[near]))
+    return near[order[:count]]
+
+
+class AnalysisMixin(QueriesMixin, HostsMixin):
+    """Backlink analysis; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def in_slice(self, page_id: int) -> InSlice:
+        """The in-links of page ``page_id`` with everything the in-link arrays keep about each."""
+        row = self.db.execute(
+            "SELECT first, offsets, sources, nofollow, weights, born FROM in_links WHERE first <= ?"
+            " ORDER BY first DESC LIMIT 1",
+            (page_id - 1,),
+        ).fetchone()
+        empty = np.zeros(0, dtype=np.int32)
+        if row is None:
+            return InSlice(empty, None, None, empty)
+        first, offsets, sources, nofollow, weights, born = row
+        at = page_id - 1 - first
+        if 4 * (at + 1) >= len(offsets):
+            return InSlice(empty, None, None, empty)
+        start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
+        count = stop - start
+        found = np.frombuffer(sources, dtype=np.int32, count=count, offset=4 * start)
+        flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
+        weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
+        if born:
+            births = np.frombuffer(born, dtype=">i4", count=count, offset=4 * start).astype(np.int32)
+        else:
+            uniform = self._graph_born()
+            return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
+        return InSlice(found, flags, weight, births)
+
+    def _graph_born(self) -> int:
+        """The build that first saw every link, while one did (0 when the store does not know)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'graph_born'").fetchone()
+        return int(row[0]) if row and row[0] else 0
+
+    def since_build(self, since: str) -> int:
+        """A build id from ``since``: a build number, or a date/time (the last build started by then)."""
+        text = since.strip()
+        if text.isdigit():
+            build = int(text)
+            if self.db.execute("SELECT 1 FROM builds WHERE id = ?", (build,)).fetchone() is None:
+                raise StoreError(f"no build {build} (`rankstore builds` lists them)")
+            return build
+        for form in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
+            try:
+                moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(text, form))
+                break
+            except ValueError:
+                continue
+        else:
+            raise StoreError(f"{since!r}: give a build number or a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)")
+        if len(text) == 10:  # a day: the builds of that day are after it
+            moment = moment[:10] + "T00:00:00Z"
+        row = self.db.execute("SELECT max(id) FROM builds WHERE started_at < ?", (moment,)).fetchone()
+        return row[0] or 0
+
+    def target_links(self, url: str | None = None, host: str | None = None) -> tuple[InSlice, np.ndarray, np.ndarray]:
+        """The in-links of a page, or of every page of a host (links from the host itself left out):
+        (the links, the target page index of each, the target pages)."""
+        if host is None:
+            assert url is not None
+            page = self.page_id(url)
+            if page is None:
+                raise StoreError(f"{url}: not in the store")
+            links = self.in_slice(page)
+            return links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1])
+        number = self.host_id(host)
+        if number is None:
+            raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
+        pages = self.pages_of_host(number)
+        parts = [(page, self.in_slice(int(page) + 1)) for page in pages.tolist()]
+        hosts = self.page_hosts()
+        sources = np.concatenate([p.sources for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
+        targets = np.concatenate([np.full(len(p.sources), page) for page, p in parts]) if parts else np.zeros(0)
+        nofollow = weights = None
+        if any(p.nofollow is not None for _, p in parts):
+            nofollow = np.concatenate(
+                [p.nofollow if p.nofollow is not None else np.zeros(len(p.sources), bool) for _, p in parts]
+            )
+        if any(p.weights is not None for _, p in parts):
+            weights = np.concatenate(
+                [p.weights if p.weights is not None else np.ones(len(p.sources)) for _, p in parts]
+            )
+        born = np.concatenate([p.born for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
+        outside = hosts[sources] != number
+        links = InSlice(
+            sources[outside],
+            None if nofollow is None else nofollow[outside],
+            None if weights is None else weights[outside],
+            born[outside],
+        )
+        return links, targets[outside].astype(np.int64), pages
+
+    def backlink_report(
+        self,
+        url: str | None = None,
+        name: str = "pagerank",
+        sort: str = "pagerank",
+        since: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        host: str | None = None,
+    ) -> BacklinkReport:
+        """The backlinks of ``url`` (or of every page of ``host``, from other hosts) with their contribution
+        and share, new since build ``since`` if given."""
+        if sort not in SORTS:
+            raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            params = self.ranking_params(ranking_id)
+            links, targets, pages = self.target_links(url, host)
+            counted = None  # every link votes
+            if links.nofollow is not None and not params.get("include_nofollow", False):
+                counted = ~links.nofollow
+            ranked = pages[pages < arrays.pages]
+            pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
+            report = BacklinkReport(url or host or "", pagerank, 0, [])
+            # every link's contribution is needed to sort by it, and for a whole host (whose internal links
+            # give it rank too); for one page, the version keeps what all its backlinks give it together
+            contribution = None
+            if sort == "contribution" or host is not None or arrays.linked is None:
+                contribution = self._contributions(arrays, links, counted, params)
+            if arrays.votes is not None and pagerank:
+                if contribution is not None:
+                    given = float(contribution.sum())
+                else:
+                    assert arrays.linked is not None
+                    given = float(arrays.linked[ranked].sum())
+                report.links_share = given / pagerank
+                jump = sum(self._jump(ranking_id, int(page) + 1, arrays.pages, params) for page in ranked.tolist())
+                report.jump_share = jump / pagerank
+                rest = 1.0 - report.links_share - report.jump_share
+                report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
+            if since is None:
+                chosen = None
+            elif links.uniform is not None:  # one build saw them all: all new since, or none
+                chosen = None if links.uniform > since else np.zeros(len(links.sources), dtype=bool)
+            else:
+                chosen = links.born > since
+            report.backlinks = len(links.sources) if chosen is None else int(chosen.sum())
+            if chosen is None and counted is None:
+                followed = None  # all of them: no index array over a million links
+                candidates = links.sources
+            else:
+                mask = chosen if counted is None else counted if chosen is None else chosen & counted
+                followed = np.flatnonzero(mask)
+                candidates = links.sources[followed]
+            if sort == "contribution" and contribution is not None:
+                values = contribution if followed is None else contribution[followed]
+                order = _largest(values, arrays.positions_of, candidates, offset + limit)[offset:]
+            else:
+                order = arrays.best_of(candidates, offset + limit)[offset:]
+            picked = order if followed is None else followed[order]
+            if contribution is None:
+                contribution = self._contributions_at(arrays, links, picked, params)
+                at = np.arange(len(picked))
+            else:
+                at = picked
+            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets, at)
+            if counted is not None:
+                others = np.flatnonzero(~counted if chosen is None else chosen & ~counted)
+                if len(others):
+                    best = arrays.best_of(links.sources[others], limit)
+                    report.nofollow_rows = self._link_rows(arrays, links, others[best], None, pagerank, targets)
+        return report
+
+    def _contributions_at(
+        self, arrays: RankingArrays, links: InSlice, picked: np.ndarray, params: dict
+    ) -> np.ndarray | None:
+        """What the in-links at ``picked`` pass to their target (links that vote only)."""
+        if arrays.votes is None:
+            return None
+        sources = links.sources[picked]
+        values = np.where(sources < arrays.pages, arrays.votes[np.minimum(sources, arrays.pages - 1)], 0.0)
+        if links.weights is not None and params.get("weighted", True):
+            values = values * links.weights[picked]
+        return values
+
+    def _contributions(
+        self, arrays: RankingArrays, links: InSlice, counted: np.ndarray | None, params: dict
+    ) -> np.ndarray | None:
+        """What each in-link passes to its target in this version (0 for a link that casts no vote)."""
+        if arrays.votes is None:
+            return None
+        inside = links.sources < arrays.pages
+        votes = np.zeros(len(links.sources))
+        votes[inside] = arrays.votes[links.sources[inside]]
+        if links.weights is not None and params.get("weighted", True):
+            votes *= links.weights
+        if counted is not None:
+            votes[~counted] = 0.0
+        return votes
+
+    def _jump(self, ranking_id: int, target: int, pages: int, params: dict) -> float:
+        """(1-d)·E(u): what the random jump gives page ``target``."""
+        damping = float(params.get("damping", 0.85))
+        teleport = self.teleport_of(ranking_id)
+        if teleport is None:
+            return (1.0 - damping) / pages
+        ids, weights = teleport
+        at = np.flatnonzero(ids == target)
+        return (1.0 - damping) * float(weights[at[0]]) if len(at) else 0.0
+
+    def _link_rows(
+        self,
+        arrays: RankingArrays,
+        links: InSlice,
+        picked: np.ndarray,
+        contribution: np.ndarray | None,
+        pagerank: float | None,
+        targets: np.ndarray,
+        where: np.ndarray | None = None,
+    ) -> list[dict]:
+        """Rows for the links at ``picked``; their contributions are ``contribution[where]`` (``picked`` by
+        default: ``contribution`` may hold every link's, or only the picked ones')."""
+        where = picked if where is None else where
+        indices = links.sources[picked].tolist()
+        rows = self._rows(arrays, indices)
+        pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
+        anchors: dict[tuple[int, int], str] = {}
+        for start in range(0, len(pairs), 400):
+            chunk = pairs[start : start + 400]
+            anchors.update(
+                ((src, dst), anchor)
+                for src, dst, anchor in self.db.execute(
+                    "SELECT src, dst, anchor FROM link_notes WHERE (src, dst) IN (VALUES "
+                    + ",".join("(?, ?)" for _ in chunk)
+                    + ") AND anchor IS NOT NULL",
+                    [value for pair in chunk for value in pair],
+                )
+            )
+        many = len({dst for _, dst in pairs}) > 1
+        urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
+        for row, at, slot, pair in zip(rows, picked.tolist(), where.tolist(), pairs):
+            row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
+            row["anchor"] = anchors.get(pair)
+            value = float(contribution[slot]) if contribution is not None else (0.0 if row["nofollow"] else None)
+            row["contribution"] = value
+            row["share"] = value / pagerank if value is not None and pagerank else None
+            row["first_seen"] = int(links.born[at]) or None
+            if many:
+                row["target"] = urls.get(pair[1])
+        return rows
+
+    def lost_backlinks(
+        self, url: str, name: str = "pagerank", since: int | None = None, limit: int = 50, offset: int = 0
+    ) -> list[dict]:
+        """Links to ``url`` that a recrawl of their source page no longer found (and that have not come back),
+        lost after build ``since`` if given; best PageRank of the source first."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            target = self.page_id(url)
+            if target is None:
+                raise StoreError(f"{url}: not in the store")
+            lost = self.db.execute(
+                "SELECT src, first_build, last_build, lost_build FROM lost_links WHERE dst = ? AND lost_build > ?"
+                " ORDER BY lost_build DESC",
+                (target, since or 0),
+            ).fetchall()
+            present = set((self.in_slice(target).sources + 1).tolist())
+            latest: dict[int, tuple] = {}
+            for src, first, last, gone in lost:  # newest loss of each source, if the link is still gone
+                if src not in present and src not in latest:
+                    latest[src] = (first, last, gone)
+            sources = np.array(sorted(latest), dtype=np.int64) - 1
+            best = arrays.best_of(sources, offset + limit)[offset:] if len(sources) else np.zeros(0, dtype=np.int64)
+            indices = sources[best].tolist()
+            rows = self._rows(arrays, indices) if indices else []
+        for row, index in zip(rows, indices):
+            first, last, gone = latest[index + 1]
+            row.update(first_seen=first, last_seen=last, lost_in=gone)
+        return rows
+
+    def build_history(self) -> list[dict]:
+        """Each build with the links it found new and the links it lost."""
+        born: dict[int, int] = {}
+        for (blob,) in self.db.execute("SELECT born FROM in_links"):
+            if blob:
+                for build, count in zip(*np.unique(np.frombuffer(blob, dtype=">i4"), return_counts=True)):
+                    born[int(build)] = born.get(int(build), 0) + int(count)
+        uniform = self._graph_born()
+        if uniform:
+            total = self.db.execute("SELECT value FROM meta WHERE key = 'graph_links'").fetchone()
+            born[uniform] = born.get(uniform, 0) + (int(total[0]) if total else 0)
+        for build, count in self.db.execute(
+            "SELECT first_build, count(*) FROM lost_links WHERE first_build IS NOT NULL GROUP BY first_build"
+        ):
+            born[build] = born.get(build, 0) + count  # found by that build, lost since
+        lost = dict(self.db.execute("SELECT lost_build, count(*) FROM lost_links GROUP BY lost_build"))
+        return [
+            {
+                "build": build_id,
+                "started_at": started,
+                "finished_at": finished,
+                "status": status,
+                "pages": pages,
+                "links": links,
+                "new_links": born.get(build_id, 0),
+                "lost_links": lost.get(build_id, 0),
+            }
+            for build_id, started, finished, status, pages, links in self.db.execute(
+                "SELECT id, started_at, finished_at, status, pages, links FROM builds ORDER BY id"
+            )
+        ]
+
+
+class HostAnalysisMixin(AnalysisMixin):
+    """Backlinks folded into referring hosts, whole sites as targets, link intersect, host rank beside page rank."""
+
+    def host_ranking(self, name: str = "hostrank") -> tuple[int, RankingArrays] | None:
+        """(id, arrays) of the newest host-level ranking ``name``, or None when there is none."""
+        row = self.db.execute(
+            "SELECT id FROM rankings WHERE name = ? AND level = 'host' ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
+        return (row[0], self.ranking_arrays(row[0])) if row else None
+
+    def host_ranks_of(
+        self, page_indices: Sequence[int], name: str = "hostrank"
+    ) -> list[tuple[str, float | None, int | None]]:
+        """(host, host PageRank, host rank) of each page, from the newest host ranking (None without one)."""
+        hosts = self.page_hosts()
+        found = self.host_ranking(name)
+        ids = [int(hosts[i]) if i < len(hosts) else 0 for i in page_indices]
+        names = self.host_names(set(ids) - {0})
+        out = []
+        for host in ids:
+            score = rank = None
+            if found is not None and 0 < host <= found[1].pages:
+                score, rank = float(found[1].scores[host - 1]), int(found[1].position[host - 1]) + 1
+            out.append((names.get(host, ""), score, rank))
+        return out
+
+    def referring_hosts(
+        self,
+        url: str | None = None,
+        host: str | None = None,
+        name: str = "pagerank",
+        sort: str = "pagerank",
+        since: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        host_ranking: str = "hostrank",
+    ) -> list[dict]:
+        """The hosts linking to a page (or to a host's pages): how many of their pages link, their best
+        page, their host rank and the PageRank their links pass on, best first (by host rank where there is
+        a host ranking, else by best page; or by summed contribution)."""
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            params = self.ranking_params(ranking_id)
+            links, _, pages = self.target_links(url, host)
+            counted = np.ones(len(links.sources), dtype=bool)
+            if links.nofollow is not None and not params.get("include_nofollow", False):
+                counted = ~links.nofollow
+            contribution = self._contributions(arrays, links, counted, params)
+            if since is None or (links.uniform is not None and links.uniform > since):
+                sources, values = links.sources, contribution
+            else:
+                chosen = links.born > since
+                sources = links.sources[chosen]
+                values = contribution[chosen] if contribution is not None else None
+            hosts = self.page_hosts()[sources]
+            order = np.argsort(hosts, kind="stable")  # by host
+            hosts_sorted, sources_sorted = hosts[order], sources[order]
+            starts = (
+                np.flatnonzero(np.concatenate([[True], hosts_sorted[1:] != hosts_sorted[:-1]]))
+                if len(order)
+                else np.zeros(0, dtype=np.int64)
+            )
+            ends = np.append(starts[1:], len(order))
+            group_hosts = hosts_sorted[starts]
+            # each host's best page: the smallest position in the order by score
+            best_pages = sources_sorted[starts].astype(np.int64)
+            if len(starts):
+                best = np.minimum.reduceat(arrays.positions_of(sources_sorted), starts)
+                ranked_best = best < arrays.pages  # a host whose linking pages are all newer than the version: any
+                best_pages[ranked_best] = arrays.best[best[ranked_best]]
+            if host is None:  # one target page: each linking page links to it once
+                distinct = ends - starts
+            else:
+                distinct = self._distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
+            summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
+            ranked = self.host_ranking(host_ranking)
+            host_scores = np.full(len(group_hosts), np.nan)
+            host_positions = np.full(len(group_hosts), -1, dtype=np.int64)
+            if ranked is not None:
+                inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
+                host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
+                host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
+            if sort == "contribution" and summed is not None:
+                pick = np.lexsort((arrays.positions_of(best_pages), -summed))
+            elif ranked is not None:
+                pick = np.lexsort(
+                    (arrays.positions_of(best_pages), np.where(host_positions < 0, 1 << 40, host_positions))
+                )
+            else:
+                pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
+            pick = pick[offset : offset + limit]
+            names = self.host_names(group_hosts[pick].tolist())
+            best = self._rows(arrays, best_pages[pick].tolist())
+            total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
+        rows = []
+        for at, page in zip(pick.tolist(), best):
+            value = float(summed[at]) if summed is not None else None
+            rows.append(
+                {
+                    "host": names.get(int(group_hosts[at]), ""),
+                    "pages": int(distinct[at]),
+                    "links": int(ends[at] - starts[at]),
+                    "best_url": page["url"],
+                    "best_pagerank": page["pagerank"],
+                    "hostrank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
+                    "host_position": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
+                    "contribution": value,
+                    "share": value / total if value is not None and total else None,
+                }
+            )
+        return rows
+
+    @staticmethod
+    def _distinct_counts(hosts: np.ndarray, sources: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Distinct pages of each host's run (hosts sorted; a page may link to several pages of a site)."""
+        if not len(starts):
+            return np.zeros(0, dtype=np.int64)
+        key = np.unique(hosts.astype(np.int64) << 32 | sources)
+        return np.unique(key >> 32, return_counts=True)[1]
+
+    def intersect(
+        self,
+        targets: Sequence[tuple[str | None, str | None]],
+        mine: Sequence[tuple[str | None, str | None]] = (),
+        name: str = "pagerank",
+        by_host: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict]:
+        """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            hosts = self.page_hosts() if by_host else None
+
+            def linking(target: tuple[str | None, str | None]) -> np.ndarray:
+                links, _, _ = self.target_links(*target)
+                sources = links.sources.astype(np.int64)
+                return np.unique(hosts[sources] if hosts is not None else sources)
+
+            common = None
+            for target in targets:
+                found = linking(target)
+                common = found if common is None else np.intersect1d(common, found, assume_unique=True)
+            common = common if common is not None else np.zeros(0, dtype=np.int64)
+            for target in mine:
+                common = np.setdiff1d(common, linking(target), assume_unique=True)
+            if not by_host:
+                chosen = common[arrays.best_of(common, offset + limit)[offset:]]
+                return self._rows(arrays, chosen.tolist())
+            ranked = self.host_ranking()
+            if ranked is not None:
+                positions = np.where(
+                    (common > 0) & (common <= ranked[1].pages),
+                    ranked[1].position[np.clip(common - 1, 0, None)],
+                    1 << 40,
+                )
+                chosen = common[np.argsort(positions, kind="stable")[offset : offset + limit]]
+            else:
+                chosen = common[offset : offset + limit]
+            names = self.host_names(chosen.tolist())
+            return [
+                {
+                    "host": names.get(int(h), ""),
+                    "hostrank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
+                    "host_position": int(ranked[1].position[h - 1]) + 1
+                    if ranked and 0 < h <= ranked[1].pages
+                    else None,
+                }
+                for h in chosen.tolist()
+            ]
+
+    def anchors(self, url: str, name: str = "pagerank", limit: int = 50) -> list[dict]:
+        """The anchor texts of the links to ``url``, grouped (case and spacing folded), by summed contribution."""
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            params = self.ranking_params(ranking_id)
+            target = self.page_id(url)
+            if target is None:
+                raise StoreError(f"{url}: not in the store")
+            links = self.in_slice(target)
+            counted = np.ones(len(links.sources), dtype=bool)
+            if links.nofollow is not None and not params.get("include_nofollow", False):
+                counted = ~links.nofollow
+            contribution = self._contributions(arrays, links, counted, params)
+            by_source = dict(
+                zip(
+                    (links.sources + 1).tolist(),
+                    contribution.tolist() if contribution is not None else [None] * len(links.sources),
+                )
+            )
+            groups: dict[str, dict] = {}
+            for src, anchor in self.db.execute(
+                "SELECT src, anchor FROM link_notes WHERE dst = ? AND anchor IS NOT NULL", (target,)
+            ):
+                text = " ".join(anchor.split())
+                group = groups.setdefault(text.casefold(), {"anchor": text, "links": 0, "contribution": 0.0})
+                group["links"] += 1
+                value = by_source.get(src)
+                if value is not None:
+                    group["contribution"] += value
+        rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
+        return rows[:limit]
+
+    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
+        """The best hosts of a host-level ranking."""
+        with self.snapshot():
+            ranking_id, _ = self.ranking_head(name)
+            arrays = self.ranking_arrays(ranking_id)
+            chosen = arrays.best[offset : offset + limit].tolist()
+            names = self.host_names([i + 1 for i in chosen])
+            pages = (
+                dict(
+                    self.db.execute(
+                        f"SELECT id, pages FROM hosts WHERE id IN ({','.join('?' * len(chosen))})",
+                        [i + 1 for i in chosen],
+                    )
+                )
+                if chosen
+                else {}
+            )
+        return [
+            {
+                "rank": offset + k + 1,
+                "hostrank": float(arrays.scores[i]),
+                "host": names.get(i + 1, ""),
+                "pages": pages.get(i + 1),
+                "inlinks": int(arrays.inlinks[i]),
+            }
+            for k, i in enumerate(chosen)
+        ]
+
+    def host_ranks(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
+        """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""
+        found = self.host_ranking(name)
+        if found is None:
+            return {}
+        _, arrays = found
+        out = {}
+        for host in set(hosts):
+            number = self.host_id(host)
+            if number is not None and number <= arrays.pages:
+                out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
+        return out

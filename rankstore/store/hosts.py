@@ -1,0 +1,173 @@
+"""Hosts: each page's host as a number, and the host graph that ``rank --level host`` ranks.
+
+A host is what ``pages.host`` holds: the name with its port, if any, so that
+two servers on one machine are two hosts.  Host ids are given in order of
+first appearance and never change, so a host ranking stays valid when later
+builds add hosts.  ``page_hosts`` keeps each page's host id as big-endian
+int32 in blocks of :data:`HOST_BLOCK` pages; a reader loads the whole array
+once (4 bytes a page) to fold referring pages into referring hosts.
+
+The host graph has an edge from host A to host B when any page of A links to
+a page of B (links within a host are left out); its weight is the number of
+such page links (followed ones, unless the ranking counts nofollow links).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+from .graph import GraphMixin
+
+__all__ = ["HostsMixin", "HostGraph", "HOST_BLOCK"]
+
+HOST_BLOCK = 1 << 14  # pages per page_hosts row
+
+
+@dataclass
+class HostGraph:
+    """The host graph as in-link CSR: row ``h`` (host id ``h + 1``) lists the hosts linking to it."""
+
+    n: int
+    indptr: np.ndarray
+    indices: np.ndarray  # int32 host indices
+    weights: np.ndarray  # float64: page links from that host to this one
+
+
+class HostsMixin(GraphMixin):
+    """Hosts of pages, and the host graph; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def derive_hosts(self) -> None:
+        """Number the hosts of pages added since the last time (call inside a write transaction)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'hosts_pages'").fetchone()
+        done = int(row[0]) if row else 0
+        last = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0
+        if last <= done:
+            return
+        known = dict(self.db.execute("SELECT name, id FROM hosts"))
+        fresh: dict[str, int] = {}
+        start = done - done % HOST_BLOCK  # the first block that changes, written again whole
+        ids = np.zeros(last - start, dtype=np.int32)
+        if start < done:
+            ids[: done - start] = self._host_block(start)[: done - start]
+        cursor = self.db.execute("SELECT id, host FROM pages WHERE id > ? ORDER BY id", (done,))
+        while rows := cursor.fetchmany(1 << 16):
+            for page_id, host in rows:
+                number = known.get(host)
+                if number is None:
+                    number = known[host] = fresh[host] = len(known) + 1
+                ids[page_id - 1 - start] = number
+        self.db.executemany(
+            "INSERT INTO hosts (id, name, pages) VALUES (?, ?, 0)", ((number, name) for name, number in fresh.items())
+        )
+        counts = np.bincount(ids[done - start :], minlength=len(known) + 1)
+        changed = np.flatnonzero(counts)
+        self.db.executemany(
+            "UPDATE hosts SET pages = pages + ? WHERE id = ?", zip(counts[changed].tolist(), changed.tolist())
+        )
+        self.db.executemany(
+            "INSERT OR REPLACE INTO page_hosts (first, hosts) VALUES (?, ?)",
+            (
+                (first, ids[first - start : first - start + HOST_BLOCK].astype(">i4").tobytes())
+                for first in range(start, last, HOST_BLOCK)
+            ),
+        )
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('hosts_pages', ?)", (str(last),))
+
+    def ensure_graph(self) -> None:
+        """The graph's arrays and the hosts' numbers, derived again if a build was cut short since."""
+        super().ensure_graph()
+        if self.hosts_behind():
+            with self.transaction():
+                self.derive_hosts()
+
+    def hosts_behind(self) -> bool:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'hosts_pages'").fetchone()
+        last = self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0
+        return (int(row[0]) if row else 0) < last
+
+    def _host_block(self, first: int) -> np.ndarray:
+        row = self.db.execute("SELECT hosts FROM page_hosts WHERE first = ?", (first,)).fetchone()
+        return np.frombuffer(row[0], dtype=">i4").astype(np.int32) if row else np.zeros(0, dtype=np.int32)
+
+    def page_hosts(self) -> np.ndarray:
+        """Each page's host id by page index (0 for a page added since hosts were last numbered)."""
+        key = self.db.execute("SELECT value FROM meta WHERE key = 'hosts_pages'").fetchone()
+        cached = getattr(self, "_page_hosts", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        blobs = [row[0] for row in self.db.execute("SELECT hosts FROM page_hosts ORDER BY first")]
+        hosts = np.frombuffer(b"".join(blobs), dtype=">i4").astype(np.int32)
+        self._page_hosts = (key, hosts)
+        return hosts
+
+    def host_id(self, name: str) -> int | None:
+        row = self.db.execute("SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def host_names(self, ids) -> dict[int, str]:
+        ids = list(ids)
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            found.update(
+                self.db.execute(f"SELECT id, name FROM hosts WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            )
+        return found
+
+    def host_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM hosts").fetchone()[0]
+
+    def pages_of_host(self, host: int) -> np.ndarray:
+        """Page indices of every page of a host."""
+        return np.flatnonzero(self.page_hosts() == host)
+
+    @staticmethod
+    def _pages_as_hosts(links, include_nofollow: bool) -> HostGraph:
+        """The host graph of a store whose every page is its own host, numbered alike (a Common Crawl host
+        graph): the page graph itself, less the links of a page to itself, each link of weight 1."""
+        keep = np.empty(len(links.indices), dtype=bool)
+        step = 1 << 20  # rows at a time: the target of each link is a temporary the size of the links
+        for first in range(0, links.n, step):
+            last = min(first + step, links.n)
+            lo, hi = int(links.indptr[first]), int(links.indptr[last])
+            rows = np.repeat(np.arange(first, last, dtype=np.int32), np.diff(links.indptr[first : last + 1]))
+            np.not_equal(links.indices[lo:hi], rows, out=keep[lo:hi])
+        if links.nofollow is not None and not include_nofollow:
+            keep &= ~links.nofollow
+        if keep.all():
+            return HostGraph(links.n, links.indptr, links.indices, np.ones(len(links.indices)))
+        kept = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept[1:])
+        return HostGraph(links.n, kept[links.indptr], links.indices[keep], np.ones(int(kept[-1])))
+
+    def host_graph(self, include_nofollow: bool = False) -> HostGraph:
+        """The host graph from the page graph's in-link arrays (see the module docstring)."""
+        self.ensure_graph()
+        links = self.in_links()
+        hosts = self.page_hosts()
+        count = self.host_count()
+        if len(hosts) < links.n:
+            raise RuntimeError("hosts are not numbered for every page: run `rankstore build` again")
+        if count == links.n and np.array_equal(hosts[: links.n], np.arange(1, links.n + 1, dtype=np.int32)):
+            return self._pages_as_hosts(links, include_nofollow)
+        src = hosts[links.indices]
+        dst = np.repeat(hosts[: links.n], np.diff(links.indptr))
+        keep = src != dst
+        if links.nofollow is not None and not include_nofollow:
+            keep &= ~links.nofollow
+        key = (dst[keep].astype(np.int64) - 1) * count + (src[keep].astype(np.int64) - 1)
+        del src, dst, keep
+        key.sort()
+        if len(key):
+            starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+            weights = np.diff(np.append(starts, len(key))).astype(np.float64)
+            key = key[starts]
+        else:
+            weights = np.zeros(0)
+        indptr = np.searchsorted(key, np.arange(count + 1, dtype=np.int64) * max(count, 1))
+        return HostGraph(count, indptr, (key % max(count, 1)).astype(np.int32), weights)
