@@ -76,7 +76,7 @@ def _links(store: Store) -> Iterator[pa.RecordBatch]:
     for first, offsets, sources, nofollow, weights, born in store.db.execute(
         "SELECT first, offsets, sources, nofollow, weights, born FROM in_links ORDER BY first"
     ):
-        counts = np.diff(np.frombuffer(offsets, dtype=np.int32))
+        counts = np.diff(np.frombuffer(offsets, dtype=np.int32)).astype(np.int64)
         src = np.frombuffer(sources, dtype=np.int32) + 1
         if not len(src):
             continue

@@ -11,12 +11,13 @@ from click.testing import CliRunner
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
-from conftest import data
 from proxy_addon.addon import PageRankProxy
 from proxy_addon.options import parse_settings
 from proxy_addon.rewrite import STYLE_HASH
 from rankstore.cli import cli
 from rankstore.store import Store
+
+from conftest import data
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +32,20 @@ def store_path(tmp_path_factory):
 @pytest.fixture
 def site(store_path):
     with Store(store_path, readonly=True) as store:
-        url = store.db.execute("SELECT url FROM pages WHERE url LIKE '%/index.html' AND url NOT LIKE '%/docs/%'"
-                               ).fetchone()[0]
+        url = store.db.execute(
+            "SELECT url FROM pages WHERE url LIKE '%/index.html' AND url NOT LIKE '%/docs/%'"
+        ).fetchone()[0]
     return url[: -len("index.html")]
 
 
-def make_flow(url, body=b"<html><body><a href='docs/'>d</a></body></html>", content_type="text/html; charset=utf-8",
-              status=200, method="GET", headers=()):
+def make_flow(
+    url,
+    body=b"<html><body><a href='docs/'>d</a></body></html>",
+    content_type="text/html; charset=utf-8",
+    status=200,
+    method="GET",
+    headers=(),
+):
     flow = tflow.tflow(resp=True)
     flow.request = tutils.treq()
     flow.request.url = url
@@ -72,8 +80,10 @@ async def addon(store_path):
 
 
 async def test_html_gets_bars_and_panel(addon, site):
-    flow = make_flow(site + "index.html", b"<html><head></head><body><a href='docs/'>Docs</a>"
-                                          b"<a href='https://nowhere.example/'>x</a></body></html>")
+    flow = make_flow(
+        site + "index.html",
+        b"<html><head></head><body><a href='docs/'>Docs</a><a href='https://nowhere.example/'>x</a></body></html>",
+    )
     await run_hooks(addon, flow)
     text = flow.response.text
     start, end = text.index('<aside id="pagerank-panel"'), text.index("</aside>")
@@ -82,8 +92,11 @@ async def test_html_gets_bars_and_panel(addon, site):
     assert 'data-pagerank="unranked"' in page  # nowhere.example is not in the store
     with Store(addon.settings.store, readonly=True) as store:
         expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
-    assert expected and [u.replace("&amp;", "&") for u in
-                         re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', panel)] == expected
+    assert (
+        expected
+        and [u.replace("&amp;", "&") for u in re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', panel)]
+        == expected
+    )
     assert flow.metadata["pagerank"].startswith("2 bars (1 ranked)")
 
 
@@ -102,9 +115,15 @@ async def test_gzip_body_is_re_encoded_with_right_length(addon, site):
 @pytest.mark.parametrize("case", ["json", "image", "status-404", "status-206", "status-304", "status-204", "head"])
 async def test_non_candidates_pass_untouched_and_streamed(addon, site, case):
     body = b"<a href='x'>looks like html</a>"
-    kwargs = {"json": dict(content_type="application/json"), "image": dict(content_type="image/png"),
-              "status-404": dict(status=404), "status-206": dict(status=206), "status-304": dict(status=304),
-              "status-204": dict(status=204), "head": dict(method="HEAD")}[case]
+    kwargs = {
+        "json": dict(content_type="application/json"),
+        "image": dict(content_type="image/png"),
+        "status-404": dict(status=404),
+        "status-206": dict(status=206),
+        "status-304": dict(status=304),
+        "status-204": dict(status=204),
+        "head": dict(method="HEAD"),
+    }[case]
     flow = make_flow(site + "index.html", body, **kwargs)
     await run_hooks(addon, flow)
     assert flow.response.content == body
@@ -121,9 +140,14 @@ async def test_large_body_streams(addon, site, store_path):
 
 
 async def test_csp_header_gets_our_hash_and_nothing_else(addon, site):
-    flow = make_flow(site + "index.html", headers=[("content-security-policy", "default-src 'self'"),
-                                                    ("content-security-policy-report-only", "style-src 'none'"),
-                                                    ("content-security-policy", "img-src 'self'")])
+    flow = make_flow(
+        site + "index.html",
+        headers=[
+            ("content-security-policy", "default-src 'self'"),
+            ("content-security-policy-report-only", "style-src 'none'"),
+            ("content-security-policy", "img-src 'self'"),
+        ],
+    )
     await run_hooks(addon, flow)
     policies = flow.response.headers.get_all("content-security-policy")
     assert policies == [f"default-src 'self'; style-src 'self' '{STYLE_HASH}'", "img-src 'self'"]

@@ -14,13 +14,13 @@ import time
 
 import pytest
 from click.testing import CliRunner
-
-from conftest import ROOT
-from rankstore.cli import cli
-
 from selenium import webdriver  # the test extra; tools/setup.sh installs it
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.chrome.service import Service
+
+from rankstore.cli import cli
+
+from conftest import ROOT
 
 ARTIFACTS = os.path.join(ROOT, "artifacts")
 OURS = "document.querySelectorAll('pagerank-bar, #pagerank-panel, #pagerank-proxy-style')"
@@ -50,7 +50,11 @@ class Proxy:
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         wait_for_port(self.port, self.process)
 
     def stop(self) -> str:
@@ -68,9 +72,18 @@ def browser(proxy_port: int | None):
         pytest.fail("chromium and chromium-driver are missing: run tools/setup.sh")
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,900"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ):
         options.add_argument(flag)
     if proxy_port:
         options.add_argument(f"--proxy-server=http://127.0.0.1:{proxy_port}")
@@ -120,7 +133,8 @@ def test_bars_and_panel_in_the_rendered_page(proxied, python_doc_crawl):
     bars = proxied.execute_script(
         "return [...document.querySelectorAll('pagerank-bar')].map(b => [b.dataset.pagerank, "
         "b.getBoundingClientRect().width, b.firstElementChild.getBoundingClientRect().width, b.title, "
-        "b.parentElement.getClientRects().length > 0])")
+        "b.parentElement.getClientRects().length > 0])"
+    )
     in_page = [bar for bar in bars if bar[0] is not None]
     assert len(in_page) > 200
     ranked = [bar for bar in in_page if bar[0] != "unranked"]
@@ -133,7 +147,8 @@ def test_bars_and_panel_in_the_rendered_page(proxied, python_doc_crawl):
     panel = proxied.execute_script(
         "const p = document.getElementById('pagerank-panel'); const r = p.getBoundingClientRect();"
         "return [p.dataset.pagerank, r.width, r.height, "
-        "[...p.querySelectorAll('li')].map(li => parseFloat(li.dataset.pagerank))]")
+        "[...p.querySelectorAll('li')].map(li => parseFloat(li.dataset.pagerank))]"
+    )
     assert panel[0] != "unranked" and panel[1] > 100 and panel[2] > 10
     assert panel[3] and panel[3] == sorted(panel[3], reverse=True)
     proxied.execute_script("document.querySelector('#pagerank-panel details').open = true")
@@ -162,11 +177,14 @@ def test_own_pages(proxied, python_doc_crawl):
     proxied.get("http://pagerank.proxy/top?n=20")
     assert proxied.execute_script("return document.querySelectorAll('tr[data-pagerank]').length") == 20
     proxied.get("http://pagerank.proxy/search?q=built-in+functions")
-    titles = proxied.execute_script("return [...document.querySelectorAll('tr[data-pagerank] td a')].map(a => a.textContent)")
+    titles = proxied.execute_script(
+        "return [...document.querySelectorAll('tr[data-pagerank] td a')].map(a => a.textContent)"
+    )
     assert any("Built-in Functions" in title for title in titles)
     proxied.get("http://pagerank.proxy/backlinks?url=" + target)
     scores = proxied.execute_script(
-        "return [...document.querySelectorAll('tr[data-pagerank]')].map(r => parseFloat(r.dataset.pagerank))")
+        "return [...document.querySelectorAll('tr[data-pagerank]')].map(r => parseFloat(r.dataset.pagerank))"
+    )
     assert len(scores) == 50 and scores == sorted(scores, reverse=True)
     proxied.get("http://pagerank.proxy/page?url=" + target)
     assert "in-links" in proxied.page_source
@@ -189,10 +207,12 @@ class _CSPHandler(http.server.SimpleHTTPRequestHandler):
 def csp_origin(tmp_path):
     (tmp_path / "header.html").write_text(
         "<!DOCTYPE html><html><head><title>CSP header</title></head><body><p><a href='meta.html'>meta</a> "
-        "<a href='header.html'>self</a></p></body></html>")
+        "<a href='header.html'>self</a></p></body></html>"
+    )
     (tmp_path / "meta.html").write_text(
-        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"style-src 'self'\">"
-        "<title>CSP meta</title></head><body><p><a href='header.html'>header</a></p></body></html>")
+        '<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="style-src \'self\'">'
+        "<title>CSP meta</title></head><body><p><a href='header.html'>header</a></p></body></html>"
+    )
     handler = type("Handler", (_CSPHandler,), {"policy": "default-src 'self'; script-src 'none'"})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(tmp_path)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -206,14 +226,15 @@ def test_strict_csp_pages_still_show_bars(proxied, csp_origin, page):
     proxied.get_log("browser")
     proxied.get(csp_origin + page)
     widths = proxied.execute_script(
-        "return [...document.querySelectorAll('pagerank-bar')].map(b => b.getBoundingClientRect().width)")
+        "return [...document.querySelectorAll('pagerank-bar')].map(b => b.getBoundingClientRect().width)"
+    )
     assert widths and all(width > 10 for width in widths)  # our hashed style block was allowed
     assert not [e for e in severe(proxied) if "Content Security Policy" in e]
 
 
 XSS = [
     "<script>window.__xss=1</script>",
-    "\"><img src=x onerror=\"window.__xss=1\">",
+    '"><img src=x onerror="window.__xss=1">',
     "'><svg onload='window.__xss=1'>",
     "</title><script>window.__xss=1</script>",
     "javascript:window.__xss=1",
@@ -228,9 +249,15 @@ def hostile_store(tmp_path_factory, python_doc_crawl):
     site = python_doc_crawl.base_url
     with Store(path) as store:
         build = store.begin_build(["hostile"])
-        pages = [PageData(f"http://evil{i}.example/x?q=%22%3E%3Cscript%3Ewindow.__xss=1%3C/script%3E", 200,
-                          title=payload, links=[(site + "library/functions.html", False, 1.0, payload)])
-                 for i, payload in enumerate(XSS)]
+        pages = [
+            PageData(
+                f"http://evil{i}.example/x?q=%22%3E%3Cscript%3Ewindow.__xss=1%3C/script%3E",
+                200,
+                title=payload,
+                links=[(site + "library/functions.html", False, 1.0, payload)],
+            )
+            for i, payload in enumerate(XSS)
+        ]
         store.write_pages(pages, build)
         store.finish_build(build, len(pages), len(pages), {})
     assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
@@ -242,14 +269,19 @@ def test_hostile_titles_and_urls_execute_nothing(hostile_store, python_doc_crawl
     driver = browser(running.port)
     try:
         target = python_doc_crawl.base_url + "library/functions.html"
-        for url in (target, "http://pagerank.proxy/top", "http://pagerank.proxy/search?q=script",
-                    "http://pagerank.proxy/search?q=%3Cscript%3Ewindow.__xss%3D1%3C%2Fscript%3E",
-                    "http://pagerank.proxy/backlinks?url=" + target, "http://pagerank.proxy/page?url=" + target,
-                    "http://pagerank.proxy/page?url=http://evil0.example/x?q=%2522%253E"):
+        for url in (
+            target,
+            "http://pagerank.proxy/top",
+            "http://pagerank.proxy/search?q=script",
+            "http://pagerank.proxy/search?q=%3Cscript%3Ewindow.__xss%3D1%3C%2Fscript%3E",
+            "http://pagerank.proxy/backlinks?url=" + target,
+            "http://pagerank.proxy/page?url=" + target,
+            "http://pagerank.proxy/page?url=http://evil0.example/x?q=%2522%253E",
+        ):
             driver.get(url)
             driver.execute_script("const d = document.querySelector('#pagerank-panel details'); if (d) d.open = true")
             with pytest.raises(NoAlertPresentException):
-                driver.switch_to.alert.text
+                _ = driver.switch_to.alert.text  # raises: no alert was opened
             assert driver.execute_script("return window.__xss === undefined")
         driver.get("http://pagerank.proxy/top")
         text = driver.execute_script("return document.body.innerText")
@@ -272,11 +304,30 @@ def https_origin(tmp_path):
 
     if shutil.which("openssl") is None:
         pytest.fail("openssl is missing")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
-                   check=True, capture_output=True)
-    (tmp_path / "page.html").write_text("<!DOCTYPE html><html><head><title>h2</title></head><body>"
-                                        "<a href='page.html'>self</a> <a href='https://x.example/'>x</a></body></html>")
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(tmp_path / "key.pem"),
+            "-out",
+            str(tmp_path / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (tmp_path / "page.html").write_text(
+        "<!DOCTYPE html><html><head><title>h2</title></head><body>"
+        "<a href='page.html'>self</a> <a href='https://x.example/'>x</a></body></html>"
+    )
     handler = functools.partial(_CSPHandler, directory=str(tmp_path))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -294,15 +345,44 @@ def test_http2_client_through_the_proxy(ranked_store, https_origin, tmp_path):
     port = free_port()
     confdir = tmp_path / "mitmproxy"
     process = subprocess.Popen(
-        [sys.executable, "-m", "proxy_addon.cli", "--store", ranked_store, "--port", str(port), "--",
-         "--set", f"confdir={confdir}", "--set", "ssl_insecure=true"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "proxy_addon.cli",
+            "--store",
+            ranked_store,
+            "--port",
+            str(port),
+            "--",
+            "--set",
+            f"confdir={confdir}",
+            "--set",
+            "ssl_insecure=true",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for_port(port, process)
         result = subprocess.run(
-            ["curl", "-sS", "--http2", "--proxy", f"http://127.0.0.1:{port}", "--cacert",
-             str(confdir / "mitmproxy-ca-cert.pem"), "-w", "\n%{http_version}", https_origin],
-            capture_output=True, text=True, timeout=30)
+            [
+                "curl",
+                "-sS",
+                "--http2",
+                "--proxy",
+                f"http://127.0.0.1:{port}",
+                "--cacert",
+                str(confdir / "mitmproxy-ca-cert.pem"),
+                "-w",
+                "\n%{http_version}",
+                https_origin,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         body, _, version = result.stdout.rpartition("\n")
         assert version == "2", result.stderr
         assert body.count("<pagerank-bar") == 2 and "pagerank-proxy-style" in body

@@ -112,32 +112,58 @@ def pct(samples: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--throughput-passes", type=int, default=6,
-                        help="passes over the ~40 KB pages in each round's throughput run (default 6: ~4 s each)")
+    parser.add_argument(
+        "--throughput-passes",
+        type=int,
+        default=6,
+        help="passes over the ~40 KB pages in each round's throughput run (default 6: ~4 s each)",
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
     try:
         origin_port = free_port()
-        processes.append(subprocess.Popen([sys.executable, "-m", "http.server", str(origin_port), "--bind",
-                                           "127.0.0.1", "-d", DOC], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "http.server", str(origin_port), "--bind", "127.0.0.1", "-d", DOC],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         wait(origin_port)
         site = f"http://127.0.0.1:{origin_port}/"
         warc = os.path.join(work, "site.warc.gz")
         store = os.path.join(work, "site.db")
         crawl(site, warc)
-        subprocess.run([sys.executable, "-m", "rankstore", "build", warc, "--store", store, "-q"], check=True,
-                       cwd=ROOT, stdout=subprocess.DEVNULL)
-        subprocess.run([sys.executable, "-m", "rankstore", "rank", "--store", store, "-q"], check=True, cwd=ROOT,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "rankstore", "build", warc, "--store", store, "-q"],
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        subprocess.run(
+            [sys.executable, "-m", "rankstore", "rank", "--store", store, "-q"],
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
         plain_port, ours_port = free_port(), free_port()
         mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
-        processes.append(subprocess.Popen([mitmdump, "--listen-host", "127.0.0.1", "-p", str(plain_port), "-q"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        processes.append(subprocess.Popen([sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port",
-                                           str(ours_port), "--", "-q"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+        processes.append(
+            subprocess.Popen(
+                [mitmdump, "--listen-host", "127.0.0.1", "-p", str(plain_port), "-q"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(ours_port), "--", "-q"],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         wait(plain_port)
         wait(ours_port)
 
@@ -153,10 +179,13 @@ def main() -> None:
         for port, proxied in ((origin_port, False), (plain_port, True), (ours_port, True)):
             latencies(port, pages[:20], proxied)
         proxied_body = fetch(http.client.HTTPConnection("127.0.0.1", ours_port), functions, True)
-        print(f"{len(pages)} pages of 30-50 KB (mean {statistics.mean(os.path.getsize(DOC + '/' + p[len(site):]) for p in pages) / 1024:.0f} KB); "
-              f"library/functions.html {os.path.getsize(DOC + '/library/functions.html') / 1024:.0f} KB -> "
-              f"{len(proxied_body) / 1024:.0f} KB through pagerank-proxy, "
-              f"{proxied_body.count(b'<pagerank-bar')} bars")
+        mean = statistics.mean(os.path.getsize(DOC + "/" + p[len(site) :]) for p in pages) / 1024
+        print(
+            f"{len(pages)} pages of 30-50 KB (mean {mean:.0f} KB); "
+            f"library/functions.html {os.path.getsize(DOC + '/library/functions.html') / 1024:.0f} KB -> "
+            f"{len(proxied_body) / 1024:.0f} KB through pagerank-proxy, "
+            f"{proxied_body.count(b'<pagerank-bar')} bars"
+        )
         del body
         # Rounds alternate between the three, so that this VM's drifts in speed touch each alike.
         targets = (("direct", origin_port, False), ("mitmdump", plain_port, True), ("pagerank-proxy", ours_port, True))
@@ -175,21 +204,27 @@ def main() -> None:
                 cpu[label][1] += after[1] - before[1]
                 cpu[label][2] += len(pages) * args.throughput_passes
         for label, (small, big, rates) in results.items():
-            print(f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p99 {pct(small, 0.99):6.2f} ms | "
-                  f"functions.html p50 {pct(big, 0.5):6.2f} ms p99 {pct(big, 0.99):6.2f} ms | "
-                  f"{statistics.median(rates):6.0f} pages/s (4 clients; median of {len(rates)} rounds: "
-                  f"{', '.join(f'{rate:.0f}' for rate in rates)})")
+            print(
+                f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p99 {pct(small, 0.99):6.2f} ms | "
+                f"functions.html p50 {pct(big, 0.5):6.2f} ms p99 {pct(big, 0.99):6.2f} ms | "
+                f"{statistics.median(rates):6.0f} pages/s (4 clients; median of {len(rates)} rounds: "
+                f"{', '.join(f'{rate:.0f}' for rate in rates)})"
+            )
         for label in ("mitmdump", "pagerank-proxy"):
             own, workers, count = cpu[label]
-            print(f"{label:>15}: CPU per page during the throughput runs: proxy process {own / count * 1000:.2f} ms"
-                  + (f", rewriting workers {workers / count * 1000:.2f} ms" if workers else ""))
+            print(
+                f"{label:>15}: CPU per page during the throughput runs: proxy process {own / count * 1000:.2f} ms"
+                + (f", rewriting workers {workers / count * 1000:.2f} ms" if workers else "")
+            )
         plain, ours = results["mitmdump"], results["pagerank-proxy"]
         ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
-        print(f"added over plain mitmdump: ~40 KB p50 +{pct(ours[0], 0.5) - pct(plain[0], 0.5):.2f} ms (target <= 3), "
-              f"functions.html p50 +{pct(ours[1], 0.5) - pct(plain[1], 0.5):.2f} ms (target <= 15); "
-              f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.0%} of plain mitmdump "
-              f"(medians; target >= 80%), rounds' ratios {', '.join(f'{ratio:.0%}' for ratio in ratios)} "
-              f"(median {statistics.median(ratios):.0%})")
+        print(
+            f"added over plain mitmdump: ~40 KB p50 +{pct(ours[0], 0.5) - pct(plain[0], 0.5):.2f} ms (target <= 3), "
+            f"functions.html p50 +{pct(ours[1], 0.5) - pct(plain[1], 0.5):.2f} ms (target <= 15); "
+            f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.0%} of plain mitmdump "
+            f"(medians; target >= 80%), rounds' ratios {', '.join(f'{ratio:.0%}' for ratio in ratios)} "
+            f"(median {statistics.median(ratios):.0%})"
+        )
     finally:
         for process in processes:
             process.terminate()
