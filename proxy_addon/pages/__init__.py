@@ -9,25 +9,50 @@
 Every string from the crawl is HTML-escaped; the pages carry a strict
 Content-Security-Policy (no script at all, only our hashed style) so that
 even a missed escape could not run anything.
+
+Every request is bounded before it reaches the store (:data:`MAX_PARAM`,
+:data:`MAX_QUERY`, :data:`MAX_WORDS`, page numbers within each view's cap),
+and what is wrong is said on a 400 page of ours.  The store's work for one
+request stops past :data:`QUERY_DEADLINE` seconds (a progress handler on the
+connection the page uses) with a 503 page; no error text from the store or
+Python ever reaches a page, so nothing of its state leaks.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import hashlib
 import io
-from typing import Mapping, Sequence
+import logging
+import sqlite3
+import time
+from typing import Iterator, Mapping, Sequence
 
 from rankstore.store import StoreError
+from rankstore.store.queries import SEARCH_SCAN
 from rankstore.urls import canonical
 
 from ..ranks import Ranks
 from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, proxy_url
 
-__all__ = ["respond", "PAGE_SIZE"]
+__all__ = ["respond", "PAGE_SIZE", "QUERY_DEADLINE"]
+
+log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
+MAX_PARAM = 2048  # characters in any one parameter: the longest URL browsers and servers agree on
+MAX_PARAMS = 16  # parameters in one request: the pages read at most four
+MAX_QUERY = 200  # characters in a search
+MAX_WORDS = 8  # words in a search: each is one more FTS5 doclist to intersect
+MAX_PAGE = 10_000  # backlinks pages: the deepest a person pages to by hand
+QUERY_DEADLINE = 1.0  # seconds of SQLite work for one request
+_PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between deadline checks
+
+
+class _BadRequest(Exception):
+    """What was wrong with a request, said on a 400 page."""
 _PAGE_STYLE = STYLE + (
     "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}"
     "h1{color:#900;font-size:1.5em}table{border-collapse:collapse;width:100%}"
@@ -79,11 +104,11 @@ def _first(query: Mapping[str, Sequence[str]], key: str, default: str = "") -> s
     return values[0]
 
 
-def _number(query, key: str, default: int, low: int = 1, high: int = 10_000) -> int:
-    try:
-        return max(low, min(high, int(_first(query, key, str(default)))))
-    except ValueError:
-        return default
+def _number(query, key: str, default: int, low: int = 1, high: int = MAX_PAGE) -> int:
+    text = _first(query, key, str(default)).strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or not low <= int(text) <= high:
+        raise _BadRequest(f"{key} must be a whole number from {low:,} to {high:,}.")
+    return int(text)
 
 
 def _error(status: int, message: str) -> tuple[int, dict, bytes]:
@@ -112,17 +137,24 @@ def top(ranks, query):
 
 
 def search(ranks, query):
-    words = _first(query, "q").split()
-    page = _number(query, "page", 1)
+    text = _first(query, "q")
+    if len(text) > MAX_QUERY:
+        raise _BadRequest(f"A search can be at most {MAX_QUERY} characters long.")
+    words = text.split()
+    if len(words) > MAX_WORDS:
+        raise _BadRequest(f"A search can have at most {MAX_WORDS} words.")
+    page = _number(query, "page", 1, 1, SEARCH_SCAN // PAGE_SIZE)
     rows = ranks.store().search_titles(words, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE) if words else []
     form = (f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
             f'value="{escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>')
     more = ""
-    if len(rows) == PAGE_SIZE:
+    if len(rows) == PAGE_SIZE and page * PAGE_SIZE < SEARCH_SCAN:
         more = f'<p><a href="{escape(proxy_url("/search", q=" ".join(words), page=str(page + 1)))}">Next page</a></p>'
     title = f"Titles with: {' '.join(words)}" if words else "Search titles"
-    return 200, dict(_HEADERS), _layout(title, form + (_rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1)
-                                                      if words else "") + more)
+    note = (f"<p><small>Best PageRank first among the first {SEARCH_SCAN:,} titles that match "
+            "(all of them when fewer match).</small></p>") if words else ""
+    return 200, dict(_HEADERS), _layout(title, form + note + (_rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1)
+                                                             if words else "") + more)
 
 
 def backlinks(ranks, query):
@@ -190,8 +222,12 @@ def page_view(ranks, query):
 ROUTES = {"/": index, "/top": top, "/search": search, "/backlinks": backlinks, "/page": page_view}
 
 
-def respond(method: str, path: str, query: Mapping[str, Sequence[str]], ranks: Ranks) -> tuple[int, dict, bytes]:
-    """(status, headers, body) for a request to the proxy's own host."""
+def respond(method: str, path: str, query: Mapping[str, Sequence[str]], ranks: Ranks,
+            deadline: float = QUERY_DEADLINE) -> tuple[int, dict, bytes]:
+    """(status, headers, body) for a request to the proxy's own host.
+
+    ``deadline`` is the seconds of store work allowed (tests shorten it).
+    """
     if method not in ("GET", "HEAD"):
         status, headers, body = _error(405, "These pages are read-only.")
         headers["Allow"] = "GET, HEAD"
@@ -199,7 +235,37 @@ def respond(method: str, path: str, query: Mapping[str, Sequence[str]], ranks: R
     handler = ROUTES.get(path)
     if handler is None:
         return _error(404, f"No page {path}. Try /top, /search, /backlinks?url=, /page?url=.")
+    if sum(len(values) for values in query.values()) > MAX_PARAMS:
+        return _error(400, f"A request can have at most {MAX_PARAMS} parameters.")
+    if any(len(key) > MAX_PARAM or any(len(value) > MAX_PARAM for value in values) for key, values in query.items()):
+        return _error(400, f"A parameter can be at most {MAX_PARAM:,} characters long.")
     try:
-        return handler(ranks, query)
-    except StoreError as error:
-        return _error(503, str(error))
+        with _deadline(ranks, deadline):
+            return handler(ranks, query)
+    except _BadRequest as error:
+        return _error(400, str(error))
+    except sqlite3.OperationalError as error:
+        if "interrupt" in str(error):
+            return _error(503, "The query took too long; try fewer or rarer words, or an earlier page.")
+        log.exception("own page %s failed", path)
+        return _error(500, "The store could not answer; the proxy's log says why.")
+    except StoreError:
+        log.exception("own page %s failed", path)
+        return _error(503, "The store is not ready to answer; the proxy's log says why.")
+    except Exception:
+        log.exception("own page %s failed", path)
+        return _error(500, "Something went wrong; the proxy's log says what.")
+
+
+@contextlib.contextmanager
+def _deadline(ranks: Ranks, seconds: float) -> Iterator[None]:
+    """SQLite work on the page's connection is interrupted once ``seconds`` have passed."""
+    db = ranks.store().db
+    ends = time.monotonic() + seconds
+    db.set_progress_handler(lambda: time.monotonic() > ends, _PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        db.set_progress_handler(None, _PROGRESS_STEPS)
+        if db.in_transaction:  # a read interrupted while ending its own transaction
+            db.rollback()

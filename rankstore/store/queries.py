@@ -22,6 +22,7 @@ __all__ = ["QueriesMixin"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
+SEARCH_SCAN = 20_000  # title matches ranked per search (see QueriesMixin.search_titles)
 
 
 def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, crawled: int) -> dict:
@@ -197,14 +198,29 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     def search_titles(
         self, words: Sequence[str], name: str = "pagerank", limit: int = 50, offset: int = 0
     ) -> list[dict]:
-        """Pages whose title has every word, best PageRank first (the paper's section 5.1)."""
+        """Pages whose title has every word, best PageRank first (the paper's section 5.1).
+
+        Each word is quoted as an FTS5 string, so quotes, ``*``, ``-``, ``:``,
+        parentheses, ``NEAR`` and ``OR`` are searched as plain words and never
+        read as query syntax (a word of punctuation alone matches nothing).
+
+        A common word matches most of a large store, and ranking every match
+        means reading every match.  So only the first :data:`SEARCH_SCAN`
+        matches, in the index's own order (page id, the order pages entered the
+        store), are ranked: the answer is the best PageRank of those, exact
+        whenever fewer pages match, and a page past the cap is empty.  The cost
+        of a query is then bounded whatever its words, deep pages included;
+        the alternative, an index ordered by PageRank, would have to be rebuilt
+        with every ranking.
+        """
         query = " ".join('"' + word.replace('"', '""') + '"' for word in words if word)
-        if not query:
+        if not query or offset >= SEARCH_SCAN:
             return []
         with self.snapshot():
             arrays = self.ranking_arrays(self.ranking_head(name)[0])
             ids = np.fromiter(
-                (row[0] for row in self.db.execute("SELECT rowid FROM titles WHERE titles MATCH ?", (query,))),
+                (row[0] for row in self.db.execute(
+                    "SELECT rowid FROM titles WHERE titles MATCH ? LIMIT ?", (query, SEARCH_SCAN))),
                 dtype=np.int64,
             )
             ids = ids[ids <= arrays.pages] - 1
