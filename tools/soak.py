@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Soak: many clients and hostile origins through one pagerank-proxy, for minutes (not part of the tests).
+
+    .venv/bin/python tools/soak.py [--clients 50] [--minutes 10]
+
+python3.11-doc is served on 127.0.0.1, crawled with wget, built and ranked;
+pagerank-proxy runs in front of it.  Phase 1: a normal client alone (its p95
+is the reference).  Phase 2: the same client beside each hostile origin in
+turn (a gzip bomb, an origin that stalls after its headers, four pages of
+200,000 links at once); its p95 must stay within 2x.  Phase 3: ``--clients``
+clients for ``--minutes`` minutes: errors counted, the proxy's RSS sampled
+(growth after the first minute under 10%).  Loops are bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from sitecrawl import crawl, serve  # noqa: E402
+
+DOC = "/usr/share/doc/python3.11/html"
+
+
+def _hostile_pages() -> dict[str, tuple[bytes, dict[str, str], float]]:
+    """path -> (body, headers, seconds to stall after the headers)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    bomb = b"".join(compressor.compress(b"a" * (1 << 20)) for _ in range(1500)) + compressor.flush()
+    html = "text/html; charset=utf-8"
+    links = b"<!doctype html><body>" + b"".join(b'<a href="/p%d">p</a>' % i for i in range(200_000))
+    return {
+        "/bomb": (bomb, {"Content-Type": html, "Content-Encoding": "gzip"}, 0.0),
+        "/stall": (b"<!doctype html><p>", {"Content-Type": html}, 120.0),
+        "/links": (links, {"Content-Type": html}, 0.0),
+    }
+
+
+def _origin(pages):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the base class's name
+            body, headers, stall = pages[self.path]
+            self.send_response(200)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body) + (1000 if stall else 0)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            if stall:
+                time.sleep(stall)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _get(port: int, url: str, timeout: float = 120) -> bytes:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
+    with opener.open(url, timeout=timeout) as response:
+        return response.read()
+
+
+def _rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
+
+
+def _p95(samples: list[float]) -> float:
+    return sorted(samples)[int(0.95 * (len(samples) - 1))] * 1000 if samples else float("nan")
+
+
+def _client(port: int, urls: list[str], until: float, times: list[float], errors: list[str]) -> None:
+    k = 0
+    while time.monotonic() < until:
+        started = time.perf_counter()
+        try:
+            _get(port, urls[k % len(urls)], timeout=60)
+            times.append(time.perf_counter() - started)
+        except Exception as error:  # counted, not raised: the soak goes on
+            errors.append(f"{type(error).__name__}: {error}")
+        k += 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--phase-seconds", type=float, default=20, help="length of phases 1 and 2")
+    args = parser.parse_args()
+    from click.testing import CliRunner
+    from test_proxy_e2e import Proxy
+
+    from rankstore.cli import cli
+
+    work = tempfile.mkdtemp(prefix="soak-")
+    with serve(DOC) as site:
+        crawl(site, os.path.join(work, "py.warc.gz"))
+        store = os.path.join(work, "py.db")
+        for command in (["build", os.path.join(work, "py.warc.gz")], ["rank"]):
+            assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+        pages = [
+            site + name
+            for name in (
+                "index.html",
+                "library/index.html",
+                "library/functions.html",
+                "library/stdtypes.html",
+                "tutorial/index.html",
+            )
+        ]
+        hostile, origin = _origin(_hostile_pages())
+        proxy = Proxy(store)
+        try:
+            reference: list[float] = []
+            errors: list[str] = []
+            _client(proxy.port, pages, time.monotonic() + args.phase_seconds, reference, errors)
+            print(f"normal client alone: p95 {_p95(reference):.1f} ms, {len(reference)} pages", flush=True)
+            for name, count in (("/bomb", 1), ("/stall", 1), ("/links", 4)):
+                times: list[float] = []
+                errors = []
+                until = time.monotonic() + args.phase_seconds
+                attackers = [
+                    threading.Thread(target=_client, args=(proxy.port, [origin + name], until, [], []))
+                    for _ in range(count)
+                ]
+                for thread in attackers:
+                    thread.start()
+                _client(proxy.port, pages, until, times, errors)
+                for thread in attackers:
+                    thread.join(timeout=180)
+                ratio = _p95(times) / _p95(reference)
+                print(
+                    f"beside {count} x {name}: p95 {_p95(times):.1f} ms = {ratio:.2f}x alone (target <= 2x), "
+                    f"{len(errors)} errors{': ' + errors[0] if errors else ''}, "
+                    f"proxy RSS {_rss(proxy.process.pid) / 2**20:.0f} MiB",
+                    flush=True,
+                )
+            times, errors = [], []
+            until = time.monotonic() + args.minutes * 60
+            clients = [
+                threading.Thread(target=_client, args=(proxy.port, pages, until, times, errors))
+                for _ in range(args.clients)
+            ]
+            for thread in clients:
+                thread.start()
+            samples = []
+            while time.monotonic() < until:
+                time.sleep(5)
+                samples.append((time.monotonic(), _rss(proxy.process.pid)))
+            for thread in clients:
+                thread.join(timeout=120)
+            after_first = [rss for moment, rss in samples if moment > until - args.minutes * 60 + 60] or [
+                rss for _, rss in samples
+            ]
+            growth = (after_first[-1] - after_first[0]) / after_first[0] if after_first else 0.0
+            print(
+                f"{args.clients} clients for {args.minutes:g} min: {len(times):,} pages, {len(errors)} errors, "
+                f"p50 {statistics.median(times or [float('nan')]) * 1000:.1f} ms, p95 {_p95(times):.1f} ms, proxy RSS "
+                f"{after_first[0] / 2**20:.0f} -> {after_first[-1] / 2**20:.0f} MiB after the first minute "
+                f"({growth:+.1%}; target under 10%)",
+                flush=True,
+            )
+            for error in sorted(set(errors))[:5]:
+                print(f"  error: {error}")
+        finally:
+            proxy.stop()
+            hostile.shutdown()
+
+
+if __name__ == "__main__":
+    main()
