@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Store lookups the proxy needs: backlinks by rank of a page with 1,000,000 backlinks, batched URL lookups.
 
-    .venv/bin/python tools/bench_store.py [--backlinks 1000000]
+    .venv/bin/python tools/bench_store.py [--backlinks 1000000] [--titles-only]
 
 Builds (once, cached in ~/.cache/pagerank-proxy, by schema version) a store
 from a generated edge list: page 0 is linked from the next N pages, page 1
@@ -10,12 +10,17 @@ repeated runs (median and p99):
   * the top 50 backlinks of page 0 sorted by the linking pages' PageRank
     (target <= 10 ms), and of page 1 (target <= 0.5 ms);
   * 1,000 random URL lookups (score, position, in-links) in one batched call
-    (target <= 5 ms).
+    (target <= 5 ms);
+  * title search (``search_titles``, what /search asks) of 1-3 words, common
+    and rare, FTS5 syntax among them, and the 201st page of results (offset
+    10,000), over a copy of the store given generated titles, since the
+    edge list has none (target <= 100 ms p95).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import gzip
 import os
 import random
@@ -60,6 +65,88 @@ def make_store(backlinks: int) -> str:
     return path
 
 
+COMMON = ["the", "of", "and", "to", "in", "for", "or", "near", "not", "page"]
+COMMON_SHARE = [0.9, 0.6, 0.5, 0.4, 0.35, 0.3, 0.2, 0.15, 0.1, 0.05]  # of titles holding each common word
+TITLE_QUERIES = [
+    ["the"], ["of"], ["and"], ["page"], ["lorem"], ["zzzz"],
+    ["the", "of"], ["and", "near"], ["the", "lorem"], ["w17", "w3"],
+    ["the", "of", "and"], ["w1", "w2", "w5"], ["the", "and", "w40"],
+    ['"the'], ["the*"], ["-the"], ["NEAR(the", "of)"], ["the", "OR", "of"], ["(the)"], ["title:the"],
+]
+
+
+def titled_store(source: str, pages: int) -> str:
+    """A copy of the store whose pages have titles (the generated crawl has none), made once."""
+    from rankstore.store import SCHEMA_VERSION, Store
+
+    path = os.path.join(CACHE, f"titles-{pages}-v{SCHEMA_VERSION}.db")
+    if os.path.exists(path):
+        return path
+    import numpy as np
+
+    started = time.perf_counter()
+    subprocess.run(["sqlite3", source, f"VACUUM INTO '{path}.part'"], check=True)
+    with Store(path + ".part") as store:
+        count = store.db.execute("SELECT max(id) FROM pages").fetchone()[0]
+        rng = np.random.default_rng(3)
+        vocabulary = np.array([f"w{i}" for i in range(50_000)] + ["lorem"])
+        words = rng.zipf(1.3, size=(count, 4)) % len(vocabulary)
+        common = rng.random((count, len(COMMON))) < np.array(COMMON_SHARE)
+
+        def titles():
+            for page in range(count):
+                chosen = [w for w, keep in zip(COMMON, common[page]) if keep]
+                yield " ".join(chosen + vocabulary[words[page]].tolist()).capitalize(), page + 1
+
+        with store.transaction():
+            store.db.executemany("UPDATE pages SET title = ? WHERE id = ?", titles())
+            store.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
+    os.replace(path + ".part", path)
+    print(f"gave {count:,} pages titles in {time.perf_counter() - started:.0f} s", flush=True)
+    return path
+
+
+def bench_titles(source: str, pages: int, repeat: int) -> None:
+    from proxy_addon.pages import PAGE_SIZE, respond
+    from proxy_addon.ranks import Ranks
+    from rankstore.store import Store
+
+    path = titled_store(source, pages)
+    with Store(path, readonly=True) as store:
+        for words in TITLE_QUERIES:
+            store.search_titles(words)  # warm the page cache, as a long-running proxy's is
+        matches = {" ".join(w): store.db.execute(
+            "SELECT count(*) FROM titles WHERE titles MATCH ?", (" ".join('"' + x.replace('"', '""') + '"' for x in w),)
+        ).fetchone()[0] for w in TITLE_QUERIES}
+        worst = []
+        for words in TITLE_QUERIES:
+            samples = sorted(_sample(lambda w=words: store.search_titles(w, limit=PAGE_SIZE), repeat))
+            p95 = samples[int(len(samples) * 0.95) - 1]
+            worst.append(p95)
+            print(f"  search {' '.join(words)!r:24} ({matches[' '.join(words)]:>9,} titles match): "
+                  f"median {statistics.median(samples):6.2f} ms, p95 {p95:6.2f} ms")
+        print(f"title search, {len(TITLE_QUERIES)} queries of 1-3 words: worst p95 {max(worst):.1f} ms "
+              "(target <= 100 ms)")
+        for words in (["the"], ["w1"], ["the", "of"]):
+            samples = sorted(_sample(lambda w=words: store.search_titles(w, limit=PAGE_SIZE, offset=10_000), repeat))
+            print(f"  {' '.join(words)!r}, results 10,001-10,050 (offset 10,000): median "
+                  f"{statistics.median(samples):.2f} ms, p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms")
+    ranks = Ranks(path)
+    samples = sorted(_sample(lambda: respond("GET", "/search", {"q": ["the of"]}, ranks), repeat))
+    print(f"  the whole /search?q=the+of page (rendered): median {statistics.median(samples):.2f} ms, "
+          f"p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms")
+    ranks.close()
+
+
+def _sample(function, repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
 def timed(function, repeat: int) -> tuple[float, float]:
     samples = []
     for _ in range(repeat):
@@ -74,9 +161,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backlinks", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--titles-only", action="store_true", help="only the title search, on the newest cached store")
     args = parser.parse_args()
     from rankstore.store import Store
 
+    if args.titles_only:
+        cached = sorted(glob.glob(os.path.join(CACHE, f"store-{args.backlinks}-v*.db")), key=os.path.getmtime)
+        bench_titles(cached[-1] if cached else make_store(args.backlinks), args.backlinks, args.repeat)
+        return
     path = make_store(args.backlinks)
     Store(path).close()  # brings a cached store from an older schema up to date
     with Store(path, readonly=True) as store:
@@ -111,6 +203,7 @@ def main() -> None:
         iterator = iter(batches)
         median, p99 = timed(lambda: store.lookup(next(iterator)), args.repeat)
         print(f"  with titles, as `rankstore show` reads them: median {median:.2f} ms, p99 {p99:.2f} ms")
+    bench_titles(path, args.backlinks, args.repeat // 4)
 
 
 if __name__ == "__main__":
