@@ -143,3 +143,11 @@ def test_every_page_escapes_and_carries_csp(ranks, target):
         status, body = get(ranks, path, **params)
         assert status == 200, (path, body)
         assert "<script" not in body.lower()
+
+
+def test_backlinks_csv_within_the_deadline(ranks, target):
+    status, headers, body = respond("GET", "/backlinks", {"url": [target], "format": ["csv"]}, ranks)
+    assert status == 200 and headers["Content-Type"].startswith("text/csv")
+    lines = body.decode().splitlines()
+    assert lines[0] == "rank,url,title,pagerank,nofollow,anchor" and len(lines) > 10
+    assert "X-Backlinks-Truncated" not in headers
