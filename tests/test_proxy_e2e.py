@@ -36,7 +36,7 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the proxy exited: {process.stdout.read()}")
+            raise RuntimeError("the proxy exited before listening")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return
@@ -46,12 +46,18 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> 
 
 
 class Proxy:
+    """pagerank-proxy on a free port; its output goes to a file (a pipe nobody reads would fill up after a few
+    hundred flows' log lines, and mitmdump's event loop would then wait on it)."""
+
     def __init__(self, store: str):
+        import tempfile
+
         self.port = free_port()
+        self.output = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)],
             cwd=ROOT,
-            stdout=subprocess.PIPE,
+            stdout=self.output,
             stderr=subprocess.STDOUT,
             text=True,
         )
@@ -60,11 +66,12 @@ class Proxy:
     def stop(self) -> str:
         self.process.terminate()
         try:
-            output, _ = self.process.communicate(timeout=10)
+            self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            output, _ = self.process.communicate()
-        return output
+            self.process.wait()
+        self.output.seek(0)
+        return self.output.read()
 
 
 def browser(proxy_port: int | None):

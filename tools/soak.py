@@ -98,6 +98,32 @@ def _client(port: int, urls: list[str], until: float, times: list[float], errors
         k += 1
 
 
+class _LoggingProxy:
+    """pagerank-proxy with its output in a file: a pipe nobody reads fills up after a couple of hundred
+    flows' log lines, and then mitmdump's event loop waits on it."""
+
+    def __init__(self, store: str, log: str):
+        import subprocess
+
+        from test_proxy_e2e import free_port, wait_for_port
+
+        self.port = free_port()
+        self.log = open(log, "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)],
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        wait_for_port(self.port, self.process)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=15)
+        self.log.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50)
@@ -105,7 +131,6 @@ def main() -> None:
     parser.add_argument("--phase-seconds", type=float, default=20, help="length of phases 1 and 2")
     args = parser.parse_args()
     from click.testing import CliRunner
-    from test_proxy_e2e import Proxy
 
     from rankstore.cli import cli
 
@@ -126,7 +151,7 @@ def main() -> None:
             )
         ]
         hostile, origin = _origin(_hostile_pages())
-        proxy = Proxy(store)
+        proxy = _LoggingProxy(store, os.path.join(work, "proxy.log"))
         try:
             reference: list[float] = []
             errors: list[str] = []
