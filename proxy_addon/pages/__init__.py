@@ -3,7 +3,7 @@
 ``/``            search form and links
 ``/top``         the best pages by PageRank (the paper's Table 1)
 ``/search?q=``   title search, every word must match, best PageRank first (§5.1)
-``/backlinks?url=``  a page's backlinks, best first, paged; ``&format=csv`` downloads them (§7.4)
+``/backlinks?url=``  a page's backlinks, best first, paged; ``&format=csv`` downloads the best of them (§7.4)
 ``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
 
 Every string from the crawl is HTML-escaped; the pages carry a strict
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
 MAX_PARAM = 2048  # characters in any one parameter: the longest URL browsers and servers agree on
-MAX_PARAMS = 16  # parameters in one request: the pages read at most four
+MAX_PARAMS = 16  # parameters in one request: well past what any page reads
 MAX_QUERY = 200  # characters in a search
 MAX_WORDS = 8  # words in a search: each is one more FTS5 doclist to intersect
 MAX_PAGE = 10_000  # backlinks pages: the deepest a person pages to by hand
@@ -233,7 +233,7 @@ def respond(method: str, path: str, query: Mapping[str, Sequence[str]], ranks: R
         return status, headers, body
     handler = ROUTES.get(path)
     if handler is None:
-        return _error(404, f"No page {path}. Try /top, /search, /backlinks?url=, /page?url=.")
+        return _error(404, f"No page {path[:100]}. Try /top, /search, /backlinks?url=, /page?url=.")
     if sum(len(values) for values in query.values()) > MAX_PARAMS:
         return _error(400, f"A request can have at most {MAX_PARAMS} parameters.")
     if any(len(key) > MAX_PARAM or any(len(value) > MAX_PARAM for value in values) for key, values in query.items()):
