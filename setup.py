@@ -3,9 +3,12 @@ and the edge-list block splitter."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[
-    # the header is generated (tools/gen_scan_tables.py): a new one must rebuild the module
-    Extension("proxy_addon._fastscan", ["proxy_addon/_fastscan.c"], depends=["proxy_addon/_scan_tables.h"],
-              optional=True),
-    Extension("rankstore.sources._fastpairs", ["rankstore/sources/_fastpairs.c"], optional=True),
-])
+setup(
+    ext_modules=[
+        # the header is generated (tools/gen_scan_tables.py): a new one must rebuild the module
+        Extension(
+            "proxy_addon._fastscan", ["proxy_addon/_fastscan.c"], depends=["proxy_addon/_scan_tables.h"], optional=True
+        ),
+        Extension("rankstore.sources._fastpairs", ["rankstore/sources/_fastpairs.c"], optional=True),
+    ]
+)

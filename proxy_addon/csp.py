@@ -32,13 +32,11 @@ def allow_style_hash(policy: str, hash_source: str, html_attribute: bool = False
     edits: list[tuple[int, str]] = []
     for policy_start, one_policy in _split(policy, ","):
         directives: dict[str, tuple[int, str]] = {}
-        last_end = policy_start
         for start, directive in _split(one_policy, ";", policy_start):
             words = directive.split()
             if words:
                 name = words[0].lower()
                 directives.setdefault(name, (start, directive))  # the first of a repeated directive counts
-            last_end = start + len(directive)
         for name in ("style-src-elem", "style-src", "default-src"):
             if name in directives:
                 start, directive = directives[name]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -50,11 +50,17 @@ class Ranks:
         """LinkInfo for store rows (dicts with pagerank, position, inlinks, pages)."""
         if not rows:
             return []
-        return _link_infos([row["pagerank"] for row in rows], [row["position"] for row in rows],
-                           [row["inlinks"] for row in rows], rows[0]["pages"], lowest, highest)
+        return _link_infos(
+            [row["pagerank"] for row in rows],
+            [row["position"] for row in rows],
+            [row["inlinks"] for row in rows],
+            rows[0]["pages"],
+            lowest,
+            highest,
+        )
 
     @contextlib.contextmanager
-    def page(self) -> Iterator["PageView"]:
+    def page(self) -> Iterator[PageView]:
         """One page's look-ups and panel, all from one version of the ranking (one read transaction)."""
         store = self.store()
         with store.snapshot():
@@ -119,9 +125,10 @@ class PageView:
         if new:
             lowest, highest = ranks.score_range(self.store, self.ranking_id)
             _, _, scores, positions, inlinks, _ = zip(*new)
-            cache.update(zip([row[0] for row in new],
-                             _link_infos(scores, positions, inlinks, self.pages, lowest, highest)))
-        backlinks = [Backlink(row[0], row[1], cache[row[0]], bool(row[5])) for row in rows]
+            cache.update(
+                zip([row[0] for row in new], _link_infos(scores, positions, inlinks, self.pages, lowest, highest))
+            )
+        backlinks = [Backlink(row[0], row[1], _known(cache[row[0]]), bool(row[5])) for row in rows]
         return PanelData(url, info, backlinks, info.inlinks, ranks.ranking)
 
     def _cache(self) -> dict[str, LinkInfo | None]:
@@ -138,5 +145,13 @@ def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: 
     percentiles = display.percentile(np.asarray(positions, dtype=np.float64), pages)
     toolbars = display.toolbar(scores, pages)
     widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
-    return [LinkInfo(float(s), float(p), int(t), int(i), int(w))
-            for s, p, t, i, w in zip(scores, percentiles, toolbars, inlinks, widths)]
+    return [
+        LinkInfo(float(s), float(p), int(t), int(i), int(w))
+        for s, p, t, i, w in zip(scores, percentiles, toolbars, inlinks, widths)
+    ]
+
+
+def _known(info: LinkInfo | None) -> LinkInfo:
+    """A backlink's info, filled in just before (a backlink is always in the version's arrays)."""
+    assert info is not None
+    return info

@@ -544,7 +544,9 @@ def escape(value: str) -> str:
     return html.escape(value, quote=True).encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
-def format_score(value: float) -> str:
+def format_score(value: float | None) -> str:
+    if value is None:
+        return "unranked"
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 

@@ -14,8 +14,25 @@ from proxy_addon.ranks import Ranks
 from rankstore.cli import cli
 from rankstore.store import Store
 
-FTS5_SYNTAX = ['"', '"built-in', "built*", "-functions", "NEAR(built functions)", "built OR functions",
-               "(built", "functions)", "title:built", "AND", "NOT", "^built", "+", "NEAR", "a:b:c", "''", "*"]
+FTS5_SYNTAX = [
+    '"',
+    '"built-in',
+    "built*",
+    "-functions",
+    "NEAR(built functions)",
+    "built OR functions",
+    "(built",
+    "functions)",
+    "title:built",
+    "AND",
+    "NOT",
+    "^built",
+    "+",
+    "NEAR",
+    "a:b:c",
+    "''",
+    "*",
+]
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +72,20 @@ def test_search_finds_titles_best_first(ranks):
     assert "Built-in Functions" in body
 
 
-@pytest.mark.parametrize("params, said", [
-    ({"q": "x" * (MAX_QUERY + 1)}, f"at most {MAX_QUERY} characters"),
-    ({"q": " ".join(["word"] * (MAX_WORDS + 1))}, f"at most {MAX_WORDS} words"),
-    ({"q": "python", "page": "abc"}, "page must be a whole number"),
-    ({"q": "python", "page": "0"}, "page must be a whole number"),
-    ({"q": "python", "page": "401"}, "page must be a whole number"),
-    ({"q": "python", "page": "9" * 40}, "page must be a whole number"),
-    ({"n": "-5"}, "n must be a whole number"),
-    ({"n": "1e3"}, "n must be a whole number"),
-    ({"url": "http://a.example/" + "x" * MAX_PARAM}, f"at most {MAX_PARAM:,} characters"),
-])
+@pytest.mark.parametrize(
+    "params, said",
+    [
+        ({"q": "x" * (MAX_QUERY + 1)}, f"at most {MAX_QUERY} characters"),
+        ({"q": " ".join(["word"] * (MAX_WORDS + 1))}, f"at most {MAX_WORDS} words"),
+        ({"q": "python", "page": "abc"}, "page must be a whole number"),
+        ({"q": "python", "page": "0"}, "page must be a whole number"),
+        ({"q": "python", "page": "401"}, "page must be a whole number"),
+        ({"q": "python", "page": "9" * 40}, "page must be a whole number"),
+        ({"n": "-5"}, "n must be a whole number"),
+        ({"n": "1e3"}, "n must be a whole number"),
+        ({"url": "http://a.example/" + "x" * MAX_PARAM}, f"at most {MAX_PARAM:,} characters"),
+    ],
+)
 def test_bounds_answered_with_our_400(ranks, params, said):
     path = "/top" if "n" in params else "/backlinks" if "url" in params else "/search"
     status, body = get(ranks, path, **params)
@@ -103,8 +123,12 @@ def test_deep_search_page_is_empty_not_an_error(ranks):
 def test_deadline_gives_our_page_and_the_store_still_works(ranks, target, monkeypatch):
     # a deadline already past, checked at every SQLite step: any query that touches the store is too slow
     monkeypatch.setattr(pages, "_PROGRESS_STEPS", 1)
-    for path, params in [("/search", {"q": ["python"]}), ("/backlinks", {"url": [target]}),
-                         ("/page", {"url": [target]}), ("/top", {})]:
+    for path, params in [
+        ("/search", {"q": ["python"]}),
+        ("/backlinks", {"url": [target]}),
+        ("/page", {"url": [target]}),
+        ("/top", {}),
+    ]:
         status, headers, body = respond("GET", path, params, ranks, deadline=0.0)
         assert status == 503, (path, body)
         assert headers["Content-Security-Policy"] == CSP
@@ -117,18 +141,21 @@ def test_deadline_gives_our_page_and_the_store_still_works(ranks, target, monkey
     assert status == 200 and "data-pagerank" in body
 
 
-XSS = '<script>alert(1)</script>"\'><img src=x onerror=alert(2)>'
+XSS = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>"
 
 
-@pytest.mark.parametrize("path, params", [
-    ("/search", {"q": XSS}),
-    ("/search", {"q": "python " + XSS}),
-    ("/backlinks", {"url": "http://evil.example/" + XSS}),
-    ("/page", {"url": "http://evil.example/?q=" + XSS}),
-    ("/" + XSS, {}),
-    ("/search", {"q": XSS * 10}),
-    ("/top", {"n": XSS}),
-])
+@pytest.mark.parametrize(
+    "path, params",
+    [
+        ("/search", {"q": XSS}),
+        ("/search", {"q": "python " + XSS}),
+        ("/backlinks", {"url": "http://evil.example/" + XSS}),
+        ("/page", {"url": "http://evil.example/?q=" + XSS}),
+        ("/" + XSS, {}),
+        ("/search", {"q": XSS * 10}),
+        ("/top", {"n": XSS}),
+    ],
+)
 def test_user_input_is_escaped(ranks, path, params):
     status, body = get(ranks, path, **params)
     assert status in (200, 400, 404)
@@ -138,8 +165,13 @@ def test_user_input_is_escaped(ranks, path, params):
 
 
 def test_every_page_escapes_and_carries_csp(ranks, target):
-    for path, params in [("/", {}), ("/top", {"n": "5"}), ("/search", {"q": "built-in"}),
-                         ("/backlinks", {"url": target}), ("/page", {"url": target})]:
+    for path, params in [
+        ("/", {}),
+        ("/top", {"n": "5"}),
+        ("/search", {"q": "built-in"}),
+        ("/backlinks", {"url": target}),
+        ("/page", {"url": target}),
+    ]:
         status, body = get(ranks, path, **params)
         assert status == 200, (path, body)
         assert "<script" not in body.lower()

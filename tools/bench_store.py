@@ -68,10 +68,26 @@ def make_store(backlinks: int) -> str:
 COMMON = ["the", "of", "and", "to", "in", "for", "or", "near", "not", "page"]
 COMMON_SHARE = [0.9, 0.6, 0.5, 0.4, 0.35, 0.3, 0.2, 0.15, 0.1, 0.05]  # of titles holding each common word
 TITLE_QUERIES = [
-    ["the"], ["of"], ["and"], ["page"], ["lorem"], ["zzzz"],
-    ["the", "of"], ["and", "near"], ["the", "lorem"], ["w17", "w3"],
-    ["the", "of", "and"], ["w1", "w2", "w5"], ["the", "and", "w40"],
-    ['"the'], ["the*"], ["-the"], ["NEAR(the", "of)"], ["the", "OR", "of"], ["(the)"], ["title:the"],
+    ["the"],
+    ["of"],
+    ["and"],
+    ["page"],
+    ["lorem"],
+    ["zzzz"],
+    ["the", "of"],
+    ["and", "near"],
+    ["the", "lorem"],
+    ["w17", "w3"],
+    ["the", "of", "and"],
+    ["w1", "w2", "w5"],
+    ["the", "and", "w40"],
+    ['"the'],
+    ["the*"],
+    ["-the"],
+    ["NEAR(the", "of)"],
+    ["the", "OR", "of"],
+    ["(the)"],
+    ["title:the"],
 ]
 
 
@@ -115,26 +131,37 @@ def bench_titles(source: str, pages: int, repeat: int) -> None:
     with Store(path, readonly=True) as store:
         for words in TITLE_QUERIES:
             store.search_titles(words)  # warm the page cache, as a long-running proxy's is
-        matches = {" ".join(w): store.db.execute(
-            "SELECT count(*) FROM titles WHERE titles MATCH ?", (" ".join('"' + x.replace('"', '""') + '"' for x in w),)
-        ).fetchone()[0] for w in TITLE_QUERIES}
+        matches = {
+            " ".join(w): store.db.execute(
+                "SELECT count(*) FROM titles WHERE titles MATCH ?",
+                (" ".join('"' + x.replace('"', '""') + '"' for x in w),),
+            ).fetchone()[0]
+            for w in TITLE_QUERIES
+        }
         worst = []
         for words in TITLE_QUERIES:
             samples = sorted(_sample(lambda w=words: store.search_titles(w, limit=PAGE_SIZE), repeat))
             p95 = samples[int(len(samples) * 0.95) - 1]
             worst.append(p95)
-            print(f"  search {' '.join(words)!r:24} ({matches[' '.join(words)]:>9,} titles match): "
-                  f"median {statistics.median(samples):6.2f} ms, p95 {p95:6.2f} ms")
-        print(f"title search, {len(TITLE_QUERIES)} queries of 1-3 words: worst p95 {max(worst):.1f} ms "
-              "(target <= 100 ms)")
+            print(
+                f"  search {' '.join(words)!r:24} ({matches[' '.join(words)]:>9,} titles match): "
+                f"median {statistics.median(samples):6.2f} ms, p95 {p95:6.2f} ms"
+            )
+        print(
+            f"title search, {len(TITLE_QUERIES)} queries of 1-3 words: worst p95 {max(worst):.1f} ms (target <= 100 ms)"
+        )
         for words in (["the"], ["w1"], ["the", "of"]):
             samples = sorted(_sample(lambda w=words: store.search_titles(w, limit=PAGE_SIZE, offset=10_000), repeat))
-            print(f"  {' '.join(words)!r}, results 10,001-10,050 (offset 10,000): median "
-                  f"{statistics.median(samples):.2f} ms, p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms")
+            print(
+                f"  {' '.join(words)!r}, results 10,001-10,050 (offset 10,000): median "
+                f"{statistics.median(samples):.2f} ms, p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms"
+            )
     ranks = Ranks(path)
     samples = sorted(_sample(lambda: respond("GET", "/search", {"q": ["the of"]}, ranks), repeat))
-    print(f"  the whole /search?q=the+of page (rendered): median {statistics.median(samples):.2f} ms, "
-          f"p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms")
+    print(
+        f"  the whole /search?q=the+of page (rendered): median {statistics.median(samples):.2f} ms, "
+        f"p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms"
+    )
     ranks.close()
 
 
@@ -179,16 +206,20 @@ def main() -> None:
         assert len(rows) == 50 and [r["pagerank"] for r in rows] == sorted((r["pagerank"] for r in rows), reverse=True)
         inlinks = store.lookup([target])[target]["inlinks"]
         median, p99 = timed(lambda: store.backlinks(target, limit=50), args.repeat)
-        print(f"top 50 backlinks of a page with {inlinks:,} backlinks, by PageRank: median {median:.2f} ms, "
-              f"p99 {p99:.2f} ms (target <= 10 ms)")
+        print(
+            f"top 50 backlinks of a page with {inlinks:,} backlinks, by PageRank: median {median:.2f} ms, "
+            f"p99 {p99:.2f} ms (target <= 10 ms)"
+        )
         median, p99 = timed(lambda: store.backlinks(target, limit=50, offset=500_000), 20)
         print(f"  the same, page 10,001 of results (offset 500,000): median {median:.1f} ms")
         small = url(1)
         small_inlinks = store.lookup([small])[small]["inlinks"]
         ranking_id = store.ranking_head()[0]
         median, p99 = timed(lambda: store.backlinks(small, limit=50), args.repeat)
-        print(f"top 50 backlinks of a page with {small_inlinks:,} backlinks: median {median:.3f} ms, "
-              f"p99 {p99:.3f} ms (target <= 0.5 ms)")
+        print(
+            f"top 50 backlinks of a page with {small_inlinks:,} backlinks: median {median:.3f} ms, "
+            f"p99 {p99:.3f} ms (target <= 0.5 ms)"
+        )
         median, p99 = timed(lambda: store.top_backlinks(ranking_id, small, 50), args.repeat)
         print(f"  the same as the proxy's panel asks (version known): median {median:.3f} ms, p99 {p99:.3f} ms")
         rng = random.Random(2)
@@ -198,8 +229,10 @@ def main() -> None:
             store.scores_by_url(batch)
         iterator = iter(batches)
         median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
-        print(f"1,000 URL lookups in one batch, as the proxy makes them ({found} found): median {median:.2f} ms, "
-              f"p99 {p99:.2f} ms (target <= 5 ms)")
+        print(
+            f"1,000 URL lookups in one batch, as the proxy makes them ({found} found): median {median:.2f} ms, "
+            f"p99 {p99:.2f} ms (target <= 5 ms)"
+        )
         iterator = iter(batches)
         median, p99 = timed(lambda: store.lookup(next(iterator)), args.repeat)
         print(f"  with titles, as `rankstore show` reads them: median {median:.2f} ms, p99 {p99:.2f} ms")

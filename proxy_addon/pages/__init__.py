@@ -54,6 +54,8 @@ _PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between deadline checks
 
 class _BadRequest(Exception):
     """What was wrong with a request, said on a 400 page."""
+
+
 _PAGE_STYLE = STYLE + (
     "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}"
     "h1{color:#900;font-size:1.5em}table{border-collapse:collapse;width:100%}"
@@ -63,17 +65,28 @@ _PAGE_STYLE = STYLE + (
     "input[type=search],input[type=url]{width:60%;padding:4px}"
 )
 _STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_PAGE_STYLE.encode()).digest()).decode()
-CSP = (f"default-src 'none'; style-src '{_STYLE_HASH}'; img-src 'none'; form-action http://pagerank.proxy; "
-       "base-uri 'none'; frame-ancestors 'none'")
-_HEADERS = {"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": CSP,
-            "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+CSP = (
+    f"default-src 'none'; style-src '{_STYLE_HASH}'; img-src 'none'; form-action http://pagerank.proxy; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+_HEADERS = {
+    "Content-Type": "text/html; charset=utf-8",
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def _layout(title: str, body: str) -> bytes:
-    nav = (f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
-           f'<a href="{proxy_url("/search")}">Search titles</a></nav>')
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{_PAGE_STYLE}</style></head><body>{nav}<h1>{escape(title)}</h1>{body}</body></html>").encode()
+    nav = (
+        f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
+        f'<a href="{proxy_url("/search")}">Search titles</a></nav>'
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{_PAGE_STYLE}</style></head><body>{nav}<h1>{escape(title)}</h1>{body}</body></html>"
+    ).encode()
 
 
 def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
@@ -82,8 +95,9 @@ def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
     store = ranks.store()
     head = store.ranking_head(ranks.ranking)
     infos = ranks.infos(rows, *ranks.score_range(store, head[0]))
-    lines = ["<table><tr><th>#</th><th>PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th>"
-             "<th>Page</th></tr>"]
+    lines = [
+        "<table><tr><th>#</th><th>PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th><th>Page</th></tr>"
+    ]
     for number, (row, info) in enumerate(zip(rows, infos), start):
         nofollow = row.get("nofollow", False)
         title = row["title"] or row["url"]
@@ -93,7 +107,7 @@ def _rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
             f'<td class="n">{info.percentile:.2f}</td><td class="n">{info.toolbar}</td>'
             f'<td class="n">{info.inlinks:,}</td>'
             f'<td><a href="{escape(row["url"])}">{escape(title)}</a><br>'
-            f'<small>{escape(row["url"])}</small> · '
+            f"<small>{escape(row['url'])}</small> · "
             f'<a href="{escape(proxy_url("/page", url=row["url"]))}">details</a></td></tr>'
         )
     lines.append("</table>")
@@ -146,16 +160,27 @@ def search(ranks, query):
         raise _BadRequest(f"A search can have at most {MAX_WORDS} words.")
     page = _number(query, "page", 1, 1, SEARCH_SCAN // PAGE_SIZE)
     rows = ranks.store().search_titles(words, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE) if words else []
-    form = (f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
-            f'value="{escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>')
+    form = (
+        f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
+        f'value="{escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>'
+    )
     more = ""
     if len(rows) == PAGE_SIZE and page * PAGE_SIZE < SEARCH_SCAN:
         more = f'<p><a href="{escape(proxy_url("/search", q=" ".join(words), page=str(page + 1)))}">Next page</a></p>'
     title = f"Titles with: {' '.join(words)}" if words else "Search titles"
-    note = (f"<p><small>Best PageRank first among the first {SEARCH_SCAN:,} titles that match "
-            "(all of them when fewer match).</small></p>") if words else ""
-    return 200, dict(_HEADERS), _layout(title, form + note + (_rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1)
-                                                             if words else "") + more)
+    note = (
+        (
+            f"<p><small>Best PageRank first among the first {SEARCH_SCAN:,} titles that match "
+            "(all of them when fewer match).</small></p>"
+        )
+        if words
+        else ""
+    )
+    return (
+        200,
+        dict(_HEADERS),
+        _layout(title, form + note + (_rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1) if words else "") + more),
+    )
 
 
 def backlinks(ranks, query):
@@ -171,10 +196,22 @@ def backlinks(ranks, query):
         writer.writerow(["rank", "url", "title", "pagerank", "nofollow", "anchor"])
         rows = store.backlinks(url, ranks.ranking, CSV_ROWS + 1)  # one read: a second would rank from the start again
         for number, row in enumerate(rows[:CSV_ROWS], 1):
-            writer.writerow([number, row["url"], row["title"] or "", repr(row["pagerank"]),
-                             int(row["nofollow"]), row["anchor"] or ""])
-        headers = {"Content-Type": "text/csv; charset=utf-8", "X-Content-Type-Options": "nosniff",
-                   "Content-Disposition": 'attachment; filename="backlinks.csv"', "Cache-Control": "no-store"}
+            writer.writerow(
+                [
+                    number,
+                    row["url"],
+                    row["title"] or "",
+                    repr(row["pagerank"]),
+                    int(row["nofollow"]),
+                    row["anchor"] or "",
+                ]
+            )
+        headers = {
+            "Content-Type": "text/csv; charset=utf-8",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Disposition": 'attachment; filename="backlinks.csv"',
+            "Cache-Control": "no-store",
+        }
         if len(rows) > CSV_ROWS:  # said beside the data, which stays plain CSV
             headers["X-Backlinks-Truncated"] = f"the best {CSV_ROWS} by PageRank; rankstore backlinks gives all"
         return 200, headers, out.getvalue().encode()
@@ -182,15 +219,18 @@ def backlinks(ranks, query):
     total = store.backlink_count(url, ranks.ranking)
     rows = store.backlinks(url, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     pages = max(1, -(-total // PAGE_SIZE))
-    links = [f'<a href="{escape(proxy_url("/backlinks", url=url, format="csv"))}">Download CSV</a>'
-             + (f" (the best {CSV_ROWS:,}; <code>rankstore backlinks</code> gives all)" if total > CSV_ROWS else "")]
+    links = [
+        f'<a href="{escape(proxy_url("/backlinks", url=url, format="csv"))}">Download CSV</a>'
+        + (f" (the best {CSV_ROWS:,}; <code>rankstore backlinks</code> gives all)" if total > CSV_ROWS else "")
+    ]
     if page > 1:
         links.append(f'<a href="{escape(proxy_url("/backlinks", url=url, page=str(page - 1)))}">Previous</a>')
     if page < pages:
         links.append(f'<a href="{escape(proxy_url("/backlinks", url=url, page=str(page + 1)))}">Next</a>')
-    body = (f'<p>{total:,} pages link to <a href="{escape(url)}">{escape(url)}</a>; page {page} of {pages}, '
-            f"best PageRank first.</p><p>{' · '.join(links)}</p>"
-            + _rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1))
+    body = (
+        f'<p>{total:,} pages link to <a href="{escape(url)}">{escape(url)}</a>; page {page} of {pages}, '
+        f"best PageRank first.</p><p>{' · '.join(links)}</p>" + _rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1)
+    )
     return 200, dict(_HEADERS), _layout("Backlinks by PageRank", body)
 
 
@@ -221,8 +261,9 @@ def page_view(ranks, query):
 ROUTES = {"/": index, "/top": top, "/search": search, "/backlinks": backlinks, "/page": page_view}
 
 
-def respond(method: str, path: str, query: Mapping[str, Sequence[str]], ranks: Ranks,
-            deadline: float = QUERY_DEADLINE) -> tuple[int, dict, bytes]:
+def respond(
+    method: str, path: str, query: Mapping[str, Sequence[str]], ranks: Ranks, deadline: float = QUERY_DEADLINE
+) -> tuple[int, dict, bytes]:
     """(status, headers, body) for a request to the proxy's own host.
 
     ``deadline`` is the seconds of store work allowed (tests shorten it).

@@ -213,6 +213,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
                 candidates = links.sources
             else:
                 mask = chosen if counted is None else counted if chosen is None else chosen & counted
+                assert mask is not None
                 followed = np.flatnonzero(mask)
                 candidates = links.sources[followed]
             if sort == "contribution" and contribution is not None:
@@ -467,10 +468,10 @@ class HostAnalysisMixin(AnalysisMixin):
                 pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
             pick = pick[offset : offset + limit]
             names = self.host_names(group_hosts[pick].tolist())
-            best = self._rows(arrays, best_pages[pick].tolist())
+            best_rows = self._rows(arrays, best_pages[pick].tolist())
             total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
         rows = []
-        for at, page in zip(pick.tolist(), best):
+        for at, page in zip(pick.tolist(), best_rows):
             value = float(summed[at]) if summed is not None else None
             rows.append(
                 {

@@ -10,7 +10,7 @@ links add ``nofollow`` and ``anchor``).
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -219,8 +219,12 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         with self.snapshot():
             arrays = self.ranking_arrays(self.ranking_head(name)[0])
             ids = np.fromiter(
-                (row[0] for row in self.db.execute(
-                    "SELECT rowid FROM titles WHERE titles MATCH ? LIMIT ?", (query, SEARCH_SCAN))),
+                (
+                    row[0]
+                    for row in self.db.execute(
+                        "SELECT rowid FROM titles WHERE titles MATCH ? LIMIT ?", (query, SEARCH_SCAN)
+                    )
+                ),
                 dtype=np.int64,
             )
             ids = ids[ids <= arrays.pages] - 1
