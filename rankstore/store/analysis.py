@@ -197,7 +197,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
                     assert arrays.linked is not None
                     given = float(arrays.linked[ranked].sum())
                 report.links_share = given / pagerank
-                jump = sum(self._jump(ranking_id, int(page) + 1, arrays.pages, params) for page in ranked.tolist())
+                jump = self._jump(ranking_id, ranked, arrays.pages, params)
                 report.jump_share = jump / pagerank
                 rest = 1.0 - report.links_share - report.jump_share
                 report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
@@ -262,15 +262,14 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             votes[~counted] = 0.0
         return votes
 
-    def _jump(self, ranking_id: int, target: int, pages: int, params: dict) -> float:
-        """(1-d)·E(u): what the random jump gives page ``target``."""
+    def _jump(self, ranking_id: int, targets: np.ndarray, pages: int, params: dict) -> float:
+        """(1-d)·ΣE(u) over the target pages (indices): what the random jump gives them, E read once."""
         damping = float(params.get("damping", 0.85))
         teleport = self.teleport_of(ranking_id)
         if teleport is None:
-            return (1.0 - damping) / pages
+            return (1.0 - damping) * len(targets) / pages
         ids, weights = teleport
-        at = np.flatnonzero(ids == target)
-        return (1.0 - damping) * float(weights[at[0]]) if len(at) else 0.0
+        return (1.0 - damping) * float(weights[np.isin(ids - 1, targets)].sum())
 
     def _link_rows(
         self,
