@@ -7,8 +7,8 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_max_body`` (larger bodies stream through untouched),
 ``pagerank_panel`` (backlinks shown in the panel; 0 for no panel),
 ``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread),
-``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit),
-``pagerank_idle_timeout`` (seconds of silence after which a connection is closed).
+``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit);
+``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, loaded beside it.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mitmproxy import ctx, exceptions, http
-from mitmproxy.proxy import server as _server
 
 from proxy_addon.csp import allow_style_hash, apply
+from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.options import Settings, is_candidate, parse_settings
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
@@ -36,7 +36,6 @@ from proxy_addon.worker import WorkerError, Workers, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
-_MITMPROXY_TCP_TIMEOUT = _server.TCP_TIMEOUT
 CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
 
 
@@ -68,21 +67,8 @@ class PageRankProxy:
             20_000,
             "Pages with more link tags than this pass through untouched (0: no limit).",
         )
-        loader.add_option(
-            "pagerank_idle_timeout",
-            int,
-            60,
-            "Close a connection after this many seconds with nothing sent or received "
-            "(a stalled origin); 0 keeps mitmproxy's own (10 minutes).",
-        )
 
     def configure(self, updated) -> None:
-        if "pagerank_idle_timeout" in updated:
-            # mitmproxy's inactivity watchdog reads this module constant for each new connection
-            timeout = ctx.options.pagerank_idle_timeout
-            if timeout < 0:
-                raise exceptions.OptionsError("pagerank_idle_timeout must be 0 (mitmproxy's own) or more seconds")
-            _server.TCP_TIMEOUT = timeout or _MITMPROXY_TCP_TIMEOUT
         if not updated & {
             "rankstore",
             "pagerank_ranking",
@@ -139,6 +125,11 @@ class PageRankProxy:
         query = parse_qs(query_text, keep_blank_values=True)
         try:
             status, headers, body = await asyncio.to_thread(respond, flow.request.method, path, query, self.ranks)
+        except RuntimeError as error:
+            if "shutdown" not in str(error):  # asyncio's "Executor shutdown has been called": stopping
+                log.exception("pagerank: %s failed", flow.request.path[:200])
+            flow.response = _own_error(503, "The PageRank proxy is stopping.")
+            return
         except Exception:  # a bug of ours: a page of ours says so, the log has it once
             log.exception("pagerank: %s failed", flow.request.path[:200])
             flow.response = _own_error(500, "This page of the PageRank proxy failed; the proxy's log says why.")
@@ -221,4 +212,5 @@ def _own_error(status: int, message: str) -> http.Response:
     )
 
 
-addons = [PageRankProxy()]
+# after PageRankProxy: its responseheaders hook decides first which responses stream through
+addons = [PageRankProxy(), OriginDeadline()]

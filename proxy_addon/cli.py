@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 
@@ -58,8 +59,8 @@ def main(argv: list[str] | None = None) -> None:
         "--idle-timeout",
         type=int,
         default=60,
-        help="close a connection after this many seconds with nothing sent or received either way "
-        "(a stalled origin; default: 60)",
+        help="seconds an origin may take to send its response headers, and then an HTML page to arrive "
+        "whole; past them the client gets a 504 (0: no deadline; default: 60)",
     )
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     from mitmproxy.tools.main import mitmdump
 
+    asyncio.set_event_loop_policy(_QuietStopPolicy())
     print(
         f"pagerank-proxy: listening on http://{args.listen_host}:{args.port}/ with {args.store} "
         f"(ranking {args.ranking}); its own pages at http://pagerank.proxy/",
@@ -83,6 +85,29 @@ def main(argv: list[str] | None = None) -> None:
             mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout)
         )
     )
+
+
+class _QuietStopPolicy(asyncio.DefaultEventLoopPolicy):
+    """Event loops whose error handler is silent on cancelled tasks, and on tasks left once stopped.
+
+    When mitmproxy stops, the tasks of the connections still open are
+    cancelled (and those accepted at that moment left pending), and asyncio
+    logs each one, with a traceback: a stop under load would print dozens.  mitmproxy puts back the loop's own handler
+    when it stops, so it is set here, on the loop from the start.
+    """
+
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        loop = super().new_event_loop()
+        loop.set_exception_handler(_quiet_cancellations)
+        return loop
+
+
+def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    if "task" in context and not loop.is_running():  # a connection accepted as the loop stopped, left pending
+        return
+    loop.default_exception_handler(context)
 
 
 def _store_problem(store: str, ranking: str) -> str | None:

@@ -143,21 +143,32 @@ def test_the_reserved_host_never_goes_upstream(proxy):
     assert b"Traceback" not in answer.value.read()
 
 
-class _Stalling(http.server.BaseHTTPRequestHandler):
+class _Slow(http.server.BaseHTTPRequestHandler):
+    """/silent: accepts and says nothing; /trickle.html, /trickle.bin: headers, then a byte every 0.3 s."""
+
     def do_GET(self):  # noqa: N802 - the base class's name
+        if self.path == "/silent":
+            time.sleep(30)
+            return
         self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", "100000")
+        self.send_header("Content-Type", "text/html" if self.path.endswith(".html") else "application/octet-stream")
+        self.send_header("Content-Length", "100")
         self.end_headers()
-        self.wfile.write(b"<!doctype html><p>")
-        self.wfile.flush()
-        time.sleep(30)  # then nothing: the proxy must not wait for it
+        try:
+            for _ in range(100):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.3)
+        except OSError:  # the proxy gave up on us
+            pass
 
     def log_message(self, *args):
         pass
 
 
-def test_a_stalled_origin_is_cut_off_after_the_idle_timeout(python_doc_store, tmp_path):
+@pytest.fixture(scope="module")
+def slow_origin_and_proxy(python_doc_store, tmp_path_factory):
+    """A slow origin, and a proxy with a 2 s deadline (its own process, as pagerank-proxy runs)."""
     import shutil
     import subprocess
     import sys
@@ -169,32 +180,53 @@ def test_a_stalled_origin_is_cut_off_after_the_idle_timeout(python_doc_store, tm
 
     from conftest import ROOT
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stalling)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    store = str(tmp_path / "s.db")
+    store = str(tmp_path_factory.mktemp("slow") / "s.db")
     shutil.copy(python_doc_store, store)
     assert CliRunner().invoke(cli, ["rank", "--store", store, "-q"]).exit_code == 0
     port = free_port()
+    log = open(tmp_path_factory.mktemp("slow-log") / "proxy.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--idle-timeout", "2"],
         cwd=ROOT,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     try:
         wait_for_port(port, process)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
-        started = time.perf_counter()
-        with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
-            with opener.open(f"http://127.0.0.1:{server.server_address[1]}/", timeout=25) as response:
-                response.read()
-        assert time.perf_counter() - started < 10
+        yield f"http://127.0.0.1:{server.server_address[1]}", opener
     finally:
         process.terminate()
-        process.communicate(timeout=10)
+        process.wait(timeout=10)
+        log.close()
         server.shutdown()
+
+
+@pytest.mark.parametrize(
+    "path, says",
+    [("/silent", b"sent no response within 2 s"), ("/trickle.html", b"had not sent the whole page within 2 s")],
+)
+def test_a_stalled_or_trickling_origin_gets_a_504_after_the_idle_timeout(slow_origin_and_proxy, path, says):
+    origin, opener = slow_origin_and_proxy
+    started = time.perf_counter()
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        opener.open(origin + path, timeout=25)
+    assert answer.value.code == 504
+    assert says in answer.value.read()
+    assert 1.9 < time.perf_counter() - started < 6
+
+
+def test_a_trickling_download_streams_on_untimed(slow_origin_and_proxy):
+    origin, opener = slow_origin_and_proxy
+    started = time.perf_counter()
+    with opener.open(origin + "/trickle.bin", timeout=25) as response:
+        first = response.read(1)  # the client sees the bytes as they come, not after the deadline
+        assert first == b"x" and time.perf_counter() - started < 1.5
+        rest = response.read(29)
+    assert rest == b"x" * 29 and time.perf_counter() - started > 2.5  # past the deadline, still flowing
 
 
 def test_a_bad_store_is_one_line_before_listening(tmp_path):
@@ -214,3 +246,51 @@ def test_a_bad_store_is_one_line_before_listening(tmp_path):
     )
     assert done.returncode == 1 and "listening" not in done.stdout
     assert done.stderr.strip().count("\n") == 0 and "not a rankstore store" in done.stderr
+
+
+def test_sigterm_under_load_stops_within_5_s_quietly(python_doc_store, origin, slow_origin_and_proxy, tmp_path):
+    """Clients fetching pages and own pages, a page held by a silent origin: SIGTERM, and the proxy is gone
+    within 5 s, exit status 0, with no traceback in its output."""
+    import shutil
+    import signal
+
+    store = str(tmp_path / "s.db")
+    shutil.copy(python_doc_store, store)
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    assert CliRunner().invoke(cli, ["rank", "--store", store, "-q"]).exit_code == 0
+    running = Proxy(store)
+    slow, _ = slow_origin_and_proxy
+    stop = threading.Event()
+    served = [0]
+
+    def client(url: str) -> None:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
+        while not stop.is_set():
+            try:
+                with opener.open(url, timeout=30) as response:
+                    response.read()
+                served[0] += 1
+            except OSError:
+                pass
+
+    urls = [origin + "/normal", origin + "/gzipped", "http://pagerank.proxy/search?q=the", slow + "/silent"]
+    threads = [threading.Thread(target=client, args=(url,), daemon=True) for url in urls * 2]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 20
+    while served[0] < 50 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert served[0] >= 50
+    started = time.monotonic()
+    running.process.send_signal(signal.SIGTERM)
+    try:
+        status = running.process.wait(timeout=5)
+    finally:
+        stop.set()
+        output = running.stop()
+    assert time.monotonic() - started < 5
+    assert status == 0
+    assert "Traceback" not in output and "Task was destroyed" not in output

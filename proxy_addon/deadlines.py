@@ -1,0 +1,135 @@
+"""Cut off a stalled or trickling origin with a 504 page: an addon beside the PageRank one.
+
+mitmproxy sets no deadline on an origin: one that accepts a request and then
+says nothing (or sends its headers and then a byte now and then) holds the
+client for as long as it likes, and an HTML page that the proxy buffers to
+annotate shows the client nothing meanwhile.  Option ``pagerank_idle_timeout``
+(seconds; 0 turns this off):
+
+* the origin's response headers must come within that time of the request;
+* a page the proxy holds back to annotate must then arrive whole within that
+  time of its headers.  A response that streams through untouched (not HTML,
+  or over ``pagerank_max_body``) is not timed: the client sees its bytes as
+  they come.
+
+Past it the client gets a 504 page that says which, and its connection is
+closed (and with it the one to the origin), as mitmproxy's own inactivity
+watchdog closes a silent connection.  A client speaking TLS to the proxy (an
+https site) cannot be handed bytes from outside mitmproxy's TLS layer: its
+connection is closed without the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+
+from mitmproxy import ctx, exceptions, http
+
+from proxy_addon.rewrite import PROXY_HOST
+
+log = logging.getLogger(__name__)
+
+
+class OriginDeadline:
+    def __init__(self) -> None:
+        self.timeout = 0
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    def load(self, loader) -> None:
+        loader.add_option(
+            "pagerank_idle_timeout",
+            int,
+            60,
+            "Seconds an origin may take to send its response headers, and then a page held back to be "
+            "annotated to arrive whole; past them the client gets a 504 (0: no deadline).",
+        )
+
+    def configure(self, updated) -> None:
+        if "pagerank_idle_timeout" in updated:
+            timeout = ctx.options.pagerank_idle_timeout
+            if timeout < 0:
+                raise exceptions.OptionsError("pagerank_idle_timeout must be 0 (no deadline) or more seconds")
+            self.timeout = timeout
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if not self.timeout or flow.response is not None or flow.request.pretty_host == PROXY_HOST:
+            return
+        self._arm(flow, "sent no response")
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self._disarm(flow)
+        if self.timeout and flow.response is not None and not flow.response.stream and flow.live:
+            self._arm(flow, "had not sent the whole page")
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._disarm(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._disarm(flow)
+
+    def done(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    def _arm(self, flow: http.HTTPFlow, what: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._timers[flow.id] = loop.call_later(self.timeout, self._expire, flow, what, self.timeout)
+
+    def _disarm(self, flow: http.HTTPFlow) -> None:
+        timer = self._timers.pop(flow.id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _expire(self, flow: http.HTTPFlow, what: str, seconds: int) -> None:
+        self._timers.pop(flow.id, None)
+        response = flow.response
+        if not flow.live or flow.error is not None:
+            return
+        if response is not None and (response.stream or response.raw_content is not None):
+            return  # streaming through, or whole and being annotated: the origin is done
+
+        message = f"The site {what} within {seconds} s (the proxy's --idle-timeout), so the proxy gave up on it."
+        log.info("pagerank: %s: %s", flow.request.url[:200], message)
+        flow.metadata["pagerank"] = f"cut off: the origin {what} within {seconds} s"
+        _answer_and_close(flow, gateway_timeout(message))
+
+
+def gateway_timeout(message: str) -> bytes:
+    """A whole HTTP/1.1 504 response, ending the connection."""
+    body = (
+        "<!doctype html><meta charset=utf-8><title>504 Gateway Timeout</title>"
+        f"<h1>504 Gateway Timeout</h1><p>{html.escape(message)}</p>"
+    ).encode()
+    head = (
+        "HTTP/1.1 504 Gateway Timeout\r\n"
+        "content-type: text/html; charset=utf-8\r\n"
+        "content-security-policy: default-src 'none'\r\n"
+        "cache-control: no-store\r\n"
+        "connection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    return head + body
+
+
+def _answer_and_close(flow: http.HTTPFlow, answer: bytes) -> None:
+    """Write ``answer`` to a plain HTTP/1 client, then end its connection as mitmproxy's watchdog does.
+
+    Nothing of this flow's response has reached the client (no headers yet, or
+    a body held back whole), and earlier responses on the connection are
+    complete, so the 504 is the next thing the client reads.  This reaches into
+    mitmproxy's connection handler (pinned to mitmproxy 11): without one to
+    reach, the flow is killed instead, which closes the connection.
+    """
+    server = ctx.master.addons.get("proxyserver")
+    handler = getattr(server, "connections", {}).get(flow.client_conn.id)
+    io = getattr(handler, "transports", {}).get(flow.client_conn) if handler is not None else None
+    if io is None or io.handler is None:
+        flow.kill()
+        return
+    plain = not flow.client_conn.tls_established and flow.request.http_version in ("HTTP/1.0", "HTTP/1.1")
+    if plain and io.writer is not None:
+        io.writer.write(answer)
+    io.handler.cancel("timeout")
