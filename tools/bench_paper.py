@@ -42,8 +42,19 @@ def main() -> None:
         action="store_true",
         help="the analyst's reads (issue 7): contribution, --since, --group-by host, and the host ranking's time",
     )
+    parser.add_argument(
+        "--recrawl",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first build a recrawl of N random pages (each keeps 90%% of its links and gains 2, one of them to "
+        "the page with about 1,000,000 backlinks), so that --since reads links of two ages",
+    )
     args = parser.parse_args()
     from rankstore.store import Store
+
+    if args.recrawl:
+        recrawl(args.store, args.recrawl)
 
     if not (args.skip_build or args.reads_only):
         for suffix in ("", "-wal", "-shm"):
@@ -109,6 +120,43 @@ def main() -> None:
         )
         if args.analysis:
             analysis(store, args, urls[chosen[1][0] + 1], int(arrays.inlinks[chosen[1][0]]))
+
+
+def recrawl(path: str, count: int) -> None:
+    """A second build into the store: ``count`` random crawled pages again, their links a little changed."""
+    import tempfile
+
+    from rankstore.store import Store
+
+    rng = np.random.default_rng(5)
+    with Store(path, readonly=True) as store:
+        ranking_id, pages = store.ranking_head()
+        inlinks = store.ranking_arrays(ranking_id).inlinks
+        target = int(np.argmin(np.abs(inlinks - 1_000_000))) + 1
+        sources = rng.choice(np.arange(1, pages + 1), count, replace=False)
+        edges = []
+        for src in sources.tolist():
+            old = store.out_link_ids(src)
+            if not len(old):
+                continue
+            kept = old[rng.random(len(old)) < 0.9]
+            gained = np.array([target, int(rng.integers(1, pages + 1))])
+            edges.append((src, np.unique(np.concatenate([kept, gained[gained != src]]))))
+        urls = store.urls_of(sorted({int(x) for src, out in edges for x in [src, *out.tolist()]}))
+    with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as handle:
+        for src, out in edges:
+            handle.writelines(f"{urls[src]}\t{urls[int(dst)]}\n" for dst in out.tolist())
+    try:
+        seconds, peak, output = run_measured(
+            [sys.executable, "-m", "rankstore", "build", handle.name, "--format", "edges", "--store", path, "-q"]
+        )
+    finally:
+        os.remove(handle.name)
+    print(
+        f"recrawl of {len(edges):,} pages: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB\n  "
+        + output.strip().replace("\n", "\n  "),
+        flush=True,
+    )
 
 
 def analysis(store, args, url: str, inlinks: int) -> None:
