@@ -9,7 +9,8 @@ pagerank-proxy listen side by side and the same requests go to each, with
 keep-alive connections:
   * latency, one client: ~40 KB pages (every page of 30-50 KB, several rounds),
     and library/functions.html (the largest page with the most links);
-  * throughput: 4 clients in parallel over the ~40 KB pages (6 passes a round).
+  * throughput: --clients (4) clients in parallel over the ~40 KB pages (6 passes a round),
+    and their latencies under that load.
 Each round runs all three in turn (this VM's speed drifts over minutes);
 latency percentiles pool every round, throughput is the median of the rounds.
 Loops are bounded in count.
@@ -71,9 +72,14 @@ def latencies(port: int, urls: list[str], proxied: bool) -> list[float]:
     return samples
 
 
-def throughput(port: int, urls: list[str], proxied: bool, clients: int = 4) -> float:
+def throughput(port: int, urls: list[str], proxied: bool, clients: int, samples: list[float]) -> float:
+    """Pages a second with ``clients`` keep-alive clients sharing ``urls``; their latencies go to ``samples``."""
     share = [urls[i::clients] for i in range(clients)]
-    threads = [threading.Thread(target=latencies, args=(port, part, proxied)) for part in share]
+
+    def client(part: list[str]) -> None:
+        samples.extend(latencies(port, part, proxied))
+
+    threads = [threading.Thread(target=client, args=(part,)) for part in share]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -118,6 +124,7 @@ def main() -> None:
         default=6,
         help="passes over the ~40 KB pages in each round's throughput run (default 6: ~4 s each)",
     )
+    parser.add_argument("--clients", type=int, default=4, help="clients in the throughput runs (default 4)")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
@@ -191,6 +198,7 @@ def main() -> None:
         targets = (("direct", origin_port, False), ("mitmdump", plain_port, True), ("pagerank-proxy", ours_port, True))
         pids = {"direct": processes[0].pid, "mitmdump": processes[1].pid, "pagerank-proxy": processes[2].pid}
         results: dict[str, tuple[list, list, list]] = {label: ([], [], []) for label, _, _ in targets}
+        loaded: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # latencies under load
         cpu = {label: [0.0, 0.0, 0] for label, _, _ in targets}  # proxy process s, its workers s, pages
         for _ in range(args.rounds):
             for label, port, proxied in targets:
@@ -198,16 +206,19 @@ def main() -> None:
                 small += latencies(port, pages, proxied)
                 big += latencies(port, [functions] * 20, proxied)
                 before = cpu_seconds(pids[label])
-                rates.append(throughput(port, pages * args.throughput_passes, proxied))
+                rates.append(throughput(port, pages * args.throughput_passes, proxied, args.clients, loaded[label]))
                 after = cpu_seconds(pids[label])
                 cpu[label][0] += after[0] - before[0]
                 cpu[label][1] += after[1] - before[1]
                 cpu[label][2] += len(pages) * args.throughput_passes
         for label, (small, big, rates) in results.items():
             print(
-                f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p99 {pct(small, 0.99):6.2f} ms | "
+                f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p95 {pct(small, 0.95):6.2f} ms "
+                f"p99 {pct(small, 0.99):6.2f} ms | "
                 f"functions.html p50 {pct(big, 0.5):6.2f} ms p99 {pct(big, 0.99):6.2f} ms | "
-                f"{statistics.median(rates):6.0f} pages/s (4 clients; median of {len(rates)} rounds: "
+                f"{statistics.median(rates):6.0f} pages/s ({args.clients} clients, "
+                f"p50 {pct(loaded[label], 0.5):.1f} ms "
+                f"p95 {pct(loaded[label], 0.95):.1f} ms; median of {len(rates)} rounds: "
                 f"{', '.join(f'{rate:.0f}' for rate in rates)})"
             )
         for label in ("mitmdump", "pagerank-proxy"):
@@ -219,11 +230,12 @@ def main() -> None:
         plain, ours = results["mitmdump"], results["pagerank-proxy"]
         ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
         print(
-            f"added over plain mitmdump: ~40 KB p50 +{pct(ours[0], 0.5) - pct(plain[0], 0.5):.2f} ms (target <= 3), "
-            f"functions.html p50 +{pct(ours[1], 0.5) - pct(plain[1], 0.5):.2f} ms (target <= 15); "
-            f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.0%} of plain mitmdump "
-            f"(medians; target >= 80%), rounds' ratios {', '.join(f'{ratio:.0%}' for ratio in ratios)} "
-            f"(median {statistics.median(ratios):.0%})"
+            f"pagerank-proxy / plain mitmdump, one client, ~40 KB pages: p50 "
+            f"{pct(ours[0], 0.5) / pct(plain[0], 0.5):.2f}x (target <= 1.15x), p95 "
+            f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.2f}x (target <= 1.30x); {args.clients} clients: throughput "
+            f"{statistics.median(ours[2]) / statistics.median(plain[2]):.2f}x (medians; target >= 0.9x; rounds' "
+            f"ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
+            f"{pct(loaded['pagerank-proxy'], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x (target <= 1.3x)"
         )
     finally:
         for process in processes:
