@@ -18,7 +18,7 @@
  *           (offset, raw href, raw rel or None), for the Python side to decode
  *   raw     how many links are of the second kind
  *   *_at    offset after the first <body>/<head> start tag, or None
- *   extras  list of (name, attrs start, attrs end) for <base> and <meta>
+ *   extras  list of (name, attrs start, attrs end) for <base>, <meta> and <frameset>
  *           outside templates, in order, for the Python side to read
  *   end_is_markup  the file ends in HTML content, outside any tag, comment,
  *           text element, SVG/MathML or template: markup appended is read as such
@@ -622,9 +622,10 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             if (body_at < 0) body_at = position;
         } else if (name_is(t, ns, ne, "head")) {
             if (head_at < 0) head_at = position;
-        } else if (name_is(t, ns, ne, "base") || name_is(t, ns, ne, "meta")) {
-            PyObject *extra = Py_BuildValue("(snn)", lower(CH(t, ns)) == 'b' ? "base" : "meta", tag.attrs_start,
-                                            tag.attrs_end);
+        } else if (name_is(t, ns, ne, "base") || name_is(t, ns, ne, "meta") || name_is(t, ns, ne, "frameset")) {
+            char first = lower(CH(t, ns));
+            PyObject *extra = Py_BuildValue("(snn)", first == 'b' ? "base" : first == 'm' ? "meta" : "frameset",
+                                            tag.attrs_start, tag.attrs_end);
             if (extra == NULL || PyList_Append(extras, extra) < 0) {
                 Py_XDECREF(extra);
                 goto fail;

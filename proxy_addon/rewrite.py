@@ -300,10 +300,14 @@ class _Scan:
     robots_nofollow: bool
     csp_metas: list[tuple[int, int, str]]  # (content value start, end, policy) of meta CSP tags
     end_is_markup: bool = False  # the file ends in HTML content, where appended markup is read as markup
+    frameset: bool = False  # a <frameset> start tag: a document of frames has no body to show the panel in
 
 
 def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
     """What a <base> or <meta> tag (attributes at text[start:end]) says."""
+    if name == "frameset":
+        scan.frameset = True
+        return
     attrs_text = text[start:end]
     if name == "base":
         if scan.base_href is None:
@@ -526,7 +530,7 @@ def _scan_python(text: str) -> _Scan:
             scan.body_at = position
         elif name == "head" and scan.head_at is None:
             scan.head_at = position
-        elif name in ("base", "meta"):
+        elif name in ("base", "meta", "frameset"):
             _head_tag(scan, name, text, match.start("attrs"), match.end("attrs"))
     return scan
 
@@ -644,9 +648,6 @@ def _left_open(text: str) -> bool:
     return False
 
 
-_FRAMESET = re.compile(r"<frameset[\t\n\f\r />]", re.I | re.A)
-
-
 def _past_prologue(text: str, position: int) -> int:
     prologue = _PROLOGUE.match(text, position)  # it matches the empty string too: never None
     return prologue.end() if prologue else position
@@ -692,7 +693,7 @@ def annotate(
         if key not in markup:
             markup[key] = bar(info, key[1])
         edits.append((offset, markup[key]))
-    if panel_data is not None and not _FRAMESET.search(text):  # a frameset document has no body to show it
+    if panel_data is not None and not scan.frameset:
         page = canonical(page_url)
         # after <body>, else at the end when the file ends where markup is read as markup (not inside
         # a <textarea>, <title>, comment, script, SVG or tag left open); else no panel

@@ -226,7 +226,10 @@ VOID_ELEMENTS = (
 )  # no end tag: never open
 # Start tags the HTML-content scan acts on; every other tag is skipped whole.
 INTERESTING = tuple(
-    sorted({"a", "area", "base", "body", "head", "html", "meta", "math", "svg", "template"} | set(TEXT_ELEMENTS))
+    sorted(
+        {"a", "area", "base", "body", "frameset", "head", "html", "meta", "math", "svg", "template"}
+        | set(TEXT_ELEMENTS)
+    )
 )
 INTERESTING_END = ("math", "svg", "template")
 # Named character references a document may write without ';' (the standard's
