@@ -7,7 +7,7 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_max_body`` (larger bodies stream through untouched),
 ``pagerank_panel`` (backlinks shown in the panel; 0 for no panel),
 ``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread),
-``pagerank_max_links`` (pages with more links pass untouched; 0: no limit);
+``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit);
 ``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, loaded beside it.
 """
 
@@ -65,7 +65,7 @@ class PageRankProxy:
             "pagerank_max_links",
             int,
             20_000,
-            "Pages with more links than this pass through untouched (0: no limit).",
+            "Pages with more link tags than this pass through untouched (0: no limit).",
         )
 
     def configure(self, updated) -> None:

@@ -54,7 +54,6 @@ __all__ = [
     "Rewrite",
     "annotate",
     "annotate_bytes",
-    "TooManyLinks",
     "remove_edits",
     "STYLE",
     "STYLE_HASH",
@@ -653,27 +652,19 @@ def _past_prologue(text: str, position: int) -> int:
     return prologue.end() if prologue else position
 
 
-class TooManyLinks(ValueError):
-    """The page has more links than the budget it was given: it is better passed on untouched."""
-
-
 def annotate(
     text: str,
     page_url: str,
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | None] | None = None,
-    max_links: int = 0,
 ) -> Rewrite:
     """Insert a bar after every link's start tag, the style block and the panel.
 
     ``lookup`` receives every distinct target URL of the page at once (canonical
     form) and returns what it knows of them.  ``panel_data`` receives the page's
-    canonical URL.  A page with more than ``max_links`` links (0: no budget)
-    raises :class:`TooManyLinks` before any look-up.
+    canonical URL.
     """
     scan = _scan(text)
-    if max_links and len(scan.links) > max_links:
-        raise TooManyLinks(f"over {max_links:,} links")
     base = canonical(scan.base_href, page_url) if scan.base_href else None
     base = base or page_url
     resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
@@ -735,7 +726,6 @@ def annotate_bytes(
     page_url: str,
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | None] | None = None,
-    max_links: int = 0,
 ) -> tuple[bytes, Rewrite] | None:
     """:func:`annotate` on a body in its own charset (header, BOM or meta), or None.
 
@@ -750,7 +740,7 @@ def annotate_bytes(
             return None
     except (UnicodeError, LookupError):
         return None
-    rewrite = annotate(text, page_url, lookup, panel_data, max_links)
+    rewrite = annotate(text, page_url, lookup, panel_data)
     # every insertion is ASCII (non-ASCII as character references): encodable in any charset
     return body[:skip] + rewrite.text.encode(charset, errors="surrogateescape"), rewrite
 

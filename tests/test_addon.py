@@ -297,3 +297,19 @@ def test_a_page_sees_one_ranking_version_even_while_a_new_one_is_written(store_p
     assert after.info.pagerank != before.info.pagerank
     assert [link.url for link in after.backlinks]  # the new version's own backlink order
     ranks.close()
+
+
+@pytest.mark.parametrize(
+    "tags, budget, passed",
+    [(6, 6, False), (7, 6, True), (3, 100, False)],  # the last: too short to hold 100, not even counted
+)
+def test_the_link_budget_counts_link_tags(store_path, site, tags, budget, passed):
+    from proxy_addon.worker import rewrite_page
+
+    tag = [b"<abbr>y</abbr>", b'<a href="/x">x</a>']
+    body = b"<!doctype html><body>" + b"".join(tag[i % 2] for i in range(tags))
+    done = rewrite_page(store_path, "pagerank", 10, body, "text/html", site + "page.html", None, 1 << 20, budget)
+    if passed:
+        assert done == f"over {budget:,} link tags"
+    else:
+        assert not isinstance(done, str) and done[1] == tags // 2  # <abbr> is counted, but gets no bar

@@ -689,19 +689,3 @@ def test_c_scanner_answers_as_the_python_reference_on_real_pages(scanner, root):
 def test_utf8_bodies_always_round_trip(scanner, body):
     # annotate_bytes skips its round-trip check for UTF-8 on the strength of this
     assert body.decode("utf-8", errors="surrogateescape").encode("utf-8", errors="surrogateescape") == body
-
-
-def test_a_page_over_the_link_budget_raises_before_any_lookup():
-    from proxy_addon.rewrite import TooManyLinks
-
-    text = "<!doctype html><body>" + '<a href="/x">x</a><abbr>a</abbr><area href="/y">' * 3
-    asked = []
-
-    def lookup(urls):
-        asked.append(urls)
-        return everything(urls)
-
-    with pytest.raises(TooManyLinks, match="over 5 links"):
-        annotate(text, PAGE, lookup, max_links=5)
-    assert asked == []
-    assert annotate(text, PAGE, lookup, max_links=6).links == 6  # <abbr> is no link: the budget counts links

@@ -82,6 +82,21 @@ def _rss(pid: int) -> int:
         return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
 
 
+def _workers_rss(pid: int) -> int:
+    """The RSS of the proxy's child processes (its rewriting workers), summed."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                if int(handle.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    total += _rss(int(entry))
+        except (OSError, ValueError, StopIteration):
+            continue
+    return total
+
+
 def _p95(samples: list[float]) -> float:
     return sorted(samples)[int(0.95 * (len(samples) - 1))] * 1000 if samples else float("nan")
 
@@ -188,18 +203,20 @@ def main() -> None:
             samples = []
             while time.monotonic() < until:
                 time.sleep(5)
-                samples.append((time.monotonic(), _rss(proxy.process.pid)))
+                samples.append((time.monotonic(), _rss(proxy.process.pid), _workers_rss(proxy.process.pid)))
             for thread in clients:
                 thread.join(timeout=120)
-            after_first = [rss for moment, rss in samples if moment > until - args.minutes * 60 + 60] or [
-                rss for _, rss in samples
-            ]
+            start = until - args.minutes * 60 + 60
+            after_first = [rss for moment, rss, _ in samples if moment > start] or [rss for _, rss, _ in samples]
+            workers = [rss for moment, _, rss in samples if moment > start] or [rss for _, _, rss in samples]
             growth = (after_first[-1] - after_first[0]) / after_first[0] if after_first else 0.0
+            workers_growth = (workers[-1] - workers[0]) / workers[0] if workers and workers[0] else 0.0
             print(
                 f"{args.clients} clients for {args.minutes:g} min: {len(times):,} pages, {len(errors)} errors, "
                 f"p50 {statistics.median(times or [float('nan')]) * 1000:.1f} ms, p95 {_p95(times):.1f} ms, proxy RSS "
                 f"{after_first[0] / 2**20:.0f} -> {after_first[-1] / 2**20:.0f} MiB after the first minute "
-                f"({growth:+.1%}; target under 10%)",
+                f"({growth:+.1%}; target under 10%); its workers {workers[0] / 2**20:.0f} -> "
+                f"{workers[-1] / 2**20:.0f} MiB ({workers_growth:+.1%})",
                 flush=True,
             )
             for error in sorted(set(errors))[:5]:
