@@ -274,6 +274,31 @@ def test_the_best_of_a_long_list_narrowed_coarsely_is_the_exact_best(monkeypatch
                 assert np.array_equal(arrays.best_of(indices, count), expected)
 
 
+def test_the_largest_votes_of_a_long_list_narrowed_coarsely_are_the_exact_largest(monkeypatch):
+    """largest_votes_of narrows a long list by two-byte vote steps first: same answer as sorting every vote
+    (ties, zero votes of sinks, and votes spread over many orders of magnitude included)."""
+    from rankstore.store import rankings
+    from rankstore.store.analysis import _largest
+    from rankstore.store.rankings import RankingArrays
+
+    monkeypatch.setattr(rankings, "_COARSE_FROM", 100)
+    rng = np.random.default_rng(4)
+    for pages in (300, 5_000, 70_000):
+        scores = rng.random(pages)
+        best = order_by_score(scores).astype(np.int32)
+        position = np.empty(pages, dtype=np.int32)
+        position[best] = np.arange(pages)
+        votes = 0.85 * scores / rng.integers(1, 50, pages) * 10.0 ** -rng.integers(0, 12, pages)
+        votes[rng.random(pages) < 0.1] = 0.0  # sinks
+        votes[:40] = votes[40]  # ties
+        arrays = RankingArrays(scores, np.zeros(pages, dtype=np.int32), best, position, None, votes)
+        for size in (150, 2_000, pages):
+            indices = np.sort(rng.choice(pages, min(size, pages), replace=False)).astype(np.int32)
+            for count in (1, 10, 50):
+                expected = _largest(votes[indices], arrays.positions_of, indices, count)
+                assert np.array_equal(arrays.largest_votes_of(indices, count), expected)
+
+
 def test_an_upgrade_moves_urls_to_todays_normal_form(tmp_path):
     """Schema 6 reads URLs as the WHATWG URL Standard does: a page stored under an older form is found again."""
     path = str(tmp_path / "old.db")

@@ -188,7 +188,10 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             # every link's contribution is needed to sort by it, and for a whole host (whose internal links
             # give it rank too); for one page, the version keeps what all its backlinks give it together
             contribution = None
-            if sort == "contribution" or host is not None or arrays.linked is None:
+            weighted = links.weights is not None and params.get("weighted", True)
+            # unweighted, a link from v gives votes[v]: sorted by contribution is sorted by the sources' votes
+            by_votes = sort == "contribution" and host is None and arrays.linked is not None and not weighted
+            if (sort == "contribution" and not by_votes) or host is not None or arrays.linked is None:
                 contribution = self._contributions(arrays, links, counted, params)
             if arrays.votes is not None and pagerank:
                 if contribution is not None:
@@ -219,6 +222,8 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             if sort == "contribution" and contribution is not None:
                 values = contribution if followed is None else contribution[followed]
                 order = _largest(values, arrays.positions_of, candidates, offset + limit)[offset:]
+            elif by_votes and arrays.votes is not None:
+                order = arrays.largest_votes_of(candidates, offset + limit)[offset:]
             else:
                 order = arrays.best_of(candidates, offset + limit)[offset:]
             picked = order if followed is None else followed[order]
