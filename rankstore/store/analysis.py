@@ -12,9 +12,10 @@ the ranking counted them) are listed apart, with contribution 0.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,13 +32,31 @@ SORTS = ("pagerank", "contribution")
 
 @dataclass
 class InSlice:
-    """One page's in-links: source page indices, and per link its nofollow flag, weight and first build."""
+    """One page's in-links: source page indices, and per link its nofollow flag, weight and first build.
+
+    The first builds are read when asked for: a report not about time needs
+    those of the few links it shows (:meth:`born_at`), not the million of a
+    popular page.
+    """
 
     sources: np.ndarray  # int32 page indices
     nofollow: np.ndarray | None  # bool, or None: every link follows
     weights: np.ndarray | None  # float64, or None: every link weighs 1
-    born: np.ndarray  # int32 build ids
+    born_source: np.ndarray | Callable[[np.ndarray | None], np.ndarray]  # int32 build ids, or their reader
     uniform: int | None = None  # the build that first saw every one of them, when one did
+
+    @functools.cached_property
+    def born(self) -> np.ndarray:
+        """The build that first saw each link (int32)."""
+        source = self.born_source
+        return source if isinstance(source, np.ndarray) else source(None)
+
+    def born_at(self, at: np.ndarray) -> np.ndarray:
+        """The first builds of the links at ``at`` only."""
+        source = self.born_source
+        if isinstance(source, np.ndarray) or "born" in self.__dict__:
+            return self.born[at]
+        return source(at)
 
 
 @dataclass
@@ -72,30 +91,54 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
     db: sqlite3.Connection
 
     def in_slice(self, page_id: int) -> InSlice:
-        """The in-links of page ``page_id`` with everything the in-link arrays keep about each."""
+        """The in-links of page ``page_id`` with everything the in-link arrays keep about each.
+
+        Only this page's part of each of its block's arrays is read (SQLite's
+        incremental blob reads), and the first builds only when asked for.
+        """
         row = self.db.execute(
-            "SELECT first, offsets, sources, nofollow, weights, born FROM in_links WHERE first <= ?"
-            " ORDER BY first DESC LIMIT 1",
+            "SELECT first, length(offsets), length(nofollow), length(weights), length(born) FROM in_links"
+            " WHERE first <= ? ORDER BY first DESC LIMIT 1",
             (page_id - 1,),
         ).fetchone()
         empty = np.zeros(0, dtype=np.int32)
         if row is None:
             return InSlice(empty, None, None, empty)
-        first, offsets, sources, nofollow, weights, born = row
+        first, offsets_size, nofollow, weights, born = row
         at = page_id - 1 - first
-        if 4 * (at + 1) >= len(offsets):
+        if 4 * (at + 1) >= offsets_size:
             return InSlice(empty, None, None, empty)
-        start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
+        start, stop = np.frombuffer(self._blob_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
         count = stop - start
-        found = np.frombuffer(sources, dtype=np.int32, count=count, offset=4 * start)
-        flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
-        weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
-        if born:
-            births = np.frombuffer(born, dtype=">i4", count=count, offset=4 * start).astype(np.int32)
-        else:
+        found = np.frombuffer(self._blob_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
+        flags = np.frombuffer(self._blob_part("nofollow", first, start, count), dtype=bool) if nofollow else None
+        weight = None
+        if weights:
+            weight = np.frombuffer(self._blob_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
+        if not born:
             uniform = self._graph_born()
             return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
+
+        def births(at: np.ndarray | None) -> np.ndarray:
+            if at is None:
+                data = self._blob_part("born", first, 4 * start, 4 * count)
+                return np.frombuffer(data, dtype=">i4").astype(np.int32)
+            with self.db.blobopen("in_links", "born", first, readonly=True) as blob:
+                found = []
+                for i in at.tolist():
+                    blob.seek(4 * (start + i))
+                    found.append(int.from_bytes(blob.read(4), "big"))
+                return np.array(found, dtype=np.int32)
+
         return InSlice(found, flags, weight, births)
+
+    def _blob_part(self, column: str, row: int, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` of an ``in_links`` blob, without reading the rest of it."""
+        if size <= 0:
+            return b""
+        with self.db.blobopen("in_links", column, row, readonly=True) as blob:
+            blob.seek(offset)
+            return blob.read(size)
 
     def _graph_born(self) -> int:
         """The build that first saw every link, while one did (0 when the store does not know)."""
@@ -306,13 +349,14 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             )
         many = len({dst for _, dst in pairs}) > 1
         urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
-        for row, at, slot, pair in zip(rows, picked.tolist(), where.tolist(), pairs):
+        first_seen = links.born_at(picked).tolist()
+        for row, at, slot, pair, born in zip(rows, picked.tolist(), where.tolist(), pairs, first_seen):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
             row["anchor"] = anchors.get(pair)
             value = float(contribution[slot]) if contribution is not None else (0.0 if row["nofollow"] else None)
             row["contribution"] = value
             row["share"] = value / pagerank if value is not None and pagerank else None
-            row["first_seen"] = int(links.born[at]) or None
+            row["first_seen"] = int(born) or None
             if many:
                 row["target"] = urls.get(pair[1])
         return rows
