@@ -130,6 +130,7 @@ def test_views_link_to_each_other_as_shareable_urls(history):
         assert respond("GET", path, params, ranks)[0] == 200, expected
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
 @pytest.mark.parametrize(
     "params, args",
     [
@@ -140,14 +141,14 @@ def test_views_link_to_each_other_as_shareable_urls(history):
         ({"group": "host"}, ["--group-by", "host"]),
     ],
 )
-def test_csv_is_the_clis_csv(history, params, args):
+def test_downloads_are_the_clis_csv_and_json(history, params, args, fmt):
     ranks, url, store = history
     target = url + TARGET
     status, headers, body = respond(
-        "GET", "/backlinks", {"url": [target], "format": ["csv"], **{k: [v] for k, v in params.items()}}, ranks
+        "GET", "/backlinks", {"url": [target], "format": [fmt], **{k: [v] for k, v in params.items()}}, ranks
     )
-    assert status == 200 and headers["Content-Type"].startswith("text/csv")
-    expected = cli_csv("backlinks", target, *args, "-n", "20000", "--format", "csv", "--store", ranks.store_path)
+    assert status == 200 and headers["Content-Type"].startswith(f"{'text/csv' if fmt == 'csv' else 'application/json'}")
+    expected = cli_csv("backlinks", target, *args, "-n", "20000", "--format", fmt, "--store", ranks.store_path)
     assert body.decode() == expected
 
 
@@ -162,9 +163,10 @@ def test_builds_page_and_its_links(history):
     cells = re.findall(r"<td[^>]*>(.*?)</td>", shown[1][1])
     assert cells[6:8] == [f"{rows[1]['new_links']:,}", f"{rows[1]['lost_links']:,}"] == ["2", "1"]
     assert "new since build 1" in shown[1][1] and "since=1" in shown[1][1] and "lost=1" in shown[1][1]
-    assert respond("GET", "/builds", {"format": ["csv"]}, ranks)[2].decode() == cli_csv(
-        "builds", "--format", "csv", "--store", ranks.store_path
-    )
+    for fmt in ("csv", "json"):
+        assert respond("GET", "/builds", {"format": [fmt]}, ranks)[2].decode() == cli_csv(
+            "builds", "--format", fmt, "--store", ranks.store_path
+        )
 
 
 def test_referring_hosts_and_compare_equal_the_librarys_rows(three):
@@ -192,11 +194,18 @@ def test_referring_hosts_and_compare_equal_the_librarys_rows(three):
     assert status == 200
     expected = store.intersect([(None, host_a), (None, host_b)], [(None, host_c)], by_host=True)
     assert hosts(body) == [row["host"] for row in expected]
-    status, headers, csv_body = respond(
-        "GET", "/compare", {"target": [one, two], "not": [mine], "format": ["csv"]}, ranks
+    for fmt in ("csv", "json"):
+        status, headers, csv_body = respond(
+            "GET", "/compare", {"target": [one, two], "not": [mine], "format": [fmt]}, ranks
+        )
+        assert csv_body.decode() == cli_csv(
+            "intersect", one, two, "--not", mine, "--format", fmt, "-n", "20000", "--store", ranks.store_path
+        )
+    hosts_json = respond(
+        "GET", "/compare", {"target": [host_a, host_b], "host": ["1"], "group": ["host"], "format": ["json"]}, ranks
     )
-    assert csv_body.decode() == cli_csv(
-        "intersect", one, two, "--not", mine, "--format", "csv", "-n", "20000", "--store", ranks.store_path
+    assert hosts_json[2].decode() == cli_csv(
+        "intersect", host_a, host_b, "--host", "--group-by", "host", "--format", "json", "--store", ranks.store_path
     )
 
 
@@ -307,6 +316,9 @@ def test_hostile_store_rows_are_all_there(hostile):
     assert urls(body) == [XSS_URL]
     status, body = get(hostile, "/backlinks", url=VICTIM, group="host")
     assert "ev'il\"><svg onload=alert(3)>.example" in hosts(body)
+    status, body = get(hostile, "/backlinks", url=OTHER)  # nofollow links apart, passing nothing
+    nofollow = body.split("<h2>Nofollow links</h2>")[1]
+    assert urls(nofollow) and set(re.findall(r'data-contribution="([^"]*)"', nofollow)) == {"0.0"}
     data = hostile.panel(VICTIM)
     shown = panel(data)
     assert "<script" not in shown and "<svg" not in shown and "<b>" not in shown
@@ -328,6 +340,7 @@ def test_hostile_store_rows_are_all_there(hostile):
         ("/backlinks", {"url": VICTIM, "lost": "1", "group": "host"}, "not with host=1 or group=host"),
         ("/backlinks", {"url": "victim.example", "host": "1", "lost": "1"}, "not with host=1 or group=host"),
         ("/backlinks", {"url": VICTIM, "format": "xml"}, "format must be one of"),
+        ("/builds", {"format": "<x>"}, "format must be one of"),
         ("/backlinks", {"url": VICTIM, "page": "0"}, "page must be a whole number"),
         ("/backlinks", {"url": VICTIM, "host": "yes"}, "host must be one of"),
         ("/builds", {"url": "nothing"}, "http(s) URL"),

@@ -4,13 +4,13 @@
 ``/top``         the best pages by PageRank (the paper's Table 1)
 ``/search?q=``   title search, every word must match, best PageRank first (§5.1)
 ``/backlinks?url=``  a page's (or a site's) backlinks with contribution and share; ``sort``, ``since``,
-                 ``lost``, ``group=host``, ``host=1``; ``&format=csv`` downloads the view (§7.4)
+                 ``lost``, ``group=host``, ``host=1``; ``&format=csv|json`` downloads the view (§7.4)
 ``/compare?target=A&target=B``  link intersect: who links to every target and not to ``not``
 ``/builds``      the builds with their new and lost links
 ``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
 
 One module a job: :mod:`.layout` (style, policy, frame, tables), :mod:`.params`
-(bounded parameters), :mod:`.columns` (the CLI's CSV columns), :mod:`.browse`,
+(bounded parameters), :mod:`.columns` (the CLI's CSV/JSON columns), :mod:`.browse`,
 :mod:`.backlinks`, :mod:`.compare`, :mod:`.builds` (the pages); this module
 routes a request and keeps it within its limits.  The analyst pages render the
 rows of :mod:`rankstore.store.analysis`, the same rows the CLI prints.

@@ -9,7 +9,7 @@ One page, several views of the same target, each a shareable URL:
 ``&lost=1``                          links a recrawl no longer found (with ``since``: lost after it)
 ``&group=host``                      referring hosts: linking pages, best page, host rank, summed contribution
 ``&host=1``                          U is a host (or any URL of it): the backlinks of the whole site
-``&format=csv``                      the same view as the CLI's ``--format csv`` writes it, same columns
+``&format=csv|json``                 the same view as the CLI's ``--format csv|json`` writes it, same columns
 
 Rows come from :meth:`~rankstore.store.Store.backlink_report`,
 :meth:`~rankstore.store.Store.lost_backlinks` and
@@ -27,7 +27,7 @@ from rankstore.urls import host_of
 from ..ranks import Ranks
 from ..rewrite import bar, escape, format_score, proxy_url
 from . import columns
-from .layout import BadRequest, NotFound, csv_response, html_response, infos, page_cell, score, share
+from .layout import FORMATS, BadRequest, NotFound, download, html_response, infos, page_cell, score, share
 from .params import CSV_ROWS, MAX_SINCE, PAGE_SIZE, Query, choice, first, flag, number, target
 
 __all__ = ["backlinks", "View", "parse_since"]
@@ -104,7 +104,7 @@ def _parse(ranks: Ranks, query: Query) -> View:
         lost=flag(query, "lost"),
         group=choice(query, "group", ("page", "host")),
         page=number(query, "page", 1),
-        fmt=choice(query, "format", ("html", "csv")),
+        fmt=choice(query, "format", FORMATS),
     )
     if view.lost and (host is not None or view.group == "host"):
         raise BadRequest("lost=1 lists the pages that linked to one URL: not with host=1 or group=host.")
@@ -133,18 +133,17 @@ def _range(ranks: Ranks) -> tuple[float, float]:
 
 def _report(ranks: Ranks, view: View):
     store = ranks.store()
-    if view.fmt == "csv":
+    if view.fmt != "html":
         report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, CSV_ROWS, 0, host=view.host)
         lowest, highest = _range(ranks)
         rows = columns.link_columns(report.rows, lowest, highest)
         rows += columns.link_columns(report.nofollow_rows, lowest, highest)
         if view.since is None:
             rows += columns.share_rows(report, rows, view.host is not None)
-        header, cells = columns.page_table(rows, columns.BACKLINK_EXTRA)
         shown = len(report.rows) + len(report.nofollow_rows)
         said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks gives all"
         note = said if shown < report.backlinks else None
-        return csv_response(header, cells, "backlinks.csv", note)
+        return download(view.fmt, columns.page_columns(rows, columns.BACKLINK_EXTRA), rows, "backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
     report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, PAGE_SIZE, offset, host=view.host)
     listed = report.rows + report.nofollow_rows
@@ -179,12 +178,12 @@ def _report(ranks: Ranks, view: View):
 def _lost(ranks: Ranks, view: View):
     store = ranks.store()
     assert view.url is not None
-    if view.fmt == "csv":
+    if view.fmt != "html":
         found = store.lost_backlinks(view.url, ranks.ranking, view.since, CSV_ROWS + 1, 0)
-        header, cells = columns.page_table(columns.link_columns(found[:CSV_ROWS], *_range(ranks)), columns.LOST_EXTRA)
+        rows = columns.link_columns(found[:CSV_ROWS], *_range(ranks))
         said = f"the best {CSV_ROWS} by PageRank; rankstore backlinks --lost gives all"
         note = said if len(found) > CSV_ROWS else None
-        return csv_response(header, cells, "lost-backlinks.csv", note)
+        return download(view.fmt, columns.page_columns(rows, columns.LOST_EXTRA), rows, "lost-backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
     found = store.lost_backlinks(view.url, ranks.ranking, view.since, PAGE_SIZE + 1, offset)
     rows = found[:PAGE_SIZE]
@@ -216,12 +215,11 @@ def _lost(ranks: Ranks, view: View):
 
 def _hosts(ranks: Ranks, view: View):
     store = ranks.store()
-    if view.fmt == "csv":
+    if view.fmt != "html":
         found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, CSV_ROWS + 1, 0)
-        cells = [[row.get(c) for c in columns.HOST_COLUMNS] for row in found[:CSV_ROWS]]
         said = f"the best {CSV_ROWS} hosts; rankstore backlinks --group-by host gives all"
         note = said if len(found) > CSV_ROWS else None
-        return csv_response(columns.HOST_COLUMNS, cells, "referring-hosts.csv", note)
+        return download(view.fmt, columns.HOST_COLUMNS, found[:CSV_ROWS], "referring-hosts", note)
     offset = (view.page - 1) * PAGE_SIZE
     found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, PAGE_SIZE + 1, offset)
     rows = found[:PAGE_SIZE]
@@ -306,6 +304,7 @@ def _views(view: View) -> str:
     modes.append(f'<a href="{escape(proxy_url("/compare", target=view.target, **whole))}">Compare</a>')
     modes.append(f'<a href="{escape(proxy_url("/builds", url=view.target, **whole))}">Builds</a>')
     modes.append(f'<a href="{view.link(fmt="csv")}">Download CSV</a>')
+    modes.append(f'<a href="{view.link(fmt="json")}">JSON</a>')
     hidden = [("url", view.target)]
     hidden += [("host", "1")] if view.host is not None else []
     hidden += [("sort", view.sort)] if view.sort != "pagerank" else []
@@ -320,7 +319,7 @@ def _views(view: View) -> str:
         f'<small>a build number from <a href="{escape(proxy_url("/builds", url=view.target, **whole))}">builds</a>'
         " or a UTC date</small></form>"
     )
-    return f'<p class="views">{"".join(modes)}</p>{form}'
+    return f'<p class="views">{" ".join(modes)}</p>{form}'
 
 
 def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: int, nofollow: bool = False) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..ranks import Ranks
 from ..rewrite import escape, proxy_url
 from . import columns
-from .layout import NotFound, csv_response, html_response
+from .layout import FORMATS, NotFound, download, html_response
 from .params import Query, choice, first, flag, target
 
 __all__ = ["builds"]
@@ -18,7 +18,7 @@ __all__ = ["builds"]
 def builds(ranks: Ranks, query: Query):
     whole = flag(query, "host")
     value = first(query, "url").strip()
-    fmt = choice(query, "format", ("html", "csv"))
+    fmt = choice(query, "format", FORMATS)
     store = ranks.store()
     url = host = None
     if value:
@@ -26,10 +26,8 @@ def builds(ranks: Ranks, query: Query):
         if (store.page_id(url) if url is not None else store.host_id(host or "")) is None:
             raise NotFound(f"{url or host} is not in the store.")
     rows = store.build_history()
-    if fmt == "csv":
-        return csv_response(
-            columns.BUILD_COLUMNS, [[row[c] for c in columns.BUILD_COLUMNS] for row in rows], "builds.csv"
-        )
+    if fmt != "html":  # the CLI's JSON of builds escapes non-ASCII
+        return download(fmt, columns.BUILD_COLUMNS, rows, "builds", ascii_only=True)
     subject = url or host
     form = (
         f'<form action="{proxy_url("/builds")}" method="get"><input type="url" name="url" '
@@ -76,6 +74,7 @@ def builds(ranks: Ranks, query: Query):
         else "<p><small>Give a page (or a whole site) to link each build to its new and lost backlinks.</small></p>"
     )
     csv_link = escape(proxy_url("/builds", format="csv"))
+    json_link = escape(proxy_url("/builds", format="json"))
     table = "".join(lines) if rows else "<p>No builds.</p>"
-    body = form + note + table + f'<p><a href="{csv_link}">Download CSV</a></p>'
+    body = form + note + table + f'<p><a href="{csv_link}">Download CSV</a> · <a href="{json_link}">JSON</a></p>'
     return html_response("Builds", body)

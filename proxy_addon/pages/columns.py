@@ -1,7 +1,7 @@
 """The library's rows as the CLI's CSV/JSON gives them: the same column names and the same values.
 
-``rankstore backlinks|intersect|builds --format csv`` and the own pages'
-``format=csv`` render the same rows (from :mod:`rankstore.store.analysis`)
+``rankstore backlinks|intersect|builds --format csv|json`` and the own pages'
+``format=csv|json`` render the same rows (from :mod:`rankstore.store.analysis`)
 with the same columns; ``tests/test_analyst_pages.py`` compares the two
 downloads byte for byte.
 """
@@ -23,7 +23,7 @@ __all__ = [
     "decorate",
     "link_columns",
     "share_rows",
-    "page_table",
+    "page_columns",
 ]
 
 PAGE_COLUMNS = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "url", "title"]
@@ -121,7 +121,6 @@ def share_rows(report, listed: Sequence[dict], whole_host: bool) -> list[dict]:
     ]
 
 
-def page_table(rows: Sequence[dict], extra: Sequence[str]) -> tuple[list[str], list[list]]:
-    """(header, cells) of decorated rows: the page columns, then those of ``extra`` the first row has."""
-    columns = PAGE_COLUMNS + [key for key in extra if rows and key in rows[0]]
-    return columns, [[row[c] for c in columns] for row in rows]
+def page_columns(rows: Sequence[dict], extra: Sequence[str]) -> list[str]:
+    """The CSV header of decorated rows: the page columns, then those of ``extra`` the first row has."""
+    return PAGE_COLUMNS + [key for key in extra if rows and key in rows[0]]

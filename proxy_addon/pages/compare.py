@@ -1,6 +1,6 @@
 """/compare: link intersect, the pages (or hosts) that link to every target and to none of mine.
 
-``/compare?target=A&target=B[&not=MINE][&host=1][&group=host][&format=csv]``: the rows of
+``/compare?target=A&target=B[&not=MINE][&host=1][&group=host][&format=csv|json]``: the rows of
 :meth:`~rankstore.store.Store.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
 """
 
@@ -12,7 +12,7 @@ from ..ranks import Ranks
 from ..rewrite import escape, format_score, proxy_url
 from . import columns
 from .backlinks import _range
-from .layout import NotFound, csv_response, html_response, rows_table
+from .layout import FORMATS, NotFound, download, html_response, rows_table
 from .params import (
     CSV_ROWS,
     MAX_NOT,
@@ -35,7 +35,7 @@ def compare(ranks: Ranks, query: Query):
     whole = flag(query, "host")
     group = choice(query, "group", ("page", "host"))
     page = number(query, "page", 1)
-    fmt = choice(query, "format", ("html", "csv"))
+    fmt = choice(query, "format", FORMATS)
     form = _form(targets, mine, whole, group)
     if not targets:
         return html_response("Link intersect", form + "<p>Give one target or more.</p>")
@@ -50,14 +50,13 @@ def compare(ranks: Ranks, query: Query):
     if missing:
         raise NotFound(f"Not in the store: {', '.join(missing)}.")
     by_host = group == "host"
-    if fmt == "csv":
+    if fmt != "html":
         found = store.intersect(chosen, excluded, ranks.ranking, by_host, CSV_ROWS + 1, 0)
         note = f"the best {CSV_ROWS}; rankstore intersect gives all" if len(found) > CSV_ROWS else None
         if by_host:
-            cells = [[row.get(c) for c in columns.INTERSECT_HOST_COLUMNS] for row in found[:CSV_ROWS]]
-            return csv_response(columns.INTERSECT_HOST_COLUMNS, cells, "intersect.csv", note)
-        header, cells = columns.page_table(columns.decorate(found[:CSV_ROWS], *_range(ranks)), columns.PAGE_EXTRA)
-        return csv_response(header, cells, "intersect.csv", note)
+            return download(fmt, columns.INTERSECT_HOST_COLUMNS, found[:CSV_ROWS], "intersect", note)
+        rows = columns.decorate(found[:CSV_ROWS], *_range(ranks))
+        return download(fmt, columns.page_columns(rows, columns.PAGE_EXTRA), rows, "intersect", note)
     offset = (page - 1) * PAGE_SIZE
     found = store.intersect(chosen, excluded, ranks.ranking, by_host, PAGE_SIZE + 1, offset)
     rows = found[:PAGE_SIZE]
@@ -77,7 +76,12 @@ def compare(ranks: Ranks, query: Query):
     def link(**more: str) -> str:
         return escape(_url(params, flags | more))
 
-    body = [form, f"<p>{said}</p>", f'<p class="views"><a href="{link(format="csv")}">Download CSV</a></p>']
+    body = [
+        form,
+        f"<p>{said}</p>",
+        f'<p class="views"><a href="{link(format="csv")}">Download CSV</a> '
+        f'<a href="{link(format="json")}">JSON</a></p>',
+    ]
     if by_host:
         body.append(_host_table(rows, offset + 1))
     else:

@@ -11,7 +11,8 @@ import base64
 import csv
 import hashlib
 import io
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Sequence
 
 from ..ranks import Ranks
 from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, proxy_url
@@ -23,7 +24,8 @@ __all__ = [
     "layout",
     "error",
     "html_response",
-    "csv_response",
+    "download",
+    "FORMATS",
     "rows_table",
     "infos",
     "share",
@@ -85,23 +87,32 @@ def error(status: int, message: str) -> tuple[int, dict, bytes]:
     return status, dict(HEADERS), layout("PageRank proxy", f"<p>{escape(message)}</p>")
 
 
-def csv_response(
-    columns: Sequence[str], rows: Iterable[Sequence], filename: str, truncated: str | None = None
+FORMATS = ("html", "csv", "json")  # format=: the page, or its rows as the CLI's --format csv|json
+
+
+def download(
+    fmt: str, columns: Sequence[str], rows: Sequence[dict], name: str, truncated: str | None = None, ascii_only=False
 ) -> tuple[int, dict, bytes]:
-    """A CSV download: ``columns`` as its header, then the rows (None as an empty field, as the CLI writes)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(rows)
+    """Rows as the CLI writes them: CSV with ``columns`` as its header (None as an empty field), or the JSON
+    list of the rows (``ascii_only`` where the CLI escapes non-ASCII)."""
+    if fmt == "json":
+        text = json.dumps(list(rows), indent=2, ensure_ascii=ascii_only) + "\n"
+        kind = "application/json"
+    else:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([row.get(c) for c in columns] for row in rows)
+        text, kind = out.getvalue(), "text/csv"
     headers = {
-        "Content-Type": "text/csv; charset=utf-8",
+        "Content-Type": f"{kind}; charset=utf-8",
         "X-Content-Type-Options": "nosniff",
-        "Content-Disposition": f'attachment; filename="{filename}"',
+        "Content-Disposition": f'attachment; filename="{name}.{fmt}"',
         "Cache-Control": "no-store",
     }
-    if truncated:  # said beside the data, which stays plain CSV
+    if truncated:  # said beside the data, which stays plain CSV or JSON
         headers["X-Backlinks-Truncated"] = truncated
-    return 200, headers, out.getvalue().encode()
+    return 200, headers, text.encode()
 
 
 def infos(ranks: Ranks, rows: Sequence[dict]) -> list[LinkInfo]:
@@ -116,7 +127,7 @@ def infos(ranks: Ranks, rows: Sequence[dict]) -> list[LinkInfo]:
 
 
 def score(value: float | None) -> str:
-    return "&#8211;" if value is None else format_score(value)
+    return "&#8211;" if value is None else "0" if value == 0 else format_score(value)
 
 
 def share(value: float | None) -> str:
