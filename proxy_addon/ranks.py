@@ -32,7 +32,7 @@ class Ranks:
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
         self._known: tuple[int | None, dict[str, LinkInfo | None]] = (None, {})  # (ranking id, URL -> info)
-        self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (ranking id, host ->)
+        self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
         store = self.store()
         store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
 
@@ -113,16 +113,17 @@ class PageView:
 
     def panel(self, url: str) -> PanelData:
         """The page's own score, its best backlinks (those new since the previous build marked) and its host
-        rank: one read of the page's in-link slice, one of the backlinks' titles, one of the previous build.
+        rank: one read of the page's in-link slice, one of the backlinks' titles, and one query of two indexed
+        look-ups (the previous build, the host ranking's version).
 
         What a backlink shows is remembered with the look-ups (the same good
-        pages link to many others), and a host's rank with them.
+        pages link to many others), and a host's rank per version of the host ranking.
         """
         ranks = self.ranks
         info = self.lookup([url]).get(url)
         if info is None:
             return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)
-        since = self._previous_build()
+        since, host_ranking = self._heads()
         rows, new, count = self._best_backlinks(url, since)
         cache = self._cache()
         fresh = [row for row in rows if cache.get(row[0]) is None]
@@ -136,7 +137,7 @@ class PageView:
             Backlink(row[0], row[1], _known(cache[row[0]]), bool(row[5]), is_new) for row, is_new in zip(rows, new)
         ]
         host = host_of(url)
-        hostrank = self._host_rank(host)
+        hostrank = self._host_rank(host, host_ranking)
         return PanelData(
             url,
             info,
@@ -149,12 +150,15 @@ class PageView:
             *(hostrank or (None, None)),
         )
 
-    def _previous_build(self) -> int | None:
-        """The build before the one the in-link arrays reflect: links first seen after it are new."""
+    def _heads(self) -> tuple[int | None, int | None]:
+        """In one query: the build before the one the in-link arrays reflect (links first seen after it are new),
+        and the newest version of the host ranking (None for each where there is none)."""
         row = self.store.db.execute(
-            "SELECT max(id) FROM builds WHERE id < (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')"
+            "SELECT (SELECT max(id) FROM builds WHERE id <"
+            " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
+            " (SELECT id FROM rankings WHERE name = 'hostrank' AND level = 'host' ORDER BY version DESC LIMIT 1)"
         ).fetchone()
-        return row[0] if row else None
+        return row[0], row[1]
 
     def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int]:
         """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new since
@@ -191,12 +195,14 @@ class PageView:
         ]
         return rows, new.tolist(), count
 
-    def _host_rank(self, host: str) -> tuple[float, int] | None:
-        """(host rank score, position) of a host, remembered for this version of the page ranking."""
-        version, hosts = self.ranks._hosts
-        if version != self.ranking_id:
+    def _host_rank(self, host: str, version: int | None) -> tuple[float, int] | None:
+        """(host rank score, position) of a host, remembered for this ``version`` of the host ranking."""
+        if version is None:
+            return None
+        known, hosts = self.ranks._hosts
+        if known != version:
             hosts = {}
-            self.ranks._hosts = (self.ranking_id, hosts)
+            self.ranks._hosts = (version, hosts)
         if host not in hosts:
             hosts[host] = self.store.host_ranks([host]).get(host)
         return hosts[host]
