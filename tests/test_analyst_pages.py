@@ -238,6 +238,25 @@ def test_panel_shows_host_rank_beside_page_rank(three):
     assert data.since is None and not any(link.new for link in data.backlinks)  # one build: nothing is new
 
 
+def test_panel_follows_a_new_version_of_the_host_ranking(sites, tmp_path):  # noqa: F811
+    import shutil
+
+    path = str(tmp_path / "s.db")
+    shutil.copy(sites[0], path)
+    page = sites[1]["b"] + "p2.html"
+    host = page.split("/")[2]
+    ranks = Ranks(path)
+    try:
+        before = ranks.panel(page)
+        cli_csv("rank", "--level", "host", "--damping", "0.5", "--store", path, "-q")  # the page ranking unchanged
+        after = ranks.panel(page)
+        with Store(path, readonly=True) as store:
+            assert (after.hostrank, after.host_position) == store.host_ranks([host])[host]
+        assert after.hostrank != before.hostrank and after.info == before.info
+    finally:
+        ranks.close()
+
+
 # ------------------------------------------------------------------ hostile input, bounds, deadline
 
 XSS_TITLE = "<script>alert(1)</script>"
