@@ -15,6 +15,7 @@ import numpy as np
 
 from rankstore import display
 from rankstore.store import Store
+from rankstore.urls import host_of
 
 from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, PanelData
 
@@ -31,6 +32,7 @@ class Ranks:
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
         self._known: tuple[int | None, dict[str, LinkInfo | None]] = (None, {})  # (ranking id, URL -> info)
+        self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
         store = self.store()
         store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
 
@@ -110,26 +112,100 @@ class PageView:
         return {url: info for url in urls if (info := cache[url]) is not None}
 
     def panel(self, url: str) -> PanelData:
-        """The page's own score and its best backlinks: one query (the page's own entry is a look-up).
+        """The page's own score, its best backlinks (those new since the previous build marked) and its host
+        rank: one read of the page's in-link slice, one of the backlinks' titles, and one query of two indexed
+        look-ups (the previous build, the host ranking's version).
 
         What a backlink shows is remembered with the look-ups (the same good
-        pages link to many others).
+        pages link to many others), and a host's rank per version of the host ranking.
         """
         ranks = self.ranks
         info = self.lookup([url]).get(url)
         if info is None:
             return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)
-        rows = self.store.top_backlinks(self.ranking_id, url, ranks.panel_size)
+        since, host_ranking = self._heads()
+        rows, new, count = self._best_backlinks(url, since)
         cache = self._cache()
-        new = [row for row in rows if cache.get(row[0]) is None]
-        if new:
+        fresh = [row for row in rows if cache.get(row[0]) is None]
+        if fresh:
             lowest, highest = ranks.score_range(self.store, self.ranking_id)
-            _, _, scores, positions, inlinks, _ = zip(*new)
+            _, _, scores, positions, inlinks, _ = zip(*fresh)
             cache.update(
-                zip([row[0] for row in new], _link_infos(scores, positions, inlinks, self.pages, lowest, highest))
+                zip([row[0] for row in fresh], _link_infos(scores, positions, inlinks, self.pages, lowest, highest))
             )
-        backlinks = [Backlink(row[0], row[1], _known(cache[row[0]]), bool(row[5])) for row in rows]
-        return PanelData(url, info, backlinks, info.inlinks, ranks.ranking)
+        backlinks = [
+            Backlink(row[0], row[1], _known(cache[row[0]]), bool(row[5]), is_new) for row, is_new in zip(rows, new)
+        ]
+        host = host_of(url)
+        hostrank = self._host_rank(host, host_ranking)
+        return PanelData(
+            url,
+            info,
+            backlinks,
+            info.inlinks,
+            ranks.ranking,
+            since,
+            count,
+            host,
+            *(hostrank or (None, None)),
+        )
+
+    def _heads(self) -> tuple[int | None, int | None]:
+        """In one query: the build before the one the in-link arrays reflect (links first seen after it are new),
+        and the newest version of the host ranking (None for each where there is none)."""
+        row = self.store.db.execute(
+            "SELECT (SELECT max(id) FROM builds WHERE id <"
+            " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
+            " (SELECT id FROM rankings WHERE name = 'hostrank' AND level = 'host' ORDER BY version DESC LIMIT 1)"
+        ).fetchone()
+        return row[0], row[1]
+
+    def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int]:
+        """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new since
+        build ``since``, and how many of all the page's backlinks are."""
+        limit = self.ranks.panel_size
+        if since is None:  # one build: nothing is new, and the store's own query answers
+            rows = self.store.top_backlinks(self.ranking_id, url, limit)
+            return rows, [False] * len(rows), 0
+        page = self.store.page_id(url)
+        if page is None:
+            return [], [], 0
+        links = self.store.in_slice(page)  # the library's read of the page's in-links, with each link's build
+        arrays = self.store.ranking_arrays(self.ranking_id)
+        chosen = arrays.best_of(links.sources, limit)
+        chosen = chosen[links.sources[chosen] < arrays.pages]  # a page newer than the version has no score yet
+        if links.uniform is not None:
+            new = np.full(len(chosen), links.uniform > since)
+            count = len(links.sources) if links.uniform > since else 0
+        else:
+            new = links.born[chosen] > since
+            count = int(np.count_nonzero(links.born > since))
+        indices = links.sources[chosen].tolist()
+        titles = {row[0]: row[1:] for row in self.store.pages_by_id("url, title", [i + 1 for i in indices])}
+        flags = links.nofollow[chosen].tolist() if links.nofollow is not None else [False] * len(indices)
+        rows = [
+            (
+                *titles[i + 1],
+                float(arrays.scores[i]),
+                int(arrays.position[i]),
+                int(arrays.inlinks[i]),
+                int(nofollow),
+            )
+            for i, nofollow in zip(indices, flags)
+        ]
+        return rows, new.tolist(), count
+
+    def _host_rank(self, host: str, version: int | None) -> tuple[float, int] | None:
+        """(host rank score, position) of a host, remembered for this ``version`` of the host ranking."""
+        if version is None:
+            return None
+        known, hosts = self.ranks._hosts
+        if known != version:
+            hosts = {}
+            self.ranks._hosts = (version, hosts)
+        if host not in hosts:
+            hosts[host] = self.store.host_ranks([host]).get(host)
+        return hosts[host]
 
     def _cache(self) -> dict[str, LinkInfo | None]:
         """What is known of URLs in this version of the ranking (a new version starts afresh)."""

@@ -82,6 +82,7 @@ class Backlink:
     title: str | None
     info: LinkInfo
     nofollow: bool = False
+    new: bool = False  # first seen after the previous build
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,11 @@ class PanelData:
     backlinks: Sequence[Backlink] = ()
     total_backlinks: int = 0
     ranking: str = "pagerank"
+    since: int | None = None  # the previous build: backlinks first seen after it are new (None: one build)
+    new_backlinks: int = 0  # of all the page's backlinks, not only those shown
+    host: str | None = None  # the page's host and its host rank, where the hosts are ranked
+    hostrank: float | None = None
+    host_position: int | None = None
 
 
 @dataclass
@@ -129,6 +135,8 @@ def _style() -> str:
         "#pagerank-panel a{color:#00c;text-decoration:underline}"
         "#pagerank-panel small{color:#555;display:block}"
         "#pagerank-panel p{margin:4px 10px}"
+        "#pagerank-panel mark{background:#fd0;color:#000;border-radius:3px;padding:0 3px;margin-left:4px;"
+        "font-size:11px;font-weight:bold}"
     )
 
 
@@ -587,9 +595,12 @@ def proxy_url(path: str, **query: str) -> str:
 
 @functools.lru_cache(maxsize=16_384)  # the same good pages link to many others
 def _backlink_item(link: Backlink) -> str:
+    new = ' data-new="true"' if link.new else ""
+    badge = "<mark>new</mark>" if link.new else ""
     return (
-        f'<li data-pagerank="{float(link.info.pagerank or 0.0)!r}">{bar(link.info, link.nofollow)}'
-        f'<a href="{escape(link.url)}">{escape(link.title or link.url)}</a><small>{escape(link.url)}</small></li>'
+        f'<li data-pagerank="{float(link.info.pagerank or 0.0)!r}"{new}>{bar(link.info, link.nofollow)}'
+        f'<a href="{escape(link.url)}">{escape(link.title or link.url)}</a>{badge}'
+        f"<small>{escape(link.url)}</small></li>"
     )
 
 
@@ -602,14 +613,23 @@ def panel(data: PanelData) -> str:
             f"PageRank {format_score(info.pagerank)} · {info.percentile:.1f} pct · "
             f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks"
         )
+        if data.host_position is not None:
+            summary += f" · host #{data.host_position:,}"
     items = [_backlink_item(link) for link in data.backlinks]
     backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
     page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
     score = "unranked" if info.pagerank is None else repr(float(info.pagerank))
+    host = ""
+    if data.host is not None and data.hostrank is not None:
+        host = f"<p>Host {escape(data.host)}: host rank {format_score(data.hostrank)} (#{data.host_position:,})</p>"
+    new = ""
+    if data.since is not None and data.new_backlinks:
+        since = escape(proxy_url("/backlinks", url=data.url, since=str(data.since)))
+        new = f'<p><a href="{since}">{data.new_backlinks:,} new since build {data.since}</a></p>'
     return (
         f'<aside id="pagerank-panel" data-pagerank="{score}">'
-        f"<details><summary>{escape(summary)}</summary>"
+        f"<details><summary>{escape(summary)}</summary>{host}{new}"
         f"<p>Best backlinks by PageRank:</p>{backlinks}"
         f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'
         "</details></aside>"

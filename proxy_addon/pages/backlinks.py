@@ -1,0 +1,381 @@
+"""/backlinks: a page's (or a whole site's) backlinks, as the library's analyst views give them.
+
+One page, several views of the same target, each a shareable URL:
+
+``/backlinks?url=U``                 linking pages with PageRank, host rank, contribution and share, then
+                                     the shares of the random jump and of pages without out-links
+``&sort=contribution``               the links that give U the most first (default ``pagerank``)
+``&since=BUILD|DATE``                only links new since that build (a number from /builds, or a UTC date)
+``&lost=1``                          links a recrawl no longer found (with ``since``: lost after it)
+``&group=host``                      referring hosts: linking pages, best page, host rank, summed contribution
+``&host=1``                          U is a host (or any URL of it): the backlinks of the whole site
+``&format=csv|json``                 the same view as the CLI's ``--format csv|json`` writes it, same columns
+
+Rows come from :meth:`~rankstore.store.Store.backlink_report`,
+:meth:`~rankstore.store.Store.lost_backlinks` and
+:meth:`~rankstore.store.Store.referring_hosts`: the CLI's rows, rendered here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rankstore.store import StoreError
+from rankstore.store.analysis import SORTS
+from rankstore.urls import host_of
+
+from ..ranks import Ranks
+from ..rewrite import bar, escape, format_score, proxy_url
+from . import columns
+from .layout import FORMATS, BadRequest, NotFound, download, html_response, infos, page_cell, score, share
+from .params import CSV_ROWS, MAX_SINCE, PAGE_SIZE, Query, choice, first, flag, number, target
+
+__all__ = ["backlinks", "View", "parse_since"]
+
+_DASH = "&#8211;"
+
+
+@dataclass(frozen=True)
+class View:
+    """One view of a target's backlinks, as its URL's parameters say it."""
+
+    value: str  # the target as given: a URL, or a host with ``host=1``
+    url: str | None
+    host: str | None
+    sort: str = "pagerank"
+    since_text: str = ""
+    since: int | None = None
+    lost: bool = False
+    group: str = "page"
+    page: int = 1
+    fmt: str = "html"
+
+    @property
+    def target(self) -> str:
+        return self.url or self.host or ""
+
+    def link(self, **changes) -> str:
+        """The URL of this view with ``changes`` (escaped for an attribute); another view starts at page 1."""
+        view = replace(self, **({"page": 1} | changes))
+        params = {"url": view.target}
+        if view.host:
+            params["host"] = "1"
+        if view.sort != "pagerank":
+            params["sort"] = view.sort
+        if view.since_text:
+            params["since"] = view.since_text
+        if view.lost:
+            params["lost"] = "1"
+        if view.group != "page":
+            params["group"] = view.group
+        if view.page > 1:
+            params["page"] = str(view.page)
+        if view.fmt != "html":
+            params["format"] = view.fmt
+        return escape(proxy_url("/backlinks", **params))
+
+
+def parse_since(store, text: str) -> int | None:
+    """A build id from since=BUILD|DATE, read as ``rankstore backlinks --since`` reads it."""
+    if not text:
+        return None
+    if len(text) > MAX_SINCE:
+        raise BadRequest(f"since can be at most {MAX_SINCE} characters long.")
+    try:
+        return store.since_build(text)
+    except StoreError:  # its message names the build or the form; ours says the same without store text
+        raise BadRequest(
+            "since must be a build number that /builds lists, or a UTC date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)."
+        ) from None
+
+
+def _parse(ranks: Ranks, query: Query) -> View:
+    whole = flag(query, "host")
+    value = first(query, "url").strip()
+    if not value:
+        raise BadRequest("Give an http(s) URL: /backlinks?url=https://example.com/ (add host=1 for a whole site).")
+    url, host = target(value, whole)
+    view = View(
+        value,
+        url,
+        host,
+        sort=choice(query, "sort", SORTS),
+        since_text=first(query, "since").strip(),
+        lost=flag(query, "lost"),
+        group=choice(query, "group", ("page", "host")),
+        page=number(query, "page", 1),
+        fmt=choice(query, "format", FORMATS),
+    )
+    if view.lost and (host is not None or view.group == "host"):
+        raise BadRequest("lost=1 lists the pages that linked to one URL: not with host=1 or group=host.")
+    store = ranks.store()
+    if (url is not None and store.page_id(url) is None) or (host is not None and store.host_id(host) is None):
+        raise NotFound(f"{view.target} is not in the store.")
+    return replace(view, since=parse_since(store, view.since_text))
+
+
+def backlinks(ranks: Ranks, query: Query):
+    view = _parse(ranks, query)
+    if view.lost:
+        return _lost(ranks, view)
+    if view.group == "host":
+        return _hosts(ranks, view)
+    return _report(ranks, view)
+
+
+# ------------------------------------------------------------------ the views
+
+
+def _range(ranks: Ranks) -> tuple[float, float]:
+    store = ranks.store()
+    return ranks.score_range(store, store.ranking_head(ranks.ranking)[0])
+
+
+def _report(ranks: Ranks, view: View):
+    store = ranks.store()
+    if view.fmt != "html":
+        report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, CSV_ROWS, 0, host=view.host)
+        lowest, highest = _range(ranks)
+        rows = columns.link_columns(report.rows, lowest, highest)
+        rows += columns.link_columns(report.nofollow_rows, lowest, highest)
+        if view.since is None:
+            rows += columns.share_rows(report, rows, view.host is not None)
+        shown = len(report.rows) + len(report.nofollow_rows)
+        said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks gives all"
+        note = said if shown < report.backlinks else None
+        return download(view.fmt, columns.page_columns(rows, columns.BACKLINK_EXTRA), rows, "backlinks", note)
+    offset = (view.page - 1) * PAGE_SIZE
+    report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, PAGE_SIZE, offset, host=view.host)
+    listed = report.rows + report.nofollow_rows
+    hosts = store.host_ranks([host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
+    own = hosts.get(view.host or host_of(view.target))
+    about = (
+        f"PageRank {score(report.pagerank)}"
+        + (f", host rank #{own[1]:,} ({format_score(own[0])})" if own else "")
+        + f"; {report.backlinks:,} {'new ' if view.since is not None else ''}"
+        + ("backlink" if report.backlinks == 1 else "backlinks")
+        + (f" since build {view.since}" if view.since is not None else "")
+        + (", best PageRank first." if view.sort == "pagerank" else ", those that give the most first.")
+    )
+    body = [_heading(view, about), _views(view)]
+    if report.rows:
+        body.append(_link_table(ranks, view, report.rows, hosts, offset + 1))
+    else:
+        body.append("<p>No followed backlinks in this view.</p>")
+    if view.since is None and report.links_share is not None:
+        body.append(_shares(report, view))
+    if report.nofollow_rows:
+        body.append(
+            "<h2>Nofollow links</h2><p>They pass no PageRank (contribution 0); the best "
+            f"{len(report.nofollow_rows)} by PageRank.</p>"
+        )
+        body.append(_link_table(ranks, view, report.nofollow_rows, hosts, 1, nofollow=True))
+    body.append(_pager(view, len(report.rows) == PAGE_SIZE))
+    title = "New backlinks" if view.since is not None else "Backlinks"
+    return html_response(f"{title} by {'PageRank' if view.sort == 'pagerank' else 'contribution'}", "".join(body))
+
+
+def _lost(ranks: Ranks, view: View):
+    store = ranks.store()
+    assert view.url is not None
+    if view.fmt != "html":
+        found = store.lost_backlinks(view.url, ranks.ranking, view.since, CSV_ROWS + 1, 0)
+        rows = columns.link_columns(found[:CSV_ROWS], *_range(ranks))
+        said = f"the best {CSV_ROWS} by PageRank; rankstore backlinks --lost gives all"
+        note = said if len(found) > CSV_ROWS else None
+        return download(view.fmt, columns.page_columns(rows, columns.LOST_EXTRA), rows, "lost-backlinks", note)
+    offset = (view.page - 1) * PAGE_SIZE
+    found = store.lost_backlinks(view.url, ranks.ranking, view.since, PAGE_SIZE + 1, offset)
+    rows = found[:PAGE_SIZE]
+    about = (
+        "Links that a recrawl of their page no longer found (and that have not come back)"
+        + (f", lost after build {view.since}" if view.since is not None else "")
+        + "; best PageRank of the linking page first."
+    )
+    body = [_heading(view, about), _views(view)]
+    if rows:
+        lines = [
+            "<table><tr><th>#</th><th>PageRank</th><th>First seen</th><th>Last seen</th><th>Lost in</th>"
+            "<th>Linking page</th></tr>"
+        ]
+        for at, (row, info) in enumerate(zip(rows, infos(ranks, rows)), offset + 1):
+            lines.append(
+                f'<tr data-pagerank="{_data(row["pagerank"])}" data-url="{escape(row["url"])}"><td class="n">{at}</td>'
+                f'<td class="n">{bar(info)}{format_score(info.pagerank)}</td>'
+                f'<td class="n">{_build(row["first_seen"])}</td><td class="n">{_build(row["last_seen"])}</td>'
+                f'<td class="n">{_build(row["lost_in"])}</td>' + page_cell(row) + "</tr>"
+            )
+        lines.append("</table>")
+        body.append("".join(lines))
+    else:
+        body.append("<p>No lost backlinks in this view.</p>")
+    body.append(_pager(view, len(found) > PAGE_SIZE))
+    return html_response("Lost backlinks", "".join(body))
+
+
+def _hosts(ranks: Ranks, view: View):
+    store = ranks.store()
+    if view.fmt != "html":
+        found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, CSV_ROWS + 1, 0)
+        said = f"the best {CSV_ROWS} hosts; rankstore backlinks --group-by host gives all"
+        note = said if len(found) > CSV_ROWS else None
+        return download(view.fmt, columns.HOST_COLUMNS, found[:CSV_ROWS], "referring-hosts", note)
+    offset = (view.page - 1) * PAGE_SIZE
+    found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, PAGE_SIZE + 1, offset)
+    rows = found[:PAGE_SIZE]
+    ranked = any(row["hostrank"] is not None for row in rows)
+    order = (
+        "the hosts that give the most first"
+        if view.sort == "contribution"
+        else "best host rank first"
+        if ranked
+        else "best linking page first"
+    )
+    about = (
+        "The hosts whose pages link here"
+        + (f" (links new since build {view.since})" if view.since is not None else "")
+        + f"; {order}."
+    )
+    body = [_heading(view, about), _views(view)]
+    if rows:
+        lines = [
+            "<table><tr><th>#</th><th>Host</th><th>Host rank</th><th>Linking pages</th><th>Links</th>"
+            "<th>Contribution</th><th>Share</th><th>Best linking page</th></tr>"
+        ]
+        for at, row in enumerate(rows, offset + 1):
+            its = escape(proxy_url("/backlinks", url=row["host"], host="1"))
+            position = _DASH if row["host_position"] is None else f"#{row['host_position']:,}"
+            lines.append(
+                f'<tr data-host="{escape(row["host"])}" data-contribution="{_data(row["contribution"])}">'
+                f'<td class="n">{at}</td><td>{escape(row["host"])}<br><small><a href="{its}">its backlinks</a>'
+                f'</small></td><td class="n">{position}<br><small>{score(row["hostrank"])}</small></td>'
+                f'<td class="n">{row["pages"]:,}</td><td class="n">{row["links"]:,}</td>'
+                f'<td class="n">{score(row["contribution"])}</td><td class="n">{share(row["share"])}</td>'
+                f'<td><a href="{escape(row["best_url"])}">{escape(row["best_url"])}</a>'
+                f"<br><small>PageRank {score(row['best_pagerank'])}</small></td></tr>"
+            )
+        lines.append("</table>")
+        body.append("".join(lines))
+    else:
+        body.append("<p>No referring hosts in this view.</p>")
+    body.append(_pager(view, len(found) > PAGE_SIZE))
+    return html_response("Referring hosts", "".join(body))
+
+
+# ------------------------------------------------------------------ parts
+
+
+def _data(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def _build(value: int | None) -> str:
+    return _DASH if value is None else f"{value:,}"
+
+
+def _heading(view: View, about: str) -> str:
+    if view.host is not None:
+        what = f"the whole site <b>{escape(view.host)}</b> (links from other hosts)"
+    else:
+        assert view.url is not None
+        what = f'<a href="{escape(view.url)}">{escape(view.url)}</a>'
+    return f"<p>Backlinks of {what}.<br>{escape(about)}</p>"
+
+
+def _views(view: View) -> str:
+    """Links to the other views of the same target, and a form for since; the current view is in bold."""
+
+    def item(label: str, current: bool, **changes) -> str:
+        return f"<b>{escape(label)}</b>" if current else f'<a href="{view.link(**changes)}">{escape(label)}</a>'
+
+    modes = [item("Linking pages", not view.lost and view.group == "page", lost=False, group="page")]
+    modes.append(item("Referring hosts", view.group == "host", lost=False, group="host"))
+    if view.host is None:
+        modes.append(item("Lost links", view.lost, lost=True, group="page"))
+    if not view.lost:
+        modes.append(item("By PageRank", view.sort == "pagerank", sort="pagerank"))
+        modes.append(item("By contribution", view.sort == "contribution", sort="contribution"))
+    if view.since is not None:
+        modes.append(item("All, not only new" if not view.lost else "Lost in any build", False, since_text=""))
+    if view.host is None:
+        assert view.url is not None
+        modes.append(item("Whole site", False, url=None, host=host_of(view.url), lost=False))
+    whole = {"host": "1"} if view.host is not None else {}
+    modes.append(f'<a href="{escape(proxy_url("/compare", target=view.target, **whole))}">Compare</a>')
+    modes.append(f'<a href="{escape(proxy_url("/builds", url=view.target, **whole))}">Builds</a>')
+    modes.append(f'<a href="{view.link(fmt="csv")}">Download CSV</a>')
+    modes.append(f'<a href="{view.link(fmt="json")}">JSON</a>')
+    hidden = [("url", view.target)]
+    hidden += [("host", "1")] if view.host is not None else []
+    hidden += [("sort", view.sort)] if view.sort != "pagerank" else []
+    hidden += [("lost", "1")] if view.lost else []
+    hidden += [("group", view.group)] if view.group != "page" else []
+    fields = "".join(f'<input type="hidden" name="{name}" value="{escape(value)}">' for name, value in hidden)
+    label = "Lost after" if view.lost else "New since"
+    form = (
+        f'<form action="{proxy_url("/backlinks")}" method="get">{fields}'
+        f'<input type="text" name="since" value="{escape(view.since_text)}" placeholder="build or YYYY-MM-DD" '
+        f'aria-label="{label} build or date" size="18"> <button>{label}</button> '
+        f'<small>a build number from <a href="{escape(proxy_url("/builds", url=view.target, **whole))}">builds</a>'
+        " or a UTC date</small></form>"
+    )
+    return f'<p class="views">{" ".join(modes)}</p>{form}'
+
+
+def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: int, nofollow: bool = False) -> str:
+    with_hosts = bool(hosts)
+    lines = [
+        "<table><tr><th>#</th><th>PageRank</th>"
+        + ("<th>Host rank</th>" if with_hosts else "")
+        + "<th>Contribution</th><th>Share</th><th>First seen</th><th>Linking page</th></tr>"
+    ]
+    for at, (row, info) in enumerate(zip(rows, infos(ranks, rows)), start):
+        host = hosts.get(host_of(row["url"]))
+        new = view.since is not None and row["first_seen"] is not None and row["first_seen"] > view.since
+        extra = ""
+        if row.get("anchor"):
+            extra += f" <small>&#8220;{escape(row['anchor'])}&#8221;</small>"
+        if row.get("target"):
+            extra += f"<br><small>to {escape(row['target'])}</small>"
+        lines.append(
+            f'<tr data-pagerank="{_data(row["pagerank"])}" data-contribution="{_data(row["contribution"])}" '
+            f'data-url="{escape(row["url"])}"'
+            + (' data-new="true"' if new else "")
+            + f'><td class="n">{at}</td><td class="n">{bar(info, nofollow)}{format_score(info.pagerank)}</td>'
+            + (
+                (f'<td class="n">#{host[1]:,}<br><small>{format_score(host[0])}</small></td>' if host else "<td></td>")
+                if with_hosts
+                else ""
+            )
+            + f'<td class="n">{score(row["contribution"])}</td><td class="n">{share(row["share"])}</td>'
+            f'<td class="n">{_build(row["first_seen"])}{" <mark class=new>new</mark>" if new else ""}</td>'
+            + page_cell(row, extra)
+            + "</tr>"
+        )
+    lines.append("</table>")
+    return "".join(lines)
+
+
+def _shares(report, view: View) -> str:
+    """Where the target's PageRank comes from: the links listed, the rest, the random jump, the sinks (sum 1)."""
+    listed = sum(row["share"] for row in report.rows if row.get("share"))
+    rest = columns.share_rows(report, report.rows, view.host is not None)
+    lines = [
+        "<h2>Where its PageRank comes from</h2><table><tr><th>From</th><th>Share</th></tr>",
+        f'<tr class="share"><td>the backlinks listed above</td><td class="n">{share(listed)}</td></tr>',
+    ]
+    total = listed
+    for row in rest:
+        total += row["share"] or 0.0
+        lines.append(f'<tr class="share"><td>{escape(row["kind"])}</td><td class="n">{share(row["share"])}</td></tr>')
+    lines.append(f'<tr class="share total"><td>total</td><td class="n">{share(total)}</td></tr></table>')
+    return "".join(lines)
+
+
+def _pager(view: View, more: bool) -> str:
+    links = []
+    if view.page > 1:
+        links.append(f'<a href="{view.link(page=view.page - 1)}">Previous</a>')
+    if more:
+        links.append(f'<a href="{view.link(page=view.page + 1)}">Next</a>')
+    return f"<p>Page {view.page}. {' · '.join(links)}</p>" if links else ""

@@ -1,0 +1,80 @@
+"""/builds: every build with the links it found new and those it lost (the rows of ``rankstore builds``).
+
+With ``url=U`` (and ``host=1`` for a whole site) each build links to U's
+backlinks new since the build before it, and to those lost since.
+"""
+
+from __future__ import annotations
+
+from ..ranks import Ranks
+from ..rewrite import escape, proxy_url
+from . import columns
+from .layout import FORMATS, NotFound, download, html_response
+from .params import Query, choice, first, flag, target
+
+__all__ = ["builds"]
+
+
+def builds(ranks: Ranks, query: Query):
+    whole = flag(query, "host")
+    value = first(query, "url").strip()
+    fmt = choice(query, "format", FORMATS)
+    store = ranks.store()
+    url = host = None
+    if value:
+        url, host = target(value, whole)
+        if (store.page_id(url) if url is not None else store.host_id(host or "")) is None:
+            raise NotFound(f"{url or host} is not in the store.")
+    rows = store.build_history()
+    if fmt != "html":  # the CLI's JSON of builds escapes non-ASCII
+        return download(fmt, columns.BUILD_COLUMNS, rows, "builds", ascii_only=True)
+    subject = url or host
+    form = (
+        f'<form action="{proxy_url("/builds")}" method="get"><input type="url" name="url" '
+        f'value="{escape(value)}" placeholder="https://example.com/" aria-label="Backlinks of"> '
+        f'<label><input type="checkbox" name="host" value="1"{" checked" if whole else ""}> whole site</label> '
+        "<button>Show its new and lost backlinks</button></form>"
+    )
+    head = (
+        "<table><tr><th>Build</th><th>Started</th><th>Finished</th><th>Status</th><th>Pages</th><th>Links</th>"
+        "<th>New links</th><th>Lost links</th>"
+        + (f"<th>Backlinks of {escape(subject)}</th>" if subject else "")
+        + "</tr>"
+    )
+    lines = [head]
+    previous = None
+    for row in rows:
+        cell = ""
+        if subject:
+            params = {"url": subject} | ({"host": "1"} if host else {})
+            if previous is None:
+                cell = f'<td><a href="{escape(proxy_url("/backlinks", **params))}">all</a></td>'
+            else:
+                since = str(previous)
+                new = escape(proxy_url("/backlinks", **params, since=since))
+                links = [f'<a href="{new}">new since build {since}</a>']
+                if host is None:
+                    links.append(
+                        f'<a href="{escape(proxy_url("/backlinks", **params, lost="1", since=since))}">'
+                        f"lost since build {since}</a>"
+                    )
+                cell = f"<td>{' · '.join(links)}</td>"
+        lines.append(
+            f'<tr data-build="{int(row["build"])}"><td class="n">{int(row["build"])}</td>'
+            f"<td>{escape(str(row['started_at'] or ''))}</td><td>{escape(str(row['finished_at'] or ''))}</td>"
+            f'<td>{escape(str(row["status"]))}</td><td class="n">{row["pages"]:,}</td>'
+            f'<td class="n">{row["links"]:,}</td><td class="n">{row["new_links"]:,}</td>'
+            f'<td class="n">{row["lost_links"]:,}</td>{cell}</tr>'
+        )
+        previous = row["build"]
+    lines.append("</table>")
+    note = (
+        ""
+        if subject
+        else "<p><small>Give a page (or a whole site) to link each build to its new and lost backlinks.</small></p>"
+    )
+    csv_link = escape(proxy_url("/builds", format="csv"))
+    json_link = escape(proxy_url("/builds", format="json"))
+    table = "".join(lines) if rows else "<p>No builds.</p>"
+    body = form + note + table + f'<p><a href="{csv_link}">Download CSV</a> · <a href="{json_link}">JSON</a></p>'
+    return html_response("Builds", body)
