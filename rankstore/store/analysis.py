@@ -28,6 +28,7 @@ from .rankings import RankingArrays
 __all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "SORTS"]
 
 SORTS = ("pagerank", "contribution")
+_INLINE_BYTES = 1 << 20  # an in-link block's sources up to this size come whole with the query
 
 
 @dataclass
@@ -93,47 +94,60 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
     def in_slice(self, page_id: int) -> InSlice:
         """The in-links of page ``page_id`` with everything the in-link arrays keep about each.
 
-        Only this page's part of each of its block's arrays is read (SQLite's
-        incremental blob reads), and the first builds only when asked for.
+        A small block comes whole with the query; a large one (a page with
+        many backlinks has a block of its own) is read through SQLite's
+        incremental blob I/O, which copies once where a query copies twice.
+        The first builds are read when asked for: a report not about time
+        needs those of the few rows it shows (:meth:`InSlice.born_at`).
         """
         row = self.db.execute(
-            "SELECT first, length(offsets), length(nofollow), length(weights), length(born) FROM in_links"
-            " WHERE first <= ? ORDER BY first DESC LIMIT 1",
-            (page_id - 1,),
+            "SELECT first, length(offsets), length(nofollow), length(weights), length(born),"
+            " CASE WHEN length(sources) <= ?2 THEN offsets END, CASE WHEN length(sources) <= ?2 THEN sources END,"
+            " CASE WHEN length(sources) <= ?2 THEN nofollow END, CASE WHEN length(sources) <= ?2 THEN weights END"
+            " FROM in_links WHERE first <= ?1 ORDER BY first DESC LIMIT 1",
+            (page_id - 1, _INLINE_BYTES),
         ).fetchone()
         empty = np.zeros(0, dtype=np.int32)
         if row is None:
             return InSlice(empty, None, None, empty)
-        first, offsets_size, nofollow, weights, born = row
+        first, offsets_size, nofollow_size, weights_size, born, *inline = row
         at = page_id - 1 - first
         if 4 * (at + 1) >= offsets_size:
             return InSlice(empty, None, None, empty)
-        start, stop = np.frombuffer(self._blob_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
-        count = stop - start
-        found = np.frombuffer(self._blob_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
-        flags = np.frombuffer(self._blob_part("nofollow", first, start, count), dtype=bool) if nofollow else None
-        weight = None
-        if weights:
-            weight = np.frombuffer(self._blob_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
+        if inline[1] is not None:  # small: the whole block came with the row
+            offsets, sources, nofollow, weights = inline
+            start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
+            count = stop - start
+            found = np.frombuffer(sources, dtype=np.int32, count=count, offset=4 * start)
+            flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
+            weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
+        else:
+            start, stop = np.frombuffer(self._blob_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
+            count = stop - start
+            found = np.frombuffer(self._blob_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
+            flags = weight = None
+            if nofollow_size:
+                flags = np.frombuffer(self._blob_part("nofollow", first, start, count), dtype=bool)
+            if weights_size:
+                weight = np.frombuffer(self._blob_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
         if not born:
             uniform = self._graph_born()
             return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
 
         def births(at: np.ndarray | None) -> np.ndarray:
             if at is None:
-                data = self._blob_part("born", first, 4 * start, 4 * count)
-                return np.frombuffer(data, dtype=">i4").astype(np.int32)
+                return np.frombuffer(self._blob_part("born", first, 4 * start, 4 * count), dtype=">i4").astype(np.int32)
             with self.db.blobopen("in_links", "born", first, readonly=True) as blob:
-                found = []
+                chosen = []
                 for i in at.tolist():
                     blob.seek(4 * (start + i))
-                    found.append(int.from_bytes(blob.read(4), "big"))
-                return np.array(found, dtype=np.int32)
+                    chosen.append(int.from_bytes(blob.read(4), "big"))
+                return np.array(chosen, dtype=np.int32)
 
         return InSlice(found, flags, weight, births)
 
     def _blob_part(self, column: str, row: int, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset`` of an ``in_links`` blob, without reading the rest of it."""
+        """``size`` bytes at ``offset`` of an ``in_links`` blob, read alone."""
         if size <= 0:
             return b""
         with self.db.blobopen("in_links", column, row, readonly=True) as blob:
