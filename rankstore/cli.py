@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import __version__
+from . import __version__, views
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
 from .store.analysis import SORTS
@@ -458,52 +458,20 @@ def ranking_option(function):
     )(function)
 
 
-def _decorate(rows: list[dict], lowest: float, highest: float) -> list[dict]:
-    from . import display
-
-    if not rows:
-        return rows
-    scores = [row["pagerank"] or 0.0 for row in rows]
-    pages = rows[0]["pages"]
-    positions = [row["position"] if row["position"] is not None else pages for row in rows]
-    percentiles = display.percentile(positions, pages)
-    toolbars = display.toolbar(scores, pages)
-    widths = display.bar_width(scores, lowest, highest, 20)
-    out = []
-    for row, pct, tb, width in zip(rows, percentiles, toolbars, widths):
-        item = {
-            "url": row["url"],
-            "title": row["title"],
-            "pagerank": row["pagerank"],
-            "percentile": round(float(pct), 3) if row["pagerank"] is not None else None,
-            "toolbar": int(tb),
-            "rank": (row["position"] + 1) if row["position"] is not None else None,
-            "inlinks": row["inlinks"],
-            "bar": int(width),
-        }
-        if row.get("extra") is not None:
-            item["spam_mass"] = row["extra"]
-        for key in ("nofollow", "anchor"):
-            if key in row:
-                item[key] = row[key]
-        out.append(item)
-    return out
-
-
 def _emit(rows: list[dict], fmt: str, extra: Sequence[str] = ("spam_mass", "nofollow", "anchor")) -> None:
     import csv
 
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    columns = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "url", "title"]
-    extra = [key for key in extra if rows and key in rows[0]]
+    columns = views.page_columns(rows, extra)
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns + extra)
+        writer.writerow(columns)
         for row in rows:
-            writer.writerow([row[c] for c in columns + extra])
+            writer.writerow([row[c] for c in columns])
         return
+    extra = columns[len(views.PAGE_COLUMNS) :]
     if not rows:
         click.echo("(nothing)")
         return
@@ -570,7 +538,7 @@ def top(store_path, ranking_name, limit, fmt):
         if ranking.level == "host":
             _emit_table(store.top_hosts(ranking_name, limit), fmt, ["rank", "hostrank", "host", "pages", "inlinks"])
             return
-        rows = _decorate(store.top(ranking_name, limit), *store.score_range(ranking))
+        rows = views.decorate(store.top(ranking_name, limit), *store.score_range(ranking))
     _emit(rows, fmt)
 
 
@@ -597,7 +565,7 @@ def show(urls, store_path, ranking_name, fmt):
             normal.append(canonical(url))
         found = store.lookup(normal, ranking_name)
         missing = [url for url, n in zip(urls, normal) if n not in found]
-        rows = _decorate([found[n] for n in normal if n in found], *store.score_range(ranking))
+        rows = views.decorate([found[n] for n in normal if n in found], *store.score_range(ranking))
         hosts = store.host_ranks([host_of(row["url"]) for row in rows])
     if hosts:  # host rank beside page rank, once the hosts are ranked
         for row in rows:
@@ -670,39 +638,19 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
         if lost:
             if host is not None or group_by == "host":
                 raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
-            rows = _link_columns(store.lost_backlinks(target, ranking_name, after, limit, offset), lowest, highest)
-            _emit(rows, fmt, extra=("first_seen", "last_seen", "lost_in"))
+            rows = views.link_columns(store.lost_backlinks(target, ranking_name, after, limit, offset), lowest, highest)
+            _emit(rows, fmt, extra=views.LOST_EXTRA)
             return
         if group_by == "host":
             _emit_table(
-                store.referring_hosts(target, host, ranking_name, sort, after, limit, offset),
-                fmt,
-                [
-                    "host",
-                    "pages",
-                    "links",
-                    "hostrank",
-                    "host_position",
-                    "contribution",
-                    "share",
-                    "best_url",
-                    "best_pagerank",
-                ],
+                store.referring_hosts(target, host, ranking_name, sort, after, limit, offset), fmt, views.HOST_COLUMNS
             )
             return
         report = store.backlink_report(target, ranking_name, sort, after, limit, offset, host=host)
-    rows = _link_columns(report.rows, lowest, highest) + _link_columns(report.nofollow_rows, lowest, highest)
-    if report.links_share is not None and after is None:
-        listed = sum(row["share"] for row in rows if row["share"])
-        rest = report.links_share - listed
-        rows += [
-            _share_row("other backlinks", 0.0 if abs(rest) < 1e-12 else rest),
-            _share_row("random jump", report.jump_share),
-            _share_row(
-                "internal links and pages without out-links" if host else "pages without out-links", report.sinks_share
-            ),
-        ]
-    _emit(rows, fmt, extra=("kind", "contribution", "share", "first_seen", "nofollow", "anchor", "target"))
+    rows = views.link_columns(report.rows, lowest, highest) + views.link_columns(report.nofollow_rows, lowest, highest)
+    if after is None:  # the shares that are not pages, which add up to 1 with the rows
+        rows += views.share_rows(report, rows, host is not None)
+    _emit(rows, fmt, extra=views.BACKLINK_EXTRA)
 
 
 def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
@@ -774,7 +722,7 @@ def builds(store_path, fmt):
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    columns = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
+    columns = views.BUILD_COLUMNS
     if fmt == "csv":
         import csv
 
@@ -829,9 +777,9 @@ def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, lim
         rows = store.intersect(chosen, excluded, ranking_name, group_by == "host", limit, offset)
         lowest, highest = store.score_range(ranking)
     if group_by == "host":
-        _emit_table(rows, fmt, ["host", "hostrank", "host_position"])
+        _emit_table(rows, fmt, views.INTERSECT_HOST_COLUMNS)
     else:
-        _emit(_decorate(rows, lowest, highest), fmt)
+        _emit(views.decorate(rows, lowest, highest), fmt)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -852,7 +800,7 @@ def search(words, store_path, ranking_name, limit, offset, fmt):
         ranking = store.ranking(ranking_name)
         rows = store.search_titles(list(words), ranking_name, limit, offset)
         lowest, highest = store.score_range(ranking)
-    _emit(_decorate(rows, lowest, highest), fmt)
+    _emit(views.decorate(rows, lowest, highest), fmt)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -873,36 +821,6 @@ def anchors(url, store_path, ranking_name, limit, fmt):
         store.ranking(ranking_name)
         rows = store.anchors(target, ranking_name, limit)
     _emit_table(rows, fmt, ["anchor", "links", "contribution"])
-
-
-def _link_columns(rows: list[dict], lowest: float, highest: float) -> list[dict]:
-    decorated = _decorate(rows, lowest, highest)
-    for item, row in zip(decorated, rows):
-        item["kind"] = "nofollow" if row.get("nofollow") else "link"
-        for key in ("contribution", "share", "first_seen", "last_seen", "lost_in"):
-            if key in row:
-                item[key] = row[key]
-    return decorated
-
-
-def _share_row(kind: str, share: float | None) -> dict:
-    """A line of the table that is not a page: the share of URL's PageRank from somewhere else."""
-    return {
-        "rank": None,
-        "pagerank": None,
-        "percentile": None,
-        "toolbar": None,
-        "inlinks": None,
-        "url": None,
-        "title": None,
-        "bar": 0,
-        "kind": kind,
-        "contribution": None,
-        "share": share,
-        "first_seen": None,
-        "nofollow": None,
-        "anchor": None,
-    }
 
 
 @cli.command(context_settings=CONTEXT)

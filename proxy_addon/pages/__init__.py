@@ -10,7 +10,7 @@
 ``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
 
 One module a job: :mod:`.layout` (style, policy, frame, tables), :mod:`.params`
-(bounded parameters), :mod:`.columns` (the CLI's CSV/JSON columns), :mod:`.browse`,
+(bounded parameters), :mod:`.browse`,
 :mod:`.backlinks`, :mod:`.compare`, :mod:`.builds` (the pages); this module
 routes a request and keeps it within its limits.  The analyst pages render the
 rows of :mod:`rankstore.store.analysis`, the same rows the CLI prints.

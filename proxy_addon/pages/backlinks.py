@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from rankstore import views
 from rankstore.store import StoreError
 from rankstore.store.analysis import SORTS
 from rankstore.urls import host_of
 
 from ..ranks import Ranks
 from ..rewrite import bar, escape, format_score, proxy_url
-from . import columns
 from .layout import FORMATS, BadRequest, NotFound, download, html_response, infos, page_cell, score, share
 from .params import CSV_ROWS, MAX_SINCE, PAGE_SIZE, Query, choice, first, flag, number, target
 
@@ -136,14 +136,14 @@ def _report(ranks: Ranks, view: View):
     if view.fmt != "html":
         report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, CSV_ROWS, 0, host=view.host)
         lowest, highest = _range(ranks)
-        rows = columns.link_columns(report.rows, lowest, highest)
-        rows += columns.link_columns(report.nofollow_rows, lowest, highest)
+        rows = views.link_columns(report.rows, lowest, highest)
+        rows += views.link_columns(report.nofollow_rows, lowest, highest)
         if view.since is None:
-            rows += columns.share_rows(report, rows, view.host is not None)
+            rows += views.share_rows(report, rows, view.host is not None)
         shown = len(report.rows) + len(report.nofollow_rows)
         said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks gives all"
         note = said if shown < report.backlinks else None
-        return download(view.fmt, columns.page_columns(rows, columns.BACKLINK_EXTRA), rows, "backlinks", note)
+        return download(view.fmt, views.page_columns(rows, views.BACKLINK_EXTRA), rows, "backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
     report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, PAGE_SIZE, offset, host=view.host)
     listed = report.rows + report.nofollow_rows
@@ -180,10 +180,10 @@ def _lost(ranks: Ranks, view: View):
     assert view.url is not None
     if view.fmt != "html":
         found = store.lost_backlinks(view.url, ranks.ranking, view.since, CSV_ROWS + 1, 0)
-        rows = columns.link_columns(found[:CSV_ROWS], *_range(ranks))
+        rows = views.link_columns(found[:CSV_ROWS], *_range(ranks))
         said = f"the best {CSV_ROWS} by PageRank; rankstore backlinks --lost gives all"
         note = said if len(found) > CSV_ROWS else None
-        return download(view.fmt, columns.page_columns(rows, columns.LOST_EXTRA), rows, "lost-backlinks", note)
+        return download(view.fmt, views.page_columns(rows, views.LOST_EXTRA), rows, "lost-backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
     found = store.lost_backlinks(view.url, ranks.ranking, view.since, PAGE_SIZE + 1, offset)
     rows = found[:PAGE_SIZE]
@@ -219,7 +219,7 @@ def _hosts(ranks: Ranks, view: View):
         found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, CSV_ROWS + 1, 0)
         said = f"the best {CSV_ROWS} hosts; rankstore backlinks --group-by host gives all"
         note = said if len(found) > CSV_ROWS else None
-        return download(view.fmt, columns.HOST_COLUMNS, found[:CSV_ROWS], "referring-hosts", note)
+        return download(view.fmt, views.HOST_COLUMNS, found[:CSV_ROWS], "referring-hosts", note)
     offset = (view.page - 1) * PAGE_SIZE
     found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, PAGE_SIZE + 1, offset)
     rows = found[:PAGE_SIZE]
@@ -359,7 +359,7 @@ def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: 
 def _shares(report, view: View) -> str:
     """Where the target's PageRank comes from: the links listed, the rest, the random jump, the sinks (sum 1)."""
     listed = sum(row["share"] for row in report.rows if row.get("share"))
-    rest = columns.share_rows(report, report.rows, view.host is not None)
+    rest = views.share_rows(report, report.rows, view.host is not None)
     lines = [
         "<h2>Where its PageRank comes from</h2><table><tr><th>From</th><th>Share</th></tr>",
         f'<tr class="share"><td>the backlinks listed above</td><td class="n">{share(listed)}</td></tr>',

@@ -6,9 +6,10 @@ backlinks new since the build before it, and to those lost since.
 
 from __future__ import annotations
 
+from rankstore import views
+
 from ..ranks import Ranks
 from ..rewrite import escape, proxy_url
-from . import columns
 from .layout import FORMATS, NotFound, download, html_response
 from .params import Query, choice, first, flag, target
 
@@ -27,7 +28,7 @@ def builds(ranks: Ranks, query: Query):
             raise NotFound(f"{url or host} is not in the store.")
     rows = store.build_history()
     if fmt != "html":  # the CLI's JSON of builds escapes non-ASCII
-        return download(fmt, columns.BUILD_COLUMNS, rows, "builds", ascii_only=True)
+        return download(fmt, views.BUILD_COLUMNS, rows, "builds", ascii_only=True)
     subject = url or host
     form = (
         f'<form action="{proxy_url("/builds")}" method="get"><input type="url" name="url" '

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from rankstore import views
+
 from ..ranks import Ranks
 from ..rewrite import escape, format_score, proxy_url
-from . import columns
 from .backlinks import _range
 from .layout import FORMATS, NotFound, download, html_response, rows_table
 from .params import (
@@ -54,9 +55,9 @@ def compare(ranks: Ranks, query: Query):
         found = store.intersect(chosen, excluded, ranks.ranking, by_host, CSV_ROWS + 1, 0)
         note = f"the best {CSV_ROWS}; rankstore intersect gives all" if len(found) > CSV_ROWS else None
         if by_host:
-            return download(fmt, columns.INTERSECT_HOST_COLUMNS, found[:CSV_ROWS], "intersect", note)
-        rows = columns.decorate(found[:CSV_ROWS], *_range(ranks))
-        return download(fmt, columns.page_columns(rows, columns.PAGE_EXTRA), rows, "intersect", note)
+            return download(fmt, views.INTERSECT_HOST_COLUMNS, found[:CSV_ROWS], "intersect", note)
+        rows = views.decorate(found[:CSV_ROWS], *_range(ranks))
+        return download(fmt, views.page_columns(rows, views.PAGE_EXTRA), rows, "intersect", note)
     offset = (page - 1) * PAGE_SIZE
     found = store.intersect(chosen, excluded, ranks.ranking, by_host, PAGE_SIZE + 1, offset)
     rows = found[:PAGE_SIZE]

@@ -1,16 +1,18 @@
-"""The library's rows as the CLI's CSV/JSON gives them: the same column names and the same values.
+"""The views' rows as users read them: display columns beside the store's rows, and stable column names.
 
-``rankstore backlinks|intersect|builds --format csv|json`` and the own pages'
-``format=csv|json`` render the same rows (from :mod:`rankstore.store.analysis`)
-with the same columns; ``tests/test_analyst_pages.py`` compares the two
-downloads byte for byte.
+The library computes each view once as rows (:mod:`rankstore.store.queries`,
+:mod:`rankstore.store.analysis`); this module adds what both renderers show
+(rank, percentile, toolbar, bar width, a link's kind, the shares that are not
+pages) and names the columns of each view.  ``rankstore``'s table/CSV/JSON
+and the proxy's own pages (``format=csv|json`` too) render these same rows:
+``tests/test_analyst_pages.py`` compares the two downloads byte for byte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rankstore import display
+from . import display
 
 __all__ = [
     "PAGE_COLUMNS",
