@@ -195,7 +195,8 @@ class Workers:
 
     async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int] | str:
         """:func:`rewrite_page` of ``(body, *job)`` in a worker process."""
-        await self.start()
+        if self._idle is None or self._loop is not asyncio.get_running_loop():
+            await self.start()
         idle = self._idle
         assert idle is not None
         process = await idle.get()
