@@ -8,12 +8,19 @@ Peer: BeautifulSoup (html.parser) finding the same page's links, for scale.
 Look-ups answer from a constant, so this measures the rewrite's own CPU; the
 store's share is in bench_store.py and the whole path in bench_proxy.py.
 Best of 5 passes.
+
+Then pages of 20,000 and 200,000 distinct links, rewritten as a worker does
+(``rewrite_page``, no link budget), each in a fresh process against a store of
+the Python docs, its store open and its code warm as a worker's are: URLs never
+seen before, looked up in batches, and links/s.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,5 +71,38 @@ def main() -> None:
         )
 
 
+_BIG_PAGE = """
+import sys, time
+sys.path.insert(0, {root!r})
+from proxy_addon.worker import rewrite_page
+# as a worker is when the page comes: its store open, its code warm; the page's URLs never seen before
+rewrite_page({store!r}, "pagerank", 10, b"<!doctype html><a href=/index.html>i</a>", "text/html",
+             "http://127.0.0.1:8000/warm.html", None, 1 << 20, 0)
+count = {count}
+body = ("<!doctype html><title>t</title><body>"
+        + "".join(f'<a href="/library/p{{i}}.html">link {{i}}</a>\\n' for i in range(count))).encode()
+started = time.perf_counter()
+done = rewrite_page({store!r}, "pagerank", 10, body, "text/html", "http://127.0.0.1:8000/big.html", None, 1 << 30, 0)
+seconds = time.perf_counter() - started
+print(f"{{count:>9,}} distinct links, {{len(body) / 2**20:.1f}} MiB: {{seconds:.2f}} s cold, "
+      f"{{count / seconds:,.0f}} links/s, {{done[1]:,}} bars")
+"""
+
+
+def big_pages() -> None:
+    with tempfile.TemporaryDirectory() as work:
+        store = os.path.join(work, "docs.db")
+        for command in (
+            ["build", DOC, "--base-url", "http://127.0.0.1:8000/", "--store", store, "-q"],
+            ["rank", "--store", store, "-q"],
+        ):
+            subprocess.run([sys.executable, "-m", "rankstore", *command], cwd=ROOT, check=True, capture_output=True)
+        for count in (20_000, 200_000):
+            code = _BIG_PAGE.format(root=ROOT, count=count, store=store)
+            done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+            print(done.stdout, end="")
+
+
 if __name__ == "__main__":
     main()
+    big_pages()
