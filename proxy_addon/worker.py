@@ -39,7 +39,9 @@ __all__ = ["rewrite_page", "Workers", "WorkerError", "serve"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _HEADER = struct.Struct("!I")
-SHARED_BYTES = 4 * 1024 * 1024  # per worker (only the pages ever touched take memory); 0: pipes only
+# Per worker; only the pages ever touched take memory.  Any body under the default pagerank_max_body (8 MiB)
+# fits: a big page pickled through the pipe instead costs mitmproxy's event loop a copy and a write per 64 KB.
+SHARED_BYTES = 16 * 1024 * 1024  # 0: pipes only
 _ranks: dict[tuple[str, str, int], Ranks] = {}
 
 

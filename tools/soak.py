@@ -9,7 +9,8 @@ is the reference).  Phase 2: the same client beside each hostile origin in
 turn (a gzip bomb, an origin that stalls after its headers, four pages of
 200,000 links at once); its p95 must stay within 2x.  Phase 3: ``--clients``
 clients for ``--minutes`` minutes: errors counted, the proxy's RSS sampled
-(growth after the first minute under 10%).  Loops are bounded in count and time.
+(growth after the first minute under 10%).  ``--plain`` runs the same through
+plain mitmdump, for mitmproxy's own share.  Loops are bounded in count and time.
 """
 
 from __future__ import annotations
@@ -117,15 +118,17 @@ class _LoggingProxy:
     """pagerank-proxy with its output in a file: a pipe nobody reads fills up after a couple of hundred
     flows' log lines, and then mitmdump's event loop waits on it."""
 
-    def __init__(self, store: str, log: str):
+    def __init__(self, store: str, log: str, plain: bool = False):
         import subprocess
 
         from test_proxy_e2e import free_port, wait_for_port
 
         self.port = free_port()
         self.log = open(log, "w")
+        mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
+        command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)],
+            [mitmdump, "--listen-host", "127.0.0.1", "-p", str(self.port)] if plain else command,
             cwd=ROOT,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -144,6 +147,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--phase-seconds", type=float, default=20, help="length of phases 1 and 2")
+    parser.add_argument(
+        "--plain", action="store_true", help="the same load through plain mitmdump (no addon): the baseline"
+    )
     args = parser.parse_args()
     from click.testing import CliRunner
 
@@ -166,7 +172,7 @@ def main() -> None:
             )
         ]
         hostile, origin = _origin(_hostile_pages())
-        proxy = _LoggingProxy(store, os.path.join(work, "proxy.log"))
+        proxy = _LoggingProxy(store, os.path.join(work, "proxy.log"), args.plain)
         try:
             reference: list[float] = []
             errors: list[str] = []
