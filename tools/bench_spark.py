@@ -78,7 +78,12 @@ def main() -> None:
     links, nodes = engine.write_problem(Problem(graph, 0.85, None, args.dangling, args.tol, 0, None, True), folder)
     print(f"parquet written in {time.perf_counter() - started:.1f} s", flush=True)
 
+    cached: list[int] = []
+
     def show(_vector: int, iteration: int, residual: float) -> None:
+        if iteration == 1:  # what Spark's cache holds now: the links (their shares) and the first vectors
+            infos = solver.spark.sparkContext._jsc.sc().getRDDStorageInfo()
+            cached.extend([info.memSize() + info.diskSize() for info in infos])
         if iteration <= 3 or iteration % 20 == 0:
             print(f"  spark iteration {iteration:>4}  L1 residual {residual:.3e}", flush=True)
 
@@ -101,6 +106,10 @@ def main() -> None:
     print(
         f"per link and iteration: spark {steady * cores / graph.links * 1e9:.0f} ns a core, "
         f"scipy {scipy_iter * 2 / graph.links * 1e9:.1f} ns a core; spark / scipy = {steady / scipy_iter:.0f}x"
+    )
+    print(
+        f"cached after the first iteration: {sum(cached) / 2**20:,.0f} MiB in {len(cached)} RDDs, largest "
+        f"{max(cached or [0]) / 2**20:,.0f} MiB = {max(cached or [0]) / graph.links:.1f} B a link"
     )
     if converged and all(result.converged):
         print(f"agreement: L1(spark - scipy) = {np.abs(scores - scipy_scores).sum():.2e} at tol {args.tol:g}")

@@ -335,6 +335,7 @@ def run(
     nodes.unpersist()
     seconds: list[float] = []
     state, residuals, done = _iterate(shared, state, n, plan, options, callback, seconds)
+    shared.unpersist()  # the ranks are a checkpoint of their own
     ranks = state.select("id", *[F.col(f"x{i}").alias(vector.column) for i, vector in enumerate(vectors)])
     return JobResult(ranks, [len(r) for r in residuals], residuals, done, 0, n, link_count, seconds)
 
@@ -439,6 +440,9 @@ def _run_removing(
     )
     full.unpersist()
     removed.unpersist()
+    links_count = original.count()
+    original.unpersist()
+    links.unpersist()
     return JobResult(
         ranks,
         [len(r) + rounds for r in residuals],
@@ -446,7 +450,7 @@ def _run_removing(
         done,
         rounds,
         n,
-        original.count(),
+        links_count,
         seconds,
     )
 
