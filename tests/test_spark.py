@@ -169,7 +169,10 @@ def test_a_spark_that_fails_to_start_is_one_line(ranked_copy):
     before = fingerprint(ranked_copy)
     done = _rank_in_a_process(ranked_copy, "--spark-conf", "spark.driver.memory=lots", env=dict(os.environ))
     assert_one_line_error(done.returncode, done.stdout + done.stderr, says="Spark did not start")
+    assert "Invalid maximum heap size" in done.stderr  # the JVM's own reason, from its log
     assert fingerprint(ranked_copy) == before
+    log = done.stderr.rsplit("(its log: ", 1)[1].split(")")[0]
+    os.unlink(log)  # kept for the user; the test's to remove
 
 
 def test_java_versions_and_conf_are_read():
