@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import click
 
 from . import __version__, views
+from .ranking import ENGINES
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
 from .store.analysis import SORTS
@@ -328,8 +329,25 @@ def _read_url_file(path: str, option: str) -> list[str]:
     show_default=True,
     help="Rank pages, or hosts: one node per host, edges weighted by the page links between them.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default="scipy",
+    show_default=True,
+    help="scipy on this machine, or Apache Spark (pip install 'pagerank-proxy[spark]', Java 17+): the power method.",
+)
+@click.option("--master", default="local[*]", show_default=True, help="--engine spark: the Spark master URL.")
+@click.option(
+    "--spark-conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda ctx, param, value: _spark_conf(value),
+    help="--engine spark: a Spark setting, e.g. spark.driver.memory=8g (repeatable).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-iteration output.")
+@click.pass_context
 def rank(
+    ctx,
     store_path,
     name,
     damping,
@@ -346,6 +364,9 @@ def rank(
     unweighted,
     cold,
     level,
+    engine,
+    master,
+    spark_conf,
     quiet,
 ):
     """Compute PageRank (or a variant) and store it as a new version of a named ranking.
@@ -361,11 +382,17 @@ def rank(
         rankstore rank --topic python=python-urls.txt --topic sql=sql-urls.txt
         rankstore rank --trusted seeds.txt && rankstore top --ranking trust
         rankstore rank --level host            # the ranking 'hostrank'
+        rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
     from .ranking import RankingError, RankOptions, load_graph, load_host_graph
     from .ranking import rank as run_rank
     from .solver import ConvergenceError
 
+    given = click.core.ParameterSource.COMMANDLINE
+    if engine == "spark" and ctx.get_parameter_source("method") == given:
+        raise click.UsageError("--engine spark runs the power method: leave out --method")
+    if engine != "spark" and (spark_conf or ctx.get_parameter_source("master") == given):
+        raise click.UsageError("--master and --spark-conf are for --engine spark")
     if sum(bool(x) for x in (sources or source_roots, topics, trusted, flagged)) > 1:
         raise click.UsageError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
     jobs: list[RankOptions] = []
@@ -379,6 +406,7 @@ def rank(
         weighted=not unweighted,
         warm_start=not cold,
         level=level,
+        engine=engine,
     )
     if level == "host" and (sources or source_roots or topics or trusted or flagged):
         raise click.UsageError("--level host ranks hosts with a uniform rank source: no --source, --topic, --trusted")
@@ -397,7 +425,12 @@ def rank(
         jobs.append(RankOptions(name=name or default, sources=sources, source_roots=source_roots, **common))
 
     store = open_store(store_path)
+    solver = None
     try:
+        if engine == "spark":  # started before the graph is read: what stops Spark is told at once
+            from .spark.engine import SparkSolver
+
+            solver = SparkSolver(master, spark_conf).start()
         loaded = (load_host_graph if level == "host" else load_graph)(store, include_nofollow)
         nodes = "hosts" if level == "host" else "pages"
         if not quiet:
@@ -412,7 +445,7 @@ def rank(
                     click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
 
             try:
-                outcome = run_rank(store, options, show, loaded)
+                outcome = run_rank(store, options, show, loaded, solver)
             except ConvergenceError as error:
                 raise click.ClickException(f"{error} (raise --max-iter or --tol)") from error
             result = outcome.result
@@ -432,7 +465,18 @@ def rank(
     except (RankingError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     finally:
+        if solver is not None:
+            solver.close()
         store.close()
+
+
+def _spark_conf(values: Sequence[str]) -> dict[str, str]:
+    from .spark.engine import parse_conf
+
+    try:
+        return parse_conf(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--spark-conf") from error
 
 
 def _ranking_name(value: str | None) -> str | None:

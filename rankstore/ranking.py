@@ -28,7 +28,20 @@ from .solver import Graph, Result, pagerank
 from .store import Ranking, RankingNotFound, Store
 from .urls import canonical
 
-__all__ = ["RankOptions", "RankOutcome", "LoadedGraph", "load_graph", "rank", "RankingError"]
+__all__ = [
+    "ENGINES",
+    "RankOptions",
+    "RankOutcome",
+    "LoadedGraph",
+    "Problem",
+    "Solver",
+    "load_graph",
+    "rank",
+    "scipy_solver",
+    "RankingError",
+]
+
+ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark (rankstore.spark.engine) past it
 
 
 class RankingError(Exception):
@@ -51,6 +64,7 @@ class RankOptions:
     warm_start: bool = True
     method: str = "bicgstab"
     level: str = "page"  # or "host": the host graph (see rankstore.store.hosts)
+    engine: str = "scipy"  # which engine solves it; recorded with the version (spark: the power method)
 
 
 LEVELS = ("page", "host")
@@ -76,6 +90,48 @@ class LoadedGraph:
     page_ids: np.ndarray
     graph: Graph
     seconds: float
+
+
+@dataclass
+class Problem:
+    """One ranking's maths as every engine gets it: the graph as ranked, E, the sinks' rule, the stopping rule.
+
+    Built once by :func:`rank` from the store and the options, so that the
+    engines share E, the dangling rule, the weights, nofollow and the warm
+    start, and differ only in how they iterate.
+    """
+
+    graph: Graph
+    damping: float
+    personalization: np.ndarray | None
+    dangling: str
+    tol: float
+    max_iter: int
+    start: np.ndarray | None
+    weighted: bool
+
+
+Solver = Callable[[Problem, Callable[[int, float], None] | None], Result]
+
+
+def scipy_solver(method: str = "bicgstab") -> Solver:
+    """The scipy engine: :func:`rankstore.solver.pagerank` with ``method``."""
+
+    def solve(problem: Problem, callback: Callable[[int, float], None] | None = None) -> Result:
+        return pagerank(
+            problem.graph,
+            problem.damping,
+            problem.personalization,
+            problem.dangling,
+            problem.tol,
+            problem.max_iter,
+            start=problem.start,
+            weights=problem.weighted,
+            callback=callback,
+            method=method,
+        )
+
+    return solve
 
 
 def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
@@ -154,9 +210,23 @@ def rank(
     options: RankOptions,
     callback: Callable[[int, float], None] | None = None,
     loaded: LoadedGraph | None = None,
+    solver: Solver | None = None,
 ) -> RankOutcome:
-    """Compute one ranking and store it as a new version of ``options.name``."""
+    """Compute one ranking and store it as a new version of ``options.name``.
+
+    ``solver`` iterates (the scipy engine with ``options.method`` when None;
+    :class:`rankstore.spark.engine.SparkSolver` for ``engine="spark"``);
+    everything else, from the store to the version written in one
+    transaction, is this function's whatever the engine.
+    """
     started = time.perf_counter()
+    if options.engine not in ENGINES:
+        raise RankingError(f"engine must be one of {', '.join(ENGINES)}, not {options.engine!r}")
+    if solver is None:
+        if options.engine != "scipy":
+            raise RankingError(f"engine {options.engine!r} needs its solver (rankstore.spark.engine.SparkSolver)")
+        solver = scipy_solver(options.method)
+    method = options.method if options.engine == "scipy" else "power"
     if options.level == "host":
         if options.sources or options.source_roots or options.trusted or options.flagged:
             raise RankingError("--level host ranks hosts with a uniform rank source: no --source, --trusted, --flagged")
@@ -186,24 +256,17 @@ def rank(
     start, previous = (None, None)
     if options.warm_start:
         start, previous = _warm_start(store, options.name, page_ids)
-    result = pagerank(
-        graph,
-        options.damping,
-        personalization,
-        dangling,
-        options.tol,
-        options.max_iter,
-        start=start,
-        weights=options.weighted,
-        callback=callback,
-        method=options.method,
+    problem = Problem(
+        graph, options.damping, personalization, dangling, options.tol, options.max_iter, start, options.weighted
     )
+    result = solver(problem, callback)
     extra = None
     if kind == "trust":
-        extra = _spam_mass(store, page_ids, result.scores, loaded, options)
+        extra = _spam_mass(store, page_ids, result.scores, loaded, options, solver)
     params = {
         "kind": kind,
-        "method": options.method,
+        "engine": options.engine,
+        "method": method,
         "damping": options.damping,
         "tol": options.tol,
         "max_iter": options.max_iter,
@@ -270,19 +333,15 @@ def link_mass(graph: Graph, votes: np.ndarray, weighted: bool) -> np.ndarray:
     return sums
 
 
-def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions) -> np.ndarray:
-    """Spam Mass (P - T) / P per page, P from the ``pagerank`` ranking (computed if missing)."""
+def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions, solver: Solver) -> np.ndarray:
+    """Spam Mass (P - T) / P per page, P from the ``pagerank`` ranking (computed by the same engine if missing)."""
     try:
         ids, scores = store.scores_of(store.ranking("pagerank").id)
         plain = _by_page(page_ids, ids, scores, 0.0)
     except RankingNotFound:
-        plain = pagerank(
-            loaded.graph,
-            options.damping,
-            tol=options.tol,
-            max_iter=options.max_iter,
-            weights=options.weighted,
-            method=options.method,
-        ).scores
+        problem = Problem(
+            loaded.graph, options.damping, None, "uniform", options.tol, options.max_iter, None, options.weighted
+        )
+        plain = solver(problem, None).scores
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(plain > 0, (plain - trust) / plain, np.nan)

@@ -54,6 +54,11 @@ BAD_OPTIONS = {
         ["--topic", "noequals"],
         ["--trusted", "/no/such/file"],
         ["--method", "lu"],
+        ["--engine", "flink"],
+        ["--engine", "spark", "--spark-conf", "nokeyvalue"],
+        ["--engine", "spark", "--method", "bicgstab"],
+        ["--spark-conf", "spark.driver.memory=2g"],  # Spark settings without --engine spark
+        ["--master", "local[2]"],
     ],
     "upgrade": [["--nope"]],
     "info": [["--nope"]],

@@ -11,6 +11,14 @@ packages=(wget python3.11-doc postgresql-doc-15 chromium chromium-driver gcc)
 if ! python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'; then
     packages+=(python3-dev)
 fi
+# Java 17+ for Spark (pyspark 4: rankstore rank --engine spark, tests/test_spark.py), where the machine lacks one
+java_major() {
+    java -version 2>&1 | sed -n 's/.*version "\([0-9]*\)\.\{0,1\}\([0-9]*\).*/\1 \2/p' | head -1 |
+        awk '{ print ($1 == 1 ? $2 : $1) }'
+}
+if ! command -v java >/dev/null 2>&1 || [[ "$(java_major)" -lt 17 ]]; then
+    packages+=(default-jre-headless)
+fi
 extras="test"
 if [[ "${1:-}" == "--bench" ]]; then
     packages+=(rust-doc)
