@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import click
 
 from . import __version__, views
-from .ranking import ENGINES
+from .choices import DANGLING, ENGINES, EXPORT_FORMATS, EXPORT_WHAT, GROUPS, LEVELS, METHODS, OUTPUT_FORMATS, SCHEMES
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
 from .store.analysis import SORTS
@@ -80,7 +80,7 @@ def cli():
 )
 @click.option(
     "--scheme",
-    type=click.Choice(["https", "http"]),
+    type=click.Choice(SCHEMES),
     default="https",
     show_default=True,
     help="Common Crawl graphs: the scheme of each host's root page.",
@@ -297,13 +297,13 @@ def _read_url_file(path: str, option: str) -> list[str]:
 @click.option("--max-iter", type=click.IntRange(1), default=1000, show_default=True)
 @click.option(
     "--dangling",
-    type=click.Choice(["uniform", "source", "remove", "leak"]),
+    type=click.Choice(DANGLING),
     help="Pages without out-links: uniform jump, jump by E, the paper's removal, or leak "
     "[default: uniform; source when E is given].",
 )
 @click.option(
     "--method",
-    type=click.Choice(["bicgstab", "power"]),
+    type=click.Choice(METHODS),
     default="bicgstab",
     show_default=True,
     help="Krylov solve of the PageRank system (fast), or the paper's power iteration.",
@@ -324,7 +324,7 @@ def _read_url_file(path: str, option: str) -> list[str]:
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
 @click.option(
     "--level",
-    type=click.Choice(["page", "host"]),
+    type=click.Choice(LEVELS),
     default="page",
     show_default=True,
     help="Rank pages, or hosts: one node per host, edges weighted by the page links between them.",
@@ -489,7 +489,7 @@ def format_option(function):
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(["table", "csv", "json"]),
+        type=click.Choice(OUTPUT_FORMATS),
         default="table",
         show_default=True,
         help="Output format.",
@@ -642,7 +642,7 @@ def show(urls, store_path, ranking_name, fmt):
 @click.option(
     "--group-by",
     "group_by",
-    type=click.Choice(["page", "host"]),
+    type=click.Choice(GROUPS),
     default="page",
     show_default=True,
     help="One row per linking page, or per linking host (its pages, best page, host rank).",
@@ -792,7 +792,7 @@ def builds(store_path, fmt):
 @click.option(
     "--group-by",
     "group_by",
-    type=click.Choice(["page", "host"]),
+    type=click.Choice(GROUPS),
     default="page",
     show_default=True,
     help="Linking pages, or linking hosts.",
@@ -872,12 +872,12 @@ def anchors(url, store_path, ranking_name, limit, fmt):
 @ranking_option
 @click.option(
     "--what",
-    type=click.Choice(["scores", "links", "pages", "hosts"]),
+    type=click.Choice(EXPORT_WHAT),
     default="scores",
     show_default=True,
     help="Which table: the ranking's scores, or the whole store's links, pages or hosts.",
 )
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv].")
 def export(store_path, ranking_name, what, fmt, output):
     """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages or hosts.

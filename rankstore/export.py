@@ -14,11 +14,12 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from .choices import EXPORT_TABLES
 from .store import Store
 
 __all__ = ["TABLES", "SCHEMAS", "batches", "write"]
 
-TABLES = ("links", "pages", "hosts")
+TABLES = EXPORT_TABLES
 
 SCHEMAS = {
     "links": pa.schema(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .choices import ENGINES
 from .solver import Graph, Result, pagerank
 from .store import Ranking, RankingNotFound, Store
 from .urls import canonical
@@ -40,8 +41,6 @@ __all__ = [
     "scipy_solver",
     "RankingError",
 ]
-
-ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark (rankstore.spark.engine) past it
 
 
 class RankingError(Exception):
@@ -65,9 +64,6 @@ class RankOptions:
     method: str = "bicgstab"
     level: str = "page"  # or "host": the host graph (see rankstore.store.hosts)
     engine: str = "scipy"  # which engine solves it; recorded with the version (spark: the power method)
-
-
-LEVELS = ("page", "host")
 
 
 @dataclass

@@ -176,7 +176,11 @@ def test_a_spark_that_fails_to_start_is_one_line(ranked_copy):
 
 
 def test_java_versions_and_conf_are_read():
-    assert ENGINES == ("scipy", "spark")
+    from rankstore import choices
+    from rankstore.spark import job
+
+    assert ENGINES == choices.ENGINES == ("scipy", "spark")
+    assert job.DANGLING == choices.DANGLING  # the job keeps its own copy: spark-submit runs it without the package
     assert engine.parse_conf(["spark.executor.memory=8g", "a.b=c=d"]) == {"spark.executor.memory": "8g", "a.b": "c=d"}
     for bad in ("nokeyvalue", "=x", "k="):
         with pytest.raises(ValueError):

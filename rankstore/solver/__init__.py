@@ -40,6 +40,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..choices import DANGLING, METHODS
 from .bicgstab import _bicgstab
 from .dangling import _remove_and_restore
 from .graph import Graph
@@ -56,9 +57,6 @@ __all__ = [
     "pagerank",
     "pagerank_dense",
 ]
-
-DANGLING = ("uniform", "source", "remove", "leak")
-METHODS = ("power", "bicgstab")
 
 
 def pagerank(

@@ -59,6 +59,7 @@ from pyspark.sql import functions as F
 
 __all__ = ["DANGLING", "JobOptions", "JobResult", "Vector", "pagerank", "run", "main"]
 
+# rankstore.choices.DANGLING (a test holds them equal): this file runs under spark-submit without the package
 DANGLING = ("uniform", "source", "remove", "leak")
 
 _LEVEL = StorageLevel.MEMORY_AND_DISK

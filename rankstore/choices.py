@@ -1,0 +1,34 @@
+"""The choices the library offers, each named once, in a module light enough for the CLI to import.
+
+The modules that act on a choice import its tuple from here (the solver its
+dangling strategies and methods, ranking its levels and engines, the views
+their formats and groupings, export its tables), and ``rankstore``'s options
+take their ``click.Choice`` from the same tuples: nothing to keep equal by
+hand, and no numpy, scipy or pyarrow to load before ``--help`` answers.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DANGLING",
+    "METHODS",
+    "LEVELS",
+    "ENGINES",
+    "OUTPUT_FORMATS",
+    "GROUPS",
+    "EXPORT_WHAT",
+    "EXPORT_TABLES",
+    "EXPORT_FORMATS",
+    "SCHEMES",
+]
+
+DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-links does with its rank
+METHODS = ("bicgstab", "power")  # the scipy engine's solvers, the default first
+LEVELS = ("page", "host")  # rank pages, or the host graph
+ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark past it
+OUTPUT_FORMATS = ("table", "csv", "json")  # how the CLI writes a view's rows
+GROUPS = ("page", "host")  # a view's rows: one per linking page, or per linking host
+EXPORT_TABLES = ("links", "pages", "hosts")  # the whole store's tables
+EXPORT_WHAT = ("scores", *EXPORT_TABLES)  # ...and a ranking's scores
+EXPORT_FORMATS = ("csv", "parquet")
+SCHEMES = ("https", "http")  # the scheme of a Common Crawl host's root page
