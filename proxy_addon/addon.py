@@ -114,8 +114,8 @@ class PageRankProxy:
             self.workers = None
 
     async def request(self, flow: http.HTTPFlow) -> None:
-        if flow.request.pretty_host != PROXY_HOST:
-            return
+        if flow.request.host != PROXY_HOST and flow.request.pretty_host != PROXY_HOST:
+            return  # the first test is cheap and answers most flows (the host of a proxy request's URL)
         # answered here whatever happens: no request ever leaves for the reserved host
         flow.metadata["pagerank"] = "own-page"
         if self.ranks is None:
@@ -142,14 +142,15 @@ class PageRankProxy:
         if not is_candidate(flow, self.settings.max_body):
             flow.response.stream = True  # byte for byte, never buffered
             flow.metadata["pagerank"] = "passed"
+        else:
+            flow.metadata["pagerank"] = "candidate"  # its body, once whole, goes to a worker
 
     async def response(self, flow: http.HTTPFlow) -> None:
         if (
             self.settings is None
             or flow.response is None
             or flow.response.stream
-            or flow.metadata.get("pagerank") in ("own-page", "passed")
-            or not is_candidate(flow, self.settings.max_body)
+            or flow.metadata.get("pagerank") != "candidate"
         ):
             return
         started = time.perf_counter()
@@ -181,11 +182,12 @@ class PageRankProxy:
             return  # the client has gone, or the flow was killed, while the page was rewritten
         new_body, links, ranked = done
         response.raw_content = new_body  # encoded as it came
-        if "transfer-encoding" not in response.headers:
+        names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
+        if b"transfer-encoding" not in names:
             response.headers["content-length"] = str(len(new_body))
         for name in CSP_HEADERS:
-            policies = response.headers.get_all(name)
-            if policies:
+            if name.encode() in names:
+                policies = response.headers.get_all(name)
                 response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
         flow.metadata["pagerank"] = f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
 

@@ -27,8 +27,6 @@ import logging
 
 from mitmproxy import ctx, exceptions, http
 
-from proxy_addon.rewrite import PROXY_HOST
-
 log = logging.getLogger(__name__)
 
 
@@ -54,8 +52,8 @@ class OriginDeadline:
             self.timeout = timeout
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if not self.timeout or flow.response is not None or flow.request.pretty_host == PROXY_HOST:
-            return
+        if not self.timeout or flow.response is not None or flow.metadata.get("pagerank") == "own-page":
+            return  # answered already, or one of the proxy's own pages (the PageRank addon marks them first)
         self._arm(flow, "sent no response")
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
