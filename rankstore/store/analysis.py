@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import StoreError
+from .graph import INLINE_BYTES
 from .hosts import HostsMixin
 from .queries import QueriesMixin
 from .rankings import RankingArrays
@@ -28,7 +29,6 @@ from .rankings import RankingArrays
 __all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "SORTS"]
 
 SORTS = ("pagerank", "contribution")
-_INLINE_BYTES = 1 << 20  # an in-link block's sources up to this size come whole with the query
 
 
 @dataclass
@@ -105,7 +105,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             " CASE WHEN length(sources) <= ?2 THEN offsets END, CASE WHEN length(sources) <= ?2 THEN sources END,"
             " CASE WHEN length(sources) <= ?2 THEN nofollow END, CASE WHEN length(sources) <= ?2 THEN weights END"
             " FROM in_links WHERE first <= ?1 ORDER BY first DESC LIMIT 1",
-            (page_id - 1, _INLINE_BYTES),
+            (page_id - 1, INLINE_BYTES),
         ).fetchone()
         empty = np.zeros(0, dtype=np.int32)
         if row is None:
@@ -122,21 +122,22 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
             weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
         else:
-            start, stop = np.frombuffer(self._blob_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
+            start, stop = np.frombuffer(self.in_links_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
             count = stop - start
-            found = np.frombuffer(self._blob_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
+            found = np.frombuffer(self.in_links_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
             flags = weight = None
             if nofollow_size:
-                flags = np.frombuffer(self._blob_part("nofollow", first, start, count), dtype=bool)
+                flags = np.frombuffer(self.in_links_part("nofollow", first, start, count), dtype=bool)
             if weights_size:
-                weight = np.frombuffer(self._blob_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
+                weight = np.frombuffer(self.in_links_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
         if not born:
             uniform = self._graph_born()
             return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
 
         def births(at: np.ndarray | None) -> np.ndarray:
             if at is None:
-                return np.frombuffer(self._blob_part("born", first, 4 * start, 4 * count), dtype=">i4").astype(np.int32)
+                data = self.in_links_part("born", first, 4 * start, 4 * count)
+                return np.frombuffer(data, dtype=">i4").astype(np.int32)
             with self.db.blobopen("in_links", "born", first, readonly=True) as blob:
                 chosen = []
                 for i in at.tolist():
@@ -145,14 +146,6 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
                 return np.array(chosen, dtype=np.int32)
 
         return InSlice(found, flags, weight, births)
-
-    def _blob_part(self, column: str, row: int, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset`` of an ``in_links`` blob, read alone."""
-        if size <= 0:
-            return b""
-        with self.db.blobopen("in_links", column, row, readonly=True) as blob:
-            blob.seek(offset)
-            return blob.read(size)
 
     def _graph_born(self) -> int:
         """The build that first saw every link, while one did (0 when the store does not know)."""

@@ -19,6 +19,7 @@ __all__ = ["GraphMixin", "InLinks"]
 
 BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
 BLOCK_MAX_PAGES = 1 << 13
+INLINE_BYTES = 1 << 20  # a block's sources up to this size come whole with the query that finds it
 _CHUNK = 1 << 24  # links converted at once: bounded temporaries on graphs of any size
 _ROWS = 1 << 18  # out_links rows read at once
 
@@ -196,19 +197,37 @@ class GraphMixin(StoreBase):
     def in_links_of(self, page_id: int) -> tuple[np.ndarray, np.ndarray | None]:
         """(indices of the pages linking to ``page_id``, their nofollow flags or None): one block's slice."""
         row = self.db.execute(
-            "SELECT first, offsets, sources, nofollow FROM in_links WHERE first <= ? ORDER BY first DESC LIMIT 1",
-            (page_id - 1,),
+            "SELECT first, length(offsets), length(nofollow), CASE WHEN length(sources) <= ?2 THEN offsets END,"
+            " CASE WHEN length(sources) <= ?2 THEN sources END, CASE WHEN length(sources) <= ?2 THEN nofollow END"
+            " FROM in_links WHERE first <= ?1 ORDER BY first DESC LIMIT 1",
+            (page_id - 1, INLINE_BYTES),
         ).fetchone()
         if row is None:
             return np.zeros(0, dtype=np.int32), None
-        first, offsets, sources, nofollow = row
+        first, offsets_size, nofollow_size, offsets, sources, nofollow = row
         at = page_id - 1 - first
-        if 4 * (at + 1) >= len(offsets):
+        if 4 * (at + 1) >= offsets_size:
             return np.zeros(0, dtype=np.int32), None
-        start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
-        found = np.frombuffer(sources, dtype=np.int32, count=stop - start, offset=4 * start)
-        flags = np.frombuffer(nofollow, dtype=bool, count=stop - start, offset=start) if nofollow else None
+        if sources is not None:  # a small block: it came whole with the row
+            start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
+            found = np.frombuffer(sources, dtype=np.int32, count=stop - start, offset=4 * start)
+            flags = np.frombuffer(nofollow, dtype=bool, count=stop - start, offset=start) if nofollow else None
+            return found, flags
+        start, stop = np.frombuffer(self.in_links_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
+        found = np.frombuffer(self.in_links_part("sources", first, 4 * start, 4 * (stop - start)), dtype=np.int32)
+        flags = None
+        if nofollow_size:
+            flags = np.frombuffer(self.in_links_part("nofollow", first, start, stop - start), dtype=bool)
         return found, flags
+
+    def in_links_part(self, column: str, row: int, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` of an ``in_links`` blob, read alone (SQLite's incremental blob I/O copies
+        once where a query copies twice: a page with many backlinks has a block of its own, megabytes long)."""
+        if size <= 0:
+            return b""
+        with self.db.blobopen("in_links", column, row, readonly=True) as blob:
+            blob.seek(offset)
+            return blob.read(size)
 
     def graph_counts(self) -> tuple[int, int]:
         """(links, nofollow links), as of the last derived graph, or counted from ``out_links``."""
