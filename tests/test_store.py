@@ -254,19 +254,25 @@ def test_a_first_build_killed_half_way_is_keyed_and_indexed_again(python_doc_cra
     assert len(found) == pages  # every page found by its key
 
 
+def _ranked(scores: np.ndarray, votes: np.ndarray | None = None):
+    """A ranking version's arrays for these scores (and votes), as a reader loads them."""
+    from rankstore.store.rankings import RankingArrays
+
+    best = order_by_score(scores).astype(np.int32)
+    position = np.empty(len(scores), dtype=np.int32)
+    position[best] = np.arange(len(scores))
+    return RankingArrays(scores, np.zeros(len(scores), dtype=np.int32), best, position, None, votes)
+
+
 def test_the_best_of_a_long_list_narrowed_coarsely_is_the_exact_best(monkeypatch):
     """best_of narrows a long list by one-byte positions first: same answer as sorting every position."""
     from rankstore.store import rankings
-    from rankstore.store.rankings import RankingArrays
 
     monkeypatch.setattr(rankings, "_COARSE_FROM", 100)
     rng = np.random.default_rng(3)
     for pages in (300, 5_000, 70_000):
-        scores = rng.random(pages)
-        best = order_by_score(scores).astype(np.int32)
-        position = np.empty(pages, dtype=np.int32)
-        position[best] = np.arange(pages)
-        arrays = RankingArrays(scores, np.zeros(pages, dtype=np.int32), best, position, None)
+        arrays = _ranked(rng.random(pages))
+        position = arrays.position
         for size in (150, 2_000, pages):
             indices = np.sort(rng.choice(pages, min(size, pages), replace=False)).astype(np.int32)
             for count in (1, 10, 50):
@@ -279,19 +285,15 @@ def test_the_largest_votes_of_a_long_list_narrowed_coarsely_are_the_exact_larges
     (ties, zero votes of sinks, and votes spread over many orders of magnitude included)."""
     from rankstore.store import rankings
     from rankstore.store.analysis import _largest
-    from rankstore.store.rankings import RankingArrays
 
     monkeypatch.setattr(rankings, "_COARSE_FROM", 100)
     rng = np.random.default_rng(4)
     for pages in (300, 5_000, 70_000):
         scores = rng.random(pages)
-        best = order_by_score(scores).astype(np.int32)
-        position = np.empty(pages, dtype=np.int32)
-        position[best] = np.arange(pages)
         votes = 0.85 * scores / rng.integers(1, 50, pages) * 10.0 ** -rng.integers(0, 12, pages)
         votes[rng.random(pages) < 0.1] = 0.0  # sinks
         votes[:40] = votes[40]  # ties
-        arrays = RankingArrays(scores, np.zeros(pages, dtype=np.int32), best, position, None, votes)
+        arrays = _ranked(scores, votes)
         for size in (150, 2_000, pages):
             indices = np.sort(rng.choice(pages, min(size, pages), replace=False)).astype(np.int32)
             for count in (1, 10, 50):

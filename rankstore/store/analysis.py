@@ -42,21 +42,14 @@ class InSlice:
     sources: np.ndarray  # int32 page indices
     nofollow: np.ndarray | None  # bool, or None: every link follows
     weights: np.ndarray | None  # float64, or None: every link weighs 1
-    born_source: np.ndarray | Callable[[np.ndarray | None], np.ndarray]  # int32 build ids, or their reader
+    born_source: np.ndarray | Callable[[], np.ndarray]  # int32 build ids, or their reader
     uniform: int | None = None  # the build that first saw every one of them, when one did
 
     @functools.cached_property
     def born(self) -> np.ndarray:
         """The build that first saw each link (int32)."""
         source = self.born_source
-        return source if isinstance(source, np.ndarray) else source(None)
-
-    def born_at(self, at: np.ndarray) -> np.ndarray:
-        """The first builds of the links at ``at`` only."""
-        source = self.born_source
-        if isinstance(source, np.ndarray) or "born" in self.__dict__:
-            return self.born[at]
-        return source(at)
+        return source if isinstance(source, np.ndarray) else source()
 
 
 @dataclass
@@ -132,12 +125,11 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             uniform = self._graph_born()
             return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
 
-        def births(at: np.ndarray | None) -> np.ndarray:
-            # the whole slice even for a few rows: a blob read at an offset walks the blob's page chain from
-            # its start, so fifty reads of four bytes cost more than one of the million
+        def births() -> np.ndarray:
+            # the whole slice even for a report's few rows: a blob read at an offset walks the blob's chain of
+            # pages from its start, so fifty reads of four bytes cost more than one of the million
             data = self.in_links_part("born", first, 4 * start, 4 * count)
-            every = np.frombuffer(data, dtype=">i4")
-            return (every if at is None else every[at]).astype(np.int32)
+            return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
         return InSlice(found, flags, weight, births)
 
@@ -350,7 +342,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             )
         many = len({dst for _, dst in pairs}) > 1
         urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
-        first_seen = links.born_at(picked).tolist()
+        first_seen = links.born[picked].tolist()
         for row, at, slot, pair, born in zip(rows, picked.tolist(), where.tolist(), pairs, first_seen):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
             row["anchor"] = anchors.get(pair)
