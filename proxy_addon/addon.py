@@ -146,13 +146,11 @@ class PageRankProxy:
             flow.metadata["pagerank"] = "candidate"  # its body, once whole, goes to a worker
 
     async def response(self, flow: http.HTTPFlow) -> None:
-        if (
-            self.settings is None
-            or flow.response is None
-            or flow.response.stream
-            or flow.metadata.get("pagerank") != "candidate"
-        ):
+        if self.settings is None or flow.response is None or flow.response.stream:
             return
+        verdict = flow.metadata.get("pagerank")
+        if verdict != "candidate" and (verdict is not None or not is_candidate(flow, self.settings.max_body)):
+            return  # None: a response no server sent (another addon's, a replay), never seen by responseheaders
         started = time.perf_counter()
         response = flow.response
         # The raw bytes go to the rewriting process, which undoes their Content-Encoding within

@@ -313,3 +313,10 @@ def test_the_link_budget_counts_link_tags(store_path, site, tags, budget, passed
         assert done == f"over {budget:,} link tags"
     else:
         assert not isinstance(done, str) and done[1] == tags // 2  # <abbr> is counted, but gets no bar
+
+
+async def test_a_response_that_no_server_sent_is_annotated_too(addon, site):
+    """A response set by another addon (a replay, map_local) skips responseheaders: response decides alone."""
+    flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
+    await addon.response(flow)
+    assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
