@@ -44,6 +44,7 @@ class PageRankProxy:
         self.settings: Settings | None = None
         self.ranks: Ranks | None = None
         self.workers: Workers | None = None
+        self.stopping = False  # done() has run: the pages still arriving pass untouched
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -146,7 +147,7 @@ class PageRankProxy:
             flow.metadata["pagerank"] = "candidate"  # its body, once whole, goes to a worker
 
     async def response(self, flow: http.HTTPFlow) -> None:
-        if self.settings is None or flow.response is None or flow.response.stream:
+        if self.settings is None or flow.response is None or flow.response.stream or self.stopping:
             return
         verdict = flow.metadata.get("pagerank")
         if verdict != "candidate" and (verdict is not None or not is_candidate(flow, self.settings.max_body)):
@@ -190,6 +191,7 @@ class PageRankProxy:
         flow.metadata["pagerank"] = f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
 
     async def done(self) -> None:
+        self.stopping = True
         if self.ranks is not None:
             self.ranks.close()
         if self.workers is not None:
