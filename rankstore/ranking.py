@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .choices import ENGINES
-from .solver import Graph, Result, pagerank
+from .solver import Graph, Result, in_sums, pagerank
 from .store import Ranking, RankingNotFound, Store
 from .urls import canonical
 
@@ -159,7 +159,10 @@ def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph
     if hosts.n == 0:
         raise RankingError("the store has no pages: run `rankstore build` first")
     indptr = hosts.indptr.astype(np.int32) if hosts.indptr[-1] < 2**31 - 1 else hosts.indptr
-    graph = Graph(hosts.n, indptr, hosts.indices, hosts.weights)
+    weights = hosts.weights
+    if weights is not None and bool(np.all(weights == 1.0)):
+        weights = None  # the product then keeps no value per link
+    graph = Graph(hosts.n, indptr, hosts.indices, weights)
     return LoadedGraph(np.arange(1, hosts.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
 
 
@@ -194,6 +197,8 @@ def _warm_start(store: Store, name: str, page_ids: np.ndarray) -> tuple[np.ndarr
 
 def _by_page(page_ids: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: float) -> np.ndarray:
     """``values`` (keyed by page id ``ids``) laid out by page index; ``fill`` where a page has none."""
+    if len(ids) == len(page_ids) and np.array_equal(ids, page_ids):
+        return np.asarray(values, dtype=np.float64).copy()  # the same pages: no search
     out = np.full(len(page_ids), fill)
     where = np.searchsorted(page_ids, ids)
     valid = (where < len(page_ids)) & (page_ids[np.minimum(where, len(page_ids) - 1)] == ids)
@@ -311,22 +316,14 @@ def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool)
     paper's R(u) = c Σ R(v)/N_v, weighted); the rest of PR(u) comes from the
     random jump and from the rank sinks pass on.
     """
-    weights = graph.weights if weighted else None
-    out = np.bincount(graph.indices, weights=weights, minlength=graph.n).astype(np.float64)
+    out = graph.out_weight(weighted)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(out > 0, damping * scores / out, 0.0)
 
 
 def link_mass(graph: Graph, votes: np.ndarray, weighted: bool) -> np.ndarray:
     """Σ over each page u's in-links of votes[v]·w: the part of PR(u) that its backlinks give it."""
-    given = votes[graph.indices]
-    if weighted and graph.weights is not None:
-        given *= graph.weights
-    sums = np.zeros(graph.n)
-    rows = np.flatnonzero(np.diff(graph.indptr))
-    if len(rows):
-        sums[rows] = np.add.reduceat(given, np.asarray(graph.indptr[rows], dtype=np.int64))
-    return sums
+    return in_sums(graph, votes, weighted)
 
 
 def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions, solver: Solver) -> np.ndarray:

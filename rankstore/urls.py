@@ -39,6 +39,9 @@ MAX_URL_LENGTH = 4096
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_HEX = frozenset("0123456789ABCDEFabcdef")
+_HEX_CHARS = tuple(_HEX)  # for ``in`` on a string of one character (or none: "" is not a digit)
 # an escape that _fix_escape changes: lower-case hex, or an unreserved character (- . 0-9 A-Z _ a-z ~)
 _ESCAPE_TO_FIX = re.compile(r"%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|2[DE]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])")
 _STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space, stripped from both ends by the standard
@@ -57,6 +60,34 @@ _DOT_SEGMENTS = frozenset([".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"])
 def _fix_escape(match: re.Match) -> str:
     char = chr(int(match.group(1), 16))
     return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _fix_escapes(text: str) -> str:
+    """Escapes of unreserved characters decoded, the others' hex in upper case.
+
+    Beside a ``%`` that starts no escape (the standard keeps it), a decoded
+    hex digit could make a new escape (``%%41a`` would read ``%Aa``, then
+    ``%AA``: another byte): such an escape stays as it is, upper-cased.
+    """
+    if not _LONE_PERCENT.search(text):
+        return _PERCENT.sub(_fix_escape, text)
+    out: list[str] = []
+    tail = ""  # the output's last two characters
+    at = 0
+    for match in _PERCENT.finditer(text):
+        out.append(text[at : match.start()])
+        tail = (tail + text[at : match.start()])[-2:]
+        char = chr(int(match.group(1), 16))
+        joins = char in _HEX and (
+            (tail[-1:] == "%" and text[match.end() : match.end() + 1] in _HEX_CHARS)
+            or (tail[:1] == "%" and tail[1:] in _HEX_CHARS)
+        )
+        piece = char if char in _UNRESERVED and not joins else "%" + match.group(1).upper()
+        out.append(piece)
+        tail = (tail + piece)[-2:]
+        at = match.end()
+    out.append(text[at:])
+    return "".join(out)
 
 
 def _utf8(text: str) -> bytes:
@@ -111,7 +142,7 @@ def _normal_form(href: str | None) -> str | None:
     if "?" in rest and rest.index("?") == len(rest) - 1:
         rest = rest[:-1]
     if "%" in rest and _ESCAPE_TO_FIX.search(rest):
-        rest = _PERCENT.sub(_fix_escape, rest)
+        rest = _fix_escapes(rest)
     result = href[:start] + authority + rest
     return result if len(result) <= MAX_URL_LENGTH else None
 

@@ -284,3 +284,20 @@ def test_the_product_in_its_inner_order_is_the_plain_product(weighted, monkeypat
 @pytest.mark.parametrize("method", ["power", "bicgstab"])
 def test_a_graph_without_links_ranks_every_page_alike(method):
     assert np.allclose(pagerank(Graph.from_edges([], [], 5), method=method).scores, 0.2)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_in_sums_in_row_ranges_on_threads_is_the_plain_sum_over_in_links(monkeypatch, weighted):
+    from rankstore.solver import in_sums, product
+
+    rng = np.random.default_rng(3)
+    n, m = 3000, 40_000
+    src, dst = rng.integers(0, n, m), rng.zipf(1.5, m) % n  # a few pages with most in-links
+    graph = Graph.from_edges(src, dst, n, rng.random(m) if weighted else None)
+    values = rng.random(n)
+    expected = np.zeros(n)
+    np.add.at(expected, graph.targets(), values[graph.indices] * (graph.weights if weighted else 1.0))
+    monkeypatch.setattr(product, "_SUM_LINKS", 1000)  # many calls, one row longer than a call
+    monkeypatch.setattr(product, "_THREAD_MIN_LINKS", 0)
+    np.testing.assert_allclose(in_sums(graph, values, weighted, threads=3), expected, rtol=1e-12)
+    np.testing.assert_allclose(in_sums(graph, values, weighted, threads=1), expected, rtol=1e-12)

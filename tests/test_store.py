@@ -315,3 +315,41 @@ def test_an_upgrade_moves_urls_to_todays_normal_form(tmp_path):
         )
         assert "http://127.0.0.1/x" in store.scores_by_url(["http://127.0.0.1/x"])[0]
         assert store.db.execute("SELECT value FROM meta WHERE key = 'urls_renormalised'").fetchone() == ("1",)
+
+
+def _same_links(a, b) -> None:
+    assert a.n == b.n
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    assert (a.nofollow is None) == (b.nofollow is None) and (a.weights is None) == (b.weights is None)
+
+
+def test_a_big_graph_read_by_several_connections_is_the_graph_read_by_one(tmp_path, monkeypatch):
+    from rankstore.store import graph
+
+    path = tmp_path / "s.db"
+    _graph_store(path, 30_000, 200_000)  # several in_links blocks
+    store = Store(str(path), readonly=True)
+    assert store.db.execute("SELECT count(*) FROM in_links").fetchone()[0] > 3
+    alone = store.in_links()
+    monkeypatch.setattr(graph, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(graph, "READ_THREADS", 3)
+    opened = []
+    reader = Store.reader
+
+    def counted(self):
+        opened.append(1)
+        return reader(self)
+
+    monkeypatch.setattr(Store, "reader", counted)
+    _same_links(store.in_links(), alone)
+    assert len(opened) == 3
+
+    # a reader that sees another graph (a build replaced it meanwhile): the store's own connection reads it all
+    other = tmp_path / "other.db"
+    shutil.copy(path, other)
+    with sqlite3.connect(other) as db:
+        db.execute("UPDATE meta SET value = value + 1 WHERE key = 'graph_build'")
+        db.execute("DELETE FROM in_links WHERE first > 0")
+    monkeypatch.setattr(Store, "reader", lambda self: Store._connect(str(other), readonly=True))
+    _same_links(store.in_links(), alone)

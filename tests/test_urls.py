@@ -337,3 +337,19 @@ def test_resolver_shares_answers_only_where_the_base_does_not_matter(base, hrefs
         resolve = urls.resolver(page)
         for href in hrefs:
             assert resolve(href) == urls._normal_form(urls._whatwg_href(href, page))
+
+
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("http://a/%%41a", "http://a/%%41a"),  # "%Aa" would be an escape of another byte
+        ("http://a/%4%31", "http://a/%4%31"),
+        ("http://a/%%34%31", "http://a/%4%31"),
+        ("http://a/%%41%61", "http://a/%A%61"),
+        ("http://a/%%41z", "http://a/%Az"),
+        ("http://a/%41%62", "http://a/Ab"),
+    ],
+)
+def test_a_decoded_escape_never_makes_a_new_one_beside_a_lone_percent(url, expected):
+    assert canonical(url) == expected
+    assert canonical(expected) == expected

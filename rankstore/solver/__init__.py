@@ -45,6 +45,7 @@ from .bicgstab import _bicgstab
 from .dangling import _remove_and_restore
 from .graph import Graph
 from .power import _power
+from .product import in_sums
 from .reference import pagerank_dense
 from .system import ConvergenceError, Result, _normalised, _System
 
@@ -54,6 +55,7 @@ __all__ = [
     "ConvergenceError",
     "Graph",
     "Result",
+    "in_sums",
     "pagerank",
     "pagerank_dense",
 ]
@@ -85,7 +87,8 @@ def pagerank(
     :param callback: called with (iteration, L1 residual) after each iteration.
     :param method: ``power`` (the paper's iteration; ``tol`` bounds the L1 change
         of an iteration) or ``bicgstab`` (a Krylov solve of the same linear
-        system, 2-3x fewer products; ``tol`` bounds its relative residual).
+        system, 2-3x fewer products; ``tol`` bounds its L1 residual relative to
+        (1-d)·E's, which bounds the scores' L1 error by ``tol``).
         With damping 1 there is no linear system to solve: power only.
     :returns: :class:`Result` with the scores, iterations and each iteration's residual.
     """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -14,7 +13,12 @@ from .system import Result, _System
 def _bicgstab(
     system: _System, tol: float, max_iter: int, start: np.ndarray, callback: Callable[[int, float], None] | None
 ) -> Result:
-    """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||/||b|| < tol.
+    """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||_1 <= tol ||b||_1.
+
+    In L1 the system's matrix A has ||A^-1|| <= 1/(1-d) and ||b|| = 1-d, so
+    that stop bounds the scores' own error: ||x - x*||_1 <= tol, the measure
+    the power method stops on too (an L2 ratio tightens with the graph's
+    size: on 24M pages it took a third more steps for the same scores).
 
     Two products a step, but far fewer steps than the power method (18 instead
     of 103 on rust-doc, for a 100x smaller error).  Written out here, in place
@@ -56,7 +60,7 @@ def _bicgstab(
         moved(scaled, r, sinks_sum(x, 0, n))
         b = product.inner(system.teleport)
         b *= 1.0 - damping
-        b_norm = float(np.linalg.norm(b))
+        b_l1 = float(np.abs(b).sum())
         np.subtract(r, x, out=r)
         np.add(r, b, out=r)  # r = b - A x
         del b
@@ -66,13 +70,11 @@ def _bicgstab(
         t = np.empty_like(x)
         rho = alpha = omega = 1.0
         residuals: list[float] = []
-        rho_new, r_norm = (
+        rho_new, r_l1 = (
             float(value)
-            for value in pieces.run(
-                lambda lo, hi, _: (einsum("i,i->", r0[lo:hi], r[lo:hi]), einsum("i,i->", r[lo:hi], r[lo:hi])), 2
-            )
+            for value in pieces.run(lambda lo, hi, _: (einsum("i,i->", r0[lo:hi], r[lo:hi]), np.abs(r[lo:hi]).sum()), 2)
         )
-        converged = b_norm == 0 or math.sqrt(r_norm) <= tol * b_norm
+        converged = b_l1 == 0 or r_l1 <= tol * b_l1
         steps = 0
         while not converged and steps < max_iter:
             steps += 1
@@ -102,16 +104,16 @@ def _bicgstab(
             alpha = rho_new / float(r0_v)
 
             def half_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                """s = r - alpha v (kept in r), and inverse·s; ||s||^2, ||s||_1 and s's part at sinks."""
+                """s = r - alpha v (kept in r), and inverse·s; ||s||_1 and s's part at sinks."""
                 piece = r[lo:hi]
                 np.multiply(v[lo:hi], alpha, out=scratch[0])
                 np.subtract(piece, scratch[0], out=piece)
                 np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
                 np.abs(piece, out=scratch[0])
-                return einsum("i,i->", piece, piece), scratch[0].sum(), sinks_sum(r, lo, hi)
+                return scratch[0].sum(), sinks_sum(r, lo, hi)
 
-            s_norm, s_l1, s_sinks = pieces.run(half_step, 3)
-            if math.sqrt(s_norm) <= tol * b_norm:
+            s_l1, s_sinks = pieces.run(half_step, 2)
+            if s_l1 <= tol * b_l1:
 
                 def finish(lo: int, hi: int, scratch: np.ndarray) -> tuple:
                     """x += alpha p."""
@@ -134,7 +136,7 @@ def _bicgstab(
                 omega = float(t_s) / float(t_t)
 
                 def full_step(lo: int, hi: int, scratch: np.ndarray) -> tuple:
-                    """x += alpha p + omega s; r = s - omega t; ||r||^2, (r0, r), ||r||_1."""
+                    """x += alpha p + omega s; r = s - omega t; (r0, r), ||r||_1."""
                     piece, step, other = r[lo:hi], scratch[0], scratch[1]
                     np.multiply(p[lo:hi], alpha, out=step)
                     np.multiply(piece, omega, out=other)
@@ -143,10 +145,10 @@ def _bicgstab(
                     np.multiply(t[lo:hi], omega, out=other)
                     np.subtract(piece, other, out=piece)
                     np.abs(piece, out=step)
-                    return einsum("i,i->", piece, piece), einsum("i,i->", r0[lo:hi], piece), step.sum()
+                    return einsum("i,i->", r0[lo:hi], piece), step.sum()
 
-                r_norm, rho_next, l1 = pieces.run(full_step, 3)
-                converged = math.sqrt(r_norm) <= tol * b_norm
+                rho_next, l1 = pieces.run(full_step, 2)
+                converged = l1 <= tol * b_l1
             rho, rho_new = rho_new, float(rho_next) if not converged else rho_new
             residuals.append(float(l1))
             if callback is not None:

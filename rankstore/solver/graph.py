@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class Graph:
     indptr: np.ndarray
     indices: np.ndarray
     weights: np.ndarray | None = None
+    _out: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_edges(
@@ -80,10 +81,21 @@ class Graph:
         return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.indptr))
 
     def out_weight(self, weighted: bool = True) -> np.ndarray:
-        """Total out-link weight per page (out-degree when unweighted)."""
-        if weighted and self.weights is not None:
-            return np.bincount(self.indices, weights=self.weights, minlength=self.n)
-        return np.bincount(self.indices, minlength=self.n).astype(np.float64)
+        """Total out-link weight per page (out-degree when unweighted); computed once per graph (read-only)."""
+        key = weighted and self.weights is not None
+        if key not in self._out:
+            if key:
+                out = np.bincount(self.indices, weights=self.weights, minlength=self.n)
+            else:
+                out = np.bincount(self.indices, minlength=self.n).astype(np.float64)
+            self.remember_out_weight(key, out)
+        return self._out[key]
+
+    def remember_out_weight(self, weighted: bool, out: np.ndarray) -> None:
+        """Keep an out-weight computed elsewhere (the product counts it in threads)."""
+        out = np.asarray(out, dtype=np.float64)
+        out.flags.writeable = False
+        self._out[weighted and self.weights is not None] = out
 
     def in_degree(self) -> np.ndarray:
         return np.diff(self.indptr)

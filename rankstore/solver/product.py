@@ -80,6 +80,48 @@ def _page_groups(out_degree: np.ndarray) -> np.ndarray:
     return group
 
 
+_SUM_LINKS = 1 << 20  # links one call of in_sums multiplies
+
+
+def in_sums(graph: Graph, values: np.ndarray, weighted: bool = True, threads: int | None = None) -> np.ndarray:
+    """P·values: for each page, Σ over its in-links of values[source] (times the link's weight when weighted).
+
+    scipy's CSR kernel on row ranges in threads, against a shared array of
+    ones when unweighted: no temporary the size of the links.
+    """
+    n, indptr, indices = graph.n, graph.indptr, graph.indices
+    weights = graph.weights if weighted else None
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    out = np.zeros(n)
+    if graph.links == 0:
+        return out
+    cuts = _row_cuts(indptr, 0, n, _SUM_LINKS)
+    spans = list(zip(cuts[:-1], cuts[1:]))
+    if weights is None:
+        values_of = np.ones(max(int(indptr[b]) - int(indptr[a]) for a, b in spans))
+    else:
+        values_of = np.ascontiguousarray(weights, dtype=np.float64)
+
+    def run(span: tuple[int, int]) -> None:
+        a, b = span
+        lo, hi = int(indptr[a]), int(indptr[b])
+        local = (indptr[a : b + 1] - lo).astype(indices.dtype)
+        data = values_of[: hi - lo] if weights is None else values_of[lo:hi]
+        if _csr_matvec is None:
+            out[a:b] += sp.csr_matrix((data, indices[lo:hi], local), shape=(b - a, n)) @ values
+        else:
+            _csr_matvec(b - a, n, local, indices[lo:hi], data, values, out[a:b])
+
+    threads = min(threads or os.cpu_count() or 1, 8, len(spans))
+    if threads > 1 and graph.links >= _THREAD_MIN_LINKS:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(run, spans))
+    else:
+        for span in spans:
+            run(span)
+    return out
+
+
 class _Product:
     """out = fill + P z, written in place, on row blocks in threads, with pages in an inner order.
 
@@ -126,6 +168,7 @@ class _Product:
         self.order = np.argsort(_page_groups(degree), kind="stable").astype(np.int32)
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
+        graph.remember_out_weight(weights is not None, out)  # the ranking's votes need it again
         with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0: all)
             inverse = np.where(out > 0, scale / out, 0.0)[self.order]
         del degree, out

@@ -99,6 +99,10 @@ class Store(HostAnalysisMixin):
         except (sqlite3.Error, OSError) as error:
             raise explain(path, error) from error
 
+    def reader(self) -> sqlite3.Connection:
+        """Another read-only connection to the store's file, for reading in a thread of its own."""
+        return self._connect(self.path, readonly=True)
+
     @staticmethod
     def _connect(path: str, readonly: bool) -> sqlite3.Connection:
         if readonly:

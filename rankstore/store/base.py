@@ -36,6 +36,10 @@ class StoreBase:
     path: str
     readonly: bool
 
+    def reader(self) -> sqlite3.Connection:
+        """Another read-only connection to the store's file, for reading in a thread of its own."""
+        raise NotImplementedError
+
     def transaction(self) -> Transaction:
         """A write transaction (BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception)."""
         return Transaction(self.db, "BEGIN IMMEDIATE")

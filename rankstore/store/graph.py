@@ -9,6 +9,7 @@ after; ``rank`` derives it again when a build was interrupted since.
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,8 @@ BLOCK_MAX_PAGES = 1 << 13
 INLINE_BYTES = 1 << 20  # a block's sources up to this size come whole with the query that finds it
 _CHUNK = 1 << 24  # links converted at once: bounded temporaries on graphs of any size
 _ROWS = 1 << 18  # out_links rows read at once
+READ_THREADS = 8  # connections that read a big graph at once (they wait on the disk, not on a core)
+PARALLEL_BYTES = 1 << 26  # link sources from which the graph is read by READ_THREADS connections
 
 
 @dataclass
@@ -33,6 +36,10 @@ class InLinks:
     indices: np.ndarray
     nofollow: np.ndarray | None  # bool per link, None when no link is nofollow
     weights: np.ndarray | None  # float64 per link, None when every link weighs 1
+
+
+class _GraphChanged(Exception):
+    """A reader saw another graph than the store's connection: a build replaced it meanwhile."""
 
 
 class GraphMixin(StoreBase):
@@ -148,13 +155,12 @@ class GraphMixin(StoreBase):
         return nofollow, weights
 
     def in_links(self) -> InLinks:
-        """The whole in-link CSR, read in one pass."""
+        """The whole in-link CSR, read in one pass (a big graph by several connections at once)."""
         n = int(self.db.execute("SELECT value FROM meta WHERE key = 'graph_pages'").fetchone()[0])
+        rows = self._in_link_rows()
         counts, offsets, sources, flags, weights = [], [], [], [], []
         any_flags = any_weights = False
-        for _pages, offs, srcs, nofollow, wts in self.db.execute(
-            "SELECT pages, offsets, sources, nofollow, weights FROM in_links ORDER BY first"
-        ):
+        for offs, srcs, nofollow, wts in rows:
             rel = np.frombuffer(offs, dtype=np.int32)
             counts.append(np.diff(rel))
             sources.append(np.frombuffer(srcs, dtype=np.int32))
@@ -164,10 +170,12 @@ class GraphMixin(StoreBase):
             any_flags |= nofollow is not None
             any_weights |= wts is not None
             offsets.append(links)
+        del rows
         indptr = np.zeros(n + 1, dtype=np.int64)
         if counts:
             np.cumsum(np.concatenate(counts), out=indptr[1:])
         indices = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
+        del sources
         nofollow = weight = None
         if any_flags:
             nofollow = np.concatenate(
@@ -181,6 +189,51 @@ class GraphMixin(StoreBase):
                 [np.frombuffer(w, dtype=np.float64) if w is not None else np.ones(k) for w, k in zip(weights, offsets)]
             )
         return InLinks(n, indptr, indices, nofollow, weight)
+
+    def _in_link_rows(self) -> list[tuple]:
+        """(offsets, sources, nofollow, weights) of every ``in_links`` block in order.
+
+        A block's blobs span a chain of overflow pages that SQLite reads one
+        after the other, so one reader waits on the disk page by page;
+        :data:`READ_THREADS` connections reading ranges of blocks at once keep
+        the disk busy.  Each checks that it sees the graph the store's own
+        connection sees (``meta``'s stamp of the graph); if a build replaced the
+        graph meanwhile, the store's connection reads it all itself.
+        """
+        columns = "SELECT offsets, sources, nofollow, weights FROM in_links"
+        with self.snapshot():
+            sizes = self.db.execute("SELECT first, length(sources) FROM in_links ORDER BY first").fetchall()
+            stamp = self._graph_stamp(self.db)
+        total = sum(size for _, size in sizes)
+        if total < PARALLEL_BYTES or READ_THREADS < 2 or len(sizes) < 2:
+            return self.db.execute(f"{columns} ORDER BY first").fetchall()
+        ends = np.cumsum([size for _, size in sizes])
+        bounds = np.searchsorted(ends, np.linspace(0, total, READ_THREADS + 1)[1:-1], "right")
+        cuts = sorted({0, 1 << 62, *(sizes[int(b)][0] for b in bounds if 0 < b < len(sizes))})
+        query = f"{columns} WHERE first >= ? AND first < ? ORDER BY first"
+
+        def read(lo: int, hi: int) -> list[tuple]:
+            db = self.reader()
+            try:
+                db.execute("BEGIN")
+                if self._graph_stamp(db) != stamp:
+                    raise _GraphChanged
+                return db.execute(query, (lo, hi)).fetchall()
+            finally:
+                db.close()
+
+        try:
+            with ThreadPoolExecutor(len(cuts) - 1) as pool:
+                parts = list(pool.map(read, cuts[:-1], cuts[1:]))
+        except _GraphChanged:
+            return self.db.execute(f"{columns} ORDER BY first").fetchall()
+        return [row for part in parts for row in part]
+
+    @staticmethod
+    def _graph_stamp(db: sqlite3.Connection) -> list:
+        return db.execute(
+            "SELECT key, value FROM meta WHERE key IN ('graph_build', 'graph_pages', 'graph_links') ORDER BY key"
+        ).fetchall()
 
     def graph_arrays(self, include_nofollow: bool = False):
         """(page ids, link sources, link targets, link weights), sources and targets as page indices."""

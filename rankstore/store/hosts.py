@@ -33,7 +33,7 @@ class HostGraph:
     n: int
     indptr: np.ndarray
     indices: np.ndarray  # int32 host indices
-    weights: np.ndarray  # float64: page links from that host to this one
+    weights: np.ndarray | None  # float64: page links from that host to this one; None when each is one link
 
 
 class HostsMixin(GraphMixin):
@@ -120,7 +120,8 @@ class HostsMixin(GraphMixin):
         return found
 
     def host_count(self) -> int:
-        return self.db.execute("SELECT count(*) FROM hosts").fetchone()[0]
+        """How many hosts: the largest id, as ids are given one after the other (``count(*)`` reads the table)."""
+        return self.db.execute("SELECT coalesce(max(id), 0) FROM hosts").fetchone()[0]
 
     def pages_of_host(self, host: int) -> np.ndarray:
         """Page indices of every page of a host."""
@@ -140,10 +141,10 @@ class HostsMixin(GraphMixin):
         if links.nofollow is not None and not include_nofollow:
             keep &= ~links.nofollow
         if keep.all():
-            return HostGraph(links.n, links.indptr, links.indices, np.ones(len(links.indices)))
+            return HostGraph(links.n, links.indptr, links.indices, None)
         kept = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(keep, out=kept[1:])
-        return HostGraph(links.n, kept[links.indptr], links.indices[keep], np.ones(int(kept[-1])))
+        return HostGraph(links.n, kept[links.indptr], links.indices[keep], None)
 
     def host_graph(self, include_nofollow: bool = False) -> HostGraph:
         """The host graph from the page graph's in-link arrays (see the module docstring)."""

@@ -343,8 +343,14 @@ class RankingsMixin(StoreBase):
         return arrays
 
     def scores_of(self, ranking_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(page ids, scores) of a stored ranking version, as numpy arrays."""
-        scores = self.ranking_arrays(ranking_id).scores
+        """(page ids, scores) of a stored ranking version, as numpy arrays (the scores alone are read)."""
+        if ranking_id in self._arrays:
+            scores = self._arrays[ranking_id].scores
+        else:
+            blobs = self.db.execute(
+                "SELECT scores FROM ranking_blocks WHERE ranking_id = ? ORDER BY first", (ranking_id,)
+            ).fetchall()
+            scores = np.frombuffer(b"".join(blob for (blob,) in blobs), dtype=">f8").astype(np.float64)
         return np.arange(1, len(scores) + 1, dtype=np.int64), scores
 
     def score_range(self, ranking: Ranking) -> tuple[float, float]:
