@@ -13,25 +13,19 @@ ADDON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "addon.py")
 def mitmdump_args(
     store: str, listen_host: str, port: int, ranking: str, panel: int, extra: list[str], idle_timeout: int = 60
 ) -> list[str]:
-    return [
-        "-s",
-        ADDON,
-        "--set",
-        f"rankstore={store}",
-        "--set",
-        f"pagerank_ranking={ranking}",
-        "--set",
-        f"pagerank_panel={panel}",
-        "--set",
-        f"pagerank_idle_timeout={idle_timeout}",
-        "--listen-host",
-        listen_host,
-        "--listen-port",
-        str(port),
-        "--set",
-        "connection_strategy=lazy",
-        *extra,
-    ]
+    """mitmdump's arguments; an option that ``extra`` sets too is left to it (mitmproxy refuses an option set
+    twice, and then sets none of the addon's: the proxy would start without its store)."""
+    ours = {
+        "rankstore": store,
+        "pagerank_ranking": ranking,
+        "pagerank_panel": str(panel),
+        "pagerank_idle_timeout": str(idle_timeout),
+        "connection_strategy": "lazy",
+    }
+    given = {value.split("=", 1)[0] for flag, value in zip(extra, extra[1:]) if flag == "--set"}
+    given |= {arg[len("--set=") :].split("=", 1)[0] for arg in extra if arg.startswith("--set=")}
+    settings = [item for name, value in ours.items() if name not in given for item in ("--set", f"{name}={value}")]
+    return ["-s", ADDON, *settings, "--listen-host", listen_host, "--listen-port", str(port), *extra]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -49,13 +49,13 @@ class Proxy:
     """pagerank-proxy on a free port; its output goes to a file (a pipe nobody reads would fill up after a few
     hundred flows' log lines, and mitmdump's event loop would then wait on it)."""
 
-    def __init__(self, store: str):
+    def __init__(self, store: str, *extra: str):
         import tempfile
 
         self.port = free_port()
         self.output = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port)],
+            [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port), *extra],
             cwd=ROOT,
             stdout=self.output,
             stderr=subprocess.STDOUT,
@@ -419,3 +419,17 @@ def test_proxy_stops_cleanly_and_takes_its_workers_along(ranked_store, python_do
             break
         time.sleep(0.1)
     assert left.stdout.split() == []
+
+
+def test_an_option_set_after_the_double_dash_wins_over_the_proxys_own(ranked_store, python_doc_crawl):
+    """mitmproxy refuses an option set twice (and then sets none of the addon's): ours give way."""
+    import urllib.request
+
+    running = Proxy(ranked_store, "--", "--set", "pagerank_panel=0", "--set=pagerank_ranking=pagerank")
+    try:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
+        body = opener.open(python_doc_crawl.base_url + "library/abc.html", timeout=30).read().decode()
+    finally:
+        output = running.stop()
+    assert body.count("<pagerank-bar") > 10, output
+    assert '<aside id="pagerank-panel"' not in body
