@@ -10,6 +10,17 @@ import sys
 ADDON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "addon.py")
 
 
+def extra_settings(extra: list[str]) -> dict[str, str]:
+    """The ``--set name=value`` options among mitmdump's extra arguments (both spellings)."""
+    found: dict[str, str] = {}
+    for flag, value in zip(extra, extra[1:] + [""]):
+        spec = value if flag == "--set" else flag[len("--set=") :] if flag.startswith("--set=") else None
+        if spec:
+            name, _, setting = spec.partition("=")
+            found[name] = setting
+    return found
+
+
 def mitmdump_args(
     store: str, listen_host: str, port: int, ranking: str, panel: int, extra: list[str], idle_timeout: int = 60
 ) -> list[str]:
@@ -21,11 +32,12 @@ def mitmdump_args(
         "pagerank_panel": str(panel),
         "pagerank_idle_timeout": str(idle_timeout),
         "connection_strategy": "lazy",
+        "listen_host": listen_host,
+        "listen_port": str(port),
     }
-    given = {value.split("=", 1)[0] for flag, value in zip(extra, extra[1:]) if flag == "--set"}
-    given |= {arg[len("--set=") :].split("=", 1)[0] for arg in extra if arg.startswith("--set=")}
+    given = extra_settings(extra)
     settings = [item for name, value in ours.items() if name not in given for item in ("--set", f"{name}={value}")]
-    return ["-s", ADDON, *settings, "--listen-host", listen_host, "--listen-port", str(port), *extra]
+    return ["-s", ADDON, *settings, *extra]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,7 +74,11 @@ def main(argv: list[str] | None = None) -> None:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     args = parser.parse_args(argv)
-    problem = _store_problem(args.store, args.ranking)
+    given = extra_settings(extra)  # what mitmdump will use, for the checks and the banner
+    store = given.get("rankstore", args.store)
+    ranking = given.get("pagerank_ranking", args.ranking)
+    listen_host, port = given.get("listen_host", args.listen_host), given.get("listen_port", str(args.port))
+    problem = _store_problem(store, ranking)
     if problem:  # one line, before anything says "listening"
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(1)
@@ -70,8 +86,8 @@ def main(argv: list[str] | None = None) -> None:
 
     asyncio.set_event_loop_policy(_QuietStopPolicy())
     print(
-        f"pagerank-proxy: listening on http://{args.listen_host}:{args.port}/ with {args.store} "
-        f"(ranking {args.ranking}); its own pages at http://pagerank.proxy/",
+        f"pagerank-proxy: listening on http://{listen_host}:{port}/ with {store} "
+        f"(ranking {ranking}); its own pages at http://pagerank.proxy/",
         flush=True,
     )
     sys.exit(

@@ -293,7 +293,7 @@ def _read_url_file(path: str, option: str) -> list[str]:
     default=1e-10,
     show_default=True,
     help="power: stop when the L1 change of an iteration is below this; bicgstab: when the L1 residual is"
-    " (relative to 1-d; the scores are then within it of the exact ones, in L1).",
+    " (relative to 1-d; the scores are then within 2x this of the exact ones, in L1).",
 )
 @click.option("--max-iter", type=click.IntRange(1), default=1000, show_default=True)
 @click.option(

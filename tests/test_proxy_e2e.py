@@ -425,7 +425,15 @@ def test_an_option_set_after_the_double_dash_wins_over_the_proxys_own(ranked_sto
     """mitmproxy refuses an option set twice (and then sets none of the addon's): ours give way."""
     import urllib.request
 
-    running = Proxy(ranked_store, "--", "--set", "pagerank_panel=0", "--set=pagerank_ranking=pagerank")
+    running = Proxy(
+        "/missing/x.db",  # the store given after -- is the one checked and used
+        "--",
+        "--set",
+        f"rankstore={ranked_store}",
+        "--set",
+        "pagerank_panel=0",
+        "--set=pagerank_ranking=pagerank",
+    )
     try:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
         body = opener.open(python_doc_crawl.base_url + "library/abc.html", timeout=30).read().decode()
@@ -433,3 +441,17 @@ def test_an_option_set_after_the_double_dash_wins_over_the_proxys_own(ranked_sto
         output = running.stop()
     assert body.count("<pagerank-bar") > 10, output
     assert '<aside id="pagerank-panel"' not in body
+    assert f"with {ranked_store} (ranking pagerank)" in output
+
+
+def test_the_proxys_own_options_give_way_to_those_after_the_double_dash():
+    from proxy_addon.cli import extra_settings, mitmdump_args
+
+    extra = ["--set", "listen_port=9", "--set=pagerank_panel=0", "-q", "--set"]
+    assert extra_settings(extra) == {"listen_port": "9", "pagerank_panel": "0"}
+    args = mitmdump_args("s.db", "127.0.0.1", 8080, "pagerank", 10, extra)
+    settings = [value.split("=")[0] for flag, value in zip(args, args[1:]) if flag == "--set"]
+    assert sorted(settings) == sorted(
+        ["rankstore", "pagerank_ranking", "pagerank_idle_timeout", "connection_strategy", "listen_host", "listen_port"]
+    )  # listen_port once: the user's
+    assert args[-len(extra) :] == extra

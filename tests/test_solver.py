@@ -297,7 +297,8 @@ def test_in_sums_in_row_ranges_on_threads_is_the_plain_sum_over_in_links(monkeyp
     values = rng.random(n)
     expected = np.zeros(n)
     np.add.at(expected, graph.targets(), values[graph.indices] * (graph.weights if weighted else 1.0))
-    monkeypatch.setattr(product, "_SUM_LINKS", 1000)  # many calls, one row longer than a call
+    monkeypatch.setattr(product, "_SUM_LINKS", 1000)  # many row ranges
+    monkeypatch.setattr(product, "_CALL_LINKS", 300)  # many calls, rows longer than a call
     monkeypatch.setattr(product, "_THREAD_MIN_LINKS", 0)
     np.testing.assert_allclose(in_sums(graph, values, weighted, threads=3), expected, rtol=1e-12)
     np.testing.assert_allclose(in_sums(graph, values, weighted, threads=1), expected, rtol=1e-12)

@@ -344,6 +344,9 @@ def test_a_big_graph_read_by_several_connections_is_the_graph_read_by_one(tmp_pa
     monkeypatch.setattr(Store, "reader", counted)
     _same_links(store.in_links(), alone)
     assert len(opened) == 3
+    with store.snapshot():  # inside a transaction of the caller's, the store's connection reads alone
+        _same_links(store.in_links(), alone)
+    assert len(opened) == 3
 
     # a reader that sees another graph (a build replaced it meanwhile): the store's own connection reads it all
     other = tmp_path / "other.db"

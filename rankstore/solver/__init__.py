@@ -88,7 +88,8 @@ def pagerank(
     :param method: ``power`` (the paper's iteration; ``tol`` bounds the L1 change
         of an iteration) or ``bicgstab`` (a Krylov solve of the same linear
         system, 2-3x fewer products; ``tol`` bounds its L1 residual relative to
-        (1-d)·E's, which bounds the scores' L1 error by ``tol``).
+        (1-d)·E's, which keeps the scores within about ``tol`` of the exact ones
+        in L1: at most 2·tol once they sum to 1; see :mod:`.bicgstab`).
         With damping 1 there is no linear system to solve: power only.
     :returns: :class:`Result` with the scores, iterations and each iteration's residual.
     """

@@ -15,13 +15,16 @@ def _bicgstab(
 ) -> Result:
     """Solve (I - dM - d s dangling^T) x = (1-d) E with BiCGSTAB, stopping at ||r||_1 <= tol ||b||_1.
 
-    In L1 the system's matrix A has ||A^-1|| <= 1/(1-d) and ||b|| = 1-d, so
-    that stop bounds the scores' own error: ||x - x*||_1 <= tol, the measure
-    the power method stops on too (an L2 ratio tightens with the graph's
-    size: on 24M pages it took a third more steps for the same scores).
+    In L1 the system's matrix A has ||A^-1|| <= 1/(1-d) and ||b|| = 1-d (its
+    columns sum to at most 1 under every dangling rule, E sums to 1), so that
+    stop bounds the scores' own error: ||x - x*||_1 <= tol, and at most 2 tol
+    once x is scaled to sum 1 (the ``remove`` rule bounds the core's solve;
+    restoring the removed pages can widen it).  L1 is the measure the power
+    method stops on too; an L2 ratio tightens with the graph's size (on 24M
+    pages it took a third more steps for the same scores).
 
-    Two products a step, but far fewer steps than the power method (18 instead
-    of 103 on rust-doc, for a 100x smaller error).  Written out here, in place
+    Two products a step, but far fewer steps than the power method (21 instead
+    of 104 on rust-doc, for a 60x smaller error).  Written out here, in place
     on seven n-vectors (x, r, r0, p, v, t, and inverse·p or inverse·s for the
     product), rather than scipy's version, which allocates new vectors at
     every step; the vector updates around the two products are fused into

@@ -80,45 +80,57 @@ def _page_groups(out_degree: np.ndarray) -> np.ndarray:
     return group
 
 
-_SUM_LINKS = 1 << 20  # links one call of in_sums multiplies
+_SUM_LINKS = 1 << 20  # links in one row range of in_sums (its calls take _CALL_LINKS at a time)
+
+
+def _kernel_calls(indptr: np.ndarray, start: int, stop: int, dtype: np.dtype) -> list[tuple]:
+    """The kernel calls for rows [start, stop): ``_CALL_LINKS`` links each, a long row over several.
+
+    Each is (first row, row after the last, row pointers local to the
+    call, first link, link after the last); the kernel adds each row's sum
+    to ``out``, so a row cut between two calls gets both parts.
+    """
+    calls = []
+    los = np.arange(int(indptr[start]), int(indptr[stop]), _CALL_LINKS, dtype=np.int64)
+    his = np.minimum(los + _CALL_LINKS, int(indptr[stop]))
+    firsts = np.searchsorted(indptr, los, "right") - 1  # the rows holding each call's first link
+    lasts = np.searchsorted(indptr, his - 1, "right") - 1  # ... and its last
+    for first, last, lo, hi in zip(firsts.tolist(), lasts.tolist(), los.tolist(), his.tolist()):
+        local = np.clip(indptr[first : last + 2] - lo, 0, hi - lo).astype(dtype)
+        calls.append((first, last + 1, local, lo, hi))
+    return calls
 
 
 def in_sums(graph: Graph, values: np.ndarray, weighted: bool = True, threads: int | None = None) -> np.ndarray:
     """P·values: for each page, Σ over its in-links of values[source] (times the link's weight when weighted).
 
-    scipy's CSR kernel on row ranges in threads, against a shared array of
-    ones when unweighted: no temporary the size of the links.
+    scipy's CSR kernel on row ranges in threads, ``_CALL_LINKS`` links a call
+    (a long row over several calls of its range's thread), against one small
+    array of ones when unweighted: no temporary the size of the links.
     """
     n, indptr, indices = graph.n, graph.indptr, graph.indices
-    weights = graph.weights if weighted else None
+    weights = None if not weighted or graph.weights is None else np.ascontiguousarray(graph.weights, np.float64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.zeros(n)
     if graph.links == 0:
         return out
+    ones = np.ones(min(graph.links, _CALL_LINKS))
     cuts = _row_cuts(indptr, 0, n, _SUM_LINKS)
-    spans = list(zip(cuts[:-1], cuts[1:]))
-    if weights is None:
-        values_of = np.ones(max(int(indptr[b]) - int(indptr[a]) for a, b in spans))
-    else:
-        values_of = np.ascontiguousarray(weights, dtype=np.float64)
 
-    def run(span: tuple[int, int]) -> None:
-        a, b = span
-        lo, hi = int(indptr[a]), int(indptr[b])
-        local = (indptr[a : b + 1] - lo).astype(indices.dtype)
-        data = values_of[: hi - lo] if weights is None else values_of[lo:hi]
-        if _csr_matvec is None:
-            out[a:b] += sp.csr_matrix((data, indices[lo:hi], local), shape=(b - a, n)) @ values
-        else:
-            _csr_matvec(b - a, n, local, indices[lo:hi], data, values, out[a:b])
+    def run(start: int, stop: int) -> None:
+        for first, end, local, lo, hi in _kernel_calls(indptr, start, stop, indices.dtype):
+            data = ones[: hi - lo] if weights is None else weights[lo:hi]
+            if _csr_matvec is None:
+                out[first:end] += sp.csr_matrix((data, indices[lo:hi], local), shape=(end - first, n)) @ values
+            else:
+                _csr_matvec(end - first, n, local, indices[lo:hi], data, values, out[first:end])
 
-    threads = min(threads or os.cpu_count() or 1, 8, len(spans))
+    threads = min(threads or os.cpu_count() or 1, 8, len(cuts) - 1)
     if threads > 1 and graph.links >= _THREAD_MIN_LINKS:
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(run, spans))
+            list(pool.map(run, cuts[:-1], cuts[1:]))
     else:
-        for span in spans:
-            run(span)
+        run(0, n)
     return out
 
 
@@ -217,21 +229,8 @@ class _Product:
         ]
 
     def _calls(self, indptr: np.ndarray, start: int, stop: int) -> list[tuple]:
-        """The kernel calls for rows [start, stop): ``_CALL_LINKS`` links each, a long row over several.
-
-        Each is (first row, row after the last, row pointers local to the
-        call, first link, link after the last); the kernel adds each row's sum
-        to ``out``, so a row cut between two calls gets both parts.
-        """
-        calls = []
-        los = np.arange(int(indptr[start]), int(indptr[stop]), _CALL_LINKS, dtype=np.int64)
-        his = np.minimum(los + _CALL_LINKS, int(indptr[stop]))
-        firsts = np.searchsorted(indptr, los, "right") - 1  # the rows holding each call's first link
-        lasts = np.searchsorted(indptr, his - 1, "right") - 1  # ... and its last
-        for first, last, lo, hi in zip(firsts.tolist(), lasts.tolist(), los.tolist(), his.tolist()):
-            local = np.clip(indptr[first : last + 2] - lo, 0, hi - lo).astype(self.indices.dtype)
-            calls.append((first, last + 1, local, lo, hi))
-        return calls
+        """The kernel calls for rows [start, stop) (see :func:`_kernel_calls`)."""
+        return _kernel_calls(indptr, start, stop, self.indices.dtype)
 
     def inner(self, vector: np.ndarray) -> np.ndarray:
         """A vector over the graph's pages, in the inner order."""

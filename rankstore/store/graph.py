@@ -9,6 +9,7 @@ after; ``rank`` derives it again when a build was interrupted since.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -156,8 +157,7 @@ class GraphMixin(StoreBase):
 
     def in_links(self) -> InLinks:
         """The whole in-link CSR, read in one pass (a big graph by several connections at once)."""
-        n = int(self.db.execute("SELECT value FROM meta WHERE key = 'graph_pages'").fetchone()[0])
-        rows = self._in_link_rows()
+        rows, n = self._in_link_rows()
         counts, offsets, sources, flags, weights = [], [], [], [], []
         any_flags = any_weights = False
         for offs, srcs, nofollow, wts in rows:
@@ -190,44 +190,51 @@ class GraphMixin(StoreBase):
             )
         return InLinks(n, indptr, indices, nofollow, weight)
 
-    def _in_link_rows(self) -> list[tuple]:
-        """(offsets, sources, nofollow, weights) of every ``in_links`` block in order.
+    def _in_link_rows(self) -> tuple[list[tuple], int]:
+        """(offsets, sources, nofollow, weights) of every ``in_links`` block in order, and the graph's pages.
 
         A block's blobs span a chain of overflow pages that SQLite reads one
         after the other, so one reader waits on the disk page by page;
         :data:`READ_THREADS` connections reading ranges of blocks at once keep
-        the disk busy.  Each checks that it sees the graph the store's own
-        connection sees (``meta``'s stamp of the graph); if a build replaced the
-        graph meanwhile, the store's connection reads it all itself.
+        the disk busy.  Everything comes from the version of the graph of one
+        read transaction of the store's connection: each reader first checks
+        that it sees that version (``meta``'s stamp of the graph); if one does
+        not (a build replaced the graph meanwhile), or inside a transaction of
+        the caller's (whose changes the readers would not see), or for a store
+        that is no file, the store's connection reads it all itself.
         """
         columns = "SELECT offsets, sources, nofollow, weights FROM in_links"
+        alone = self.db.in_transaction or self.path == ":memory:" or READ_THREADS < 2
         with self.snapshot():
-            sizes = self.db.execute("SELECT first, length(sources) FROM in_links ORDER BY first").fetchall()
             stamp = self._graph_stamp(self.db)
-        total = sum(size for _, size in sizes)
-        if total < PARALLEL_BYTES or READ_THREADS < 2 or len(sizes) < 2:
-            return self.db.execute(f"{columns} ORDER BY first").fetchall()
-        ends = np.cumsum([size for _, size in sizes])
-        bounds = np.searchsorted(ends, np.linspace(0, total, READ_THREADS + 1)[1:-1], "right")
-        cuts = sorted({0, 1 << 62, *(sizes[int(b)][0] for b in bounds if 0 < b < len(sizes))})
-        query = f"{columns} WHERE first >= ? AND first < ? ORDER BY first"
+            n = int(dict(stamp)["graph_pages"])
+            sizes = self.db.execute("SELECT first, length(sources) FROM in_links ORDER BY first").fetchall()
+            total = sum(size for _, size in sizes)
+            if alone or total < PARALLEL_BYTES or len(sizes) < 2:
+                return self.db.execute(f"{columns} ORDER BY first").fetchall(), n
+            ends = np.cumsum([size for _, size in sizes])
+            bounds = np.searchsorted(ends, np.linspace(0, total, READ_THREADS + 1)[1:-1], "right")
+            cuts = sorted({0, 1 << 62, *(sizes[int(b)][0] for b in bounds if 0 < b < len(sizes))})
+            query = f"{columns} WHERE first >= ? AND first < ? ORDER BY first"
+            changed = threading.Event()
 
-        def read(lo: int, hi: int) -> list[tuple]:
-            db = self.reader()
+            def read(lo: int, hi: int) -> list[tuple]:
+                db = self.reader()
+                try:
+                    db.execute("BEGIN")
+                    if changed.is_set() or self._graph_stamp(db) != stamp:
+                        changed.set()  # the others stop too, rather than read a graph for nothing
+                        raise _GraphChanged
+                    return db.execute(query, (lo, hi)).fetchall()
+                finally:
+                    db.close()
+
             try:
-                db.execute("BEGIN")
-                if self._graph_stamp(db) != stamp:
-                    raise _GraphChanged
-                return db.execute(query, (lo, hi)).fetchall()
-            finally:
-                db.close()
-
-        try:
-            with ThreadPoolExecutor(len(cuts) - 1) as pool:
-                parts = list(pool.map(read, cuts[:-1], cuts[1:]))
-        except _GraphChanged:
-            return self.db.execute(f"{columns} ORDER BY first").fetchall()
-        return [row for part in parts for row in part]
+                with ThreadPoolExecutor(len(cuts) - 1) as pool:
+                    parts = list(pool.map(read, cuts[:-1], cuts[1:]))
+            except (_GraphChanged, sqlite3.Error):
+                return self.db.execute(f"{columns} ORDER BY first").fetchall(), n
+            return [row for part in parts for row in part], n
 
     @staticmethod
     def _graph_stamp(db: sqlite3.Connection) -> list:
