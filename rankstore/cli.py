@@ -445,8 +445,11 @@ def rank(
                 if not quiet:
                     click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
 
+            def say(step: str) -> None:
+                click.echo(f"  {step}", err=True)
+
             try:
-                outcome = run_rank(store, options, show, loaded, solver)
+                outcome = run_rank(store, options, show, loaded, solver, None if quiet else say)
             except ConvergenceError as error:
                 raise click.ClickException(f"{error} (raise --max-iter or --tol)") from error
             result = outcome.result
@@ -461,7 +464,7 @@ def rank(
             click.echo(
                 f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} {nodes} in "
                 f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
-                f"{outcome.seconds:.2f} s{warm}"
+                f"{outcome.seconds:.2f} s, written in {outcome.write_seconds:.2f} s{warm}"
             )
     except (RankingError, ValueError) as error:
         raise click.ClickException(str(error)) from error

@@ -73,6 +73,7 @@ class RankOutcome:
     seconds: float
     warm_from: int | None = None
     cold_iterations: int | None = None
+    write_seconds: float = 0.0  # writing the version, after ``seconds``
 
     @property
     def iterations_saved(self) -> int | None:
@@ -212,13 +213,15 @@ def rank(
     callback: Callable[[int, float], None] | None = None,
     loaded: LoadedGraph | None = None,
     solver: Solver | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> RankOutcome:
     """Compute one ranking and store it as a new version of ``options.name``.
 
     ``solver`` iterates (the scipy engine with ``options.method`` when None;
     :class:`rankstore.spark.engine.SparkSolver` for ``engine="spark"``);
     everything else, from the store to the version written in one
-    transaction, is this function's whatever the engine.
+    transaction, is this function's whatever the engine.  ``status`` hears
+    of the steps after the iterations (a big version takes a while to write).
     """
     started = time.perf_counter()
     if options.engine not in ENGINES:
@@ -291,6 +294,8 @@ def rank(
         teleport = (page_ids[chosen], personalization[chosen] / personalization.sum())
     cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
+    if status is not None:
+        status(f"writing {options.name}: {len(page_ids):,} {'hosts' if options.level == 'host' else 'pages'}")
     ranking = store.write_ranking(
         options.name,
         params,
@@ -306,7 +311,8 @@ def rank(
         teleport=teleport,
         level=options.level,
     )
-    return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold)
+    written = time.perf_counter() - started - seconds
+    return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold, written)
 
 
 def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool) -> np.ndarray:

@@ -258,3 +258,13 @@ def test_older_schema_is_upgraded_by_a_writing_open(tmp_path):
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert [r[0] for r in db.execute("SELECT version FROM rankings WHERE name = 'pagerank' ORDER BY 1")] == [1, 2]
+
+
+def test_rank_says_when_it_writes_the_version_and_how_long_that_took(tmp_path):
+    path = str(tmp_path / "s.db")
+    run("build", data("small.warc.gz"), "--store", path, "-q")
+    loud = run("rank", "--store", path).output
+    assert "  writing pagerank: " in loud and " pages\n" in loud
+    assert ", written in " in loud.splitlines()[-1]
+    quiet = run("rank", "--store", path, "-q").output
+    assert "writing" not in quiet and ", written in " in quiet
