@@ -1,5 +1,5 @@
-"""The compiled parts, each optional (pure Python twins without a compiler): the proxy's HTML scanner
-and the edge-list block splitter."""
+"""The compiled parts, each optional (pure Python twins without a compiler): the proxy's HTML scanner,
+the edge-list block splitter and the solver's product kernel."""
 
 from setuptools import Extension, setup
 
@@ -10,5 +10,12 @@ setup(
             "proxy_addon._fastscan", ["proxy_addon/_fastscan.c"], depends=["proxy_addon/_scan_tables.h"], optional=True
         ),
         Extension("rankstore.sources._fastpairs", ["rankstore/sources/_fastpairs.c"], optional=True),
+        # no fused multiply-add: the sums stay those of the Python twin (scipy's kernel), bit for bit
+        Extension(
+            "rankstore.solver._fastproduct",
+            ["rankstore/solver/_fastproduct.c"],
+            extra_compile_args=["-ffp-contract=off"],
+            optional=True,
+        ),
     ]
 )

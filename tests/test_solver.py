@@ -9,7 +9,18 @@ import pytest
 
 from rankstore.ranking import load_graph
 from rankstore.solver import ConvergenceError, Graph, pagerank, pagerank_dense
+from rankstore.solver import product as solver_product
 from rankstore.store import Store
+
+assert solver_product._fastproduct is not None, "rankstore.solver._fastproduct did not build (no C compiler?)"
+
+
+@pytest.fixture(autouse=True, params=sorted(solver_product.ROW_SUMS))
+def kernel(request, monkeypatch):
+    """Every test here on each twin of the product's kernel (the C one and its Python reference)."""
+    monkeypatch.setattr(solver_product, "row_sums", solver_product.ROW_SUMS[request.param])
+    return request.param
+
 
 A, B, C, D = range(4)
 
@@ -302,3 +313,54 @@ def test_in_sums_in_row_ranges_on_threads_is_the_plain_sum_over_in_links(monkeyp
     monkeypatch.setattr(product, "_THREAD_MIN_LINKS", 0)
     np.testing.assert_allclose(in_sums(graph, values, weighted, threads=3), expected, rtol=1e-12)
     np.testing.assert_allclose(in_sums(graph, values, weighted, threads=1), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("real", [np.float64, np.float32])
+@pytest.mark.parametrize("pointers", [np.int32, np.int64])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fill", ["scalar", "array"])
+def test_the_c_kernel_gives_the_python_kernels_sums_bit_for_bit(real, pointers, weighted, fill):
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        n, m = int(rng.integers(1, 300)), int(rng.integers(0, 3000))
+        rows = np.sort(rng.integers(0, n, m))
+        sources = rng.integers(0, n, m).astype(np.int32)
+        indptr = np.zeros(n + 1, dtype=pointers)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        z = rng.random(n).astype(real)
+        values = rng.random(m).astype(real) if weighted else None
+        filled = rng.random(n).astype(real) if fill == "array" else real(0.25)
+        start = int(rng.integers(0, n))
+        stop = int(rng.integers(start, n + 1))
+        python, c = np.full(n, np.nan, dtype=real), np.full(n, np.nan, dtype=real)
+        solver_product.python_row_sums(indptr, sources, values, z, python, start, stop, filled)
+        solver_product.c_row_sums(indptr, sources, values, z, c, start, stop, filled)
+        assert np.array_equal(python, c, equal_nan=True)  # rows outside [start, stop) untouched by both
+
+
+@pytest.mark.parametrize(
+    "indptr, sources, z, out, rows, message",
+    [
+        ([0, 2], [0, 5], 3, 1, (0, 1), "a row pointer or a source is out of range"),  # a source past z
+        ([0, 2], [0, -1], 3, 1, (0, 1), "a row pointer or a source is out of range"),
+        ([0, 3, 2], [0, 1, 2], 3, 2, (0, 2), "a row pointer or a source is out of range"),  # pointers go back
+        ([0, 2], [0, 1], 3, 1, (0, 2), "rows out of range"),
+        ([0, 2], [0, 1], 3, 0, (0, 1), "rows out of range"),  # out too short
+        ([0, 4], [0, 1], 3, 1, (0, 1), "links out of range"),
+    ],
+)
+def test_the_c_kernel_refuses_what_would_read_past_its_arrays(indptr, sources, z, out, rows, message):
+    with pytest.raises(IndexError, match=message):
+        solver_product._fastproduct.row_sums(
+            np.array(indptr, dtype=np.int32),
+            np.array(sources, dtype=np.int32),
+            None,
+            np.ones(z),
+            np.zeros(out),
+            *rows,
+            0.0,
+        )
+    with pytest.raises(TypeError, match="one float type"):
+        solver_product._fastproduct.row_sums(
+            np.array([0, 1], np.int32), np.array([0], np.int32), None, np.ones(2), np.zeros(2, np.float32), 0, 1, 0.0
+        )

@@ -31,6 +31,11 @@ except ImportError:  # pragma: no cover - a scipy without them: A @ x, and A[row
         out_values[:] = picked.data
 
 
+try:
+    from . import _fastproduct  # type: ignore[attr-defined]
+except ImportError:  # no compiler at install time: the Python twin
+    _fastproduct = None
+
 _PIECE = 1 << 16  # elements a vector operation handles at once: its temporaries stay in cache
 
 
@@ -101,12 +106,62 @@ def _kernel_calls(indptr: np.ndarray, start: int, stop: int, dtype: np.dtype) ->
     return calls
 
 
+def python_row_sums(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray | None,
+    z: np.ndarray,
+    out: np.ndarray,
+    start: int,
+    stop: int,
+    fill: Any = 0.0,
+) -> None:
+    """out[i] = fill + Σ over row i's links k of values[k]·z[indices[k]], for rows i in [start, stop).
+
+    Without values, each link adds z[indices[k]].  The reference for
+    ``_fastproduct.row_sums``, its C twin, which gives the same sums bit for
+    bit: scipy's CSR kernel on ``out`` filled first, so that each row starts
+    from ``fill`` (in z's type) and adds its links in order.
+    ``_CALL_LINKS`` links a call (a long row over several calls), against one
+    small array of ones when there are no values: no temporary the size of
+    the links.
+    """
+    out[start:stop] = fill if np.ndim(fill) == 0 else fill[start:stop]
+    ones = np.ones(min(int(indptr[stop]) - int(indptr[start]), _CALL_LINKS), dtype=z.dtype)
+    n = len(z)
+    for first, end, local, lo, hi in _kernel_calls(indptr, start, stop, indices.dtype):
+        data = ones[: hi - lo] if values is None else values[lo:hi]
+        if _csr_matvec is None:
+            out[first:end] += sp.csr_matrix((data, indices[lo:hi], local), shape=(end - first, n)) @ z
+        else:
+            _csr_matvec(end - first, n, local, indices[lo:hi], data, z, out[first:end])
+
+
+def c_row_sums(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray | None,
+    z: np.ndarray,
+    out: np.ndarray,
+    start: int,
+    stop: int,
+    fill: Any = 0.0,
+) -> None:
+    """:func:`python_row_sums`, in C: it asks for the sources ahead of their use (the product waits on them)."""
+    _fastproduct.row_sums(indptr, indices, values, z, out, start, stop, float(fill) if np.ndim(fill) == 0 else fill)
+
+
+ROW_SUMS = {"python": python_row_sums} | ({} if _fastproduct is None else {"c": c_row_sums})
+"""The kernels that compute a product's rows; the tests run the solver on each."""
+
+row_sums = c_row_sums if _fastproduct is not None else python_row_sums
+"""The kernel the product uses: the C twin where it was built."""
+
+
 def in_sums(graph: Graph, values: np.ndarray, weighted: bool = True, threads: int | None = None) -> np.ndarray:
     """P·values: for each page, Σ over its in-links of values[source] (times the link's weight when weighted).
 
-    scipy's CSR kernel on row ranges in threads, ``_CALL_LINKS`` links a call
-    (a long row over several calls of its range's thread), against one small
-    array of ones when unweighted: no temporary the size of the links.
+    :data:`row_sums` on row ranges of about ``_SUM_LINKS`` links in threads.
     """
     n, indptr, indices = graph.n, graph.indptr, graph.indices
     weights = None if not weighted or graph.weights is None else np.ascontiguousarray(graph.weights, np.float64)
@@ -114,16 +169,11 @@ def in_sums(graph: Graph, values: np.ndarray, weighted: bool = True, threads: in
     out = np.zeros(n)
     if graph.links == 0:
         return out
-    ones = np.ones(min(graph.links, _CALL_LINKS))
     cuts = _row_cuts(indptr, 0, n, _SUM_LINKS)
+    kernel = row_sums
 
     def run(start: int, stop: int) -> None:
-        for first, end, local, lo, hi in _kernel_calls(indptr, start, stop, indices.dtype):
-            data = ones[: hi - lo] if weights is None else weights[lo:hi]
-            if _csr_matvec is None:
-                out[first:end] += sp.csr_matrix((data, indices[lo:hi], local), shape=(end - first, n)) @ values
-            else:
-                _csr_matvec(end - first, n, local, indices[lo:hi], data, values, out[first:end])
+        kernel(indptr, indices, weights, values, out, start, stop)
 
     threads = min(threads or os.cpu_count() or 1, 8, len(cuts) - 1)
     if threads > 1 and graph.links >= _THREAD_MIN_LINKS:
@@ -141,19 +191,18 @@ class _Product:
     page i; their weights when weighted) and ``inverse[dtype]`` = scale /
     out-weight per page (0 at sinks).  Callers pass z = inverse·x, so that
     out = fill + M x.  Without weights P's values are all ones and no array of
-    them is kept: the kernel runs on ``_CALL_LINKS`` links at a time against
-    one small array of ones, so the matrix costs 4 bytes a link (its column
-    indices) in float32 and float64 alike.
+    them is kept, so the matrix costs 4 bytes a link (its column indices) in
+    float32 and float64 alike.  :data:`row_sums` computes each block's rows.
 
     Pages are renumbered once (:func:`_page_groups`): callers move vectors in
     with :meth:`inner` and the answer out with :meth:`outer`.  The sinks are
     the inner pages [live, n).
 
-    scipy releases the GIL inside its CSR kernel, so the row blocks run in
-    parallel; the fill and any per-block follow-up (``after``) run in the
-    block's thread too, on memory the product has just touched.  A float32
-    ``z`` is multiplied in float32 (``single=True`` keeps float32 copies of
-    ``inverse`` and of any weights).
+    Both kernels release the GIL, so the row blocks run in parallel; the fill
+    and any per-block follow-up (``after``) run in the block's thread too, on
+    memory the product has just touched.  A float32 ``z`` is multiplied in
+    float32 (``single=True`` keeps float32 copies of ``inverse`` and of any
+    weights).
     """
 
     def __init__(self, graph: Graph, weighted: bool, threads: int | None, scale: float = 1.0, single: bool = False):
@@ -214,23 +263,14 @@ class _Product:
         if self.values is not None and single:
             self.values[kinds[1]][:] = self.values[kinds[0]]
         del new_of
-        self.ones = {kind: np.ones(min(links, _CALL_LINKS), dtype=kind) for kind in kinds}
+        self.indptr = new_indptr.astype(np.int32) if links < 2**31 - 1 else new_indptr
 
-        # row blocks with about the same number of links, one a thread, and each block's kernel calls
-        # (their row pointers are all the product keeps of new_indptr)
+        # row blocks with about the same number of links, one a thread
         block_cuts = [0, n]
         if threads > 1:
             block_cuts = np.searchsorted(new_indptr, np.linspace(0, links, threads + 1)).tolist()
             block_cuts[0], block_cuts[-1] = 0, n
-        self.blocks = [
-            (start, stop, self._calls(new_indptr, start, stop))
-            for start, stop in zip(block_cuts[:-1], block_cuts[1:])
-            if stop > start
-        ]
-
-    def _calls(self, indptr: np.ndarray, start: int, stop: int) -> list[tuple]:
-        """The kernel calls for rows [start, stop) (see :func:`_kernel_calls`)."""
-        return _kernel_calls(indptr, start, stop, self.indices.dtype)
+        self.blocks = [(start, stop) for start, stop in zip(block_cuts[:-1], block_cuts[1:]) if stop > start]
 
     def inner(self, vector: np.ndarray) -> np.ndarray:
         """A vector over the graph's pages, in the inner order."""
@@ -251,18 +291,11 @@ class _Product:
         self, z: np.ndarray, out: np.ndarray, fill: Any = 0.0, after: Callable[[int, int], object] | None = None
     ) -> list:
         """out = fill + P z; returns ``after(start, stop)`` of each row block."""
-        n, indices, kind = self.n, self.indices, z.dtype
-        ones = self.ones[kind]
-        values = None if self.values is None else self.values[kind]
+        indptr, indices, kernel = self.indptr, self.indices, row_sums
+        values = None if self.values is None else self.values[z.dtype]
 
-        def block(start: int, stop: int, calls: list) -> object:
-            out[start:stop] = fill if np.ndim(fill) == 0 else fill[start:stop]
-            for first, end, local, lo, hi in calls:
-                data = ones[: hi - lo] if values is None else values[lo:hi]
-                if _csr_matvec is None:
-                    out[first:end] += sp.csr_matrix((data, indices[lo:hi], local), shape=(end - first, n)) @ z
-                else:
-                    _csr_matvec(end - first, n, local, indices[lo:hi], data, z, out[first:end])
+        def block(start: int, stop: int) -> object:
+            kernel(indptr, indices, values, z, out, start, stop, fill)
             return after(start, stop) if after is not None else None
 
         return self._map(lambda b: block(*b), self.blocks)

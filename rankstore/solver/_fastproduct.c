@@ -1,0 +1,137 @@
+/* The C twin of the product's kernel call (rankstore.solver.product._python_row_sums): for rows
+ * [start, stop) of an in-link CSR, out[i] = fill + sum over the row's links of z[source] (times the
+ * link's value when there are values), without the GIL.
+ *
+ * The sums are the same, bit for bit, as scipy's csr_matvec on out pre-filled with fill: each row
+ * starts from fill (cast to z's type) and adds its links in order, in z's type.  What differs is
+ * the wait: a row's sources are scattered over z, so scipy's loop stalls on each gather in turn;
+ * this one asks for z[indices[k + AHEAD]] while it adds z[indices[k]], so that many gathers are on
+ * their way at once. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AHEAD 24 /* links between a prefetch and its use: enough to cover a miss, few enough to stay cached */
+
+/* Returns 0, or -1 at a row pointer or a source out of range (checked as it goes: the loop waits on
+ * memory, not on these tests). */
+#define KERNEL(NAME, IDX, T, WEIGHTED)                                                                   \
+    static int NAME(const IDX *indptr, const int32_t *indices, const T *values, const T *z, T *out,    \
+                    Py_ssize_t start, Py_ssize_t stop, T fill, const T *fills, int64_t size) {          \
+        int64_t k = (int64_t)indptr[start], last = (int64_t)indptr[stop], ahead = last - AHEAD;          \
+        for (Py_ssize_t i = start; i < stop; i++) {                                                     \
+            int64_t end = (int64_t)indptr[i + 1];                                                       \
+            if (end > last) return -1;                                                                   \
+            T sum = fills != NULL ? fills[i] : fill;                                                     \
+            for (; k < end; k++) {                                                                       \
+                if (k < ahead) __builtin_prefetch(&z[(uint32_t)indices[k + AHEAD]], 0, 1);               \
+                uint32_t source = (uint32_t)indices[k];                                                  \
+                if (source >= (uint64_t)size) return -1;                                                 \
+                sum += WEIGHTED ? values[k] * z[source] : z[source];                                     \
+            }                                                                                            \
+            out[i] = sum;                                                                                \
+        }                                                                                                \
+        return 0;                                                                                        \
+    }
+
+KERNEL(sums_i32_f64, int32_t, double, 0)
+KERNEL(sums_i32_f64_w, int32_t, double, 1)
+KERNEL(sums_i64_f64, int64_t, double, 0)
+KERNEL(sums_i64_f64_w, int64_t, double, 1)
+KERNEL(sums_i32_f32, int32_t, float, 0)
+KERNEL(sums_i32_f32_w, int32_t, float, 1)
+KERNEL(sums_i64_f32, int64_t, float, 0)
+KERNEL(sums_i64_f32_w, int64_t, float, 1)
+
+/* The item size of a buffer whose format is one of ``kinds`` (a string of struct codes), else 0. */
+static Py_ssize_t item_of(Py_buffer *view, const char *kinds) {
+    const char *format = view->format == NULL ? "B" : view->format;
+    if (*format == '@' || *format == '=' || *format == '<') format++;
+    if (format[0] == '\0' || format[1] != '\0' || strchr(kinds, format[0]) == NULL) return 0;
+    return view->itemsize;
+}
+
+static PyObject *row_sums(PyObject *self, PyObject *args) {
+    PyObject *indptr_o, *indices_o, *values_o, *z_o, *out_o, *fill_o;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OOOOOnnO", &indptr_o, &indices_o, &values_o, &z_o, &out_o, &start, &stop, &fill_o))
+        return NULL;
+    Py_buffer indptr = {0}, indices = {0}, values = {0}, z = {0}, out = {0}, fills = {0};
+    PyObject *result = NULL;
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+    if (PyObject_GetBuffer(indptr_o, &indptr, flags) < 0) goto done;
+    if (PyObject_GetBuffer(indices_o, &indices, flags) < 0) goto done;
+    if (values_o != Py_None && PyObject_GetBuffer(values_o, &values, flags) < 0) goto done;
+    if (PyObject_GetBuffer(z_o, &z, flags) < 0) goto done;
+    if (PyObject_GetBuffer(out_o, &out, flags | PyBUF_WRITABLE) < 0) goto done;
+    int scalar_fill = PyFloat_Check(fill_o) || PyLong_Check(fill_o);
+    if (!scalar_fill && PyObject_GetBuffer(fill_o, &fills, flags) < 0) goto done;
+
+    Py_ssize_t index_size = item_of(&indptr, "ilq"), real = item_of(&z, "fd");
+    if ((index_size != 4 && index_size != 8) || item_of(&indices, "il") != 4 || (real != 4 && real != 8) ||
+        item_of(&out, "fd") != real || (values_o != Py_None && item_of(&values, "fd") != real) ||
+        (!scalar_fill && item_of(&fills, "fd") != real)) {
+        PyErr_SetString(PyExc_TypeError, "row_sums: int32/int64 row pointers, int32 sources, one float type");
+        goto done;
+    }
+    Py_ssize_t rows = indptr.len / index_size - 1;
+    if (start < 0 || stop < start || stop > rows || stop > out.len / real || (!scalar_fill && stop > fills.len / real)) {
+        PyErr_SetString(PyExc_IndexError, "row_sums: rows out of range");
+        goto done;
+    }
+    int64_t first = index_size == 4 ? ((int32_t *)indptr.buf)[start] : ((int64_t *)indptr.buf)[start];
+    int64_t last = index_size == 4 ? ((int32_t *)indptr.buf)[stop] : ((int64_t *)indptr.buf)[stop];
+    if (first < 0 || last < first || last > indices.len / 4 || (values_o != Py_None && last > values.len / real)) {
+        PyErr_SetString(PyExc_IndexError, "row_sums: links out of range");
+        goto done;
+    }
+    const int32_t *sources = (const int32_t *)indices.buf;
+    int64_t size = z.len / real;
+    double fill = scalar_fill ? PyFloat_AsDouble(fill_o) : 0.0;
+    if (fill == -1.0 && PyErr_Occurred()) goto done;
+    const void *v = values_o != Py_None ? values.buf : NULL, *f = scalar_fill ? NULL : fills.buf;
+    int bad;
+    Py_BEGIN_ALLOW_THREADS
+    if (real == 8) {
+        if (index_size == 4)
+            bad = (v ? sums_i32_f64_w : sums_i32_f64)(indptr.buf, sources, v, z.buf, out.buf, start, stop, fill, f, size);
+        else
+            bad = (v ? sums_i64_f64_w : sums_i64_f64)(indptr.buf, sources, v, z.buf, out.buf, start, stop, fill, f, size);
+    } else {
+        if (index_size == 4)
+            bad = (v ? sums_i32_f32_w : sums_i32_f32)(indptr.buf, sources, v, z.buf, out.buf, start, stop, (float)fill, f,
+                                                   size);
+        else
+            bad = (v ? sums_i64_f32_w : sums_i64_f32)(indptr.buf, sources, v, z.buf, out.buf, start, stop, (float)fill, f,
+                                                   size);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "row_sums: a row pointer or a source is out of range");
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&indptr);
+    PyBuffer_Release(&indices);
+    if (values.obj != NULL) PyBuffer_Release(&values);
+    PyBuffer_Release(&z);
+    PyBuffer_Release(&out);
+    if (fills.obj != NULL) PyBuffer_Release(&fills);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"row_sums", row_sums, METH_VARARGS,
+     "row_sums(indptr, indices, values, z, out, start, stop, fill): out[i] = fill + row i of P times z, "
+     "for rows [start, stop), without the GIL."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {.m_base = PyModuleDef_HEAD_INIT, .m_name = "_fastproduct", .m_size = -1,
+                                    .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__fastproduct(void) { return PyModule_Create(&module); }
