@@ -13,20 +13,31 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AHEAD 24 /* links between a prefetch and its use: enough to cover a miss, few enough to stay cached */
+/* Links between a prefetch and its use.  Far ahead: many of a row's sources are pages that others
+ * read too, already cached, so the misses among the next AHEAD sources are what stays in flight
+ * (the timings behind the choice are in BENCHMARKS.md).  A z small enough to stay in the cache
+ * gets no prefetches: they would only cost instructions. */
+#define AHEAD 192
+#define PREFETCH_BYTES (8 << 20)
 
 /* Returns 0, or -1 at a row pointer or a source out of range (checked as it goes: the loop waits on
  * memory, not on these tests). */
 #define KERNEL(NAME, IDX, T, WEIGHTED)                                                                   \
     static int NAME(const IDX *indptr, const int32_t *indices, const T *values, const T *z, T *out,    \
                     Py_ssize_t start, Py_ssize_t stop, T fill, const T *fills, int64_t size) {          \
-        int64_t k = (int64_t)indptr[start], last = (int64_t)indptr[stop], ahead = last - AHEAD;          \
+        int64_t k = (int64_t)indptr[start], last = (int64_t)indptr[stop];                                \
+        int64_t ahead = size * (int64_t)sizeof(T) > PREFETCH_BYTES ? last - AHEAD : INT64_MIN;          \
         for (Py_ssize_t i = start; i < stop; i++) {                                                     \
             int64_t end = (int64_t)indptr[i + 1];                                                       \
             if (end > last) return -1;                                                                   \
             T sum = fills != NULL ? fills[i] : fill;                                                     \
-            for (; k < end; k++) {                                                                       \
-                if (k < ahead) __builtin_prefetch(&z[(uint32_t)indices[k + AHEAD]], 0, 1);               \
+            for (int64_t fetched = end < ahead ? end : ahead; k < fetched; k++) { /* with prefetches */ \
+                __builtin_prefetch(&z[(uint32_t)indices[k + AHEAD]], 0, 1);                              \
+                uint32_t source = (uint32_t)indices[k];                                                  \
+                if (source >= (uint64_t)size) return -1;                                                 \
+                sum += WEIGHTED ? values[k] * z[source] : z[source];                                     \
+            }                                                                                            \
+            for (; k < end; k++) { /* the last AHEAD links, or a z that stays cached */                  \
                 uint32_t source = (uint32_t)indices[k];                                                  \
                 if (source >= (uint64_t)size) return -1;                                                 \
                 sum += WEIGHTED ? values[k] * z[source] : z[source];                                     \
