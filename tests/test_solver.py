@@ -364,3 +364,22 @@ def test_the_c_kernel_refuses_what_would_read_past_its_arrays(indptr, sources, z
         solver_product._fastproduct.row_sums(
             np.array([0, 1], np.int32), np.array([0], np.int32), None, np.ones(2), np.zeros(2, np.float32), 0, 1, 0.0
         )
+
+
+@pytest.mark.parametrize("real", [np.float64, np.float32])
+def test_the_c_kernel_prefetching_a_z_past_the_cache_gives_the_same_sums(real):
+    # past 8 MiB of z the C kernel asks for sources ahead of their use: rows short and long, and the
+    # last links of a range (no prefetch past its end)
+    rng = np.random.default_rng(9)
+    n = (9 << 20) // np.dtype(real).itemsize
+    m = 3 * n
+    rows = np.sort(np.concatenate([rng.integers(0, n, m - 5000), np.full(5000, n // 2)]))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    sources = rng.integers(0, n, m).astype(np.int32)
+    z = rng.random(n).astype(real)
+    python, c = np.zeros(n, dtype=real), np.zeros(n, dtype=real)
+    for start, stop in ((0, n), (n // 2, n // 2 + 1), (n - 3, n)):
+        solver_product.python_row_sums(indptr, sources, None, z, python, start, stop, 0.5)
+        solver_product.c_row_sums(indptr, sources, None, z, c, start, stop, 0.5)
+        assert np.array_equal(python, c)
