@@ -279,6 +279,7 @@ def test_the_product_in_its_inner_order_is_the_plain_product(weighted, monkeypat
         assert set(np.unique(group)) == {0, 1, 2, 3}  # every group present
         assert sorted(product.order.tolist()) == list(range(n))
         assert np.all(np.diff(group[product.order]) >= 0)  # groups in order, sinks last
+        assert np.array_equal(product.order, np.argsort(group, kind="stable"))  # each group in page order
         assert product.live == np.count_nonzero(degree) and np.all(degree[product.order[product.live :]] == 0)
         assert len(product.blocks) == 2 and np.diff(g.indptr).max() > 3 * solver._CALL_LINKS
         x = rng.random(n)
