@@ -48,7 +48,7 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 6
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
-BLOCK_PAGES = 128  # pages per ranking_blocks row: its columns stay on one 4 KiB database page
+BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
 _HEX = "'123456789ABCDEF'"
 
