@@ -1,4 +1,4 @@
-/* The C twin of the product's kernel call (rankstore.solver.product._python_row_sums): for rows
+/* The C twin of the product's kernel call (rankstore.solver.product.python_row_sums): for rows
  * [start, stop) of an in-link CSR, out[i] = fill + sum over the row's links of z[source] (times the
  * link's value when there are values), without the GIL.
  *
@@ -21,15 +21,18 @@
 #define PREFETCH_BYTES (8 << 20)
 
 /* Returns 0, or -1 at a row pointer or a source out of range (checked as it goes: the loop waits on
- * memory, not on these tests). */
+ * memory, not on these tests).  The links are [first, last), checked by the caller against the
+ * arrays' sizes and not read again from indptr: another thread may change it meanwhile, and every
+ * row's end is held within them. */
 #define KERNEL(NAME, IDX, T, WEIGHTED)                                                                   \
     static int NAME(const IDX *indptr, const int32_t *indices, const T *values, const T *z, T *out,    \
-                    Py_ssize_t start, Py_ssize_t stop, T fill, const T *fills, int64_t size) {          \
-        int64_t k = (int64_t)indptr[start], last = (int64_t)indptr[stop];                                \
+                    Py_ssize_t start, Py_ssize_t stop, int64_t first, int64_t last, T fill,              \
+                    const T *fills, int64_t size) {                                                      \
+        int64_t k = first;                                                                               \
         int64_t ahead = size * (int64_t)sizeof(T) > PREFETCH_BYTES ? last - AHEAD : INT64_MIN;          \
         for (Py_ssize_t i = start; i < stop; i++) {                                                     \
             int64_t end = (int64_t)indptr[i + 1];                                                       \
-            if (end > last) return -1;                                                                   \
+            if (end < k || end > last) return -1; /* row pointers must not go back */                  \
             T sum = fills != NULL ? fills[i] : fill;                                                     \
             for (int64_t fetched = end < ahead ? end : ahead; k < fetched; k++) { /* with prefetches */ \
                 __builtin_prefetch(&z[(uint32_t)indices[k + AHEAD]], 0, 1);                              \
@@ -56,11 +59,13 @@ KERNEL(sums_i32_f32_w, int32_t, float, 1)
 KERNEL(sums_i64_f32, int64_t, float, 0)
 KERNEL(sums_i64_f32_w, int64_t, float, 1)
 
-/* The item size of a buffer whose format is one of ``kinds`` (a string of struct codes), else 0. */
+/* The item size of a buffer whose format is one of ``kinds`` (a string of struct codes) in the
+ * machine's byte order, aligned for its type; else 0. */
 static Py_ssize_t item_of(Py_buffer *view, const char *kinds) {
     const char *format = view->format == NULL ? "B" : view->format;
-    if (*format == '@' || *format == '=' || *format == '<') format++;
+    if (*format == '@' || *format == '=' || *format == (PY_LITTLE_ENDIAN ? '<' : '>')) format++;
     if (format[0] == '\0' || format[1] != '\0' || strchr(kinds, format[0]) == NULL) return 0;
+    if (view->itemsize <= 0 || (uintptr_t)view->buf % (uintptr_t)view->itemsize != 0) return 0;
     return view->itemsize;
 }
 
@@ -77,14 +82,21 @@ static PyObject *row_sums(PyObject *self, PyObject *args) {
     if (values_o != Py_None && PyObject_GetBuffer(values_o, &values, flags) < 0) goto done;
     if (PyObject_GetBuffer(z_o, &z, flags) < 0) goto done;
     if (PyObject_GetBuffer(out_o, &out, flags | PyBUF_WRITABLE) < 0) goto done;
-    int scalar_fill = PyFloat_Check(fill_o) || PyLong_Check(fill_o);
-    if (!scalar_fill && PyObject_GetBuffer(fill_o, &fills, flags) < 0) goto done;
+    int scalar_fill = 1; /* a number, a numpy scalar or a 0-d array; else an array by row */
+    if (!PyFloat_Check(fill_o) && !PyLong_Check(fill_o)) {
+        if (PyObject_GetBuffer(fill_o, &fills, flags) < 0) goto done;
+        if (fills.ndim == 0)
+            PyBuffer_Release(&fills);
+        else
+            scalar_fill = 0;
+    }
 
     Py_ssize_t index_size = item_of(&indptr, "ilq"), real = item_of(&z, "fd");
     if ((index_size != 4 && index_size != 8) || item_of(&indices, "il") != 4 || (real != 4 && real != 8) ||
         item_of(&out, "fd") != real || (values_o != Py_None && item_of(&values, "fd") != real) ||
         (!scalar_fill && item_of(&fills, "fd") != real)) {
-        PyErr_SetString(PyExc_TypeError, "row_sums: int32/int64 row pointers, int32 sources, one float type");
+        PyErr_SetString(PyExc_TypeError,
+                        "row_sums: int32/int64 row pointers, int32 sources, one float type (native, aligned)");
         goto done;
     }
     Py_ssize_t rows = indptr.len / index_size - 1;
@@ -107,16 +119,18 @@ static PyObject *row_sums(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     if (real == 8) {
         if (index_size == 4)
-            bad = (v ? sums_i32_f64_w : sums_i32_f64)(indptr.buf, sources, v, z.buf, out.buf, start, stop, fill, f, size);
+            bad = (v ? sums_i32_f64_w : sums_i32_f64)(indptr.buf, sources, v, z.buf, out.buf, start, stop, first, last, fill,
+                                                   f, size);
         else
-            bad = (v ? sums_i64_f64_w : sums_i64_f64)(indptr.buf, sources, v, z.buf, out.buf, start, stop, fill, f, size);
+            bad = (v ? sums_i64_f64_w : sums_i64_f64)(indptr.buf, sources, v, z.buf, out.buf, start, stop, first, last, fill,
+                                                   f, size);
     } else {
         if (index_size == 4)
-            bad = (v ? sums_i32_f32_w : sums_i32_f32)(indptr.buf, sources, v, z.buf, out.buf, start, stop, (float)fill, f,
-                                                   size);
+            bad = (v ? sums_i32_f32_w : sums_i32_f32)(indptr.buf, sources, v, z.buf, out.buf, start, stop, first, last,
+                                                   (float)fill, f, size);
         else
-            bad = (v ? sums_i64_f32_w : sums_i64_f32)(indptr.buf, sources, v, z.buf, out.buf, start, stop, (float)fill, f,
-                                                   size);
+            bad = (v ? sums_i64_f32_w : sums_i64_f32)(indptr.buf, sources, v, z.buf, out.buf, start, stop, first, last,
+                                                   (float)fill, f, size);
     }
     Py_END_ALLOW_THREADS
     if (bad) {

@@ -1,6 +1,7 @@
 """The sparse product M x on row blocks in threads, and the vector passes both methods share.
 
-No BLAS and no I/O: numpy and scipy's CSR kernel, which releases the GIL.
+No BLAS and no I/O: numpy, and the rows' kernel (:data:`row_sums`: the C twin
+``_fastproduct``, else scipy's CSR kernel), which releases the GIL.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def python_row_sums(
     n = len(z)
     for first, end, local, lo, hi in _kernel_calls(indptr, start, stop, indices.dtype):
         data = ones[: hi - lo] if values is None else values[lo:hi]
-        if _csr_matvec is None:
+        if _csr_matvec is None:  # pragma: no cover - adds each row's sum to out: not the same bits
             out[first:end] += sp.csr_matrix((data, indices[lo:hi], local), shape=(end - first, n)) @ z
         else:
             _csr_matvec(end - first, n, local, indices[lo:hi], data, z, out[first:end])
@@ -153,7 +154,8 @@ def c_row_sums(
     fill: Any = 0.0,
 ) -> None:
     """:func:`python_row_sums`, in C: it asks for the sources ahead of their use (the product waits on them)."""
-    _fastproduct.row_sums(indptr, indices, values, z, out, start, stop, float(fill) if np.ndim(fill) == 0 else fill)
+    fill = float(fill) if np.ndim(fill) == 0 else np.ascontiguousarray(fill, dtype=z.dtype)  # as the twin casts it
+    _fastproduct.row_sums(indptr, indices, values, z, out, start, stop, fill)
 
 
 ROW_SUMS = {"python": python_row_sums} | ({} if _fastproduct is None else {"c": c_row_sums})
@@ -168,7 +170,10 @@ def in_sums(graph: Graph, values: np.ndarray, weighted: bool = True, threads: in
 
     :data:`row_sums` on row ranges of about ``_SUM_LINKS`` links in threads.
     """
-    n, indptr, indices = graph.n, graph.indptr, graph.indices
+    n, indptr = graph.n, graph.indptr
+    if indptr.dtype not in (np.int32, np.int64) or not indptr.flags.c_contiguous:
+        indptr = np.ascontiguousarray(indptr, dtype=np.int64)  # a Graph is a plain dataclass: any arrays
+    indices = np.ascontiguousarray(graph.indices, dtype=np.int32)
     weights = None if not weighted or graph.weights is None else np.ascontiguousarray(graph.weights, np.float64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.zeros(n)
