@@ -455,3 +455,40 @@ def test_the_proxys_own_options_give_way_to_those_after_the_double_dash():
         ["rankstore", "pagerank_ranking", "pagerank_idle_timeout", "connection_strategy", "listen_host", "listen_port"]
     )  # listen_port once: the user's
     assert args[-len(extra) :] == extra
+
+
+def test_the_demo_stopped_by_sigterm_takes_its_proxy_and_its_site_server_with_it(tmp_path):
+    # README's first command: `timeout`, `kill` or a closed terminal must not leave the proxy and the
+    # site's server running without it
+    import re
+    import signal
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text('<title>Home</title><a href="a.html">a</a> <a href="b.html">b</a>')
+    (site / "a.html").write_text('<title>A</title><a href="index.html">home</a> <a href="b.html">b</a>')
+    (site / "b.html").write_text('<title>B</title><a href="index.html">home</a>')
+    port = free_port()
+    output = tmp_path / "demo.log"
+    with open(output, "w") as log:
+        work = str(tmp_path / "work")
+        demo = subprocess.Popen(
+            [sys.executable, "tools/demo.py", "--site", str(site), "--work", work, "--port", str(port)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port, demo, timeout=120)
+            served = re.search(r"serving .* at http://127\.0\.0\.1:(\d+)/", output.read_text())
+            assert served, output.read_text()
+            site_port = int(served.group(1))
+            socket.create_connection(("127.0.0.1", site_port), timeout=1).close()
+            demo.send_signal(signal.SIGTERM)
+            assert demo.wait(timeout=30) == 128 + signal.SIGTERM
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+    for gone in (port, site_port):
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", gone), timeout=1).close()

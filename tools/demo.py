@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -33,6 +34,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8080, help="the proxy's port on 127.0.0.1")
     parser.add_argument("--seconds", type=float, help="stop the proxy after this long (default: until Ctrl-C)")
     args = parser.parse_args()
+    # stopped by a signal (kill, timeout, the terminal closing) as by Ctrl-C: the proxy and the
+    # site's server go too, rather than live on without their parent
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda number, _frame: sys.exit(128 + number))
     os.makedirs(args.work, exist_ok=True)
     warc = os.path.join(args.work, "site.warc.gz")
     store = os.path.join(args.work, "rankstore.db")
