@@ -68,13 +68,14 @@ demo: the PageRank proxy is starting on 127.0.0.1:{args.port}. Browse through it
         proxy = subprocess.Popen(command, cwd=ROOT)
         try:
             proxy.wait(timeout=args.seconds)
-        except subprocess.TimeoutExpired:
-            pass
-        except KeyboardInterrupt:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             pass
         finally:
             proxy.terminate()
-            proxy.wait(timeout=10)
+            try:
+                proxy.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import functools
 import http.server
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,15 @@ def serve(directory: str) -> Iterator[str]:
     """Serve ``directory`` on 127.0.0.1 on a free port; yields the base URL."""
     handler = functools.partial(_QuietHandler, directory=directory)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+
+    def run() -> None:
+        # Ctrl-C, SIGTERM and SIGHUP go to the main thread: the kernel hands a signal to any thread
+        # that takes it, and one handed to this thread would only set a flag that a main thread
+        # blocked in waitpid never reads (a demo that ignored SIGTERM).  Its request threads inherit this.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        server.serve_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
