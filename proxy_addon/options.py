@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mitmproxy import exceptions, http
 
-__all__ = ["Settings", "parse_settings", "is_candidate", "HTML_TYPES"]
+__all__ = ["Settings", "parse_settings", "is_candidate", "might_be_page", "HTML_TYPES"]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -49,3 +49,27 @@ def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:
         return False
     length = response.headers.get("content-length")
     return not (length and length.isdigit() and int(length) > max_body)
+
+
+# What a path's last extension says is not a page (a URL without one, or another, may be)
+_NOT_PAGES = frozenset(
+    "css js mjs json map wasm png jpg jpeg gif webp avif svg ico bmp woff woff2 ttf otf eot "
+    "mp3 mp4 m4a ogg oga webm wav pdf zip gz tgz xz bz2 zst txt xml csv".split()
+)
+# Sec-Fetch-Dest values of a request whose answer a browser shows as a page
+_PAGE_DESTINATIONS = frozenset(("document", "iframe", "frame"))
+
+
+def might_be_page(request: http.Request) -> bool:
+    """Might the answer be an HTML page, judged from the request alone (before the origin answers)?
+
+    Browsers say what they fetch for (``Sec-Fetch-Dest``); without it, a GET
+    whose path does not end in a known file type of another kind might be.
+    """
+    if request.method != "GET":
+        return False
+    destination = request.headers.get("sec-fetch-dest")
+    if destination is not None:
+        return destination.lower() in _PAGE_DESTINATIONS
+    last = request.path.partition("?")[0].rpartition("/")[2]
+    return "." not in last or last.rpartition(".")[2].lower() not in _NOT_PAGES

@@ -676,13 +676,14 @@ def annotate(
     text: str,
     page_url: str,
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
-    panel_data: Callable[[str], PanelData | None] | None = None,
+    panel_data: Callable[[str], PanelData | str | None] | None = None,
 ) -> Rewrite:
     """Insert a bar after every link's start tag, the style block and the panel.
 
     ``lookup`` receives every distinct target URL of the page at once (canonical
     form) and returns what it knows of them.  ``panel_data`` receives the page's
-    canonical URL.
+    canonical URL, and returns what its panel shows, or the panel's markup
+    already made (by :func:`panel`).
     """
     scan = _scan(text)
     base = canonical(scan.base_href, page_url) if scan.base_href else None
@@ -713,7 +714,7 @@ def annotate(
             at = len(text)
         data = panel_data(page) if page and at is not None else None
         if data is not None and at is not None:
-            edits.append((at, panel(data)))
+            edits.append((at, data if isinstance(data, str) else panel(data)))
     if edits:  # the style block only where there is something to style
         # In <head>, else from the start (and past a first <html> tag), past the doctype (content
         # before it would put the page in quirks mode) and past white space and comments, which
@@ -745,7 +746,7 @@ def annotate_bytes(
     content_type: str | None,
     page_url: str,
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
-    panel_data: Callable[[str], PanelData | None] | None = None,
+    panel_data: Callable[[str], PanelData | str | None] | None = None,
 ) -> tuple[bytes, Rewrite] | None:
     """:func:`annotate` on a body in its own charset (header, BOM or meta), or None.
 

@@ -4,11 +4,15 @@ The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL [FD SIZE]`` 
 and talks to them over their standard input and output, which mitmproxy's own
 event loop reads and writes: no helper threads in the proxy (a
 ``concurrent.futures`` process pool adds two, and their hand-offs under the
-GIL cost more than the rewrite itself).  A job is one length-prefixed pickle,
-``(raw body, content_type, url, content_encoding, limit, max_links)``; the answer is
-``(True, (new_body, links, ranked))``, ``(True, reason)`` for a page left untouched,
-or ``(False, message)``.  A body
-that sits in the shared region (below) is sent as its length instead of its bytes.
+GIL cost more than the rewrite itself).  A job is one length-prefixed pickle:
+
+* ``("page", raw body, content_type, url, content_encoding, limit, max_links, prepared)``,
+  answered ``(True, (new_body, links, ranked))``, ``(True, reason)`` for a page
+  left untouched, or ``(False, message)``.  A body that sits in the shared
+  region (below) is sent as its length instead of its bytes.
+* ``("panel", url)``, answered ``(True, (ranking id, markup or None))``: the
+  page's panel, made while its request is still on its way to the origin (see
+  :meth:`Workers.panel`) and handed back with the page's job as ``prepared``.
 
 Bodies travel through a region of shared memory of each worker's own (a
 ``memfd`` of SIZE bytes the worker inherits as file descriptor FD), and the
@@ -24,18 +28,24 @@ Each worker keeps one read-only store connection, opened before its first job.
 from __future__ import annotations
 
 import asyncio
+import functools
 import mmap
 import os
 import pickle
 import struct
 import sys
 import zlib
+from collections.abc import Callable
+from typing import Any
+
+from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
 from .ranks import Ranks
-from .rewrite import annotate_bytes
+from .rewrite import PanelData, annotate_bytes
+from .rewrite import panel as render_panel
 
-__all__ = ["rewrite_page", "Workers", "WorkerError", "serve"]
+__all__ = ["rewrite_page", "prepare_panel", "Prepared", "Workers", "WorkerError", "serve"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _HEADER = struct.Struct("!I")
@@ -43,6 +53,7 @@ _HEADER = struct.Struct("!I")
 # fits: a big page pickled through the pipe instead costs mitmproxy's event loop a copy and a write per 64 KB.
 SHARED_BYTES = 16 * 1024 * 1024  # 0: pipes only
 _ranks: dict[tuple[str, str, int], Ranks] = {}
+Prepared = tuple[int, str | None]  # (ranking version, the panel's markup or None)
 
 
 class WorkerError(RuntimeError):
@@ -66,12 +77,15 @@ def rewrite_page(
     content_encoding: str | None = None,
     limit: int = 8 * 1024 * 1024,
     max_links: int = 0,
+    prepared: Prepared | None = None,
 ) -> tuple[bytes, int, int] | str:
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
     ``body`` is the response's raw bytes: decoded here within ``limit`` bytes
     (:mod:`.bodies`); a page with more than ``max_links`` link tags (0: no
     budget) is left as it is, so that one huge page never costs seconds.
+    ``prepared`` is the page's panel from :func:`prepare_panel`, used when it
+    comes from the same version of the ranking as the bars (else made again).
     """
     try:
         decoded = decode(body, content_encoding, limit)
@@ -84,11 +98,26 @@ def rewrite_page(
         return f"over {max_links:,} link tags"
     ranks = _ranks_for(store, ranking, panel)
     with ranks.page() as view:  # bars and panel from one version of the ranking
-        done = annotate_bytes(decoded, content_type, url, view.lookup, view.panel if panel else None)
+        panel_data: Callable[[str], PanelData | str | None] | None = view.panel if panel else None
+        if panel and prepared is not None and prepared[0] == view.ranking_id:
+            panel_data = functools.partial(_prepared_markup, prepared[1])
+        done = annotate_bytes(decoded, content_type, url, view.lookup, panel_data)
     if done is None:
         return "charset does not round-trip"
     new_body, rewrite = done
     return encode(new_body, content_encoding), rewrite.links, rewrite.ranked
+
+
+def prepare_panel(store: str, ranking: str, panel: int, url: str) -> Prepared:
+    """(ranking version, markup) of the panel of the page at ``url`` (markup None: no panel, or not a URL)."""
+    ranks = _ranks_for(store, ranking, panel)
+    with ranks.page() as view:
+        page = canonical(url)
+        return view.ranking_id, render_panel(view.panel(page)) if panel and page else None
+
+
+def _prepared_markup(markup: str | None, _page: str) -> str | None:
+    return markup
 
 
 def _link_tags(body: bytes) -> int:
@@ -122,15 +151,18 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
         if len(payload) < size:
             return
         try:
-            sent, *job = pickle.loads(payload)
-            if isinstance(sent, int):  # its length: the bytes are in the shared region
-                assert shared is not None
-                sent = shared[:sent]
-            done = rewrite_page(store, ranking, panel, sent, *job)
-            answer: tuple[bool, object] = (True, done)
-            if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
-                shared[: len(done[0])] = done[0]
-                answer = (True, (len(done[0]),) + done[1:])
+            kind, sent, *job = pickle.loads(payload)
+            if kind == "panel":
+                answer: tuple[bool, object] = (True, prepare_panel(store, ranking, panel, sent))
+            else:
+                if isinstance(sent, int):  # its length: the bytes are in the shared region
+                    assert shared is not None
+                    sent = shared[:sent]
+                done = rewrite_page(store, ranking, panel, sent, *job)
+                answer = (True, done)
+                if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
+                    shared[: len(done[0])] = done[0]
+                    answer = (True, (len(done[0]),) + done[1:])
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = (False, f"{type(error).__name__}: {error}")
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -195,8 +227,28 @@ class Workers:
                     idle.put_nowait(await self._spawn())
                 self._idle = idle
 
+    def all_idle(self) -> bool:
+        """Is every worker free right now (started, in this event loop): is the proxy quiet?"""
+        return (
+            self._idle is not None
+            and self._idle.qsize() == len(self._processes)
+            and self._loop is asyncio.get_running_loop()
+        )
+
     async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int] | str:
         """:func:`rewrite_page` of ``(body, *job)`` in a worker process."""
+        return await self._run("page", body, job)
+
+    async def panel(self, url: str) -> Prepared:
+        """:func:`prepare_panel` of ``url`` in a worker process.
+
+        Asked for when a page's request leaves for the origin, it is ready when
+        the page comes back, and the worker that made it is awake and the first
+        one idle: the page's own job skips the panel's queries.
+        """
+        return await self._run("panel", url, ())
+
+    async def _run(self, kind: str, sent: bytes | str, job: tuple) -> Any:
         if self._idle is None or self._loop is not asyncio.get_running_loop():
             await self.start()
         idle = self._idle
@@ -205,16 +257,17 @@ class Workers:
         healthy = False
         try:
             shared = self._shared.get(process)
-            sent: bytes | int = body
-            if shared is not None and len(body) <= len(shared):
-                shared[: len(body)] = body
-                sent = len(body)  # the bytes travel in the shared region
-            payload = pickle.dumps((sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
+            item: bytes | str | int = sent
+            if kind == "page" and shared is not None and len(sent) <= len(shared):
+                assert isinstance(sent, bytes)
+                shared[: len(sent)] = sent
+                item = len(sent)  # the bytes travel in the shared region
+            payload = pickle.dumps((kind, item, *job), protocol=pickle.HIGHEST_PROTOCOL)
             process.stdin.write(_HEADER.pack(len(payload)) + payload)
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
-            if ok and not isinstance(value, str) and isinstance(value[0], int):
+            if kind == "page" and ok and not isinstance(value, str) and isinstance(value[0], int):
                 assert shared is not None
                 value = (shared[: value[0]],) + value[1:]
             healthy = True

@@ -320,3 +320,91 @@ async def test_a_response_that_no_server_sent_is_annotated_too(addon, site):
     flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
     await addon.response(flow)
     assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+
+
+# ------------------------------------------------------------------ the panel made while the request travels
+
+
+@pytest.mark.parametrize(
+    "method, path, headers, expected",
+    [
+        ("GET", "/docs/", (), True),
+        ("GET", "/library/functions.html", (), True),
+        ("GET", "/search?q=a.css", (), True),  # the query is no file type
+        ("GET", "/static/site.CSS", (), False),
+        ("GET", "/logo.png?v=2", (), False),
+        ("POST", "/form", (), False),
+        ("GET", "/static/site.css", (("sec-fetch-dest", "document"),), True),  # the browser's word wins
+        ("GET", "/page", (("sec-fetch-dest", "script"),), False),
+        ("GET", "/frame", (("Sec-Fetch-Dest", "iframe"),), True),
+    ],
+)
+def test_might_be_page_judges_from_the_request_alone(method, path, headers, expected):
+    from proxy_addon.options import might_be_page
+
+    request = tutils.treq(method=method.encode(), path=path.encode())
+    for name, value in headers:
+        request.headers[name] = value
+    assert might_be_page(request) is expected
+
+
+async def test_the_panel_is_made_while_the_request_travels_and_gives_the_same_page(addon, site):
+    body = b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"
+    plain = make_flow(site + "index.html", body)
+    await run_hooks(addon, plain)  # no request hook: the page's job makes its panel itself
+    flow = make_flow(site + "index.html", body)
+    flow.response = None
+    await addon.request(flow)
+    task = addon.panels[flow.id]
+    ranking_id, markup = await task
+    assert markup is not None and markup.startswith('<aside id="pagerank-panel"') and markup in plain.response.text
+    flow.response = make_flow(site + "index.html", body).response
+    await run_hooks(addon, flow)
+    assert flow.id not in addon.panels
+    assert flow.response.content == plain.response.content
+
+
+async def test_a_panel_made_ahead_is_dropped_for_a_response_that_is_no_page(addon, site):
+    flow = make_flow(site + "index.html", b"{}", content_type="application/json")
+    response, flow.response = flow.response, None
+    await addon.request(flow)
+    assert flow.id in addon.panels
+    flow.response = response
+    await run_hooks(addon, flow)
+    assert flow.id not in addon.panels and flow.response.content == b"{}"
+    errored = make_flow(site + "index.html")
+    errored.response = None
+    await addon.request(errored)
+    addon.error(errored)
+    assert errored.id not in addon.panels
+
+
+async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(addon, site):
+    style = make_flow(site + "style.css")
+    style.response = None
+    await addon.request(style)
+    assert style.id not in addon.panels
+    busy = await addon.workers._idle.get()  # one of the two is working: the proxy is not quiet
+    try:
+        flow = make_flow(site + "index.html")
+        flow.response = None
+        await addon.request(flow)
+        assert flow.id not in addon.panels
+    finally:
+        addon.workers._idle.put_nowait(busy)
+
+
+def test_a_panel_from_another_ranking_version_is_made_again(store_path, site, tmp_path):
+    from proxy_addon.worker import prepare_panel, rewrite_page
+
+    path = str(tmp_path / "reranked.db")
+    shutil.copy(store_path, path)
+    url, body = site + "index.html", b"<!doctype html><body><a href='docs/'>d</a>"
+    ranking_id, markup = prepare_panel(path, "pagerank", 10, url)
+    assert markup is not None
+    stale = (ranking_id, markup.replace("PageRank", "STALE"))
+    assert b"STALE" in rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)[0]
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+    done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
+    assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0]
+    assert prepare_panel(path, "pagerank", 0, url)[1] is None  # no panel wanted: none made
