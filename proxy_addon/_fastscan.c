@@ -37,6 +37,8 @@
 typedef struct {
     const unsigned char *data;
     Py_ssize_t n;
+    PyObject *source;     /* the str, or the bytes */
+    const char *encoding; /* of the bytes (NULL for a str): a charset where every byte below 0x80 is ASCII */
 } Text;
 
 #define CH(t, i) ((Py_UCS4)(t)->data[(i)])
@@ -303,17 +305,25 @@ static int visit_link(const Text *t, Py_ssize_t ns, Py_ssize_t ne, Py_ssize_t vs
     return 0;
 }
 
+/* The text in [s, e) as a str: a slice of a str; of bytes, decoded (ASCII needs no codec). */
+static PyObject *substring(const Text *t, Py_ssize_t s, Py_ssize_t e) {
+    if (t->encoding == NULL) return PyUnicode_Substring(t->source, s, e);
+    Py_ssize_t i = s;
+    while (i < e && t->data[i] < 0x80) i++;
+    if (i == e) return PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, t->data + s, e - s);
+    return PyUnicode_Decode((const char *)t->data + s, e - s, t->encoding, "surrogateescape");
+}
+
 /* The href and rel of a link's attributes, as _link in rewrite.py (raw values). */
-static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t position) {
+static PyObject *link_tuple(const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t position) {
     LinkAttributes found = {-1, -1, -1, -1};
     each_attribute(t, s, e, visit_link, &found);
     if (found.href_s < 0) Py_RETURN_NONE;
-    PyObject *href = PyUnicode_Substring(text, found.href_s, found.href_e);
+    PyObject *href = substring(t, found.href_s, found.href_e);
     if (href != NULL && (found.rel_s < 0 || found.rel_s == found.rel_e) &&
         find_char(t, '&', found.href_s, found.href_e) < 0)
         return Py_BuildValue("(nNO)", position, href, Py_False); /* nothing to decode, follows */
-    PyObject *rel = found.rel_s < 0 ? (Py_INCREF(Py_None), Py_None)
-                                    : PyUnicode_Substring(text, found.rel_s, found.rel_e);
+    PyObject *rel = found.rel_s < 0 ? (Py_INCREF(Py_None), Py_None) : substring(t, found.rel_s, found.rel_e);
     if (href == NULL || rel == NULL) {
         Py_XDECREF(href);
         Py_XDECREF(rel);
@@ -323,8 +333,8 @@ static PyObject *link_tuple(PyObject *text, const Text *t, Py_ssize_t s, Py_ssiz
 }
 
 /* Append the link a start tag makes (if it has an href) to `links`, counting the raw ones; -1 on error. */
-static int add_link(PyObject *links, PyObject *text, const Text *t, const Tag *tag, Py_ssize_t *raw) {
-    PyObject *link = link_tuple(text, t, tag->attrs_start, tag->attrs_end, tag->after);
+static int add_link(PyObject *links, const Text *t, const Tag *tag, Py_ssize_t *raw) {
+    PyObject *link = link_tuple(t, tag->attrs_start, tag->attrs_end, tag->after);
     if (link == NULL) return -1;
     if (link != Py_None && PyTuple_GET_ITEM(link, 2) != Py_False) ++*raw;
     int status = link == Py_None ? 0 : PyList_Append(links, link);
@@ -486,15 +496,25 @@ static Py_ssize_t script_end(const Text *t, Py_ssize_t i) {
     return -1;
 }
 
-static PyObject *scan(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "scan() takes a str");
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *arg;
+    const char *encoding = NULL;
+    if (!PyArg_ParseTuple(args, "O|s:scan", &arg, &encoding)) return NULL;
+    if (PyBytes_Check(arg)) {
+        if (encoding == NULL) {
+            PyErr_SetString(PyExc_TypeError, "scan() of bytes needs their encoding");
+            return NULL;
+        }
+    } else if (!PyUnicode_Check(arg) || encoding != NULL) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes a str, or bytes and their encoding");
+        return NULL;
+    } else if (PyUnicode_READY(arg) < 0) {
         return NULL;
     }
-    if (PyUnicode_READY(arg) < 0) return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(arg), position = 0;
-    int kind = PyUnicode_KIND(arg);
-    const void *source = PyUnicode_DATA(arg);
+    int bytes = encoding != NULL;
+    Py_ssize_t n = bytes ? PyBytes_GET_SIZE(arg) : PyUnicode_GET_LENGTH(arg), position = 0;
+    int kind = bytes ? PyUnicode_1BYTE_KIND : PyUnicode_KIND(arg);
+    const void *source = bytes ? (const void *)PyBytes_AS_STRING(arg) : PyUnicode_DATA(arg);
     unsigned char *narrow = NULL; /* the one-byte copy of a wider string */
     if (kind != PyUnicode_1BYTE_KIND) {
         narrow = PyMem_Malloc(n + 1);
@@ -507,7 +527,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             for (Py_ssize_t i = 0; i < n; i++) narrow[i] = wide[i] < 0x80 ? (unsigned char)wide[i] : 0x80;
         }
     }
-    Text text = {narrow ? narrow : (const unsigned char *)source, n};
+    Text text = {narrow ? narrow : (const unsigned char *)source, n, arg, encoding};
     const Text *t = &text;
     Py_ssize_t body_at = -1, head_at = -1, raw = 0, template_depth = 0;
     int end_is_markup = 0;
@@ -569,7 +589,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         Py_ssize_t ns = tag.name_start, ne = tag.name_end;
         int is_a = ne - ns == 1 && lower(CH(t, ns)) == 'a';
         if (is_a && !tag.end_tag && !top && template_depth == 0) {
-            if (add_link(links, arg, t, &tag, &raw) < 0) goto fail;
+            if (add_link(links, t, &tag, &raw) < 0) goto fail;
             continue;
         }
         if (tag.end_tag) {
@@ -615,7 +635,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             continue;
         }
         if (is_a || name_is(t, ns, ne, "area")) {
-            if (!template_depth && add_link(links, arg, t, &tag, &raw) < 0) goto fail;
+            if (!template_depth && add_link(links, t, &tag, &raw) < 0) goto fail;
         } else if (template_depth) {
             continue;
         } else if (name_is(t, ns, ne, "body")) {
@@ -646,8 +666,170 @@ fail:
     return NULL;
 }
 
+/* splice(data, edits): `data` (str, or bytes) with each insert of `edits`, a list of (offset, insert)
+   in order of offset, put in before the character (or byte) at its offset; the inserts of bytes data
+   are bytes, or ASCII str.  _splice_python in rewrite.py is its twin. */
+static PyObject *splice(PyObject *self, PyObject *args) {
+    PyObject *data, *edits;
+    if (!PyArg_ParseTuple(args, "OO!:splice", &data, &PyList_Type, &edits)) return NULL;
+    int bytes = PyBytes_Check(data);
+    if (!bytes && !PyUnicode_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "splice() takes a str or bytes");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(edits), n = bytes ? PyBytes_GET_SIZE(data) : PyUnicode_GET_LENGTH(data);
+    Py_ssize_t previous = 0, total = n;
+    Py_UCS4 widest = bytes ? 0 : PyUnicode_MAX_CHAR_VALUE(data);
+    for (Py_ssize_t k = 0; k < count; k++) { /* check every edit, and size the result */
+        PyObject *edit = PyList_GET_ITEM(edits, k);
+        if (!PyTuple_Check(edit) || PyTuple_GET_SIZE(edit) != 2) {
+            PyErr_SetString(PyExc_TypeError, "an edit is an (offset, insert) pair");
+            return NULL;
+        }
+        Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 0));
+        if (offset == -1 && PyErr_Occurred()) return NULL;
+        if (offset < previous || offset > n) {
+            PyErr_SetString(PyExc_ValueError, "edits out of order or out of range");
+            return NULL;
+        }
+        previous = offset;
+        PyObject *insert = PyTuple_GET_ITEM(edit, 1);
+        if (bytes && PyBytes_Check(insert)) {
+            total += PyBytes_GET_SIZE(insert);
+        } else if (PyUnicode_Check(insert) && (!bytes || PyUnicode_IS_ASCII(insert))) {
+            total += PyUnicode_GET_LENGTH(insert);
+            if (!bytes && PyUnicode_MAX_CHAR_VALUE(insert) > widest) widest = PyUnicode_MAX_CHAR_VALUE(insert);
+        } else {
+            PyErr_SetString(PyExc_TypeError, bytes ? "the inserts into bytes are bytes or ASCII str" : "the inserts into a str are str");
+            return NULL;
+        }
+    }
+    if (bytes) {
+        PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+        if (out == NULL) return NULL;
+        char *to = PyBytes_AS_STRING(out);
+        const char *from = PyBytes_AS_STRING(data);
+        previous = 0;
+        for (Py_ssize_t k = 0; k < count; k++) {
+            PyObject *edit = PyList_GET_ITEM(edits, k), *insert = PyTuple_GET_ITEM(edit, 1);
+            Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 0));
+            memcpy(to, from + previous, (size_t)(offset - previous));
+            to += offset - previous;
+            previous = offset;
+            Py_ssize_t size = PyBytes_Check(insert) ? PyBytes_GET_SIZE(insert) : PyUnicode_GET_LENGTH(insert);
+            memcpy(to, PyBytes_Check(insert) ? PyBytes_AS_STRING(insert) : (const char *)PyUnicode_DATA(insert),
+                   (size_t)size);
+            to += size;
+        }
+        memcpy(to, from + previous, (size_t)(n - previous));
+        return out;
+    }
+    PyObject *out = PyUnicode_New(total, widest);
+    if (out == NULL) return NULL;
+    Py_ssize_t at = 0;
+    previous = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *edit = PyList_GET_ITEM(edits, k), *insert = PyTuple_GET_ITEM(edit, 1);
+        Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 0));
+        if (PyUnicode_CopyCharacters(out, at, data, previous, offset - previous) < 0 ||
+            PyUnicode_CopyCharacters(out, at + offset - previous, insert, 0, PyUnicode_GET_LENGTH(insert)) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        at += offset - previous + PyUnicode_GET_LENGTH(insert);
+        previous = offset;
+    }
+    if (PyUnicode_CopyCharacters(out, at, data, previous, n - previous) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* missing(links, table): the distinct hrefs of `links` ((offset, href, nofollow) tuples), in order,
+   that the dict `table` has no entry for.  _missing_python in rewrite.py is its twin. */
+static PyObject *missing(PyObject *self, PyObject *args) {
+    PyObject *links, *table;
+    if (!PyArg_ParseTuple(args, "O!O!:missing", &PyList_Type, &links, &PyDict_Type, &table)) return NULL;
+    PyObject *found = PyList_New(0), *seen = NULL;
+    if (found == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(links); k++) {
+        PyObject *link = PyList_GET_ITEM(links, k);
+        if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a link is an (offset, href, nofollow) tuple");
+            goto fail;
+        }
+        PyObject *href = PyTuple_GET_ITEM(link, 1);
+        int known = PyDict_Contains(table, href);
+        if (known < 0) goto fail;
+        if (known) continue;
+        if (seen == NULL && (seen = PySet_New(NULL)) == NULL) goto fail;
+        int again = PySet_Contains(seen, href);
+        if (again < 0) goto fail;
+        if (again) continue;
+        if (PySet_Add(seen, href) < 0 || PyList_Append(found, href) < 0) goto fail;
+    }
+    Py_XDECREF(seen);
+    return found;
+fail:
+    Py_XDECREF(seen);
+    Py_DECREF(found);
+    return NULL;
+}
+
+/* place(links, table, own, nofollow_all) -> (edits, bars, ranked): for each link whose href's mark (in
+   `table`, else in `own`) is not None, the edit (offset, its bar): the mark's second bar for a nofollow
+   link, or for every link when `nofollow_all`.  _place_python in rewrite.py is its twin. */
+static PyObject *place(PyObject *self, PyObject *args) {
+    PyObject *links, *table, *own;
+    int nofollow_all;
+    if (!PyArg_ParseTuple(args, "O!O!O!p:place", &PyList_Type, &links, &PyDict_Type, &table, &PyDict_Type, &own,
+                          &nofollow_all))
+        return NULL;
+    PyObject *edits = PyList_New(0);
+    if (edits == NULL) return NULL;
+    Py_ssize_t ranked = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(links); k++) {
+        PyObject *link = PyList_GET_ITEM(links, k);
+        if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a link is an (offset, href, nofollow) tuple");
+            goto fail;
+        }
+        PyObject *href = PyTuple_GET_ITEM(link, 1);
+        PyObject *mark = PyDict_GetItemWithError(table, href);
+        if (mark == NULL && !PyErr_Occurred()) mark = PyDict_GetItemWithError(own, href);
+        if (mark == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, href);
+            goto fail;
+        }
+        if (mark == Py_None) continue;
+        if (!PyTuple_Check(mark) || PyTuple_GET_SIZE(mark) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a mark is a (bar, nofollow bar, ranked) tuple");
+            goto fail;
+        }
+        int nofollow = nofollow_all || PyTuple_GET_ITEM(link, 2) == Py_True;
+        int is_ranked = PyObject_IsTrue(PyTuple_GET_ITEM(mark, 2));
+        if (is_ranked < 0) goto fail;
+        ranked += is_ranked;
+        PyObject *edit = PyTuple_Pack(2, PyTuple_GET_ITEM(link, 0), PyTuple_GET_ITEM(mark, nofollow ? 1 : 0));
+        if (edit == NULL || PyList_Append(edits, edit) < 0) {
+            Py_XDECREF(edit);
+            goto fail;
+        }
+        Py_DECREF(edit);
+    }
+    return Py_BuildValue("(Nnn)", edits, PyList_GET_SIZE(edits), ranked);
+fail:
+    Py_DECREF(edits);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O, "scan(text) -> (links, body_at, head_at, extras, raw, end_is_markup)"},
+    {"scan", scan, METH_VARARGS,
+     "scan(text) or scan(data, encoding) -> (links, body_at, head_at, extras, raw, end_is_markup)"},
+    {"splice", splice, METH_VARARGS, "splice(data, edits) -> data with each (offset, insert) of edits inserted"},
+    {"missing", missing, METH_VARARGS, "missing(links, table) -> the distinct hrefs of links not in table"},
+    {"place", place, METH_VARARGS, "place(links, table, own, nofollow_all) -> (edits, bars, ranked)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -45,7 +45,7 @@ class PageRankProxy:
         self.ranks: Ranks | None = None
         self.workers: Workers | None = None
         self.stopping = False  # done() has run: the pages still arriving pass untouched
-        self.panels: dict[str, asyncio.Task[Prepared]] = {}  # flow id -> its page's panel, made while it travels
+        self.panels: dict[str, asyncio.Task[Prepared | None]] = {}  # flow id -> its page's panel, made while it travels
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -216,8 +216,10 @@ class PageRankProxy:
 
     async def done(self) -> None:
         self.stopping = True
-        for flow_id in list(self.panels):
-            _ignore_outcome(self.panels.pop(flow_id))
+        for flow_id in list(self.panels):  # guesses: not worth waiting for
+            task = self.panels.pop(flow_id)
+            task.cancel()
+            _ignore_outcome(task)
         if self.ranks is not None:
             self.ranks.close()
         if self.workers is not None:
@@ -225,7 +227,7 @@ class PageRankProxy:
             await workers.aclose()
 
 
-async def _outcome(task: asyncio.Task[Prepared] | None) -> Prepared | None:
+async def _outcome(task: asyncio.Task[Prepared | None] | None) -> Prepared | None:
     """A panel made ahead, or None where it was not, or failed (the page's job then makes it)."""
     if task is None:
         return None
@@ -235,7 +237,7 @@ async def _outcome(task: asyncio.Task[Prepared] | None) -> Prepared | None:
         return None
 
 
-def _ignore_outcome(task: asyncio.Task[Prepared] | None) -> None:
+def _ignore_outcome(task: asyncio.Task[Prepared | None] | None) -> None:
     """Let a panel made ahead finish unread, its error (if any) retrieved (asyncio logs those never read)."""
     if task is not None:
         if task.done():

@@ -17,11 +17,12 @@ from rankstore import display
 from rankstore.store import Store
 from rankstore.urls import host_of
 
-from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, PanelData
+from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
 
 __all__ = ["Ranks"]
 
-_CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
+_CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over (and hrefs per directory)
+_CACHE_DIRECTORIES = 10_000  # base directories whose hrefs are remembered
 
 
 class Ranks:
@@ -33,6 +34,7 @@ class Ranks:
         self._ranges: dict[int, tuple[float, float]] = {}
         self._known: tuple[int | None, dict[str, LinkInfo | None]] = (None, {})  # (ranking id, URL -> info)
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
+        self._marks: tuple[int | None, dict[str, Marks]] = (None, {})  # (ranking id, base directory -> href ->)
         store = self.store()
         store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
 
@@ -206,6 +208,19 @@ class PageView:
         if host not in hosts:
             hosts[host] = self.store.host_ranks([host]).get(host)
         return hosts[host]
+
+    def marks(self, directory: str) -> Marks:
+        """What each href shows on the pages of a base directory, in this version of the ranking: the
+        rewriter's table (:data:`~proxy_addon.rewrite.Marks`), kept from page to page (a new version
+        starts afresh, and so does a table grown past its bound)."""
+        version, tables = self.ranks._marks
+        if version != self.ranking_id or len(tables) > _CACHE_DIRECTORIES:
+            tables = {}
+            self.ranks._marks = (self.ranking_id, tables)
+        table = tables.get(directory)
+        if table is None or len(table) > _CACHE_URLS:
+            table = tables[directory] = {}
+        return table
 
     def _cache(self) -> dict[str, LinkInfo | None]:
         """What is known of URLs in this version of the ranking (a new version starts afresh)."""

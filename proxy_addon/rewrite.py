@@ -29,6 +29,8 @@ block is all a Content-Security-Policy has to allow.  No JavaScript.
 from __future__ import annotations
 
 import base64
+import bisect
+import codecs
 import functools
 import hashlib
 import html
@@ -36,11 +38,11 @@ import html.entities
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import AnyStr, cast
 from urllib.parse import quote
 
 from rankstore.extract import sniff_charset
-from rankstore.urls import canonical, resolver
+from rankstore.urls import canonical, page_bound, resolver, shared_by
 
 from . import scan_tables as tables
 from .csp import allow_style_hash
@@ -54,6 +56,8 @@ __all__ = [
     "Rewrite",
     "annotate",
     "annotate_bytes",
+    "Mark",
+    "Marks",
     "remove_edits",
     "STYLE",
     "STYLE_HASH",
@@ -101,8 +105,8 @@ class PanelData:
 
 @dataclass
 class Rewrite:
-    text: str
-    edits: list[tuple[int, str]] = field(default_factory=list)  # (offset in the input, inserted text)
+    text: str | bytes  # the output: a str from annotate, the body's bytes from annotate_bytes
+    edits: Sequence[tuple[int, str | bytes]] = field(default_factory=list)  # (offset in the input, inserted)
     links: int = 0  # bars inserted
     ranked: int = 0  # of which for pages in the store
 
@@ -310,12 +314,22 @@ class _Scan:
     frameset: bool = False  # a <frameset> start tag: a document of frames has no body to show the panel in
 
 
-def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
-    """What a <base> or <meta> tag (attributes at text[start:end]) says."""
+def _units(text: str, encoding: str | None) -> int:
+    """The length of ``text`` in the document's units: characters, or bytes in ``encoding``."""
+    return len(text) if encoding is None else len(text.encode(encoding, errors="surrogateescape"))
+
+
+def _head_tag(scan: _Scan, name: str, doc: str | bytes, start: int, end: int, encoding: str | None = None) -> None:
+    """What a <base> or <meta> tag (attributes at doc[start:end]) says; ``doc`` is bytes in ``encoding``, or
+    a str (encoding None), and the offsets kept are in its units."""
     if name == "frameset":
         scan.frameset = True
         return
-    attrs_text = text[start:end]
+    attrs_text = (
+        cast(str, doc[start:end])
+        if encoding is None
+        else cast(bytes, doc[start:end]).decode(encoding, errors="surrogateescape")
+    )
     if name == "base":
         if scan.base_href is None:
             scan.base_href = _attributes(attrs_text).get("href")
@@ -327,17 +341,26 @@ def _head_tag(scan: _Scan, name: str, text: str, start: int, end: int) -> None:
         content = re.search(r"""(?i)\bcontent[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)')""", attrs_text)
         if content:
             group = 1 if content.group(1) is not None else 2
-            scan.csp_metas.append((start + content.start(group), start + content.end(group), content.group(group)))
+            value_start = start + _units(attrs_text[: content.start(group)], encoding)
+            value_end = start + _units(attrs_text[: content.end(group)], encoding)
+            scan.csp_metas.append((value_start, value_end, content.group(group)))
 
 
-def _scan_fast(text: str) -> _Scan:
-    """:func:`_scan_python`, with the tokenizing done by the C module ``_fastscan``."""
-    links, body_at, head_at, extras, raw, end_is_markup = _fastscan.scan(text)
+def _scan_fast(text: str | bytes, encoding: str | None = None) -> _Scan:
+    """:func:`_scan_python`, with the tokenizing done by the C module ``_fastscan``.
+
+    It also reads bytes in an encoding where every byte below 0x80 is that ASCII
+    character, and none above is one (UTF-8, the single-byte charsets): every
+    decision is made on ASCII, so it decides the same; offsets are then in bytes.
+    """
+    links, body_at, head_at, extras, raw, end_is_markup = (
+        _fastscan.scan(text) if encoding is None else _fastscan.scan(text, encoding)
+    )
     if raw:  # links with a rel or a character reference in their href: decoded here
         links = [link if link[2] is False else _link_values(*link) for link in links]
     scan = _Scan(links, body_at, head_at, None, False, [], end_is_markup)
     for name, start, end in extras:
-        _head_tag(scan, name, text, start, end)
+        _head_tag(scan, name, text, start, end, encoding)
     return scan
 
 
@@ -546,6 +569,8 @@ try:
     from . import _fastscan  # type: ignore[attr-defined]
 except ImportError:  # not built (no C compiler at install time): the pure-Python scanner
     _fastscan = None
+# The twin in use: the C scanner, and with it the C splice and reading bytes as they are; or the Python one
+# (the tests run every case on each by setting this)
 _scan = _scan_python if _fastscan is None else _scan_fast
 
 # ------------------------------------------------------------------ markup
@@ -656,20 +681,51 @@ _START_OF = {name: re.compile(rf"<{name}[\t\n\f\r />]", re.I | re.A) for name in
 _END_OF = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.I | re.A) for name in ("select", "a")}
 
 
-def _left_open(text: str) -> bool:
+def _bytes_twin(pattern: re.Pattern[str]) -> re.Pattern[bytes]:
+    """The same (ASCII) pattern, for bytes: documents read as bytes are ASCII where any of these decide."""
+    return re.compile(pattern.pattern.encode("ascii"), pattern.flags & ~re.UNICODE)
+
+
+_PROLOGUE_BYTES = _bytes_twin(_PROLOGUE)
+_HTML_TAG_BYTES = _bytes_twin(_HTML_TAG)
+_START_OF_BYTES = {name: _bytes_twin(pattern) for name, pattern in _START_OF.items()}
+_END_OF_BYTES = {name: _bytes_twin(pattern) for name, pattern in _END_OF.items()}
+
+
+def _left_open(doc: str | bytes) -> bool:
     """Has the last <select> or <a> start tag no end tag of its name after it?"""
-    for name, start in _START_OF.items():
+    starts, ends = (_START_OF_BYTES, _END_OF_BYTES) if isinstance(doc, bytes) else (_START_OF, _END_OF)
+    for name, start in starts.items():
         opened = -1
-        for match in start.finditer(text):
+        for match in start.finditer(doc):  # type: ignore[arg-type]
             opened = match.end()
-        if opened >= 0 and not _END_OF[name].search(text, opened):
+        if opened >= 0 and not ends[name].search(doc, opened):  # type: ignore[arg-type]
             return True
     return False
 
 
-def _past_prologue(text: str, position: int) -> int:
-    prologue = _PROLOGUE.match(text, position)  # it matches the empty string too: never None
+def _past_prologue(doc: str | bytes, position: int) -> int:
+    pattern = _PROLOGUE_BYTES if isinstance(doc, bytes) else _PROLOGUE
+    prologue = pattern.match(doc, position)  # type: ignore[arg-type]  # it matches "" too: never None
     return prologue.end() if prologue else position
+
+
+def _style_at(doc: str | bytes, scan: _Scan) -> int:
+    """Where the style block goes: in <head>, else from the start (and past a first <html> tag), past the
+    doctype (content before it would put the page in quirks mode) and past white space and comments, which
+    stay where the parser puts them, not in the head our <style> would open."""
+    if scan.head_at is not None:
+        return scan.head_at
+    at = _past_prologue(doc, 0)
+    html_tag = (_HTML_TAG_BYTES if isinstance(doc, bytes) else _HTML_TAG).match(doc, at)  # type: ignore[arg-type]
+    return _past_prologue(doc, html_tag.end()) if html_tag else at
+
+
+# What a link's href shows, for every page that resolves it alike and one version of the ranking:
+# (its bar, its bar as a nofollow link, whether its target is ranked), or None for no bar (a link
+# within the page, or to no http(s) URL).
+Mark = tuple[str, str, bool]
+Marks = dict[str, Mark | None]
 
 
 def annotate(
@@ -677,68 +733,147 @@ def annotate(
     page_url: str,
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | str | None] | None = None,
+    marks: Callable[[str], Marks] | None = None,
 ) -> Rewrite:
     """Insert a bar after every link's start tag, the style block and the panel.
 
-    ``lookup`` receives every distinct target URL of the page at once (canonical
+    ``lookup`` receives the distinct target URLs of the page at once (canonical
     form) and returns what it knows of them.  ``panel_data`` receives the page's
     canonical URL, and returns what its panel shows, or the panel's markup
-    already made (by :func:`panel`).
+    already made (by :func:`panel`).  ``marks``, given a key (a base directory),
+    returns the caller's table of what each href shows there (:data:`Marks`),
+    kept for one version of what ``lookup`` answers: the hrefs found there skip
+    resolving, looking up and rendering.
     """
-    scan = _scan(text)
+    edits, links, ranked = _edits(text, _scan(text), None, page_url, lookup, panel_data, marks)
+    return Rewrite(splice(text, edits), edits, links, ranked)
+
+
+def _edits(
+    doc: str | bytes,
+    scan: _Scan,
+    encoding: str | None,
+    page_url: str,
+    lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
+    panel_data: Callable[[str], PanelData | str | None] | None,
+    marks: Callable[[str], Marks] | None = None,
+) -> tuple[list[tuple[int, str]], int, int]:
+    """(edits in order of offset, bars, of which ranked) for a document and its scan: ``doc`` a str
+    (``encoding`` None), or bytes in ``encoding`` (offsets in bytes; every insert is ASCII)."""
     base = canonical(scan.base_href, page_url) if scan.base_href else None
     base = base or page_url
-    resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
-    # no bar for a link within the page (an href of only a fragment, perhaps after white space)
-    targets: list[str | None] = [None if href.lstrip()[:1] in ("", "#") else resolve(href) for _, href, _ in scan.links]
-    known = lookup([t for t in dict.fromkeys(targets) if t]) if any(targets) else {}
-    edits: list[tuple[int, str]] = []
-    ranked = 0
-    unknown = LinkInfo(None)
-    markup: dict[tuple[str, bool], str] = {}  # the same target recurs: render its bar once
-    for (offset, _, nofollow), target in zip(scan.links, targets):
-        if target is None:
-            continue
-        info = known.get(target, unknown)
-        ranked += info.pagerank is not None
-        key = (target, nofollow or scan.robots_nofollow)
-        if key not in markup:
-            markup[key] = bar(info, key[1])
-        edits.append((offset, markup[key]))
+    key = shared_by(base)
+    own: Marks = {}  # this page's alone: hrefs answered against its whole base
+    table = marks(key) if marks is not None and key is not None else own
+    fast = _scan is _scan_fast
+    missing = _fastscan.missing(scan.links, table) if fast else _missing_python(scan.links, table)
+    if missing:
+        resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
+        # no bar for a link within the page (an href of only a fragment, perhaps after white space)
+        within = {href for href in missing if href.lstrip()[:1] in ("", "#")}
+        targets = {href: None if href in within else resolve(href) for href in missing}
+        wanted = [target for target in dict.fromkeys(targets.values()) if target]
+        known = lookup(wanted) if wanted else {}
+        unknown = LinkInfo(None)
+        for href, target in targets.items():
+            info = known.get(target, unknown) if target else None
+            mark = None if info is None else (bar(info), bar(info, True), info.pagerank is not None)
+            (table if href in within or not page_bound(href) else own)[href] = mark
+    edits, bars, ranked = (_fastscan.place if fast else _place_python)(scan.links, table, own, scan.robots_nofollow)
+    more: list[tuple[int, str]] = []  # after the bars at the same offset, in this order
     if panel_data is not None and not scan.frameset:
         page = canonical(page_url)
         # after <body>, else at the end when the file ends where markup is read as markup (not inside
         # a <textarea>, <title>, comment, script, SVG or tag left open); else no panel
         at = scan.body_at
-        if at is None and scan.end_is_markup and not _left_open(text):
-            at = len(text)
+        if at is None and scan.end_is_markup and not _left_open(doc):
+            at = len(doc)
         data = panel_data(page) if page and at is not None else None
         if data is not None and at is not None:
-            edits.append((at, data if isinstance(data, str) else panel(data)))
-    if edits:  # the style block only where there is something to style
-        # In <head>, else from the start (and past a first <html> tag), past the doctype (content
-        # before it would put the page in quirks mode) and past white space and comments, which
-        # stay where the parser puts them, not in the head our <style> would open.
-        if scan.head_at is not None:
-            head_insert = scan.head_at
-        else:
-            head_insert = _past_prologue(text, 0)
-            html_tag = _HTML_TAG.match(text, head_insert)
-            if html_tag:
-                head_insert = _past_prologue(text, html_tag.end())
-        edits.append((head_insert, STYLE_BLOCK))
+            more.append((at, data if isinstance(data, str) else panel(data)))
+    if edits or more:  # the style block only where there is something to style
+        more.append((_style_at(doc, scan), STYLE_BLOCK))
         for start, _end, policy in scan.csp_metas:
             for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
-                edits.append((start + offset, inserted))
-    edits.sort(key=lambda edit: edit[0])
-    pieces, previous = [], 0
+                more.append((start + _units(policy[:offset], encoding), inserted))
+    for edit in more:  # the bars are in order already: a stable sort's order, without the sort
+        bisect.insort_right(edits, edit, key=_offset)
+    return edits, bars, ranked
+
+
+def _offset(edit: tuple[int, str]) -> int:
+    return edit[0]
+
+
+def _missing_python(links: Sequence[tuple[int, str, bool]], table: Marks) -> list[str]:
+    """The distinct hrefs of ``links``, in order, that ``table`` has no mark for (``_fastscan.missing``)."""
+    return list(dict.fromkeys(href for _, href, _ in links if href not in table))
+
+
+def _place_python(
+    links: Sequence[tuple[int, str, bool]], table: Marks, own: Marks, nofollow_all: bool
+) -> tuple[list[tuple[int, str]], int, int]:
+    """(a bar's edit for each link with a target, bars, of which ranked), from the marks of its href in
+    ``table``, else in ``own``: the bar of a nofollow link (or of every link, ``nofollow_all``) marked so.
+    ``_fastscan.place`` is its twin."""
+    edits, ranked = [], 0
+    for offset, href, nofollow in links:
+        mark = table[href] if href in table else own[href]
+        if mark is not None:
+            edits.append((offset, mark[1] if nofollow or nofollow_all else mark[0]))
+            ranked += mark[2]
+    return edits, len(edits), ranked
+
+
+def _splice_python(doc: str | bytes, edits: Sequence[tuple[int, str | bytes]]) -> str | bytes:
+    """``doc`` with each edit's insert put in before the character (or byte) at its offset: edits in
+    order of offset; the inserts into bytes are bytes, or ASCII str.  ``_fastscan.splice`` is its twin."""
+    pieces: list = []
+    previous = 0
+    as_bytes = isinstance(doc, bytes)
     for offset, inserted in edits:
-        pieces.append(text[previous:offset])
-        pieces.append(inserted)
+        if not previous <= offset <= len(doc):
+            raise ValueError("edits out of order or out of range")
+        pieces.append(doc[previous:offset])
+        pieces.append(inserted.encode("ascii") if as_bytes and isinstance(inserted, str) else inserted)
         previous = offset
-    pieces.append(text[previous:])
-    bars = sum(1 for target in targets if target is not None)
-    return Rewrite("".join(pieces), edits, bars, ranked)
+    pieces.append(doc[previous:])
+    return (b"" if as_bytes else "").join(pieces)
+
+
+def splice(doc: AnyStr, edits: Sequence[tuple[int, str | bytes]]) -> AnyStr:
+    """:func:`_splice_python`, in C with the C scanner (``_scan``: the tests run on either twin)."""
+    if _scan is _scan_fast:
+        return _fastscan.splice(doc, edits)
+    return cast(AnyStr, _splice_python(doc, edits))
+
+
+def _single_byte_ascii(codec: str) -> bool:
+    """Is every byte below 0x80 that ASCII character, and no byte above one, in this single-byte codec?"""
+    try:
+        decoded = bytes(range(256)).decode(codec, errors="surrogateescape")
+    except (LookupError, UnicodeError):
+        return False
+    return len(decoded) == 256 and all(
+        (ord(c) < 0x80) == (i < 0x80) and (i >= 0x80 or ord(c) == i) for i, c in enumerate(decoded)
+    )
+
+
+# Charsets whose bytes the C scanner reads as they are (UTF-8 decides on ASCII bytes alone too): the names
+# sniff_charset gives (codecs' own names)
+_BYTES_READABLE = frozenset(
+    ["utf-8"]
+    + [
+        name
+        for name in {
+            codecs.lookup(label).name
+            for label in [f"cp{n}" for n in range(1250, 1259)]
+            + [f"iso8859-{n}" for n in (*range(2, 12), *range(13, 17))]
+            + ["cp874", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp437", "cp850", "cp866"]
+        }
+        if _single_byte_ascii(name)
+    ]
+)
 
 
 def annotate_bytes(
@@ -747,13 +882,26 @@ def annotate_bytes(
     page_url: str,
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | str | None] | None = None,
+    marks: Callable[[str], Marks] | None = None,
 ) -> tuple[bytes, Rewrite] | None:
     """:func:`annotate` on a body in its own charset (header, BOM or meta), or None.
 
     None when the body does not decode and re-encode to the very same bytes in
-    that charset: such a page is passed on untouched rather than risked.
+    that charset: such a page is passed on untouched rather than risked.  The
+    Rewrite's text is the new body, and its edits are offsets in the body's bytes
+    with what was inserted there.  UTF-8 and the single-byte charsets are read
+    as bytes by the C scanner, never decoded whole (the same result: a test holds
+    the two ways equal); others are decoded, annotated and encoded again.  What
+    was inserted is kept as its ASCII text, or as bytes where the charset's bytes
+    for it are others (UTF-16).
     """
     charset, skip = sniff_charset(body, content_type)
+    if _scan is _scan_fast and charset in _BYTES_READABLE:
+        doc = body[skip:] if skip else body
+        edits, links, ranked = _edits(doc, _scan_fast(doc, charset), charset, page_url, lookup, panel_data, marks)
+        moved: list[tuple[int, str | bytes]] = [(skip + offset, inserted) for offset, inserted in edits]
+        new_body = body[:skip] + splice(doc, edits) if skip else splice(doc, edits)
+        return new_body, Rewrite(new_body, moved, links, ranked)
     try:
         text = body[skip:].decode(charset, errors="surrogateescape")
         # UTF-8 with surrogateescape gives back any bytes (PEP 383; a test holds it to that)
@@ -761,19 +909,37 @@ def annotate_bytes(
             return None
     except (UnicodeError, LookupError):
         return None
-    rewrite = annotate(text, page_url, lookup, panel_data)
+    rewrite = annotate(text, page_url, lookup, panel_data, marks)
     # every insertion is ASCII (non-ASCII as character references): encodable in any charset
-    return body[:skip] + rewrite.text.encode(charset, errors="surrogateescape"), rewrite
+    new_body = body[:skip] + cast(str, rewrite.text).encode(charset, errors="surrogateescape")
+    return new_body, Rewrite(
+        new_body, _edits_in_bytes(text, rewrite.edits, charset, skip), rewrite.links, rewrite.ranked
+    )
 
 
-def remove_edits(text: str, edits: Iterable[tuple[int, str]]) -> str:
-    """The input again, from an output and its edits (for tests and debugging).
+def _edits_in_bytes(text: str, edits: Sequence[tuple[int, str | bytes]], charset: str, skip: int) -> list:
+    """Edits of a decoded text, as offsets in its bytes and what was inserted: the (ASCII) text where its
+    bytes are its ASCII bytes, else the bytes (UTF-16)."""
+    moved: list[tuple[int, str | bytes]] = []
+    at, previous = skip, 0
+    for offset, inserted in edits:
+        at += len(text[previous:offset].encode(charset, errors="surrogateescape"))
+        previous = offset
+        encoded = cast(str, inserted).encode(charset)
+        moved.append((at, inserted if len(encoded) == len(inserted) else encoded))
+    return moved
+
+
+def remove_edits(text: AnyStr, edits: Iterable[tuple[int, str | bytes]]) -> AnyStr:
+    """The input again, from an output and its edits (for tests and debugging): str or bytes.
 
     Removing the edits from the first on, each one's output position is its
     input offset, since every edit before it is already gone.
     """
     result = text
     for offset, inserted in sorted(edits, key=lambda edit: edit[0]):
+        if isinstance(result, bytes) and isinstance(inserted, str):
+            inserted = inserted.encode("ascii")
         if result[offset : offset + len(inserted)] != inserted:
             raise ValueError(f"no insertion at {offset}")
         result = result[:offset] + result[offset + len(inserted) :]

@@ -101,7 +101,7 @@ def rewrite_page(
         panel_data: Callable[[str], PanelData | str | None] | None = view.panel if panel else None
         if panel and prepared is not None and prepared[0] == view.ranking_id:
             panel_data = functools.partial(_prepared_markup, prepared[1])
-        done = annotate_bytes(decoded, content_type, url, view.lookup, panel_data)
+        done = annotate_bytes(decoded, content_type, url, view.lookup, panel_data, view.marks)
     if done is None:
         return "charset does not round-trip"
     new_body, rewrite = done
@@ -239,21 +239,23 @@ class Workers:
         """:func:`rewrite_page` of ``(body, *job)`` in a worker process."""
         return await self._run("page", body, job)
 
-    async def panel(self, url: str) -> Prepared:
-        """:func:`prepare_panel` of ``url`` in a worker process.
+    async def panel(self, url: str) -> Prepared | None:
+        """:func:`prepare_panel` of ``url`` in a worker process, or None when none is free (it never waits).
 
         Asked for when a page's request leaves for the origin, it is ready when
         the page comes back, and the worker that made it is awake and the first
         one idle: the page's own job skips the panel's queries.
         """
-        return await self._run("panel", url, ())
+        return await self._run("panel", url, (), wait=False)
 
-    async def _run(self, kind: str, sent: bytes | str, job: tuple) -> Any:
+    async def _run(self, kind: str, sent: bytes | str, job: tuple, wait: bool = True) -> Any:
         if self._idle is None or self._loop is not asyncio.get_running_loop():
             await self.start()
         idle = self._idle
         assert idle is not None
-        process = await idle.get()
+        if not wait and idle.empty():
+            return None
+        process = await idle.get() if wait else idle.get_nowait()
         healthy = False
         try:
             shared = self._shared.get(process)

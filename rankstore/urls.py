@@ -240,6 +240,17 @@ _RESOLVED_LIMIT = 500_000  # hrefs remembered in all before starting over
 _remembered = [0]
 
 
+def shared_by(base: str) -> str | None:
+    """What the answers of ``resolver(base)`` depend on, where other pages may share them (its directory):
+    or None, where they depend on the whole base."""
+    return _directory(base)
+
+
+def page_bound(href: str) -> bool:
+    """Does ``href`` resolve against more of its base than the directory (an empty URL, a query alone)?"""
+    return len(href) <= MAX_URL_LENGTH and _depends_on_page(_clean(href))
+
+
 def resolver(base: str):
     """A function href -> canonical URL for links on a page whose base is ``base``."""
     directory = _directory(base)

@@ -408,3 +408,19 @@ def test_a_panel_from_another_ranking_version_is_made_again(store_path, site, tm
     done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
     assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0]
     assert prepare_panel(path, "pagerank", 0, url)[1] is None  # no panel wanted: none made
+
+
+async def test_a_panel_is_never_waited_for_nor_left_pending_at_stop(addon, site):
+    workers = addon.workers
+    taken = [await workers._idle.get(), await workers._idle.get()]  # both busy: a guess would have to wait
+    try:
+        assert await workers.panel(site + "index.html") is None
+    finally:
+        for process in taken:
+            workers._idle.put_nowait(process)
+    flow = make_flow(site + "index.html")
+    flow.response = None
+    await addon.request(flow)
+    task = addon.panels[flow.id]
+    await addon.done()  # the proxy stops with the guess in flight: it is cancelled, not left pending
+    assert not addon.panels and task.done()

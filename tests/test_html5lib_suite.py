@@ -24,6 +24,7 @@ import pytest
 
 from proxy_addon import rewrite
 from proxy_addon.rewrite import LinkInfo, PanelData, annotate
+from rankstore.extract import sniff_charset
 from rankstore.urls import canonical
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -306,3 +307,33 @@ def test_the_scanners_answer_alike_on_every_document(path):
     for index, source in enumerate(_documents(path)):
         fast, python = rewrite._scan_fast(source), rewrite._scan_python(source)
         assert fast == python, (_case_id(path, index), source)
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "cp1252"])
+@pytest.mark.parametrize("path", FILES, ids=lambda path: os.path.relpath(path, SUITE))
+def test_bytes_read_as_they_are_give_the_page_their_text_gives(path, charset, monkeypatch):
+    """UTF-8 and single-byte bodies are scanned and spliced as bytes by the C twin: the same new body, byte
+    for byte, as the text decoded, annotated and encoded again (and the same edits, in bytes)."""
+    assert rewrite._fastscan is not None
+    monkeypatch.setattr(rewrite, "_scan", rewrite._scan_fast)
+
+    def lookup(urls):
+        return {url: LinkInfo(0.25, 50.0, 5, 3, 20) for url in urls if "x" in url}
+
+    def panel_data(url):
+        return PanelData(url, LinkInfo(None), [], 0)
+
+    content_type = f"text/html; charset={charset}"
+    for index, source in enumerate(_documents(path)):
+        try:
+            body = source.encode(charset)
+        except UnicodeEncodeError:
+            continue
+        new_body, done = rewrite.annotate_bytes(body, content_type, PAGE, lookup, panel_data)
+        _, skip = sniff_charset(body, content_type)  # a byte-order mark stays where it is
+        text = body[skip:].decode(charset, errors="surrogateescape")
+        expected = annotate(text, PAGE, lookup, panel_data)
+        case = (_case_id(path, index), source)
+        assert new_body == body[:skip] + expected.text.encode(charset, errors="surrogateescape"), case
+        assert done.edits == rewrite._edits_in_bytes(text, expected.edits, charset, skip), case
+        assert (done.links, done.ranked) == (expected.links, expected.ranked)

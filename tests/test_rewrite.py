@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -350,12 +351,9 @@ def test_charset_kept_byte_for_byte(charset, body):
     assert done is not None
     new_body, rewrite = done
     assert b"pagerank-bar" in new_body.decode("utf-16").encode() if "16" in charset else b"pagerank-bar" in new_body
-    # removing the insertions, re-encoded the same way, gives the original bytes
-    from rankstore.extract import sniff_charset
-
-    name, skip = sniff_charset(body, content_type)
-    restored = remove_edits(new_body[skip:].decode(name, errors="surrogateescape"), rewrite.edits)
-    assert body[:skip] + restored.encode(name, errors="surrogateescape") == body
+    # removing the insertions (offsets in the body's bytes) gives the original bytes
+    assert rewrite.text == new_body
+    assert remove_edits(new_body, rewrite.edits) == body
 
 
 def test_meta_csp_gets_the_style_hash_by_insertion_only():
@@ -415,7 +413,7 @@ def test_real_pages_round_trip_and_every_link_gets_a_bar(root):
         url = "http://docs.local/" + os.path.relpath(path, root)
         new_body, rewrite = annotate_bytes(body, "text/html", url, everything)
         text = body.decode("utf-8")
-        assert remove_edits(new_body.decode("utf-8"), rewrite.edits) == text
+        assert remove_edits(new_body, rewrite.edits) == body
         # as many bars as links with an http(s) target the parser sees (the oracle counts occurrences)
         from selectolax.lexbor import LexborHTMLParser
 
@@ -689,3 +687,183 @@ def test_c_scanner_answers_as_the_python_reference_on_real_pages(scanner, root):
 def test_utf8_bodies_always_round_trip(scanner, body):
     # annotate_bytes skips its round-trip check for UTF-8 on the strength of this
     assert body.decode("utf-8", errors="surrogateescape").encode("utf-8", errors="surrogateescape") == body
+
+
+# bytes read as they are (UTF-8, single-byte charsets) against the text decoded, annotated, encoded
+def _bytes_and_text_ways(body, charset, url):
+    """The new body by the C twin reading bytes, and by the Python twin on the decoded text."""
+    from proxy_addon import rewrite
+
+    content_type = f"text/html; charset={charset}"
+    panel_data = lambda page: PanelData(page, INFO, [], 3)  # noqa: E731
+    original = rewrite._scan
+    try:
+        rewrite._scan = rewrite._scan_fast
+        fast = annotate_bytes(body, content_type, url, everything, panel_data)
+        rewrite._scan = rewrite._scan_python
+        python = annotate_bytes(body, content_type, url, everything, panel_data)
+    finally:
+        rewrite._scan = original
+    return fast, python
+
+
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
+@pytest.mark.parametrize("root", [PYTHON_DOC, POSTGRES_DOC])
+def test_real_pages_read_as_bytes_come_out_as_their_text_does(scanner, root):
+    for path in _real_pages(root, 200):
+        body = open(path, "rb").read()
+        (fast, fast_rewrite), (python, python_rewrite) = _bytes_and_text_ways(body, "utf-8", "http://docs.local/p")
+        assert fast == python and fast_rewrite.edits == python_rewrite.edits, path
+
+
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
+@settings(
+    max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(source=SOUP, charset=st.sampled_from(["utf-8", "cp1252", "koi8-r", "iso8859-7"]))
+def test_tag_soup_read_as_bytes_comes_out_as_its_text_does(scanner, source, charset):
+    body = source.encode(charset, errors="replace")
+    (fast, fast_rewrite), (python, python_rewrite) = _bytes_and_text_ways(body, charset, PAGE)
+    assert fast == python
+    assert fast_rewrite.edits == python_rewrite.edits
+    assert remove_edits(fast, fast_rewrite.edits) == body
+
+
+def test_shift_jis_and_utf16_are_decoded_not_read_as_bytes():
+    # a Shift_JIS character's second byte can read as an ASCII letter or backslash: such pages go the decoded way
+    from proxy_addon import rewrite
+
+    assert "shift_jis" not in rewrite._BYTES_READABLE and "utf-16-le" not in rewrite._BYTES_READABLE
+    body = "<meta charset=shift_jis><a href=a>ソ</a><a href=b>表</a>".encode("shift_jis")
+    new_body, done = annotate_bytes(body, None, PAGE, everything)
+    assert new_body.decode("shift_jis").count("<pagerank-bar") == 2
+    assert remove_edits(new_body, done.edits) == body
+
+
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    doc=st.one_of(st.text(max_size=40), st.binary(max_size=40)),
+    inserts=st.lists(st.tuples(st.floats(0, 1), st.text(alphabet="ab<>\u00e9\u20ac\U0001f600", max_size=4))),
+)
+def test_the_splice_twins_agree(scanner, doc, inserts):
+    from proxy_addon import _fastscan
+    from proxy_addon.rewrite import _splice_python
+
+    edits = sorted(((int(at * len(doc)), text) for at, text in inserts), key=lambda edit: edit[0])
+    if isinstance(doc, bytes):  # into bytes: bytes, or ASCII text
+        edits = [
+            (at, text.encode() if i % 2 else text.encode().decode("ascii", "ignore"))
+            for i, (at, text) in enumerate(edits)
+        ]
+    assert _fastscan.splice(doc, edits) == _splice_python(doc, edits)
+
+
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
+@pytest.mark.parametrize(
+    "doc, edits, error",
+    [
+        ("abc", [(2, "x"), (1, "y")], ValueError),  # out of order
+        ("abc", [(4, "x")], ValueError),  # past the end
+        ("abc", [(-1, "x")], ValueError),
+        ("abc", [(1, b"x")], TypeError),  # bytes into a str
+        (b"abc", [(1, "\u00e9")], TypeError),  # non-ASCII text into bytes
+        (b"abc", [(1,)], TypeError),
+        (b"abc", [(1, "x", 2)], TypeError),
+        (b"abc", [("1", "x")], TypeError),
+    ],
+)
+def test_the_c_splice_refuses_what_it_cannot_place(scanner, doc, edits, error):
+    from proxy_addon import _fastscan
+
+    with pytest.raises(error):
+        _fastscan.splice(doc, edits)
+
+
+# marks: what an href shows, kept from page to page of a directory for one version of the ranking
+def _scored(urls):
+    """A score per URL (from the URL itself): a bar says which target it is for."""
+    return {url: LinkInfo(int(hashlib.sha1(url.encode()).hexdigest()[:6], 16) / 2**24, 50.0, 1, 1, 10) for url in urls}
+
+
+def test_marks_are_shared_by_a_directory_but_not_for_hrefs_bound_to_the_page():
+    tables: dict = {}
+    asked = []
+
+    def lookup(urls):
+        asked.append(sorted(urls))
+        return _scored(urls)
+
+    html = "<a href='?x'>q</a><a href=''>e</a><a href='c.html'>c</a><a href='#f'>f</a><a href=' c.html'>c</a>"
+    first = annotate(html, "http://s.example/d/a.html", lookup, marks=lambda key: tables.setdefault(key, {}))
+    second = annotate(html, "http://s.example/d/b.html", lookup, marks=lambda key: tables.setdefault(key, {}))
+    assert asked == [  # an empty href, like a fragment, is a link within the page: no bar
+        ["http://s.example/d/a.html?x", "http://s.example/d/c.html"],
+        ["http://s.example/d/b.html?x"],  # c.html's mark is the directory's
+    ]
+    assert list(tables) == ["http://s.example/d/"]
+    assert sorted(tables["http://s.example/d/"]) == ["", " c.html", "#f", "c.html"]  # not "?x"
+    assert first.text == annotate(html, "http://s.example/d/a.html", _scored).text
+    assert second.text == annotate(html, "http://s.example/d/b.html", _scored).text
+    assert first.links == second.links == 3
+
+
+SHARED_MARKS: dict = {}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=SOUP, page=st.sampled_from(["a.html", "b.html", "", "c?q=1"]))
+def test_marks_kept_from_page_to_page_change_no_page(scanner, source, page):
+    url = "http://site.example/dir/" + page
+    with_marks = annotate(source, url, _scored, marks=lambda key: SHARED_MARKS.setdefault(key, {}))
+    assert with_marks == annotate(source, url, _scored)
+
+
+def test_marks_of_a_ranking_version_are_not_used_with_the_next(tmp_path):
+    from click.testing import CliRunner
+
+    from proxy_addon.worker import rewrite_page
+    from rankstore.cli import cli
+
+    from conftest import data
+
+    path = str(tmp_path / "s.db")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["build", data("small.warc.gz"), "--store", path]).exit_code == 0
+    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    from rankstore.store import Store
+
+    with Store(path, readonly=True) as store:
+        url = store.db.execute("SELECT url FROM pages WHERE url LIKE '%/index.html' LIMIT 1").fetchone()[0]
+    body = f"<!doctype html><body><a href='{url}'>x</a>".encode()
+    before = rewrite_page(path, "pagerank", 0, body, "text/html", url)
+    assert rewrite_page(path, "pagerank", 0, body, "text/html", url) == before  # from the marks
+    assert runner.invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+    after = rewrite_page(path, "pagerank", 0, body, "text/html", url)
+    score = re.compile(rb'data-pagerank="([^"]+)"')
+    with Store(path, readonly=True) as store:
+        expected = store.lookup([url])[url]["pagerank"]
+    assert score.findall(before[0]) != score.findall(after[0]) == [repr(expected).encode()]
+
+
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
+def test_the_c_marks_twins_answer_as_the_python_ones_and_refuse_what_they_cannot_read(scanner):
+    from proxy_addon import _fastscan
+    from proxy_addon.rewrite import _missing_python, _place_python
+
+    links = [(5, "a", False), (9, "b", True), (12, "a", False), (20, "#", False), (30, "c", False)]
+    table = {"a": ("A", "nA", True), "#": None, "z": ("Z", "nZ", False)}
+    own = {"b": ("B", "nB", False), "c": ("C", "nC", True)}
+    assert _fastscan.missing(links, table) == _missing_python(links, table) == ["b", "c"]
+    for nofollow_all in (False, True):
+        expected = _place_python(links, table, own, nofollow_all)
+        assert _fastscan.place(links, table, own, nofollow_all) == expected
+    assert expected == ([(5, "nA"), (9, "nB"), (12, "nA"), (30, "nC")], 4, 3)
+    with pytest.raises(KeyError):
+        _fastscan.place([(1, "nowhere", False)], table, own, False)
+    with pytest.raises(TypeError):
+        _fastscan.place([(1, "a")], table, own, False)
+    with pytest.raises(TypeError):
+        _fastscan.missing([("a",)], table)
+    with pytest.raises(TypeError):
+        _fastscan.place([(1, "q", False)], {"q": "not a mark"}, own, False)
