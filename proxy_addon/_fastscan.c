@@ -43,17 +43,51 @@ typedef struct {
 
 #define CH(t, i) ((Py_UCS4)(t)->data[(i)])
 
-static inline int is_ws(Py_UCS4 c) { return c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == ' '; }
-static inline int is_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static inline Py_UCS4 lower(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
-static inline int ends_name(Py_UCS4 c) { return is_ws(c) || c == '/' || c == '>'; }
+/* What each byte is to the tokenizer, one bit a class (the characters read are below 0x100). */
+enum { WS = 1, ENDS_NAME = 2, ENDS_ATTRIBUTE_NAME = 4, ENDS_UNQUOTED = 8, ALPHA = 16 };
+static unsigned char CLASS[256];
+static unsigned char INTERESTING_FIRST[256], INTERESTING_END_FIRST[256]; /* the lists' first letters */
 
-/* The first `c` (ASCII) in [from, to), or -1: memchr, as the text is one byte a character. */
+static void fill_classes(void) {
+    const char *ws = "\t\n\f\r ";
+    for (const char *c = ws; *c; c++) CLASS[(unsigned char)*c] |= WS | ENDS_NAME | ENDS_ATTRIBUTE_NAME | ENDS_UNQUOTED;
+    CLASS['/'] |= ENDS_NAME | ENDS_ATTRIBUTE_NAME;
+    CLASS['>'] |= ENDS_NAME | ENDS_ATTRIBUTE_NAME | ENDS_UNQUOTED;
+    CLASS['='] |= ENDS_ATTRIBUTE_NAME;
+    for (int c = 'a'; c <= 'z'; c++) CLASS[c] |= ALPHA, CLASS[c - 32] |= ALPHA;
+    for (const char *const *name = INTERESTING; *name; name++) INTERESTING_FIRST[(unsigned char)(*name)[0]] = 1;
+    for (const char *const *name = INTERESTING_END; *name; name++) INTERESTING_END_FIRST[(unsigned char)(*name)[0]] = 1;
+}
+
+static inline int is_ws(Py_UCS4 c) { return c < 256 && (CLASS[c] & WS); }
+static inline int is_alpha(Py_UCS4 c) { return c < 256 && (CLASS[c] & ALPHA); }
+static inline Py_UCS4 lower(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+static inline int ends_name(Py_UCS4 c) { return c < 256 && (CLASS[c] & ENDS_NAME); }
+
+/* The first `c` (ASCII) in [from, to), or -1; the text is one byte a character.  Sixteen bytes at a
+   time where SSE2 is (every x86-64): most distances between tags and quotes are too short for memchr's
+   call to pay. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static Py_ssize_t find_char(const Text *t, Py_UCS4 c, Py_ssize_t from, Py_ssize_t to) {
+    const unsigned char *data = t->data;
+    const __m128i needle = _mm_set1_epi8((char)c);
+    Py_ssize_t i = from;
+    for (; i + 16 <= to; i += 16) {
+        int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(data + i)), needle));
+        if (mask) return i + __builtin_ctz((unsigned)mask);
+    }
+    for (; i < to; i++)
+        if (data[i] == c) return i;
+    return -1;
+}
+#else
 static Py_ssize_t find_char(const Text *t, Py_UCS4 c, Py_ssize_t from, Py_ssize_t to) {
     if (from >= to) return -1;
     const unsigned char *found = memchr(t->data + from, (int)c, (size_t)(to - from));
     return found ? found - t->data : -1;
 }
+#endif
 
 static Py_ssize_t find_ascii(const Text *t, const char *s, Py_ssize_t from) {
     Py_ssize_t len = (Py_ssize_t)strlen(s);
@@ -101,22 +135,26 @@ static int name_is(const Text *t, Py_ssize_t s, Py_ssize_t e, const char *name) 
 
 /* The next '<' at or after `from`, or the length: the text between tags, read by the string's width. */
 static Py_ssize_t next_lt(const Text *t, Py_ssize_t from) {
-    Py_ssize_t n = t->n;
-    if (from >= n) return n;
-    const unsigned char *found = memchr(t->data + from, '<', (size_t)(n - from));
-    return found ? found - t->data : n;
+    Py_ssize_t found = find_char(t, '<', from, t->n);
+    return found < 0 ? t->n : found;
 }
 
-/* one of `names` at `at`, followed by a tab, newline, form feed, return, space, '/' or '>' */
-static int names_one_of(const Text *t, Py_ssize_t at, const char *const *names) {
+/* one of `names` (whose first letters are marked in `firsts`) at `at`, followed by a tab, newline,
+   form feed, return, space, '/' or '>' */
+static int names_one_of(const Text *t, Py_ssize_t at, const char *const *names, const unsigned char *firsts) {
     Py_ssize_t len = 0, n = t->n;
+    Py_UCS4 first = lower(CH(t, at));
+    if (first >= 256 || !firsts[first]) return 0;
     while (at + len < n && !ends_name(CH(t, at + len))) {
         if (++len > LONGEST_NAME) return 0;
     }
     if (at + len >= n) return 0;
-    Py_UCS4 first = lower(CH(t, at));
-    for (const char *const *name = names; *name; name++)
-        if ((Py_UCS4)(*name)[0] == first && name_is(t, at, at + len, *name)) return 1;
+    for (const char *const *name = names; *name; name++) {
+        if ((Py_UCS4)(*name)[0] != first) continue;
+        Py_ssize_t k = 1;
+        while (k < len && (*name)[k] && lower(CH(t, at + k)) == (Py_UCS4)(unsigned char)(*name)[k]) k++;
+        if (k == len && (*name)[k] == 0) return 1;
+    }
     return 0;
 }
 
@@ -152,7 +190,7 @@ static Py_ssize_t attributes_end(const Text *t, Py_ssize_t i, int *self_closing)
         }
         slash = 0;
         i++; /* an attribute name: its first character may be '=' or a quote */
-        while (i < n && (c = CH(t, i), !is_ws(c) && c != '/' && c != '=' && c != '>')) i++;
+        while (i < n && !(CLASS[t->data[i]] & ENDS_ATTRIBUTE_NAME)) i++;
         Py_ssize_t j = i;
         while (j < n && is_ws(CH(t, j))) j++;
         if (j < n && CH(t, j) == '=') {
@@ -166,7 +204,7 @@ static Py_ssize_t attributes_end(const Text *t, Py_ssize_t i, int *self_closing)
                     if (close < 0) return -1;
                     i = close + 1;
                 } else if (c != '>') { /* unquoted: quotes inside are its own characters */
-                    while (i < n && (c = CH(t, i), !is_ws(c) && c != '>')) i++;
+                    while (i < n && !(CLASS[t->data[i]] & ENDS_UNQUOTED)) i++;
                 }
             }
         }
@@ -185,7 +223,7 @@ static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
         if (pos + 1 >= n) return n; /* a lone '<' at the very end */
         Py_UCS4 c = CH(t, pos + 1);
         if (is_alpha(c)) {
-            if (!names_one_of(t, pos + 1, INTERESTING)) {
+            if (!names_one_of(t, pos + 1, INTERESTING, INTERESTING_FIRST)) {
                 Py_ssize_t i = pos + 2;
                 while (i < n && !ends_name(CH(t, i))) i++;
                 Py_ssize_t close = attributes_end(t, i, &self_closing);
@@ -198,7 +236,7 @@ static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
         }
         if (c == '/') {
             if (pos + 2 < n && is_alpha(CH(t, pos + 2))) {
-                if (!names_one_of(t, pos + 2, INTERESTING_END)) {
+                if (!names_one_of(t, pos + 2, INTERESTING_END, INTERESTING_END_FIRST)) {
                     Py_ssize_t i = pos + 3;
                     while (i < n && !ends_name(CH(t, i))) i++;
                     Py_ssize_t close = attributes_end(t, i, &self_closing);
@@ -314,6 +352,22 @@ static PyObject *substring(const Text *t, Py_ssize_t s, Py_ssize_t e) {
     return PyUnicode_Decode((const char *)t->data + s, e - s, t->encoding, "surrogateescape");
 }
 
+/* (position, first, second), taking the references to `first` and `second` (NULL if either is NULL) */
+static PyObject *triple(Py_ssize_t position, PyObject *first, PyObject *second) {
+    PyObject *offset = first && second ? PyLong_FromSsize_t(position) : NULL;
+    PyObject *tuple = offset ? PyTuple_New(3) : NULL;
+    if (tuple == NULL) {
+        Py_XDECREF(offset);
+        Py_XDECREF(first);
+        Py_XDECREF(second);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(tuple, 0, offset);
+    PyTuple_SET_ITEM(tuple, 1, first);
+    PyTuple_SET_ITEM(tuple, 2, second);
+    return tuple;
+}
+
 /* The href and rel of a link's attributes, as _link in rewrite.py (raw values). */
 static PyObject *link_tuple(const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t position) {
     LinkAttributes found = {-1, -1, -1, -1};
@@ -322,14 +376,14 @@ static PyObject *link_tuple(const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_
     PyObject *href = substring(t, found.href_s, found.href_e);
     if (href != NULL && (found.rel_s < 0 || found.rel_s == found.rel_e) &&
         find_char(t, '&', found.href_s, found.href_e) < 0)
-        return Py_BuildValue("(nNO)", position, href, Py_False); /* nothing to decode, follows */
+        return triple(position, href, Py_NewRef(Py_False)); /* nothing to decode, follows */
     PyObject *rel = found.rel_s < 0 ? (Py_INCREF(Py_None), Py_None) : substring(t, found.rel_s, found.rel_e);
     if (href == NULL || rel == NULL) {
         Py_XDECREF(href);
         Py_XDECREF(rel);
         return NULL;
     }
-    return Py_BuildValue("(nNN)", position, href, rel);
+    return triple(position, href, rel);
 }
 
 /* Append the link a start tag makes (if it has an href) to `links`, counting the raw ones; -1 on error. */
@@ -835,4 +889,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", "The rewrite scanner in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__fastscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fastscan(void) {
+    fill_classes();
+    return PyModule_Create(&module);
+}

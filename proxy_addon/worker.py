@@ -93,8 +93,14 @@ def rewrite_page(
         return f"too large ({error})"
     except (UnknownEncoding, ValueError, zlib.error) as error:
         return f"not decoded ({error})"
-    # a body of fewer than 2 bytes a tag cannot hold too many: most pages skip the count
-    if max_links and len(decoded) > 2 * max_links and _link_tags(decoded) > max_links:
+    # a body of fewer than 2 bytes a tag, or fewer '<' than the budget, cannot hold too many: most pages skip
+    # the count
+    if (
+        max_links
+        and len(decoded) > 2 * max_links
+        and decoded.count(b"<") > max_links
+        and _link_tags(decoded) > max_links
+    ):
         return f"over {max_links:,} link tags"
     ranks = _ranks_for(store, ranking, panel)
     with ranks.page() as view:  # bars and panel from one version of the ranking
