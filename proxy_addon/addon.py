@@ -32,7 +32,7 @@ from proxy_addon.options import Settings, is_candidate, might_be_page, parse_set
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
-from proxy_addon.worker import Prepared, WorkerError, Workers, rewrite_page
+from proxy_addon.worker import WorkerError, Workers, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,6 @@ class PageRankProxy:
         self.ranks: Ranks | None = None
         self.workers: Workers | None = None
         self.stopping = False  # done() has run: the pages still arriving pass untouched
-        self.panels: dict[str, asyncio.Task[Prepared | None]] = {}  # flow id -> its page's panel, made while it travels
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -143,57 +142,48 @@ class PageRankProxy:
     def _prepare_panel(self, flow: http.HTTPFlow) -> None:
         """While a page's request goes to the origin, a worker makes its panel (the panel needs only the
         URL); the page's job then skips that part.  Only while every worker is idle: a busy proxy has no
-        time to spend on a guess (a response that is no page), nor a hop to spare, and makes the panel
-        with the page."""
+        time to spend on a guess (a response that is no page)."""
         workers, settings = self.workers, self.settings
         if workers is None or settings is None or not settings.panel or self.stopping:
             return
         if flow.response is None and might_be_page(flow.request) and workers.all_idle():
-            self.panels[flow.id] = asyncio.get_running_loop().create_task(workers.panel(flow.request.url))
-
-    def _forget_panel(self, flow: http.HTTPFlow) -> None:
-        """A panel made for a response that turned out not to be a page (or never came): let it finish unread."""
-        _ignore_outcome(self.panels.pop(flow.id, None))
+            workers.prepare(flow.request.url)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if self.settings is None or flow.response is None or flow.metadata.get("pagerank") == "own-page":
             return
         if not is_candidate(flow, self.settings.max_body):
-            self._forget_panel(flow)
             flow.response.stream = True  # byte for byte, never buffered
             flow.metadata["pagerank"] = "passed"
         else:
             flow.metadata["pagerank"] = "candidate"  # its body, once whole, goes to a worker
 
-    def error(self, flow: http.HTTPFlow) -> None:
-        self._forget_panel(flow)
-
     async def response(self, flow: http.HTTPFlow) -> None:
-        panel = self.panels.pop(flow.id, None)
         if self.settings is None or flow.response is None or flow.response.stream or self.stopping:
-            return _ignore_outcome(panel)
+            return
         verdict = flow.metadata.get("pagerank")
         if verdict != "candidate" and (verdict is not None or not is_candidate(flow, self.settings.max_body)):
-            # None: a response no server sent (another addon's, a replay), never seen by responseheaders
-            return _ignore_outcome(panel)
+            return  # None: a response no server sent (another addon's, a replay), never seen by responseheaders
         started = time.perf_counter()
         response = flow.response
         # The raw bytes go to the rewriting process, which undoes their Content-Encoding within
         # pagerank_max_body: a compression bomb never inflates in mitmproxy's event loop.
         body = response.raw_content
         if not body or len(body) > self.settings.max_body:
-            return _ignore_outcome(panel)
+            return
         settings = self.settings
         content_type, url = response.headers.get("content-type"), flow.request.url
         job = (content_type, url, response.headers.get("content-encoding"), settings.max_body, settings.max_links)
+        done: tuple[bytes, int, int, bool] | str
         try:
             if self.workers is not None:
-                done = await self.workers.rewrite(body, *job, await _outcome(panel))
+                done = await self.workers.rewrite(body, *job)
             else:
                 # SQLite and the rewrite off the event loop: other flows go on meanwhile
-                done = await asyncio.to_thread(
+                made = await asyncio.to_thread(
                     rewrite_page, settings.store, settings.ranking, settings.panel, body, *job
                 )
+                done = made if isinstance(made, str) else (*made, False)
         except (StoreError, WorkerError) as error:
             log.warning("pagerank: %s: %s", url, error)
             flow.metadata["pagerank"] = f"untouched: {error}"
@@ -203,7 +193,7 @@ class PageRankProxy:
             return
         if not flow.live or flow.error or flow.response is not response:
             return  # the client has gone, or the flow was killed, while the page was rewritten
-        new_body, links, ranked = done
+        new_body, links, ranked, ahead = done  # ahead: the panel was made while the request travelled
         response.raw_content = new_body  # encoded as it came
         names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
         if b"transfer-encoding" not in names:
@@ -212,43 +202,18 @@ class PageRankProxy:
             if name.encode() in names:
                 policies = response.headers.get_all(name)
                 response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
-        flow.metadata["pagerank"] = f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
+        flow.metadata["pagerank"] = (
+            f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
+            + (", panel made ahead" if ahead else "")
+        )
 
     async def done(self) -> None:
         self.stopping = True
-        for flow_id in list(self.panels):  # guesses: not worth waiting for
-            task = self.panels.pop(flow_id)
-            task.cancel()
-            _ignore_outcome(task)
         if self.ranks is not None:
             self.ranks.close()
         if self.workers is not None:
             workers, self.workers = self.workers, None
             await workers.aclose()
-
-
-async def _outcome(task: asyncio.Task[Prepared | None] | None) -> Prepared | None:
-    """A panel made ahead, or None where it was not, or failed (the page's job then makes it)."""
-    if task is None:
-        return None
-    try:
-        return await task
-    except (StoreError, WorkerError):
-        return None
-
-
-def _ignore_outcome(task: asyncio.Task[Prepared | None] | None) -> None:
-    """Let a panel made ahead finish unread, its error (if any) retrieved (asyncio logs those never read)."""
-    if task is not None:
-        if task.done():
-            _retrieve(task)
-        else:
-            task.add_done_callback(_retrieve)
-
-
-def _retrieve(task: asyncio.Task) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _own_error(status: int, message: str) -> http.Response:

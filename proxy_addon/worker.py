@@ -6,13 +6,13 @@ event loop reads and writes: no helper threads in the proxy (a
 ``concurrent.futures`` process pool adds two, and their hand-offs under the
 GIL cost more than the rewrite itself).  A job is one length-prefixed pickle:
 
-* ``("page", raw body, content_type, url, content_encoding, limit, max_links, prepared)``,
-  answered ``(True, (new_body, links, ranked))``, ``(True, reason)`` for a page
+* ``("page", raw body, content_type, url, content_encoding, limit, max_links)``,
+  answered ``(True, (new_body, links, ranked, panel made ahead))``, ``(True, reason)`` for a page
   left untouched, or ``(False, message)``.  A body that sits in the shared
   region (below) is sent as its length instead of its bytes.
-* ``("panel", url)``, answered ``(True, (ranking id, markup or None))``: the
-  page's panel, made while its request is still on its way to the origin (see
-  :meth:`Workers.panel`) and handed back with the page's job as ``prepared``.
+* ``("prepare", url)``, not answered: the worker makes the page's panel while
+  its request is still on its way to the origin (:meth:`Workers.prepare`), and
+  keeps it for that page's job if it comes next.
 
 Bodies travel through a region of shared memory of each worker's own (a
 ``memfd`` of SIZE bytes the worker inherits as file descriptor FD), and the
@@ -148,6 +148,7 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
         _ranks_for(store, ranking, panel)
     except Exception as error:  # reported with each job instead
         print(f"pagerank worker: {error}", file=sys.stderr)
+    prepared: tuple[str, Prepared] | None = None  # (page URL, its panel) made ahead
     while True:
         header = _read(jobs, _HEADER.size)
         if len(header) < _HEADER.size:
@@ -158,17 +159,25 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
             return
         try:
             kind, sent, *job = pickle.loads(payload)
-            if kind == "panel":
-                answer: tuple[bool, object] = (True, prepare_panel(store, ranking, panel, sent))
-            else:
-                if isinstance(sent, int):  # its length: the bytes are in the shared region
-                    assert shared is not None
-                    sent = shared[:sent]
-                done = rewrite_page(store, ranking, panel, sent, *job)
-                answer = (True, done)
-                if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
+            if kind == "prepare":  # (url, (ranking version, markup)): kept for that page's job, if it comes next
+                try:
+                    prepared = (sent, prepare_panel(store, ranking, panel, sent))
+                except Exception:  # a guess: the page's job makes the panel itself (and says why, if it fails)
+                    prepared = None
+                continue
+            if isinstance(sent, int):  # its length: the bytes are in the shared region
+                assert shared is not None
+                sent = shared[:sent]
+            content_type, url, encoding, limit, max_links = job
+            ready = prepared[1] if prepared is not None and prepared[0] == url else None
+            prepared = None
+            done = rewrite_page(store, ranking, panel, sent, content_type, url, encoding, limit, max_links, ready)
+            answer: tuple[bool, object] = (True, done)
+            if not isinstance(done, str):  # and whether its panel was made ahead
+                answer = (True, (*done, ready is not None))
+                if shared is not None and len(done[0]) <= shared_size:
                     shared[: len(done[0])] = done[0]
-                    answer = (True, (len(done[0]),) + done[1:])
+                    answer = (True, (len(done[0]), *done[1:], ready is not None))
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = (False, f"{type(error).__name__}: {error}")
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -241,33 +250,40 @@ class Workers:
             and self._loop is asyncio.get_running_loop()
         )
 
-    async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int] | str:
-        """:func:`rewrite_page` of ``(body, *job)`` in a worker process."""
+    async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
+        """:func:`rewrite_page` of ``(body, *job)`` in a worker process, and whether the page's panel was
+        made ahead (:meth:`prepare`)."""
         return await self._run("page", body, job)
 
-    async def panel(self, url: str) -> Prepared | None:
-        """:func:`prepare_panel` of ``url`` in a worker process, or None when none is free (it never waits).
+    def prepare(self, url: str) -> None:
+        """Have the idle worker that the next job goes to make the panel of the page at ``url`` now.
 
-        Asked for when a page's request leaves for the origin, it is ready when
-        the page comes back, and the worker that made it is awake and the first
-        one idle: the page's own job skips the panel's queries.
+        Sent when a page's request leaves for the origin: the worker makes the
+        panel meanwhile and keeps it, and the page's job (the next one it gets,
+        the idle workers being a stack) skips that part.  Nothing is answered,
+        so it costs the event loop one write; a job for another page, or a new
+        version of the ranking meanwhile, and the panel is made with the page.
         """
-        return await self._run("panel", url, (), wait=False)
+        idle = self._idle
+        if idle is None or idle.empty() or self._loop is not asyncio.get_running_loop():
+            return
+        process = idle.get_nowait()
+        idle.put_nowait(process)  # back on top: still the next one a job gets
+        payload = pickle.dumps(("prepare", url), protocol=pickle.HIGHEST_PROTOCOL)
+        assert process.stdin is not None
+        process.stdin.write(_HEADER.pack(len(payload)) + payload)
 
-    async def _run(self, kind: str, sent: bytes | str, job: tuple, wait: bool = True) -> Any:
+    async def _run(self, kind: str, sent: bytes, job: tuple) -> Any:
         if self._idle is None or self._loop is not asyncio.get_running_loop():
             await self.start()
         idle = self._idle
         assert idle is not None
-        if not wait and idle.empty():
-            return None
-        process = await idle.get() if wait else idle.get_nowait()
+        process = await idle.get()
         healthy = False
         try:
             shared = self._shared.get(process)
-            item: bytes | str | int = sent
-            if kind == "page" and shared is not None and len(sent) <= len(shared):
-                assert isinstance(sent, bytes)
+            item: bytes | int = sent
+            if shared is not None and len(sent) <= len(shared):
                 shared[: len(sent)] = sent
                 item = len(sent)  # the bytes travel in the shared region
             payload = pickle.dumps((kind, item, *job), protocol=pickle.HIGHEST_PROTOCOL)
@@ -275,7 +291,7 @@ class Workers:
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
-            if kind == "page" and ok and not isinstance(value, str) and isinstance(value[0], int):
+            if ok and not isinstance(value, str) and isinstance(value[0], int):
                 assert shared is not None
                 value = (shared[: value[0]],) + value[1:]
             healthy = True

@@ -348,50 +348,51 @@ def test_might_be_page_judges_from_the_request_alone(method, path, headers, expe
     assert might_be_page(request) is expected
 
 
+async def _through_with_request(addon, url, body=b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"):
+    """A page through every hook, its request first (where the panel is made ahead)."""
+    flow = make_flow(url, body)
+    response, flow.response = flow.response, None
+    await addon.request(flow)
+    flow.response = response
+    await run_hooks(addon, flow)
+    return flow
+
+
 async def test_the_panel_is_made_while_the_request_travels_and_gives_the_same_page(addon, site):
     body = b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"
     plain = make_flow(site + "index.html", body)
     await run_hooks(addon, plain)  # no request hook: the page's job makes its panel itself
-    flow = make_flow(site + "index.html", body)
-    flow.response = None
-    await addon.request(flow)
-    task = addon.panels[flow.id]
-    ranking_id, markup = await task
-    assert markup is not None and markup.startswith('<aside id="pagerank-panel"') and markup in plain.response.text
-    flow.response = make_flow(site + "index.html", body).response
-    await run_hooks(addon, flow)
-    assert flow.id not in addon.panels
-    assert flow.response.content == plain.response.content
+    assert not plain.metadata["pagerank"].endswith("panel made ahead")
+    flow = await _through_with_request(addon, site + "index.html", body)
+    assert flow.metadata["pagerank"].endswith(", panel made ahead")
+    assert flow.response.content == plain.response.content and b'<aside id="pagerank-panel"' in plain.response.content
 
 
-async def test_a_panel_made_ahead_is_dropped_for_a_response_that_is_no_page(addon, site):
-    flow = make_flow(site + "index.html", b"{}", content_type="application/json")
-    response, flow.response = flow.response, None
-    await addon.request(flow)
-    assert flow.id in addon.panels
-    flow.response = response
+async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
+    other = make_flow(site + "docs/")
+    other.response = None
+    await addon.request(other)  # its panel is made, but the next job is for another page
+    flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
     await run_hooks(addon, flow)
-    assert flow.id not in addon.panels and flow.response.content == b"{}"
-    errored = make_flow(site + "index.html")
-    errored.response = None
-    await addon.request(errored)
-    addon.error(errored)
-    assert errored.id not in addon.panels
+    assert not flow.metadata["pagerank"].endswith("panel made ahead")
+    with Store(addon.settings.store, readonly=True) as store:
+        expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
+    assert [
+        u.replace("&amp;", "&")
+        for u in re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', flow.response.text)
+    ] == expected
 
 
 async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(addon, site):
-    style = make_flow(site + "style.css")
-    style.response = None
-    await addon.request(style)
-    assert style.id not in addon.panels
+    style = await _through_with_request(addon, site + "style.css")
+    assert style.metadata["pagerank"].startswith("1 bars") and not style.metadata["pagerank"].endswith("ahead")
     busy = await addon.workers._idle.get()  # one of the two is working: the proxy is not quiet
     try:
-        flow = make_flow(site + "index.html")
-        flow.response = None
-        await addon.request(flow)
-        assert flow.id not in addon.panels
+        flow = await _through_with_request(addon, site + "index.html")
+        assert not flow.metadata["pagerank"].endswith("panel made ahead")
     finally:
         addon.workers._idle.put_nowait(busy)
+    assert (await _through_with_request(addon, site + "index.html")).metadata["pagerank"].endswith("panel made ahead")
 
 
 def test_a_panel_from_another_ranking_version_is_made_again(store_path, site, tmp_path):
@@ -408,19 +409,3 @@ def test_a_panel_from_another_ranking_version_is_made_again(store_path, site, tm
     done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
     assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0]
     assert prepare_panel(path, "pagerank", 0, url)[1] is None  # no panel wanted: none made
-
-
-async def test_a_panel_is_never_waited_for_nor_left_pending_at_stop(addon, site):
-    workers = addon.workers
-    taken = [await workers._idle.get(), await workers._idle.get()]  # both busy: a guess would have to wait
-    try:
-        assert await workers.panel(site + "index.html") is None
-    finally:
-        for process in taken:
-            workers._idle.put_nowait(process)
-    flow = make_flow(site + "index.html")
-    flow.response = None
-    await addon.request(flow)
-    task = addon.panels[flow.id]
-    await addon.done()  # the proxy stops with the guess in flight: it is cancelled, not left pending
-    assert not addon.panels and task.done()
