@@ -65,11 +65,31 @@ class Ranks:
 
     @contextlib.contextmanager
     def page(self) -> Iterator[PageView]:
-        """One page's look-ups and panel, all from one version of the ranking (one read transaction)."""
+        """One page's look-ups and panel, all from one version of the ranking (one read transaction).
+
+        The newest version is read again only once the store has changed
+        (SQLite's ``data_version``, which any commit by another connection
+        moves): most pages need no query at all (their links' marks and their
+        panel are known), so the read transaction begins only at a page's first
+        query.  A version read before it began is still whole in it: a new
+        version keeps the one before (:meth:`~rankstore.store.Store.write_ranking`),
+        and only a second one within a page's milliseconds would drop it.
+        """
         store = self.store()
-        with store.snapshot():
-            ranking_id, pages = store.ranking_head(self.ranking)
-            yield PageView(self, store, ranking_id, pages)
+        local = self._local
+        version = store.db.execute("PRAGMA data_version").fetchone()[0]
+        head = getattr(local, "head", None)  # (data_version, ranking id, pages)
+        if head is None or head[0] != version:
+            with store.snapshot():
+                ranking_id, pages = store.ranking_head(self.ranking)
+                local.head = (version, ranking_id, pages)
+                yield PageView(self, store, ranking_id, pages)
+            return
+        view = PageView(self, store, head[1], head[2], lazy=True)
+        try:
+            yield view
+        finally:
+            view.end()
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -91,8 +111,22 @@ class Ranks:
 class PageView:
     """Look-ups for one page, from the ranking version current when it began."""
 
-    def __init__(self, ranks: Ranks, store: Store, ranking_id: int, pages: int):
+    def __init__(self, ranks: Ranks, store: Store, ranking_id: int, pages: int, lazy: bool = False):
         self.ranks, self.store, self.ranking_id, self.pages = ranks, store, ranking_id, pages
+        self._lazy = lazy  # the read transaction is begun at the first query (and ended by end())
+        self._begun = False
+
+    def _reading(self) -> None:
+        """Before a query: the page's read transaction, if it is not begun yet."""
+        if self._lazy and not self._begun and not self.store.db.in_transaction:
+            self.store.db.execute("BEGIN")
+            self._begun = True
+
+    def end(self) -> None:
+        """End the read transaction begun for this page, if any."""
+        if self._begun:
+            self._begun = False
+            self.store.db.execute("COMMIT")
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """Every URL in one batched query, but for those already looked up in this version of the ranking.
@@ -104,6 +138,7 @@ class PageView:
         cache = self._cache()
         missing = [url for url in urls if url not in cache]
         if missing:
+            self._reading()
             lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
             found = self.store.scores_in(self.ranking_id, missing)
             if found:
@@ -122,6 +157,7 @@ class PageView:
         pages link to many others), and a host's rank per version of the host ranking.
         """
         ranks = self.ranks
+        self._reading()
         info = self.lookup([url]).get(url)
         if info is None:
             return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)

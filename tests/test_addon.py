@@ -409,3 +409,27 @@ def test_a_panel_from_another_ranking_version_is_made_again(store_path, site, tm
     done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
     assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0]
     assert prepare_panel(path, "pagerank", 0, url)[1] is None  # no panel wanted: none made
+
+
+def test_a_page_begins_its_read_only_at_its_first_query_and_sees_a_new_version_at_once(store_path, site, tmp_path):
+    from proxy_addon.ranks import Ranks
+
+    path = str(tmp_path / "lazy.db")
+    shutil.copy(store_path, path)
+    url = site + "index.html"
+    ranks = Ranks(path)
+    with ranks.page() as view:  # the first page reads the newest version in a transaction of its own
+        assert not view._lazy and ranks.store().db.in_transaction
+        before = view.lookup([url])[url]
+    with ranks.page() as view:  # nothing changed since: no transaction until a query is needed
+        assert view._lazy and not ranks.store().db.in_transaction
+        assert view.lookup([url])[url] == before and not ranks.store().db.in_transaction  # remembered
+        view.lookup([site + "docs/"])  # not yet looked up: a query, in the page's own transaction
+        assert ranks.store().db.in_transaction
+    assert not ranks.store().db.in_transaction
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+    with ranks.page() as view:  # a commit since: the new version, read at once
+        assert not view._lazy
+        after = view.lookup([url])[url]
+    assert after.pagerank != before.pagerank
+    ranks.close()
