@@ -21,8 +21,8 @@ from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
 
 __all__ = ["Ranks"]
 
-_CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over (and hrefs per directory)
-_CACHE_DIRECTORIES = 10_000  # base directories whose hrefs are remembered
+_CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
+_CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
 
 
 class Ranks:
@@ -34,7 +34,8 @@ class Ranks:
         self._ranges: dict[int, tuple[float, float]] = {}
         self._known: tuple[int | None, dict[str, LinkInfo | None]] = (None, {})  # (ranking id, URL -> info)
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
-        self._marks: tuple[int | None, dict[str, Marks]] = (None, {})  # (ranking id, base directory -> href ->)
+        # (ranking id, base directory -> href -> mark, [hrefs in all, the table last given, its size then])
+        self._marks: tuple[int | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
         store = self.store()
         store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
 
@@ -247,15 +248,17 @@ class PageView:
 
     def marks(self, directory: str) -> Marks:
         """What each href shows on the pages of a base directory, in this version of the ranking: the
-        rewriter's table (:data:`~proxy_addon.rewrite.Marks`), kept from page to page (a new version
-        starts afresh, and so does a table grown past its bound)."""
-        version, tables = self.ranks._marks
-        if version != self.ranking_id or len(tables) > _CACHE_DIRECTORIES:
-            tables = {}
-            self.ranks._marks = (self.ranking_id, tables)
-        table = tables.get(directory)
-        if table is None or len(table) > _CACHE_URLS:
-            table = tables[directory] = {}
+        rewriter's table (:data:`~proxy_addon.rewrite.Marks`), kept from page to page.  A new version
+        starts afresh, and so do all the tables once they hold more than ``_CACHE_MARKS`` hrefs in all
+        (counted as the page given the last table added to it)."""
+        version, tables, count = self.ranks._marks
+        if version == self.ranking_id and count[1] is not None:
+            count[0] += len(count[1]) - count[2]  # what the previous page added
+        if version != self.ranking_id or count[0] > _CACHE_MARKS:
+            tables, count = {}, [0, None, 0]
+            self.ranks._marks = (self.ranking_id, tables, count)
+        table = tables.setdefault(directory, {})
+        count[1], count[2] = table, len(table)
         return table
 
     def _cache(self) -> dict[str, LinkInfo | None]:

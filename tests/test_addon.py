@@ -433,3 +433,23 @@ def test_a_page_begins_its_read_only_at_its_first_query_and_sees_a_new_version_a
         after = view.lookup([url])[url]
     assert after.pagerank != before.pagerank
     ranks.close()
+
+
+def test_the_marks_start_over_past_their_bound_and_with_a_new_version(store_path, site, monkeypatch):
+    from proxy_addon import ranks as ranks_module
+    from proxy_addon.ranks import Ranks
+
+    monkeypatch.setattr(ranks_module, "_CACHE_MARKS", 5)
+    ranks = Ranks(store_path)
+    with ranks.page() as view:
+        first = view.marks("http://a.example/")
+        first.update({str(i): None for i in range(4)})
+    with ranks.page() as view:
+        assert view.marks("http://a.example/") is first  # 4 hrefs: kept
+        view.marks("http://b.example/").update({str(i): None for i in range(3)})
+    with ranks.page() as view:
+        again = view.marks("http://a.example/")  # 7 in all: every table starts over
+        assert again is not first and again == {}
+        view.ranking_id = -1  # as if a new version were current
+        assert view.marks("http://a.example/") is not again
+    ranks.close()
