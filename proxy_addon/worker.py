@@ -82,8 +82,9 @@ def rewrite_page(
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
     ``body`` is the response's raw bytes: decoded here within ``limit`` bytes
-    (:mod:`.bodies`); a page with more than ``max_links`` link tags (0: no
-    budget) is left as it is, so that one huge page never costs seconds.
+    (:mod:`.bodies`); a page big enough to hold more than ``max_links`` links
+    (8 bytes each) and with more link tags than that (0: no budget) is left as
+    it is, so that one huge page never costs seconds.
     ``prepared`` is the page's panel from :func:`prepare_panel`, used when it
     comes from the same version of the ranking as the bars (else made again).
     """
@@ -93,11 +94,11 @@ def rewrite_page(
         return f"too large ({error})"
     except (UnknownEncoding, ValueError, zlib.error) as error:
         return f"not decoded ({error})"
-    # a body of fewer than 2 bytes a tag, or fewer '<' than the budget, cannot hold too many: most pages skip
-    # the count
+    # A link with a target takes 8 bytes at least (<a href=x>), so a body of fewer than 8 bytes a link cannot
+    # cost more than the budget; nor one of fewer '<' than the budget: most pages skip the count.
     if (
         max_links
-        and len(decoded) > 2 * max_links
+        and len(decoded) > 8 * max_links
         and decoded.count(b"<") > max_links
         and _link_tags(decoded) > max_links
     ):

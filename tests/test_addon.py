@@ -315,6 +315,16 @@ def test_the_link_budget_counts_link_tags(store_path, site, tags, budget, passed
         assert not isinstance(done, str) and done[1] == tags // 2  # <abbr> is counted, but gets no bar
 
 
+def test_a_page_too_short_to_hold_the_budget_in_links_is_not_counted(store_path, site):
+    # 7 link tags, but in 21 bytes: fewer than 8 a link with a target, so at most 2 bars, whatever the count
+    from proxy_addon.worker import rewrite_page
+
+    done = rewrite_page(
+        store_path, "pagerank", 10, b"<a><a><a><a><a><a><a>", "text/html", site + "p.html", None, 1 << 20, 6
+    )
+    assert not isinstance(done, str) and done[1] == 0
+
+
 async def test_a_response_that_no_server_sent_is_annotated_too(addon, site):
     """A response set by another addon (a replay, map_local) skips responseheaders: response decides alone."""
     flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
