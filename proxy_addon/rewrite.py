@@ -899,9 +899,11 @@ def annotate_bytes(
     if _scan is _scan_fast and charset in _BYTES_READABLE:
         doc = body[skip:] if skip else body
         edits, links, ranked = _edits(doc, _scan_fast(doc, charset), charset, page_url, lookup, panel_data, marks)
-        moved: list[tuple[int, str | bytes]] = [(skip + offset, inserted) for offset, inserted in edits]
-        new_body = body[:skip] + splice(doc, edits) if skip else splice(doc, edits)
-        return new_body, Rewrite(new_body, moved, links, ranked)
+        if not skip:
+            new_body = splice(doc, edits)
+            return new_body, Rewrite(new_body, edits, links, ranked)
+        new_body = body[:skip] + splice(doc, edits)
+        return new_body, Rewrite(new_body, [(skip + offset, inserted) for offset, inserted in edits], links, ranked)
     try:
         text = body[skip:].decode(charset, errors="surrogateescape")
         # UTF-8 with surrogateescape gives back any bytes (PEP 383; a test holds it to that)
