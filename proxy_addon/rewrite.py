@@ -587,28 +587,33 @@ def format_score(value: float | None) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
-def _tooltip(info: LinkInfo, nofollow: bool) -> str:
+def _tooltip(info: LinkInfo) -> str:
     if info.pagerank is None:
-        text = "Not in the PageRank store"
-    else:
-        text = (
-            f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
-            f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
-        )
-    if nofollow:
-        text += " · nofollow: this link passes no PageRank"
-    return text
+        return "Not in the PageRank store"
+    return (
+        f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
+        f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
+    )
+
+
+def bar(info: LinkInfo, nofollow: bool = False) -> str:
+    return bars(info)[1 if nofollow else 0]
+
+
+_NOFOLLOW_NOTE = escape(" · nofollow: this link passes no PageRank")  # after the tooltip of a nofollow link
 
 
 @functools.lru_cache(maxsize=65_536)  # the same scores recur across a site's pages
-def bar(info: LinkInfo, nofollow: bool = False) -> str:
+def bars(info: LinkInfo) -> tuple[str, str]:
+    """The bar of a link to a page of this ``info``, and the same for a nofollow link: one rendering."""
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
     width = max(0, min(MAX_BAR_PX, int(info.width)))
-    flag = ' data-nofollow="true"' if nofollow else ""
-    label = escape(_tooltip(info, nofollow))
+    label = escape(_tooltip(info))
+    head = f'<pagerank-bar data-pagerank="{value}" data-w="{width}"'
+    tail = '" role="img"><pagerank-fill></pagerank-fill></pagerank-bar>'
     return (
-        f'<pagerank-bar data-pagerank="{value}" data-w="{width}"{flag} title="{label}" role="img">'
-        "<pagerank-fill></pagerank-fill></pagerank-bar>"
+        f'{head} title="{label}{tail}',
+        f'{head} data-nofollow="true" title="{label}{_NOFOLLOW_NOTE}{tail}',
     )
 
 
@@ -777,9 +782,9 @@ def _edits(
         unknown = LinkInfo(None)
         for href, target in targets.items():
             info = known.get(target, unknown) if target else None
-            mark = None if info is None else (bar(info), bar(info, True), info.pagerank is not None)
+            mark = None if info is None else (*bars(info), info.pagerank is not None)
             (table if href in within or not page_bound(href) else own)[href] = mark
-    edits, bars, ranked = (_fastscan.place if fast else _place_python)(scan.links, table, own, scan.robots_nofollow)
+    edits, placed, ranked = (_fastscan.place if fast else _place_python)(scan.links, table, own, scan.robots_nofollow)
     more: list[tuple[int, str]] = []  # after the bars at the same offset, in this order
     if panel_data is not None and not scan.frameset:
         page = canonical(page_url)
@@ -798,7 +803,7 @@ def _edits(
                 more.append((start + _units(policy[:offset], encoding), inserted))
     for edit in more:  # the bars are in order already: a stable sort's order, without the sort
         bisect.insort_right(edits, edit, key=_offset)
-    return edits, bars, ranked
+    return edits, placed, ranked
 
 
 def _offset(edit: tuple[int, str]) -> int:

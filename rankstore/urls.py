@@ -248,7 +248,13 @@ def shared_by(base: str) -> str | None:
 
 def page_bound(href: str) -> bool:
     """Does ``href`` resolve against more of its base than the directory (an empty URL, a query alone)?"""
+    first = href[:1]
+    if first and first not in _STRIP and first not in _MAY_BIND:  # most hrefs: a path, a name, "/", "."
+        return False
     return len(href) <= MAX_URL_LENGTH and _depends_on_page(_clean(href))
+
+
+_MAY_BIND = "?#hH"  # the first characters of an href that may be bound to its page (?q, #, http:?q)
 
 
 def resolver(base: str):

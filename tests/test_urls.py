@@ -353,3 +353,33 @@ def test_resolver_shares_answers_only_where_the_base_does_not_matter(base, hrefs
 def test_a_decoded_escape_never_makes_a_new_one_beside_a_lone_percent(url, expected):
     assert canonical(url) == expected
     assert canonical(expected) == expected
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("?#hHtps:/. \t\n\x00\x1fa%é")), max_size=12))
+def test_page_bound_answers_as_its_definition(href):
+    from rankstore.urls import MAX_URL_LENGTH, _clean, _depends_on_page, page_bound
+
+    assert page_bound(href) == (len(href) <= MAX_URL_LENGTH and _depends_on_page(_clean(href)))
+
+
+@pytest.mark.parametrize(
+    "href, bound",
+    [
+        ("", True),
+        ("?q=1", True),
+        ("#top", True),
+        ("  ?q", True),
+        ("http:?q", True),
+        ("HTTPS:", True),
+        ("a.html", False),
+        ("/x?q", False),
+        ("http://h/?q", False),
+        ("./?q", False),
+        ("h.html", False),
+    ],
+)
+def test_page_bound(href, bound):
+    from rankstore.urls import page_bound
+
+    assert page_bound(href) is bound
