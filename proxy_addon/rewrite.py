@@ -776,7 +776,7 @@ def _edits(
         resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
         # no bar for a link within the page (an href of only a fragment, perhaps after white space)
         within = {href for href in missing if href.lstrip()[:1] in ("", "#")}
-        targets = {href: None if href in within else resolve(href) for href in missing}
+        targets = {href: None if href in within else resolve(_without_fragment(href)) for href in missing}
         wanted = [target for target in dict.fromkeys(targets.values()) if target]
         known = lookup(wanted) if wanted else {}
         unknown = LinkInfo(None)
@@ -804,6 +804,14 @@ def _edits(
     for edit in more:  # the bars are in order already: a stable sort's order, without the sort
         bisect.insort_right(edits, edit, key=_offset)
     return edits, placed, ranked
+
+
+def _without_fragment(href: str) -> str:
+    """``href`` without its fragment where that is all the URL standard's first steps change in it (no
+    space, tab, newline or other control character in it): ``a.html#x`` resolves as ``a.html``, whose
+    answer the page's other links have often asked for already."""
+    cut = href.find("#")
+    return href[:cut] if cut > 0 and " " not in href and href.isprintable() else href
 
 
 def _offset(edit: tuple[int, str]) -> int:

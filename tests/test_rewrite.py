@@ -867,3 +867,12 @@ def test_the_c_marks_twins_answer_as_the_python_ones_and_refuse_what_they_cannot
         _fastscan.missing([("a",)], table)
     with pytest.raises(TypeError):
         _fastscan.place([(1, "q", False)], {"q": "not a mark"}, own, False)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(href=st.text(alphabet=st.sampled_from(list("ab#?/.: \t\n\x00%é\u00ad")), max_size=10))
+def test_an_href_resolves_as_it_does_without_the_fragment_cut_before(scanner, href):
+    from proxy_addon.rewrite import _without_fragment
+    from rankstore.urls import canonical
+
+    assert canonical(_without_fragment(href), PAGE) == canonical(href, PAGE)
