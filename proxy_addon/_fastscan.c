@@ -22,6 +22,14 @@
  *           outside templates, in order, for the Python side to read
  *   end_is_markup  the file ends in HTML content, outside any tag, comment,
  *           text element, SVG/MathML or template: markup appended is read as such
+ * scan(data, encoding) the same for bytes in an encoding where every byte below
+ *           0x80 is that ASCII character and no other byte is one (UTF-8, the
+ *           single-byte charsets): offsets in bytes, hrefs and rels decoded.
+ *
+ * The rest of a page's rewrite that runs per link, each with its Python twin in
+ * rewrite.py: missing(links, table) (hrefs without a mark), place(links, table,
+ * own, nofollow_all) (each link's bar from its href's mark) and splice(data,
+ * edits) (the inserts put in).
  *
  * Case-insensitive comparisons are ASCII-only, as in the HTML standard (the
  * Python reference uses re.ASCII for the same reason).
@@ -374,13 +382,12 @@ static PyObject *link_tuple(const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_
     each_attribute(t, s, e, visit_link, &found);
     if (found.href_s < 0) Py_RETURN_NONE;
     PyObject *href = substring(t, found.href_s, found.href_e);
-    if (href != NULL && (found.rel_s < 0 || found.rel_s == found.rel_e) &&
-        find_char(t, '&', found.href_s, found.href_e) < 0)
+    if (href == NULL) return NULL;
+    if ((found.rel_s < 0 || found.rel_s == found.rel_e) && find_char(t, '&', found.href_s, found.href_e) < 0)
         return triple(position, href, Py_NewRef(Py_False)); /* nothing to decode, follows */
-    PyObject *rel = found.rel_s < 0 ? (Py_INCREF(Py_None), Py_None) : substring(t, found.rel_s, found.rel_e);
-    if (href == NULL || rel == NULL) {
-        Py_XDECREF(href);
-        Py_XDECREF(rel);
+    PyObject *rel = found.rel_s < 0 ? Py_NewRef(Py_None) : substring(t, found.rel_s, found.rel_e);
+    if (rel == NULL) {
+        Py_DECREF(href);
         return NULL;
     }
     return triple(position, href, rel);
@@ -754,7 +761,8 @@ static PyObject *splice(PyObject *self, PyObject *args) {
             total += PyUnicode_GET_LENGTH(insert);
             if (!bytes && PyUnicode_MAX_CHAR_VALUE(insert) > widest) widest = PyUnicode_MAX_CHAR_VALUE(insert);
         } else {
-            PyErr_SetString(PyExc_TypeError, bytes ? "the inserts into bytes are bytes or ASCII str" : "the inserts into a str are str");
+            PyErr_SetString(PyExc_TypeError,
+                            bytes ? "the inserts into bytes are bytes or ASCII str" : "the inserts into a str are str");
             return NULL;
         }
     }
@@ -800,6 +808,16 @@ static PyObject *splice(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* The href of links[k], an (offset, href, nofollow) tuple (borrowed), or NULL with TypeError. */
+static PyObject *link_href(PyObject *links, Py_ssize_t k) {
+    PyObject *link = PyList_GET_ITEM(links, k);
+    if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a link is an (offset, href, nofollow) tuple");
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(link, 1);
+}
+
 /* missing(links, table): the distinct hrefs of `links` ((offset, href, nofollow) tuples), in order,
    that the dict `table` has no entry for.  _missing_python in rewrite.py is its twin. */
 static PyObject *missing(PyObject *self, PyObject *args) {
@@ -808,12 +826,8 @@ static PyObject *missing(PyObject *self, PyObject *args) {
     PyObject *found = PyList_New(0), *seen = NULL;
     if (found == NULL) return NULL;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(links); k++) {
-        PyObject *link = PyList_GET_ITEM(links, k);
-        if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 3) {
-            PyErr_SetString(PyExc_TypeError, "a link is an (offset, href, nofollow) tuple");
-            goto fail;
-        }
-        PyObject *href = PyTuple_GET_ITEM(link, 1);
+        PyObject *href = link_href(links, k);
+        if (href == NULL) goto fail;
         int known = PyDict_Contains(table, href);
         if (known < 0) goto fail;
         if (known) continue;
@@ -844,12 +858,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
     if (edits == NULL) return NULL;
     Py_ssize_t ranked = 0;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(links); k++) {
-        PyObject *link = PyList_GET_ITEM(links, k);
-        if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 3) {
-            PyErr_SetString(PyExc_TypeError, "a link is an (offset, href, nofollow) tuple");
-            goto fail;
-        }
-        PyObject *href = PyTuple_GET_ITEM(link, 1);
+        PyObject *href = link_href(links, k), *link = PyList_GET_ITEM(links, k);
+        if (href == NULL) goto fail;
         PyObject *mark = PyDict_GetItemWithError(table, href);
         if (mark == NULL && !PyErr_Occurred()) mark = PyDict_GetItemWithError(own, href);
         if (mark == NULL) {
@@ -861,15 +871,17 @@ static PyObject *place(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_TypeError, "a mark is a (bar, nofollow bar, ranked) tuple");
             goto fail;
         }
+        Py_INCREF(mark); /* the dicts' own reference could go while its `ranked` is read */
         int nofollow = nofollow_all || PyTuple_GET_ITEM(link, 2) == Py_True;
         int is_ranked = PyObject_IsTrue(PyTuple_GET_ITEM(mark, 2));
-        if (is_ranked < 0) goto fail;
-        ranked += is_ranked;
-        PyObject *edit = PyTuple_Pack(2, PyTuple_GET_ITEM(link, 0), PyTuple_GET_ITEM(mark, nofollow ? 1 : 0));
+        PyObject *bar = PyTuple_GET_ITEM(mark, nofollow ? 1 : 0);
+        PyObject *edit = is_ranked < 0 ? NULL : PyTuple_Pack(2, PyTuple_GET_ITEM(link, 0), bar);
+        Py_DECREF(mark);
         if (edit == NULL || PyList_Append(edits, edit) < 0) {
             Py_XDECREF(edit);
             goto fail;
         }
+        ranked += is_ranked;
         Py_DECREF(edit);
     }
     return Py_BuildValue("(Nnn)", edits, PyList_GET_SIZE(edits), ranked);

@@ -180,10 +180,9 @@ class PageRankProxy:
                 done = await self.workers.rewrite(body, *job)
             else:
                 # SQLite and the rewrite off the event loop: other flows go on meanwhile
-                made = await asyncio.to_thread(
+                done = await asyncio.to_thread(
                     rewrite_page, settings.store, settings.ranking, settings.panel, body, *job
                 )
-                done = made if isinstance(made, str) else (*made, False)
         except (StoreError, WorkerError) as error:
             log.warning("pagerank: %s: %s", url, error)
             flow.metadata["pagerank"] = f"untouched: {error}"

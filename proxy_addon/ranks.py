@@ -84,9 +84,9 @@ class Ranks:
             with store.snapshot():
                 ranking_id, pages = store.ranking_head(self.ranking)
                 local.head = (version, ranking_id, pages)
-                yield PageView(self, store, ranking_id, pages)
+                yield PageView(self, store, ranking_id, pages, version)
             return
-        view = PageView(self, store, head[1], head[2], lazy=True)
+        view = PageView(self, store, head[1], head[2], version, lazy=True)
         try:
             yield view
         finally:
@@ -112,8 +112,12 @@ class Ranks:
 class PageView:
     """Look-ups for one page, from the ranking version current when it began."""
 
-    def __init__(self, ranks: Ranks, store: Store, ranking_id: int, pages: int, lazy: bool = False):
+    def __init__(
+        self, ranks: Ranks, store: Store, ranking_id: int, pages: int, data_version: int = 0, lazy: bool = False
+    ):
         self.ranks, self.store, self.ranking_id, self.pages = ranks, store, ranking_id, pages
+        # the store's data_version when the page began: two views of one value saw the same store
+        self.data_version = data_version
         self._lazy = lazy  # the read transaction is begun at the first query (and ended by end())
         self._begun = False
 
@@ -249,12 +253,12 @@ class PageView:
     def marks(self, directory: str) -> Marks:
         """What each href shows on the pages of a base directory, in this version of the ranking: the
         rewriter's table (:data:`~proxy_addon.rewrite.Marks`), kept from page to page.  A new version
-        starts afresh, and so do all the tables once they hold more than ``_CACHE_MARKS`` hrefs in all
-        (counted as the page given the last table added to it)."""
+        starts afresh, and so do all the tables once they and their hrefs number more than
+        ``_CACHE_MARKS`` in all (hrefs counted as the page given the last table added to it)."""
         version, tables, count = self.ranks._marks
         if version == self.ranking_id and count[1] is not None:
             count[0] += len(count[1]) - count[2]  # what the previous page added
-        if version != self.ranking_id or count[0] > _CACHE_MARKS:
+        if version != self.ranking_id or count[0] + len(tables) > _CACHE_MARKS:  # an empty table counts too
             tables, count = {}, [0, None, 0]
             self.ranks._marks = (self.ranking_id, tables, count)
         table = tables.setdefault(directory, {})

@@ -53,7 +53,7 @@ _HEADER = struct.Struct("!I")
 # fits: a big page pickled through the pipe instead costs mitmproxy's event loop a copy and a write per 64 KB.
 SHARED_BYTES = 16 * 1024 * 1024  # 0: pipes only
 _ranks: dict[tuple[str, str, int], Ranks] = {}
-Prepared = tuple[int, str | None]  # (ranking version, the panel's markup or None)
+Prepared = tuple[int, str | None]  # (the store's data_version when it was made, the panel's markup or None)
 
 
 class WorkerError(RuntimeError):
@@ -78,15 +78,16 @@ def rewrite_page(
     limit: int = 8 * 1024 * 1024,
     max_links: int = 0,
     prepared: Prepared | None = None,
-) -> tuple[bytes, int, int] | str:
+) -> tuple[bytes, int, int, bool] | str:
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
     ``body`` is the response's raw bytes: decoded here within ``limit`` bytes
     (:mod:`.bodies`); a page big enough to hold more than ``max_links`` links
     (8 bytes each) and with more link tags than that (0: no budget) is left as
     it is, so that one huge page never costs seconds.
-    ``prepared`` is the page's panel from :func:`prepare_panel`, used when it
-    comes from the same version of the ranking as the bars (else made again).
+    ``prepared`` is the page's panel from :func:`prepare_panel`, used when the
+    store has not changed since it was made (else it is made again); the last
+    of the four answers says whether it was used.
     """
     try:
         decoded = decode(body, content_encoding, limit)
@@ -106,21 +107,25 @@ def rewrite_page(
     ranks = _ranks_for(store, ranking, panel)
     with ranks.page() as view:  # bars and panel from one version of the ranking
         panel_data: Callable[[str], PanelData | str | None] | None = view.panel if panel else None
-        if panel and prepared is not None and prepared[0] == view.ranking_id:
+        ahead = bool(panel) and prepared is not None and prepared[0] == view.data_version
+        if ahead:
+            assert prepared is not None
             panel_data = functools.partial(_prepared_markup, prepared[1])
         done = annotate_bytes(decoded, content_type, url, view.lookup, panel_data, view.marks)
     if done is None:
         return "charset does not round-trip"
     new_body, rewrite = done
-    return encode(new_body, content_encoding), rewrite.links, rewrite.ranked
+    return encode(new_body, content_encoding), rewrite.links, rewrite.ranked, ahead
 
 
 def prepare_panel(store: str, ranking: str, panel: int, url: str) -> Prepared:
-    """(ranking version, markup) of the panel of the page at ``url`` (markup None: no panel, or not a URL)."""
+    """(the store's data_version, markup) of the panel of the page at ``url`` (markup None: no panel, or
+    not a URL).  A panel shows the ranking, the host ranking and the graph's builds: a commit of any of
+    them moves the data_version, and the page's job then makes the panel again."""
     ranks = _ranks_for(store, ranking, panel)
     with ranks.page() as view:
         page = canonical(url)
-        return view.ranking_id, render_panel(view.panel(page)) if panel and page else None
+        return view.data_version, render_panel(view.panel(page)) if panel and page else None
 
 
 def _prepared_markup(markup: str | None, _page: str) -> str | None:
@@ -174,11 +179,9 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
             prepared = None
             done = rewrite_page(store, ranking, panel, sent, content_type, url, encoding, limit, max_links, ready)
             answer: tuple[bool, object] = (True, done)
-            if not isinstance(done, str):  # and whether its panel was made ahead
-                answer = (True, (*done, ready is not None))
-                if shared is not None and len(done[0]) <= shared_size:
-                    shared[: len(done[0])] = done[0]
-                    answer = (True, (len(done[0]), *done[1:], ready is not None))
+            if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
+                shared[: len(done[0])] = done[0]
+                answer = (True, (len(done[0]), *done[1:]))
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = (False, f"{type(error).__name__}: {error}")
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -198,6 +201,7 @@ class Workers:
         self._idle: asyncio.Queue | None = None
         self._processes: list[asyncio.subprocess.Process] = []
         self._shared: dict[asyncio.subprocess.Process, mmap.mmap] = {}
+        self._preparing: set[asyncio.subprocess.Process] = set()  # asked to prepare a panel since their last job
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -252,8 +256,8 @@ class Workers:
         )
 
     async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
-        """:func:`rewrite_page` of ``(body, *job)`` in a worker process, and whether the page's panel was
-        made ahead (:meth:`prepare`)."""
+        """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the panel it made ahead, if it
+        was asked to: :meth:`prepare`)."""
         return await self._run("page", body, job)
 
     def prepare(self, url: str) -> None:
@@ -262,14 +266,18 @@ class Workers:
         Sent when a page's request leaves for the origin: the worker makes the
         panel meanwhile and keeps it, and the page's job (the next one it gets,
         the idle workers being a stack) skips that part.  Nothing is answered,
-        so it costs the event loop one write; a job for another page, or a new
-        version of the ranking meanwhile, and the panel is made with the page.
+        so it costs the event loop one write; a job for another page, or a commit
+        to the store meanwhile, and the panel is made with the page.  One at a
+        time: a worker asked already gets no other until its next job.
         """
         idle = self._idle
         if idle is None or idle.empty() or self._loop is not asyncio.get_running_loop():
             return
         process = idle.get_nowait()
         idle.put_nowait(process)  # back on top: still the next one a job gets
+        if process in self._preparing:  # one at a time: a burst of requests must not queue guesses on it
+            return
+        self._preparing.add(process)
         payload = pickle.dumps(("prepare", url), protocol=pickle.HIGHEST_PROTOCOL)
         assert process.stdin is not None
         process.stdin.write(_HEADER.pack(len(payload)) + payload)
@@ -280,6 +288,7 @@ class Workers:
         idle = self._idle
         assert idle is not None
         process = await idle.get()
+        self._preparing.discard(process)  # its job follows whatever it was asked to prepare
         healthy = False
         try:
             shared = self._shared.get(process)
@@ -310,6 +319,7 @@ class Workers:
         return value
 
     def _discard(self, process: asyncio.subprocess.Process) -> None:
+        self._preparing.discard(process)
         if process in self._processes:
             self._processes.remove(process)
         if process.returncode is None:

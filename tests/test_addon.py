@@ -405,20 +405,45 @@ async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(a
     assert (await _through_with_request(addon, site + "index.html")).metadata["pagerank"].endswith("panel made ahead")
 
 
-def test_a_panel_from_another_ranking_version_is_made_again(store_path, site, tmp_path):
+@pytest.mark.parametrize(
+    "commit",
+    [["rank", "--damping", "0.5"], ["rank", "--level", "host"]],  # a new version; the host ranking (panel only)
+    ids=["pagerank", "hostrank"],
+)
+def test_a_panel_made_before_a_commit_is_made_again(store_path, site, tmp_path, commit):
     from proxy_addon.worker import prepare_panel, rewrite_page
 
     path = str(tmp_path / "reranked.db")
     shutil.copy(store_path, path)
     url, body = site + "index.html", b"<!doctype html><body><a href='docs/'>d</a>"
-    ranking_id, markup = prepare_panel(path, "pagerank", 10, url)
+    version, markup = prepare_panel(path, "pagerank", 10, url)
     assert markup is not None
-    stale = (ranking_id, markup.replace("PageRank", "STALE"))
-    assert b"STALE" in rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)[0]
-    assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+    stale = (version, markup.replace("PageRank", "STALE"))
+    used = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
+    assert b"STALE" in used[0] and used[3] is True
+    assert CliRunner().invoke(cli, [*commit, "--store", path, "-q"]).exit_code == 0
     done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
-    assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0]
+    assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0] and done[3] is False
     assert prepare_panel(path, "pagerank", 0, url)[1] is None  # no panel wanted: none made
+
+
+async def test_a_worker_is_asked_to_prepare_one_panel_at_a_time(addon, site):
+    workers = addon.workers
+    top = workers._idle.get_nowait()
+    workers._idle.put_nowait(top)
+    written = []
+    write = top.stdin.write
+    top.stdin.write = lambda data: (written.append(data), write(data))[1]
+    try:
+        for page in ("a.html", "b.html", "c.html"):  # a burst of requests, no job between
+            workers.prepare(site + page)
+        assert len(written) == 1
+        flow = make_flow(site + "index.html")
+        await run_hooks(addon, flow)  # its job: the worker may be asked again
+        workers.prepare(site + "d.html")
+        assert len(written) == 3  # the job, and the second prepare
+    finally:
+        del top.stdin.write
 
 
 def test_a_page_begins_its_read_only_at_its_first_query_and_sees_a_new_version_at_once(store_path, site, tmp_path):
@@ -462,4 +487,7 @@ def test_the_marks_start_over_past_their_bound_and_with_a_new_version(store_path
         assert again is not first and again == {}
         view.ranking_id = -1  # as if a new version were current
         assert view.marks("http://a.example/") is not again
+    with ranks.page() as view:  # empty tables count too: pages whose hrefs are all their own
+        tables = [view.marks(f"http://c.example/{i}/") for i in range(7)]
+        assert view.marks("http://c.example/0/") is not tables[0]
     ranks.close()
