@@ -36,7 +36,6 @@ import struct
 import sys
 import zlib
 from collections.abc import Callable
-from typing import Any
 
 from rankstore.urls import canonical
 
@@ -255,11 +254,6 @@ class Workers:
             and self._loop is asyncio.get_running_loop()
         )
 
-    async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
-        """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the panel it made ahead, if it
-        was asked to: :meth:`prepare`)."""
-        return await self._run("page", body, job)
-
     def prepare(self, url: str) -> None:
         """Have the idle worker that the next job goes to make the panel of the page at ``url`` now.
 
@@ -282,7 +276,9 @@ class Workers:
         assert process.stdin is not None
         process.stdin.write(_HEADER.pack(len(payload)) + payload)
 
-    async def _run(self, kind: str, sent: bytes, job: tuple) -> Any:
+    async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
+        """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the panel it made ahead, if it
+        was asked to: :meth:`prepare`)."""
         if self._idle is None or self._loop is not asyncio.get_running_loop():
             await self.start()
         idle = self._idle
@@ -292,11 +288,11 @@ class Workers:
         healthy = False
         try:
             shared = self._shared.get(process)
-            item: bytes | int = sent
-            if shared is not None and len(sent) <= len(shared):
-                shared[: len(sent)] = sent
-                item = len(sent)  # the bytes travel in the shared region
-            payload = pickle.dumps((kind, item, *job), protocol=pickle.HIGHEST_PROTOCOL)
+            sent: bytes | int = body
+            if shared is not None and len(body) <= len(shared):
+                shared[: len(body)] = body
+                sent = len(body)  # the bytes travel in the shared region
+            payload = pickle.dumps(("page", sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
             process.stdin.write(_HEADER.pack(len(payload)) + payload)
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
