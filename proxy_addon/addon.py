@@ -192,7 +192,8 @@ class PageRankProxy:
             return
         if not flow.live or flow.error or flow.response is not response:
             return  # the client has gone, or the flow was killed, while the page was rewritten
-        new_body, links, ranked, ahead = done  # ahead: the panel was made while the request travelled
+        new_body, links, ranked, kept = done  # kept: the panel was made before (as the request travelled, or
+        # on an earlier visit) and the store has not changed since
         response.raw_content = new_body  # encoded as it came
         names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
         if b"transfer-encoding" not in names:
@@ -203,7 +204,7 @@ class PageRankProxy:
                 response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
         flow.metadata["pagerank"] = (
             f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
-            + (", panel made ahead" if ahead else "")
+            + (", panel kept" if kept else "")
         )
 
     async def done(self) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +24,8 @@ __all__ = ["Ranks"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
+_CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel, ~2 KB) before they start over
+T = TypeVar("T")
 
 
 class Ranks:
@@ -43,6 +46,8 @@ class Ranks:
         store = getattr(self._local, "store", None)
         if store is None:
             store = self._local.store = Store(self.store_path, readonly=True)
+            # data_version numbers one connection's view of the store: what was kept beside another's goes
+            self._local.kept = {}
         return store
 
     def score_range(self, store: Store, ranking_id: int) -> tuple[float, float]:
@@ -132,6 +137,26 @@ class PageView:
         if self._begun:
             self._begun = False
             self.store.db.execute("COMMIT")
+
+    def keep(self, key: Hashable, make: Callable[[], T]) -> tuple[T, bool]:
+        """(``make()``, False), or (what it gave for ``key`` on an earlier page, True) if nothing has been
+        committed to the store since: no ranking, host ranking or build (SQLite's ``data_version``, as
+        this thread's connection numbers it).  For what a page works out from the store alone, such as its
+        panel.  At most ``_CACHE_KEPT`` values are kept, then they start over.
+
+        The version is read before the page's read begins, so a value is kept
+        under a version as old as its data or older: never served after a
+        commit it did not see.
+        """
+        kept = self.ranks._local.kept
+        entry = kept.get(key)
+        if entry is not None and entry[0] == self.data_version:
+            return entry[1], True
+        value = make()
+        if len(kept) >= _CACHE_KEPT:
+            kept.clear()
+        kept[key] = (self.data_version, value)
+        return value, False
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """Every URL in one batched query, but for those already looked up in this version of the ranking.

@@ -7,12 +7,16 @@ event loop reads and writes: no helper threads in the proxy (a
 GIL cost more than the rewrite itself).  A job is one length-prefixed pickle:
 
 * ``("page", raw body, content_type, url, content_encoding, limit, max_links)``,
-  answered ``(True, (new_body, links, ranked, panel made ahead))``, ``(True, reason)`` for a page
+  answered ``(True, (new_body, links, ranked, panel kept))``, ``(True, reason)`` for a page
   left untouched, or ``(False, message)``.  A body that sits in the shared
   region (below) is sent as its length instead of its bytes.
 * ``("prepare", url)``, not answered: the worker makes the page's panel while
-  its request is still on its way to the origin (:meth:`Workers.prepare`), and
-  keeps it for that page's job if it comes next.
+  its request is still on its way to the origin (:meth:`Workers.prepare`).
+
+A worker keeps the panels it made, each with the store's version: a page's job
+uses its panel while nothing has been committed to the store since
+(:meth:`~proxy_addon.ranks.PageView.keep`), whether it was made ahead or on an
+earlier visit.
 
 Bodies travel through a region of shared memory of each worker's own (a
 ``memfd`` of SIZE bytes the worker inherits as file descriptor FD), and the
@@ -35,16 +39,15 @@ import pickle
 import struct
 import sys
 import zlib
-from collections.abc import Callable
 
 from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
-from .ranks import Ranks
-from .rewrite import PanelData, annotate_bytes
+from .ranks import PageView, Ranks
+from .rewrite import annotate_bytes
 from .rewrite import panel as render_panel
 
-__all__ = ["rewrite_page", "prepare_panel", "Prepared", "Workers", "WorkerError", "serve"]
+__all__ = ["rewrite_page", "prepare_panel", "Workers", "WorkerError", "serve"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _HEADER = struct.Struct("!I")
@@ -52,7 +55,6 @@ _HEADER = struct.Struct("!I")
 # fits: a big page pickled through the pipe instead costs mitmproxy's event loop a copy and a write per 64 KB.
 SHARED_BYTES = 16 * 1024 * 1024  # 0: pipes only
 _ranks: dict[tuple[str, str, int], Ranks] = {}
-Prepared = tuple[int, str | None]  # (the store's data_version when it was made, the panel's markup or None)
 
 
 class WorkerError(RuntimeError):
@@ -76,7 +78,6 @@ def rewrite_page(
     content_encoding: str | None = None,
     limit: int = 8 * 1024 * 1024,
     max_links: int = 0,
-    prepared: Prepared | None = None,
 ) -> tuple[bytes, int, int, bool] | str:
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
@@ -84,9 +85,8 @@ def rewrite_page(
     (:mod:`.bodies`); a page big enough to hold more than ``max_links`` links
     (8 bytes each) and with more link tags than that (0: no budget) is left as
     it is, so that one huge page never costs seconds.
-    ``prepared`` is the page's panel from :func:`prepare_panel`, used when the
-    store has not changed since it was made (else it is made again); the last
-    of the four answers says whether it was used.
+    The last of the four answers says whether the page's panel was one kept
+    (:func:`prepare_panel`, or an earlier visit), the store unchanged since.
     """
     try:
         decoded = decode(body, content_encoding, limit)
@@ -104,31 +104,36 @@ def rewrite_page(
     ):
         return f"over {max_links:,} link tags"
     ranks = _ranks_for(store, ranking, panel)
+    kept = False
     with ranks.page() as view:  # bars and panel from one version of the ranking
-        panel_data: Callable[[str], PanelData | str | None] | None = view.panel if panel else None
-        ahead = bool(panel) and prepared is not None and prepared[0] == view.data_version
-        if ahead:
-            assert prepared is not None
-            panel_data = functools.partial(_prepared_markup, prepared[1])
-        done = annotate_bytes(decoded, content_type, url, view.lookup, panel_data, view.marks)
+
+        def panel_markup(page: str) -> str:
+            nonlocal kept
+            markup, kept = view.keep(("panel", page), functools.partial(_panel_markup, view, page))
+            return markup
+
+        done = annotate_bytes(decoded, content_type, url, view.lookup, panel_markup if panel else None, view.marks)
     if done is None:
         return "charset does not round-trip"
     new_body, rewrite = done
-    return encode(new_body, content_encoding), rewrite.links, rewrite.ranked, ahead
+    return encode(new_body, content_encoding), rewrite.links, rewrite.ranked, kept
 
 
-def prepare_panel(store: str, ranking: str, panel: int, url: str) -> Prepared:
-    """(the store's data_version, markup) of the panel of the page at ``url`` (markup None: no panel, or
-    not a URL).  A panel shows the ranking, the host ranking and the graph's builds: a commit of any of
-    them moves the data_version, and the page's job then makes the panel again."""
+def prepare_panel(store: str, ranking: str, panel: int, url: str) -> bool:
+    """Make and keep the panel of the page at ``url`` for its job (:func:`rewrite_page`), unless one is
+    kept already; False if there is none to make (no panel wanted, or not a URL).  A panel shows the
+    ranking, the host ranking and the graph's builds: a commit of any of them, and it is made again."""
+    page = canonical(url)
+    if not panel or not page:
+        return False
     ranks = _ranks_for(store, ranking, panel)
     with ranks.page() as view:
-        page = canonical(url)
-        return view.data_version, render_panel(view.panel(page)) if panel and page else None
+        view.keep(("panel", page), functools.partial(_panel_markup, view, page))
+    return True
 
 
-def _prepared_markup(markup: str | None, _page: str) -> str | None:
-    return markup
+def _panel_markup(view: PageView, page: str) -> str:
+    return render_panel(view.panel(page))
 
 
 def _link_tags(body: bytes) -> int:
@@ -153,7 +158,6 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
         _ranks_for(store, ranking, panel)
     except Exception as error:  # reported with each job instead
         print(f"pagerank worker: {error}", file=sys.stderr)
-    prepared: tuple[str, Prepared] | None = None  # (page URL, its panel) made ahead
     while True:
         header = _read(jobs, _HEADER.size)
         if len(header) < _HEADER.size:
@@ -164,19 +168,16 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
             return
         try:
             kind, sent, *job = pickle.loads(payload)
-            if kind == "prepare":  # (url, (ranking version, markup)): kept for that page's job, if it comes next
+            if kind == "prepare":  # the page's panel, kept for its job
                 try:
-                    prepared = (sent, prepare_panel(store, ranking, panel, sent))
+                    prepare_panel(store, ranking, panel, sent)
                 except Exception:  # a guess: the page's job makes the panel itself (and says why, if it fails)
-                    prepared = None
+                    pass
                 continue
             if isinstance(sent, int):  # its length: the bytes are in the shared region
                 assert shared is not None
                 sent = shared[:sent]
-            content_type, url, encoding, limit, max_links = job
-            ready = prepared[1] if prepared is not None and prepared[0] == url else None
-            prepared = None
-            done = rewrite_page(store, ranking, panel, sent, content_type, url, encoding, limit, max_links, ready)
+            done = rewrite_page(store, ranking, panel, sent, *job)
             answer: tuple[bool, object] = (True, done)
             if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
                 shared[: len(done[0])] = done[0]
@@ -258,11 +259,11 @@ class Workers:
         """Have the idle worker that the next job goes to make the panel of the page at ``url`` now.
 
         Sent when a page's request leaves for the origin: the worker makes the
-        panel meanwhile and keeps it, and the page's job (the next one it gets,
-        the idle workers being a stack) skips that part.  Nothing is answered,
-        so it costs the event loop one write; a job for another page, or a commit
-        to the store meanwhile, and the panel is made with the page.  One at a
-        time: a worker asked already gets no other until its next job.
+        panel meanwhile (unless it has it already) and keeps it, and the page's
+        job (the next one it gets, the idle workers being a stack) skips that
+        part.  Nothing is answered, so it costs the event loop one write; a
+        commit to the store meanwhile, and the panel is made again with the page.
+        One at a time: a worker asked already gets no other until its next job.
         """
         idle = self._idle
         if idle is None or idle.empty() or self._loop is not asyncio.get_running_loop():
@@ -277,8 +278,8 @@ class Workers:
         process.stdin.write(_HEADER.pack(len(payload)) + payload)
 
     async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
-        """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the panel it made ahead, if it
-        was asked to: :meth:`prepare`)."""
+        """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the page's panel if that worker
+        keeps it: :meth:`prepare`)."""
         if self._idle is None or self._loop is not asyncio.get_running_loop():
             await self.start()
         idle = self._idle

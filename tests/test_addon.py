@@ -372,10 +372,13 @@ async def test_the_panel_is_made_while_the_request_travels_and_gives_the_same_pa
     body = b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"
     plain = make_flow(site + "index.html", body)
     await run_hooks(addon, plain)  # no request hook: the page's job makes its panel itself
-    assert not plain.metadata["pagerank"].endswith("panel made ahead")
-    flow = await _through_with_request(addon, site + "index.html", body)
-    assert flow.metadata["pagerank"].endswith(", panel made ahead")
-    assert flow.response.content == plain.response.content and b'<aside id="pagerank-panel"' in plain.response.content
+    assert not plain.metadata["pagerank"].endswith("panel kept")
+    flow = await _through_with_request(addon, site + "docs/", body)
+    assert flow.metadata["pagerank"].endswith(", panel kept")  # made as the request travelled
+    again = make_flow(site + "index.html", body)
+    await run_hooks(addon, again)  # no request hook: the panel its first visit made
+    assert again.metadata["pagerank"].endswith(", panel kept")
+    assert again.response.content == plain.response.content and b'<aside id="pagerank-panel"' in plain.response.content
 
 
 async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
@@ -384,7 +387,7 @@ async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
     await addon.request(other)  # its panel is made, but the next job is for another page
     flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
     await run_hooks(addon, flow)
-    assert not flow.metadata["pagerank"].endswith("panel made ahead")
+    assert not flow.metadata["pagerank"].endswith("panel kept")
     with Store(addon.settings.store, readonly=True) as store:
         expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
     assert [
@@ -395,14 +398,14 @@ async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
 
 async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(addon, site):
     style = await _through_with_request(addon, site + "style.css")
-    assert style.metadata["pagerank"].startswith("1 bars") and not style.metadata["pagerank"].endswith("ahead")
+    assert style.metadata["pagerank"].startswith("1 bars") and not style.metadata["pagerank"].endswith("kept")
     busy = await addon.workers._idle.get()  # one of the two is working: the proxy is not quiet
     try:
         flow = await _through_with_request(addon, site + "index.html")
-        assert not flow.metadata["pagerank"].endswith("panel made ahead")
+        assert not flow.metadata["pagerank"].endswith("panel kept")
     finally:
         addon.workers._idle.put_nowait(busy)
-    assert (await _through_with_request(addon, site + "index.html")).metadata["pagerank"].endswith("panel made ahead")
+    assert (await _through_with_request(addon, site + "docs/")).metadata["pagerank"].endswith("panel kept")
 
 
 @pytest.mark.parametrize(
@@ -410,21 +413,41 @@ async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(a
     [["rank", "--damping", "0.5"], ["rank", "--level", "host"]],  # a new version; the host ranking (panel only)
     ids=["pagerank", "hostrank"],
 )
-def test_a_panel_made_before_a_commit_is_made_again(store_path, site, tmp_path, commit):
-    from proxy_addon.worker import prepare_panel, rewrite_page
+def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, commit):
+    from proxy_addon.worker import _ranks_for, prepare_panel, rewrite_page
 
     path = str(tmp_path / "reranked.db")
     shutil.copy(store_path, path)
     url, body = site + "index.html", b"<!doctype html><body><a href='docs/'>d</a>"
-    version, markup = prepare_panel(path, "pagerank", 10, url)
-    assert markup is not None
-    stale = (version, markup.replace("PageRank", "STALE"))
-    used = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
-    assert b"STALE" in used[0] and used[3] is True
+    assert prepare_panel(path, "pagerank", 10, url)
+    made = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
+    assert made[3] is True and b'<aside id="pagerank-panel"' in made[0]
+    kept = _ranks_for(path, "pagerank", 10)._local.kept
+    version, markup = kept[("panel", url)]
+    kept[("panel", url)] = (version, markup.replace("PageRank", "STALE"))  # what a page would show if kept
+    assert b"STALE" in rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)[0]
     assert CliRunner().invoke(cli, [*commit, "--store", path, "-q"]).exit_code == 0
-    done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, stale)
+    done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
     assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0] and done[3] is False
-    assert prepare_panel(path, "pagerank", 0, url)[1] is None  # no panel wanted: none made
+    assert prepare_panel(path, "pagerank", 0, url) is False  # no panel wanted: none made
+
+
+def test_kept_values_are_bounded_and_belong_to_their_connection(store_path, site, monkeypatch):
+    from proxy_addon import ranks as ranks_module
+
+    monkeypatch.setattr(ranks_module, "_CACHE_KEPT", 3)
+    ranks = ranks_module.Ranks(store_path)
+    made = []
+    for key in "abcde":
+        with ranks.page() as view:
+            assert view.keep(key, lambda key=key: made.append(key) or key) == (key, False)
+            assert view.keep(key, lambda: made.append("again")) == (key, True)
+        assert len(ranks._local.kept) <= 3
+    assert made == list("abcde")
+    ranks.close()  # a new connection numbers the store's versions anew: nothing kept is served from it
+    with ranks.page() as view:
+        assert view.keep("e", lambda: "made again") == ("made again", False)
+    ranks.close()
 
 
 async def test_a_worker_is_asked_to_prepare_one_panel_at_a_time(addon, site):
