@@ -43,7 +43,7 @@ import zlib
 from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
-from .ranks import PageView, Ranks
+from .ranks import _CACHE_KEPT, PageView, Ranks
 from .rewrite import annotate_bytes
 from .rewrite import panel as render_panel
 
@@ -202,6 +202,8 @@ class Workers:
         self._processes: list[asyncio.subprocess.Process] = []
         self._shared: dict[asyncio.subprocess.Process, mmap.mmap] = {}
         self._preparing: set[asyncio.subprocess.Process] = set()  # asked to prepare a panel since their last job
+        # the pages whose panel each process has made (asked ahead, or in the page's job) and keeps
+        self._panels: dict[asyncio.subprocess.Process, dict[str, None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -264,6 +266,9 @@ class Workers:
         part.  Nothing is answered, so it costs the event loop one write; a
         commit to the store meanwhile, and the panel is made again with the page.
         One at a time: a worker asked already gets no other until its next job.
+        A worker that has made the page's panel already (ahead, or in an earlier
+        job) is not asked again: a wake-up then takes the core from the proxy
+        while the request is on its way, for nothing.
         """
         idle = self._idle
         if idle is None or idle.empty() or self._loop is not asyncio.get_running_loop():
@@ -272,6 +277,10 @@ class Workers:
         idle.put_nowait(process)  # back on top: still the next one a job gets
         if process in self._preparing:  # one at a time: a burst of requests must not queue guesses on it
             return
+        made = self._panels.setdefault(process, {})
+        if url in made:  # it keeps that panel: a revisit wakes no process before its job
+            return
+        self._made(made, url)
         self._preparing.add(process)
         payload = pickle.dumps(("prepare", url), protocol=pickle.HIGHEST_PROTOCOL)
         assert process.stdin is not None
@@ -298,9 +307,11 @@ class Workers:
             await process.stdin.drain()
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
-            if ok and not isinstance(value, str) and isinstance(value[0], int):
-                assert shared is not None
-                value = (shared[: value[0]],) + value[1:]
+            if ok and not isinstance(value, str):
+                if isinstance(value[0], int):
+                    assert shared is not None
+                    value = (shared[: value[0]],) + value[1:]
+                self._made(self._panels.setdefault(process, {}), job[1])  # its panel too, if it has one
             healthy = True
         except (asyncio.IncompleteReadError, ConnectionError) as error:
             raise WorkerError(f"a rewriting process exited (status {process.returncode})") from error
@@ -315,8 +326,17 @@ class Workers:
             raise WorkerError(value)
         return value
 
+    @staticmethod
+    def _made(made: dict[str, None], url: str) -> None:
+        """Note that a process keeps the panel of ``url``, as many as it keeps (then they start over, as
+        its own table does).  A commit to the store since, and the page's job makes it again."""
+        if len(made) >= _CACHE_KEPT:
+            made.clear()
+        made[url] = None
+
     def _discard(self, process: asyncio.subprocess.Process) -> None:
         self._preparing.discard(process)
+        self._panels.pop(process, None)
         if process in self._processes:
             self._processes.remove(process)
         if process.returncode is None:

@@ -469,6 +469,26 @@ async def test_a_worker_is_asked_to_prepare_one_panel_at_a_time(addon, site):
         del top.stdin.write
 
 
+async def test_a_worker_is_not_asked_again_for_a_panel_it_keeps(addon, site):
+    workers = addon.workers
+    top = workers._idle.get_nowait()
+    workers._idle.put_nowait(top)
+    written = []
+    write = top.stdin.write
+    top.stdin.write = lambda data: (written.append(data), write(data))[1]
+    try:
+        first = await _through_with_request(addon, site + "docs/")  # asked ahead
+        assert len(written) == 2 and first.metadata["pagerank"].endswith("panel kept")
+        again = await _through_with_request(addon, site + "docs/")  # kept: its job alone
+        assert len(written) == 3 and again.metadata["pagerank"].endswith("panel kept")
+        await run_hooks(addon, make_flow(site + "index.html"))  # made in its job, kept since
+        assert (await _through_with_request(addon, site + "index.html")).metadata["pagerank"].endswith("panel kept")
+        assert len(written) == 5
+    finally:
+        del top.stdin.write
+    assert again.response.content == first.response.content
+
+
 def test_a_page_begins_its_read_only_at_its_first_query_and_sees_a_new_version_at_once(store_path, site, tmp_path):
     from proxy_addon.ranks import Ranks
 
