@@ -203,6 +203,7 @@ class Workers:
         self._shared: dict[asyncio.subprocess.Process, mmap.mmap] = {}
         self._preparing: set[asyncio.subprocess.Process] = set()  # asked to prepare a panel since their last job
         # the pages whose panel each process has made (asked ahead, or in the page's job) and keeps
+        self._answer_fds: dict[asyncio.subprocess.Process, int] = {}  # the pipe of each one's answers
         self._panels: dict[asyncio.subprocess.Process, dict[str, None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
@@ -233,6 +234,8 @@ class Workers:
         self._processes.append(process)
         if shared is not None:
             self._shared[process] = shared
+        pipe = process._transport.get_pipe_transport(1).get_extra_info("pipe")  # type: ignore[attr-defined]
+        self._answer_fds[process] = pipe.fileno()
         return process
 
     async def start(self) -> None:
@@ -305,6 +308,7 @@ class Workers:
             payload = pickle.dumps(("page", sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
             process.stdin.write(_HEADER.pack(len(payload)) + payload)
             await process.stdin.drain()
+            self._answered_already(process)
             (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
             ok, value = pickle.loads(await process.stdout.readexactly(size))
             if ok and not isinstance(value, str):
@@ -326,6 +330,25 @@ class Workers:
             raise WorkerError(value)
         return value
 
+    def _answered_already(self, process: asyncio.subprocess.Process) -> None:
+        """Give the process's reader what it has answered already, before the event loop's next turn.
+
+        A worker woken by its job often runs on the proxy's own core (the
+        scheduler places it beside its waker) and has answered by the time the
+        proxy runs again: read at once, the answer costs no turn of the loop (a
+        poll, a read callback, then the task's step).  The bytes stay in order:
+        the transport's reads and this one feed one reader, on the loop's thread.
+        """
+        fd = self._answer_fds.get(process)
+        if fd is None or process.stdout is None:
+            return
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:  # nothing yet (EAGAIN): the loop waits for it; an error: the transport reports it
+            return
+        if data:  # b"": the end of the pipe, which the transport sees and reports itself
+            process.stdout.feed_data(data)
+
     @staticmethod
     def _made(made: dict[str, None], url: str) -> None:
         """Note that a process keeps the panel of ``url``, as many as it keeps (then they start over, as
@@ -346,6 +369,7 @@ class Workers:
     def _release(self, process: asyncio.subprocess.Process) -> None:
         """Close a worker's pipes now rather than at garbage collection (perhaps after its loop has
         ended), and its shared memory."""
+        self._answer_fds.pop(process, None)  # its number may soon name another file
         transport = getattr(process, "_transport", None)
         if transport is not None:
             try:

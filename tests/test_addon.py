@@ -489,6 +489,33 @@ async def test_a_worker_is_not_asked_again_for_a_panel_it_keeps(addon, site):
     assert again.response.content == first.response.content
 
 
+async def test_an_answer_written_while_the_loop_was_away_is_read_at_once_and_in_order(addon, site):
+    import pickle
+    import time
+
+    from proxy_addon.worker import _HEADER
+
+    workers = addon.workers
+    process = workers._idle.get_nowait()
+    workers._idle.put_nowait(process)
+    job = ("page", b"<a href='docs/'>d</a>", "text/html", site + "index.html", None, 1 << 20, 0)
+    payload = pickle.dumps(job)
+    process.stdin.write(_HEADER.pack(len(payload)) + payload)
+    time.sleep(1.0)  # the event loop does not turn: the worker answers meanwhile
+    assert not process.stdout._buffer
+    workers._answered_already(process)
+    assert len(process.stdout._buffer) > _HEADER.size  # read before the loop's next turn
+    (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
+    ok, value = pickle.loads(await process.stdout.readexactly(size))
+    assert ok and value[1:3] == (1, 1)
+    workers._answered_already(process)  # nothing more written: nothing read, nothing lost
+    assert not process.stdout._buffer
+    flows = [make_flow(site + "index.html") for _ in range(3)]  # the worker's next answers, each to its own job
+    for flow in flows:
+        await run_hooks(addon, flow)
+    assert all(f.metadata["pagerank"].startswith("1 bars") for f in flows)
+
+
 def test_a_page_begins_its_read_only_at_its_first_query_and_sees_a_new_version_at_once(store_path, site, tmp_path):
     from proxy_addon.ranks import Ranks
 
