@@ -325,6 +325,8 @@ def _head_tag(scan: _Scan, name: str, doc: str | bytes, start: int, end: int, en
     if name == "frameset":
         scan.frameset = True
         return
+    if name == "meta" and not _may_matter(doc[start:end]):
+        return
     attrs_text = (
         cast(str, doc[start:end])
         if encoding is None
@@ -344,6 +346,18 @@ def _head_tag(scan: _Scan, name: str, doc: str | bytes, start: int, end: int, en
             value_start = start + _units(attrs_text[: content.start(group)], encoding)
             value_end = start + _units(attrs_text[: content.end(group)], encoding)
             scan.csp_metas.append((value_start, value_end, content.group(group)))
+
+
+def _may_matter(attrs: str | bytes) -> bool:
+    """Might a <meta> tag of these attributes (as they stand in the document) be one that
+    :func:`_head_tag` reads, a robots or a CSP meta?  Most are not (charset, viewport, description):
+    told apart without parsing their attributes.  The words it needs are ASCII, so they stand in the
+    bytes of any charset read as bytes; a character reference could spell them otherwise."""
+    if isinstance(attrs, str):
+        lowered = attrs.lower()
+        return "&" in attrs or "robots" in lowered or "content-security-policy" in lowered
+    lowered_bytes = attrs.lower()  # ASCII letters only: the other bytes are never ASCII in those charsets
+    return b"&" in attrs or b"robots" in lowered_bytes or b"content-security-policy" in lowered_bytes
 
 
 def _scan_fast(text: str | bytes, encoding: str | None = None) -> _Scan:

@@ -7,7 +7,7 @@ import os
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy_addon.csp import allow_style_hash, apply
@@ -262,6 +262,76 @@ def test_unranked_and_nofollow_links():
 def test_meta_robots_nofollow_marks_every_bar():
     out = annotate("<meta name=robots content=nofollow><a href=a.html>a</a>", PAGE, everything)
     assert 'data-nofollow="true"' in out.text
+
+
+_META_PIECES = st.lists(
+    st.sampled_from(
+        [
+            " ",
+            "name=",
+            "NAME=",
+            "http-equiv=",
+            "content=",
+            '"',
+            "'",
+            "robots",
+            "ROBOTS",
+            "Robot",
+            "s",
+            "&#114;",
+            "&#x72;obots",
+            "&amp;",
+            "nofollow",
+            "NOFOLLOW",
+            "content-security-policy",
+            "Content-Security-Policy",
+            "default-src 'none'",
+            "\u0130",
+            "\u212a",
+            "\t",
+            "=",
+        ]
+    ),
+    max_size=12,
+).map("".join)
+
+
+_METAS_THAT_MATTER = (
+    "name=robots content=nofollow",
+    'NAME=" ROBOTS" content=NOFOLLOW',
+    "name=&#114;obots content=nofollow",
+    "http-equiv=Content-Security-Policy content=\"default-src 'none'\"",
+    "http-equiv=content-security-polic&#121; content='default-src x'",
+)
+
+
+@given(attrs=_META_PIECES, as_bytes=st.booleans())
+@example(attrs=_METAS_THAT_MATTER[0], as_bytes=True)
+@example(attrs=_METAS_THAT_MATTER[1], as_bytes=False)
+@example(attrs=_METAS_THAT_MATTER[2], as_bytes=True)
+@example(attrs=_METAS_THAT_MATTER[3], as_bytes=True)
+@example(attrs=_METAS_THAT_MATTER[4], as_bytes=False)
+@settings(max_examples=400, deadline=None)
+def test_a_meta_told_apart_without_parsing_is_one_the_parse_would_ignore(attrs, as_bytes):
+    from proxy_addon import rewrite
+
+    doc = f"<meta {attrs}>"
+    start, end = len("<meta "), len(doc) - 1
+    data = doc.encode("utf-8") if as_bytes else doc
+    full = rewrite._Scan([], None, None, None, False, [])  # the tag read whole, its attributes parsed
+    original = rewrite._may_matter
+    try:
+        rewrite._may_matter = lambda attrs: True
+        rewrite._head_tag(full, "meta", data, start, end, "utf-8" if as_bytes else None)
+    finally:
+        rewrite._may_matter = original
+    if full.robots_nofollow or full.csp_metas:
+        assert rewrite._may_matter(data[start:end])
+    if attrs in _METAS_THAT_MATTER:
+        assert full.robots_nofollow or full.csp_metas
+    quick = rewrite._Scan([], None, None, None, False, [])
+    rewrite._head_tag(quick, "meta", data, start, end, "utf-8" if as_bytes else None)
+    assert (quick.robots_nofollow, quick.csp_metas) == (full.robots_nofollow, full.csp_metas)
 
 
 def test_lookup_gets_every_target_once_in_canonical_form_honouring_base():
