@@ -16,7 +16,7 @@
  *           with an href in HTML content outside templates, when the href has
  *           no character reference and there is no rel (most links); else
  *           (offset, raw href, raw rel or None), for the Python side to decode
- *   raw     how many links are of the second kind
+ *   raw     the indices in `links` of those of the second kind
  *   *_at    offset after the first <body>/<head> start tag, or None
  *   extras  list of (name, attrs start, attrs end) for <base>, <meta> and <frameset>
  *           outside templates, in order, for the Python side to read
@@ -393,12 +393,22 @@ static PyObject *link_tuple(const Text *t, Py_ssize_t s, Py_ssize_t e, Py_ssize_
     return triple(position, href, rel);
 }
 
-/* Append the link a start tag makes (if it has an href) to `links`, counting the raw ones; -1 on error. */
-static int add_link(PyObject *links, const Text *t, const Tag *tag, Py_ssize_t *raw) {
+/* Append the link a start tag makes (if it has an href) to `links`, and the index of a raw one to `raw`
+   (a page's few links with a rel or a reference are found without a pass over all); -1 on error. */
+static int add_link(PyObject *links, const Text *t, const Tag *tag, PyObject *raw) {
     PyObject *link = link_tuple(t, tag->attrs_start, tag->attrs_end, tag->after);
     if (link == NULL) return -1;
-    if (link != Py_None && PyTuple_GET_ITEM(link, 2) != Py_False) ++*raw;
-    int status = link == Py_None ? 0 : PyList_Append(links, link);
+    if (link == Py_None) {
+        Py_DECREF(link);
+        return 0;
+    }
+    int status = 0;
+    if (PyTuple_GET_ITEM(link, 2) != Py_False) {
+        PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(links));
+        status = index == NULL ? -1 : PyList_Append(raw, index);
+        Py_XDECREF(index);
+    }
+    if (status == 0) status = PyList_Append(links, link);
     Py_DECREF(link);
     return status;
 }
@@ -590,11 +600,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     Text text = {narrow ? narrow : (const unsigned char *)source, n, arg, encoding};
     const Text *t = &text;
-    Py_ssize_t body_at = -1, head_at = -1, raw = 0, template_depth = 0;
+    Py_ssize_t body_at = -1, head_at = -1, template_depth = 0;
     int end_is_markup = 0;
     Stack stack = {NULL, 0, 0};
-    PyObject *links = PyList_New(0), *extras = PyList_New(0);
-    if (links == NULL || extras == NULL) goto fail;
+    PyObject *links = PyList_New(0), *extras = PyList_New(0), *raw = PyList_New(0);
+    if (links == NULL || extras == NULL || raw == NULL) goto fail;
 
     for (;;) {
         const Open *top = stack.depth ? &stack.items[stack.depth - 1] : NULL;
@@ -650,7 +660,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Py_ssize_t ns = tag.name_start, ne = tag.name_end;
         int is_a = ne - ns == 1 && lower(CH(t, ns)) == 'a';
         if (is_a && !tag.end_tag && !top && template_depth == 0) {
-            if (add_link(links, t, &tag, &raw) < 0) goto fail;
+            if (add_link(links, t, &tag, raw) < 0) goto fail;
             continue;
         }
         if (tag.end_tag) {
@@ -696,7 +706,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             continue;
         }
         if (is_a || name_is(t, ns, ne, "area")) {
-            if (!template_depth && add_link(links, t, &tag, &raw) < 0) goto fail;
+            if (!template_depth && add_link(links, t, &tag, raw) < 0) goto fail;
         } else if (template_depth) {
             continue;
         } else if (name_is(t, ns, ne, "body")) {
@@ -717,13 +727,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 #define OPT(v) ((v) < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromSsize_t(v))
     PyMem_Free(stack.items);
     PyMem_Free(narrow);
-    return Py_BuildValue("(NNNNnO)", links, OPT(body_at), OPT(head_at), extras, raw,
+    return Py_BuildValue("(NNNNNO)", links, OPT(body_at), OPT(head_at), extras, raw,
                          end_is_markup ? Py_True : Py_False);
 fail:
     PyMem_Free(stack.items);
     PyMem_Free(narrow);
     Py_XDECREF(links);
     Py_XDECREF(extras);
+    Py_XDECREF(raw);
     return NULL;
 }
 

@@ -370,8 +370,8 @@ def _scan_fast(text: str | bytes, encoding: str | None = None) -> _Scan:
     links, body_at, head_at, extras, raw, end_is_markup = (
         _fastscan.scan(text) if encoding is None else _fastscan.scan(text, encoding)
     )
-    if raw:  # links with a rel or a character reference in their href: decoded here
-        links = [link if link[2] is False else _link_values(*link) for link in links]
+    for index in raw:  # the links with a rel or a character reference in their href: decoded here
+        links[index] = _link_values(*links[index])
     scan = _Scan(links, body_at, head_at, None, False, [], end_is_markup)
     for name, start, end in extras:
         _head_tag(scan, name, text, start, end, encoding)
