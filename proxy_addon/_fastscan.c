@@ -27,9 +27,9 @@
  *           single-byte charsets): offsets in bytes, hrefs and rels decoded.
  *
  * The rest of a page's rewrite that runs per link, each with its Python twin in
- * rewrite.py: missing(links, table) (hrefs without a mark), place(links, table,
- * own, nofollow_all) (each link's bar from its href's mark) and splice(data,
- * edits) (the inserts put in).
+ * rewrite.py: place(links, table, own, nofollow_all) (each link's bar from its
+ * href's mark, or the hrefs without one) and splice(data, edits) (the inserts
+ * put in).
  *
  * Case-insensitive comparisons are ASCII-only, as in the HTML standard (the
  * Python reference uses re.ASCII for the same reason).
@@ -829,44 +829,19 @@ static PyObject *link_href(PyObject *links, Py_ssize_t k) {
     return PyTuple_GET_ITEM(link, 1);
 }
 
-/* missing(links, table): the distinct hrefs of `links` ((offset, href, nofollow) tuples), in order,
-   that the dict `table` has no entry for.  _missing_python in rewrite.py is its twin. */
-static PyObject *missing(PyObject *self, PyObject *args) {
-    PyObject *links, *table;
-    if (!PyArg_ParseTuple(args, "O!O!:missing", &PyList_Type, &links, &PyDict_Type, &table)) return NULL;
-    PyObject *found = PyList_New(0), *seen = NULL;
-    if (found == NULL) return NULL;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(links); k++) {
-        PyObject *href = link_href(links, k);
-        if (href == NULL) goto fail;
-        int known = PyDict_Contains(table, href);
-        if (known < 0) goto fail;
-        if (known) continue;
-        if (seen == NULL && (seen = PySet_New(NULL)) == NULL) goto fail;
-        int again = PySet_Contains(seen, href);
-        if (again < 0) goto fail;
-        if (again) continue;
-        if (PySet_Add(seen, href) < 0 || PyList_Append(found, href) < 0) goto fail;
-    }
-    Py_XDECREF(seen);
-    return found;
-fail:
-    Py_XDECREF(seen);
-    Py_DECREF(found);
-    return NULL;
-}
-
-/* place(links, table, own, nofollow_all) -> (edits, bars, ranked): for each link whose href's mark (in
-   `table`, else in `own`) is not None, the edit (offset, its bar): the mark's second bar for a nofollow
-   link, or for every link when `nofollow_all`.  _place_python in rewrite.py is its twin. */
+/* place(links, table, own, nofollow_all) -> (edits, bars, ranked, missing): for each link whose href's
+   mark (in `table`, else in `own`) is not None, the edit (offset, its bar): the mark's second bar for a
+   nofollow link, or for every link when `nofollow_all`; `missing` empty.  When some hrefs have no mark
+   in either, (None, 0, 0, those hrefs, distinct, in order): one pass tells a page whose hrefs are all
+   marked (most) from one with new hrefs.  _place_python in rewrite.py is its twin. */
 static PyObject *place(PyObject *self, PyObject *args) {
     PyObject *links, *table, *own;
     int nofollow_all;
     if (!PyArg_ParseTuple(args, "O!O!O!p:place", &PyList_Type, &links, &PyDict_Type, &table, &PyDict_Type, &own,
                           &nofollow_all))
         return NULL;
-    PyObject *edits = PyList_New(0);
-    if (edits == NULL) return NULL;
+    PyObject *edits = PyList_New(0), *missing = PyList_New(0), *seen = NULL;
+    if (edits == NULL || missing == NULL) goto fail;
     Py_ssize_t ranked = 0;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(links); k++) {
         PyObject *href = link_href(links, k), *link = PyList_GET_ITEM(links, k);
@@ -874,10 +849,14 @@ static PyObject *place(PyObject *self, PyObject *args) {
         PyObject *mark = PyDict_GetItemWithError(table, href);
         if (mark == NULL && !PyErr_Occurred()) mark = PyDict_GetItemWithError(own, href);
         if (mark == NULL) {
-            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, href);
-            goto fail;
+            if (PyErr_Occurred()) goto fail;
+            if (seen == NULL && (seen = PySet_New(NULL)) == NULL) goto fail;
+            int again = PySet_Contains(seen, href);
+            if (again < 0) goto fail;
+            if (!again && (PySet_Add(seen, href) < 0 || PyList_Append(missing, href) < 0)) goto fail;
+            continue;
         }
-        if (mark == Py_None) continue;
+        if (mark == Py_None || seen != NULL) continue; /* no bar; or the edits are given up already */
         if (!PyTuple_Check(mark) || PyTuple_GET_SIZE(mark) != 3) {
             PyErr_SetString(PyExc_TypeError, "a mark is a (bar, nofollow bar, ranked) tuple");
             goto fail;
@@ -895,9 +874,16 @@ static PyObject *place(PyObject *self, PyObject *args) {
         ranked += is_ranked;
         Py_DECREF(edit);
     }
-    return Py_BuildValue("(Nnn)", edits, PyList_GET_SIZE(edits), ranked);
+    if (seen != NULL) {
+        Py_DECREF(seen);
+        Py_DECREF(edits);
+        return Py_BuildValue("(OnnN)", Py_None, (Py_ssize_t)0, (Py_ssize_t)0, missing);
+    }
+    return Py_BuildValue("(NnnN)", edits, PyList_GET_SIZE(edits), ranked, missing);
 fail:
-    Py_DECREF(edits);
+    Py_XDECREF(seen);
+    Py_XDECREF(edits);
+    Py_XDECREF(missing);
     return NULL;
 }
 
@@ -905,8 +891,8 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(text) or scan(data, encoding) -> (links, body_at, head_at, extras, raw, end_is_markup)"},
     {"splice", splice, METH_VARARGS, "splice(data, edits) -> data with each (offset, insert) of edits inserted"},
-    {"missing", missing, METH_VARARGS, "missing(links, table) -> the distinct hrefs of links not in table"},
-    {"place", place, METH_VARARGS, "place(links, table, own, nofollow_all) -> (edits, bars, ranked)"},
+    {"place", place, METH_VARARGS,
+     "place(links, table, own, nofollow_all) -> (edits, bars, ranked, missing); edits None if any is missing"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -784,8 +784,8 @@ def _edits(
     key = shared_by(base)
     own: Marks = {}  # this page's alone: hrefs answered against its whole base
     table = marks(key) if marks is not None and key is not None else own
-    fast = _scan is _scan_fast
-    missing = _fastscan.missing(scan.links, table) if fast else _missing_python(scan.links, table)
+    place = _fastscan.place if _scan is _scan_fast else _place_python
+    edits, placed, ranked, missing = place(scan.links, table, own, scan.robots_nofollow)
     if missing:
         resolve = resolver(base)  # (base directory, href) -> URL, shared across pages
         # no bar for a link within the page (an href of only a fragment, perhaps after white space)
@@ -798,7 +798,8 @@ def _edits(
             info = known.get(target, unknown) if target else None
             mark = None if info is None else (*bars(info), info.pagerank is not None)
             (table if href in within or not page_bound(href) else own)[href] = mark
-    edits, placed, ranked = (_fastscan.place if fast else _place_python)(scan.links, table, own, scan.robots_nofollow)
+        edits, placed, ranked, _ = place(scan.links, table, own, scan.robots_nofollow)
+    assert edits is not None  # every href has its mark now
     more: list[tuple[int, str]] = []  # after the bars at the same offset, in this order
     if panel_data is not None and not scan.frameset:
         page = canonical(page_url)
@@ -832,24 +833,29 @@ def _offset(edit: tuple[int, str]) -> int:
     return edit[0]
 
 
-def _missing_python(links: Sequence[tuple[int, str, bool]], table: Marks) -> list[str]:
-    """The distinct hrefs of ``links``, in order, that ``table`` has no mark for (``_fastscan.missing``)."""
-    return list(dict.fromkeys(href for _, href, _ in links if href not in table))
+_UNMARKED = object()
 
 
 def _place_python(
     links: Sequence[tuple[int, str, bool]], table: Marks, own: Marks, nofollow_all: bool
-) -> tuple[list[tuple[int, str]], int, int]:
-    """(a bar's edit for each link with a target, bars, of which ranked), from the marks of its href in
+) -> tuple[list[tuple[int, str]] | None, int, int, list[str]]:
+    """(a bar's edit for each link with a target, bars, of which ranked, []), from the marks of its href in
     ``table``, else in ``own``: the bar of a nofollow link (or of every link, ``nofollow_all``) marked so.
-    ``_fastscan.place`` is its twin."""
+    When some hrefs have no mark in either: (None, 0, 0, those hrefs, distinct, in order), so that one
+    pass tells a page whose hrefs are all marked from one with new hrefs.  ``_fastscan.place`` is its twin."""
     edits, ranked = [], 0
+    missing: dict[str, None] = {}
     for offset, href, nofollow in links:
-        mark = table[href] if href in table else own[href]
-        if mark is not None:
+        mark = table[href] if href in table else own.get(href, _UNMARKED)
+        if mark is _UNMARKED:
+            missing[href] = None
+        elif mark is not None and not missing:
+            assert isinstance(mark, tuple)
             edits.append((offset, mark[1] if nofollow or nofollow_all else mark[0]))
             ranked += mark[2]
-    return edits, len(edits), ranked
+    if missing:
+        return None, 0, 0, list(missing)
+    return edits, len(edits), ranked, []
 
 
 def _splice_python(doc: str | bytes, edits: Sequence[tuple[int, str | bytes]]) -> str | bytes:

@@ -919,22 +919,23 @@ def test_marks_of_a_ranking_version_are_not_used_with_the_next(tmp_path):
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
 def test_the_c_marks_twins_answer_as_the_python_ones_and_refuse_what_they_cannot_read(scanner):
     from proxy_addon import _fastscan
-    from proxy_addon.rewrite import _missing_python, _place_python
+    from proxy_addon.rewrite import _place_python
 
     links = [(5, "a", False), (9, "b", True), (12, "a", False), (20, "#", False), (30, "c", False)]
     table = {"a": ("A", "nA", True), "#": None, "z": ("Z", "nZ", False)}
     own = {"b": ("B", "nB", False), "c": ("C", "nC", True)}
-    assert _fastscan.missing(links, table) == _missing_python(links, table) == ["b", "c"]
     for nofollow_all in (False, True):
         expected = _place_python(links, table, own, nofollow_all)
         assert _fastscan.place(links, table, own, nofollow_all) == expected
-    assert expected == ([(5, "nA"), (9, "nB"), (12, "nA"), (30, "nC")], 4, 3)
-    with pytest.raises(KeyError):
-        _fastscan.place([(1, "nowhere", False)], table, own, False)
+    assert expected == ([(5, "nA"), (9, "nB"), (12, "nA"), (30, "nC")], 4, 3, [])
+    # hrefs without a mark, in either table: given up on the edits, the hrefs named once each, in order
+    unmarked = [(1, "new", False), *links, (40, "new", False), (50, "other", True)]
+    for mine in (own, {}):
+        expected = _place_python(unmarked, table, mine, False)
+        assert _fastscan.place(unmarked, table, mine, False) == expected
+    assert expected == (None, 0, 0, ["new", "b", "c", "other"])
     with pytest.raises(TypeError):
         _fastscan.place([(1, "a")], table, own, False)
-    with pytest.raises(TypeError):
-        _fastscan.missing([("a",)], table)
     with pytest.raises(TypeError):
         _fastscan.place([(1, "q", False)], {"q": "not a mark"}, own, False)
 
