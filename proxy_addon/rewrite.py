@@ -351,8 +351,9 @@ def _head_tag(scan: _Scan, name: str, doc: str | bytes, start: int, end: int, en
 def _may_matter(attrs: str | bytes) -> bool:
     """Might a <meta> tag of these attributes (as they stand in the document) be one that
     :func:`_head_tag` reads, a robots or a CSP meta?  Most are not (charset, viewport, description):
-    told apart without parsing their attributes.  The words it needs are ASCII, so they stand in the
-    bytes of any charset read as bytes; a character reference could spell them otherwise."""
+    told apart without parsing their attributes.  The words it needs are ASCII, so they stand as such
+    in the bytes of any charset read as bytes; a character reference could spell them otherwise, so
+    attributes with one are always parsed."""
     if isinstance(attrs, str):
         lowered = attrs.lower()
         return "&" in attrs or "robots" in lowered or "content-security-policy" in lowered

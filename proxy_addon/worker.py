@@ -202,8 +202,8 @@ class Workers:
         self._processes: list[asyncio.subprocess.Process] = []
         self._shared: dict[asyncio.subprocess.Process, mmap.mmap] = {}
         self._preparing: set[asyncio.subprocess.Process] = set()  # asked to prepare a panel since their last job
-        # the pages whose panel each process has made (asked ahead, or in the page's job) and keeps
         self._answer_fds: dict[asyncio.subprocess.Process, int] = {}  # the pipe of each one's answers
+        # the pages whose panel each process has made (asked ahead, or in the page's job) and keeps
         self._panels: dict[asyncio.subprocess.Process, dict[str, None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
