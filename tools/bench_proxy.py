@@ -7,8 +7,9 @@ The python3.11-doc site is served on 127.0.0.1 (python -m http.server in its
 own process), crawled with wget, built and ranked; then plain mitmdump and
 pagerank-proxy listen side by side and the same requests go to each, with
 keep-alive connections:
-  * latency, one client: ~40 KB pages (every page of 30-50 KB, several rounds),
-    and library/functions.html (the largest page with the most links);
+  * latency, one client: ~40 KB pages (every page of 30-50 KB, several rounds: a page's
+    first visit is in round 1, and is shown apart), and library/functions.html (the
+    largest page with the most links);
   * throughput: --clients (4) clients in parallel over the ~40 KB pages (6 passes a round),
     and their latencies under that load.
 Each round runs all three in turn (this VM's speed drifts over minutes);
@@ -228,6 +229,12 @@ def main() -> None:
                 + (f", rewriting workers {workers / count * 1000:.2f} ms" if workers else "")
             )
         plain, ours = results["mitmdump"], results["pagerank-proxy"]
+        # round 1 past the warm-up's 20 pages: each page's first visit (no mark, no panel kept yet)
+        theirs, mine = (pct(results[label][0][20 : len(pages)], 0.5) for label in ("mitmdump", "pagerank-proxy"))
+        print(
+            f"first visits ({len(pages) - 20} pages, round 1): p50 mitmdump {theirs:.2f} ms, pagerank-proxy "
+            f"{mine:.2f} ms ({mine / theirs:.2f}x); the p50 and p95 below pool every round, revisits included"
+        )
         ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
         print(
             f"pagerank-proxy / plain mitmdump, one client, ~40 KB pages: p50 "
