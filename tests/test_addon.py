@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 import shutil
@@ -450,14 +451,23 @@ def test_kept_values_are_bounded_and_belong_to_their_connection(store_path, site
     ranks.close()
 
 
-async def test_a_worker_is_asked_to_prepare_one_panel_at_a_time(addon, site):
-    workers = addon.workers
+@contextlib.contextmanager
+def _writes_to_the_next_worker(workers):
+    """The messages written to the worker that the next job goes to (the top of the idle stack)."""
     top = workers._idle.get_nowait()
     workers._idle.put_nowait(top)
     written = []
     write = top.stdin.write
     top.stdin.write = lambda data: (written.append(data), write(data))[1]
     try:
+        yield written
+    finally:
+        del top.stdin.write
+
+
+async def test_a_worker_is_asked_to_prepare_one_panel_at_a_time(addon, site):
+    workers = addon.workers
+    with _writes_to_the_next_worker(workers) as written:
         for page in ("a.html", "b.html", "c.html"):  # a burst of requests, no job between
             workers.prepare(site + page)
         assert len(written) == 1
@@ -465,18 +475,10 @@ async def test_a_worker_is_asked_to_prepare_one_panel_at_a_time(addon, site):
         await run_hooks(addon, flow)  # its job: the worker may be asked again
         workers.prepare(site + "d.html")
         assert len(written) == 3  # the job, and the second prepare
-    finally:
-        del top.stdin.write
 
 
 async def test_a_worker_is_not_asked_again_for_a_panel_it_keeps(addon, site):
-    workers = addon.workers
-    top = workers._idle.get_nowait()
-    workers._idle.put_nowait(top)
-    written = []
-    write = top.stdin.write
-    top.stdin.write = lambda data: (written.append(data), write(data))[1]
-    try:
+    with _writes_to_the_next_worker(addon.workers) as written:
         first = await _through_with_request(addon, site + "docs/")  # asked ahead
         assert len(written) == 2 and first.metadata["pagerank"].endswith("panel kept")
         again = await _through_with_request(addon, site + "docs/")  # kept: its job alone
@@ -484,8 +486,6 @@ async def test_a_worker_is_not_asked_again_for_a_panel_it_keeps(addon, site):
         await run_hooks(addon, make_flow(site + "index.html"))  # made in its job, kept since
         assert (await _through_with_request(addon, site + "index.html")).metadata["pagerank"].endswith("panel kept")
         assert len(written) == 5
-    finally:
-        del top.stdin.write
     assert again.response.content == first.response.content
 
 
