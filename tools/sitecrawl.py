@@ -16,6 +16,7 @@ import http.server
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,32 @@ def serve(directory: str) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def serve_apart(directory: str) -> Iterator[str]:
+    """Serve ``directory`` as :func:`serve` does, from a process of its own (``python -m http.server``):
+    the clients of a benchmark then share no GIL with the origin.  Yields the base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", directory]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if server.poll() is not None:
+                raise RuntimeError(f"python -m http.server exited ({server.returncode}) before listening")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"python -m http.server did not listen on {port} in 30 s")
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
 
 
 def crawl(url: str, warc_path: str, mirror_dir: str | None = None, timeout: float = 1800) -> float:
