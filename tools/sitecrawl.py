@@ -5,6 +5,7 @@ Used by the tests, the benchmarks and the demo to make real crawl files with a
 real crawler.  Static assets (images, CSS, JS, fonts) are not fetched.
 
     python tools/sitecrawl.py /usr/share/doc/python3.11/html /tmp/py.warc.gz --mirror /tmp/py-mirror
+    python tools/sitecrawl.py /usr/share/doc/python3.11/html --serve 8000      (only serve it)
 """
 
 from __future__ import annotations
@@ -32,11 +33,21 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class Server(http.server.ThreadingHTTPServer):
+    """http.server with a listen queue for many clients.  Its default queue of 5 overflows when fifty
+    clients go through a proxy, which opens a connection to the origin for each request (the server
+    speaks HTTP/1.0): each dropped SYN then costs its request a second (the kernel's first retransmission),
+    and a benchmark would time the origin's queue, not the proxy."""
+
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 @contextlib.contextmanager
 def serve(directory: str) -> Iterator[str]:
     """Serve ``directory`` on 127.0.0.1 on a free port; yields the base URL."""
     handler = functools.partial(_QuietHandler, directory=directory)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = Server(("127.0.0.1", 0), handler)
 
     def run() -> None:
         # Ctrl-C, SIGTERM and SIGHUP go to the main thread: the kernel hands a signal to any thread
@@ -56,28 +67,33 @@ def serve(directory: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serve_apart(directory: str) -> Iterator[str]:
-    """Serve ``directory`` as :func:`serve` does, from a process of its own (``python -m http.server``):
+    """Serve ``directory`` as :func:`serve` does, from a process of its own (this script's ``--serve``):
     the clients of a benchmark then share no GIL with the origin.  Yields the base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", directory]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = serve_process(directory)
     try:
-        for _ in range(300):
-            if server.poll() is not None:
-                raise RuntimeError(f"python -m http.server exited ({server.returncode}) before listening")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"python -m http.server did not listen on {port} in 30 s")
         yield f"http://127.0.0.1:{port}/"
     finally:
         server.terminate()
         server.wait(timeout=15)
+
+
+def serve_process(directory: str) -> tuple[subprocess.Popen, int]:
+    """Start ``sitecrawl.py DIRECTORY --serve PORT`` on a free port and wait until it listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, os.path.abspath(__file__), directory, "--serve", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        if server.poll() is not None:
+            raise RuntimeError(f"the origin exited ({server.returncode}) before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server, port
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    raise RuntimeError(f"the origin did not listen on {port} in 30 s")
 
 
 def crawl(url: str, warc_path: str, mirror_dir: str | None = None, timeout: float = 1800) -> float:
@@ -118,9 +134,17 @@ def crawl(url: str, warc_path: str, mirror_dir: str | None = None, timeout: floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("docroot", help="directory to serve")
-    parser.add_argument("warc", help="output .warc.gz")
+    parser.add_argument("warc", nargs="?", help="output .warc.gz")
     parser.add_argument("--mirror", help="keep wget's mirrored files here")
+    parser.add_argument("--serve", type=int, metavar="PORT", help="only serve docroot on 127.0.0.1:PORT, until killed")
     args = parser.parse_args()
+    if args.serve is not None:
+        handler = functools.partial(_QuietHandler, directory=args.docroot)
+        with Server(("127.0.0.1", args.serve), handler) as server:
+            server.serve_forever()
+        return
+    if args.warc is None:
+        parser.error("the output .warc.gz is needed, unless --serve")
     with serve(args.docroot) as url:
         seconds = crawl(url, args.warc, args.mirror)
     print(f"crawled {url} into {args.warc} in {seconds:.1f} s", file=sys.stderr)
