@@ -13,7 +13,7 @@ the same requests go to each, with keep-alive connections:
   * throughput: --clients (4) clients in parallel over the ~40 KB pages (6 passes a round),
     and their latencies under that load, in the steady state: timed once every client has
     opened its connection with its first page (those pages' p95 is shown apart).
-Each round runs all three in turn (this VM's speed drifts over minutes);
+Each round runs them all in turn (this VM's speed drifts over minutes);
 latency percentiles pool every round, throughput is the median of the rounds.
 Loops are bounded in count.
 """
@@ -148,6 +148,11 @@ def main() -> None:
         help="passes over the ~40 KB pages in each round's throughput run (default 6: ~4 s each)",
     )
     parser.add_argument("--clients", type=int, default=4, help="clients in the throughput runs (default 4)")
+    parser.add_argument(
+        "--thread-too",
+        action="store_true",
+        help="also pagerank-proxy with pagerank_workers=0 (pages rewritten in a thread of mitmproxy's)",
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
@@ -179,16 +184,31 @@ def main() -> None:
                 stderr=subprocess.DEVNULL,
             )
         )
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(ours_port), "--", "-q"],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+        thread_port = free_port()
+        for port, extra in ((ours_port, []), (thread_port, ["--set", "pagerank_workers=0"]))[
+            : 2 if args.thread_too else 1
+        ]:
+            processes.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "proxy_addon.cli",
+                        "--store",
+                        store,
+                        "--port",
+                        str(port),
+                        "--",
+                        "-q",
+                        *extra,
+                    ],
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
-        )
+            wait(port)
         wait(plain_port)
-        wait(ours_port)
 
         pages = []
         for folder, _, files in os.walk(DOC):
@@ -199,8 +219,9 @@ def main() -> None:
         pages.sort()
         functions = site + "library/functions.html"
         body = latencies(ours_port, [functions], True)  # warm up every path once
-        for port, proxied in ((origin_port, False), (plain_port, True), (ours_port, True)):
-            latencies(port, pages[:20], proxied)
+        for port, proxied in ((origin_port, False), (plain_port, True), (ours_port, True), (thread_port, True)):
+            if port != thread_port or args.thread_too:
+                latencies(port, pages[:20], proxied)
         proxied_body = fetch(http.client.HTTPConnection("127.0.0.1", ours_port), functions, True)
         mean = statistics.mean(os.path.getsize(DOC + "/" + p[len(site) :]) for p in pages) / 1024
         print(
@@ -211,8 +232,11 @@ def main() -> None:
         )
         del body
         # Rounds alternate between the three, so that this VM's drifts in speed touch each alike.
-        targets = (("direct", origin_port, False), ("mitmdump", plain_port, True), ("pagerank-proxy", ours_port, True))
+        targets = [("direct", origin_port, False), ("mitmdump", plain_port, True), ("pagerank-proxy", ours_port, True)]
         pids = {"direct": processes[0].pid, "mitmdump": processes[1].pid, "pagerank-proxy": processes[2].pid}
+        if args.thread_too:
+            targets.append(("thread", thread_port, True))
+            pids["thread"] = processes[3].pid
         results: dict[str, tuple[list, list, list]] = {label: ([], [], []) for label, _, _ in targets}
         loaded: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # latencies under load
         opening: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # each client's first page
@@ -243,28 +267,30 @@ def main() -> None:
                 f"{pct(opening[label], 0.95):.1f} ms; median of {len(rates)} rounds: "
                 f"{', '.join(f'{rate:.0f}' for rate in rates)})"
             )
-        for label in ("mitmdump", "pagerank-proxy"):
+        for label in [label for label, _, _ in targets if label != "direct"]:
             own, workers, count = cpu[label]
             print(
                 f"{label:>15}: CPU per page during the throughput runs: proxy process {own / count * 1000:.2f} ms"
                 + (f", rewriting workers {workers / count * 1000:.2f} ms" if workers else "")
             )
-        plain, ours = results["mitmdump"], results["pagerank-proxy"]
+        plain = results["mitmdump"]
         # round 1 past the warm-up's 20 pages: each page's first visit (no mark, no panel kept yet)
         theirs, mine = (pct(results[label][0][20 : len(pages)], 0.5) for label in ("mitmdump", "pagerank-proxy"))
         print(
             f"first visits ({len(pages) - 20} pages, round 1): p50 mitmdump {theirs:.2f} ms, pagerank-proxy "
             f"{mine:.2f} ms ({mine / theirs:.2f}x); the p50 and p95 below pool every round, revisits included"
         )
-        ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
-        print(
-            f"pagerank-proxy / plain mitmdump, one client, ~40 KB pages: p50 "
-            f"{pct(ours[0], 0.5) / pct(plain[0], 0.5):.2f}x (target <= 1.15x), p95 "
-            f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.2f}x (target <= 1.30x); {args.clients} clients: throughput "
-            f"{statistics.median(ours[2]) / statistics.median(plain[2]):.2f}x (medians; target >= 0.9x; rounds' "
-            f"ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
-            f"{pct(loaded['pagerank-proxy'], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x (target <= 1.3x)"
-        )
+        for label, _, _ in targets[2:]:
+            ours = results[label]
+            ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
+            print(
+                f"{label} / plain mitmdump, one client, ~40 KB pages: p50 "
+                f"{pct(ours[0], 0.5) / pct(plain[0], 0.5):.2f}x (target <= 1.15x), p95 "
+                f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.2f}x (target <= 1.30x); {args.clients} clients: "
+                f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.2f}x (medians; target >= 0.9x; "
+                f"rounds' ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
+                f"{pct(loaded[label], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x (target <= 1.3x)"
+            )
     finally:
         for process in processes:
             process.terminate()
