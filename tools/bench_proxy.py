@@ -145,7 +145,7 @@ def main() -> None:
         "--throughput-passes",
         type=int,
         default=6,
-        help="passes over the ~40 KB pages in each round's throughput run (default 6: ~4 s each)",
+        help="passes over the ~40 KB pages in each round's throughput run (default 6)",
     )
     parser.add_argument("--clients", type=int, default=4, help="clients in the throughput runs (default 4)")
     parser.add_argument(
