@@ -175,7 +175,7 @@ def main() -> None:
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
         )
-        plain_port, ours_port = free_port(), free_port()
+        plain_port = free_port()
         mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
         processes.append(
             subprocess.Popen(
@@ -184,31 +184,17 @@ def main() -> None:
                 stderr=subprocess.DEVNULL,
             )
         )
-        thread_port = free_port()
-        for port, extra in ((ours_port, []), (thread_port, ["--set", "pagerank_workers=0"]))[
-            : 2 if args.thread_too else 1
-        ]:
+        ours = [("pagerank-proxy", free_port(), [])]  # label, port, mitmdump's extra arguments
+        if args.thread_too:
+            ours.append(("thread", free_port(), ["--set", "pagerank_workers=0"]))
+        for _, port, extra in ours:
+            command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--", "-q"]
             processes.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "proxy_addon.cli",
-                        "--store",
-                        store,
-                        "--port",
-                        str(port),
-                        "--",
-                        "-q",
-                        *extra,
-                    ],
-                    cwd=ROOT,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
+                subprocess.Popen(command + extra, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
             wait(port)
         wait(plain_port)
+        ours_port = ours[0][1]
 
         pages = []
         for folder, _, files in os.walk(DOC):
@@ -219,9 +205,8 @@ def main() -> None:
         pages.sort()
         functions = site + "library/functions.html"
         body = latencies(ours_port, [functions], True)  # warm up every path once
-        for port, proxied in ((origin_port, False), (plain_port, True), (ours_port, True), (thread_port, True)):
-            if port != thread_port or args.thread_too:
-                latencies(port, pages[:20], proxied)
+        for port, proxied in [(origin_port, False), (plain_port, True)] + [(port, True) for _, port, _ in ours]:
+            latencies(port, pages[:20], proxied)
         proxied_body = fetch(http.client.HTTPConnection("127.0.0.1", ours_port), functions, True)
         mean = statistics.mean(os.path.getsize(DOC + "/" + p[len(site) :]) for p in pages) / 1024
         print(
@@ -231,12 +216,10 @@ def main() -> None:
             f"{proxied_body.count(b'<pagerank-bar')} bars"
         )
         del body
-        # Rounds alternate between the three, so that this VM's drifts in speed touch each alike.
-        targets = [("direct", origin_port, False), ("mitmdump", plain_port, True), ("pagerank-proxy", ours_port, True)]
-        pids = {"direct": processes[0].pid, "mitmdump": processes[1].pid, "pagerank-proxy": processes[2].pid}
-        if args.thread_too:
-            targets.append(("thread", thread_port, True))
-            pids["thread"] = processes[3].pid
+        # Rounds alternate between them, so that this VM's drifts in speed touch each alike.
+        targets = [("direct", origin_port, False), ("mitmdump", plain_port, True)]
+        targets += [(label, port, True) for label, port, _ in ours]
+        pids = {label: process.pid for (label, _, _), process in zip(targets, processes)}
         results: dict[str, tuple[list, list, list]] = {label: ([], [], []) for label, _, _ in targets}
         loaded: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # latencies under load
         opening: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # each client's first page
