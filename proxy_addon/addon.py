@@ -14,6 +14,7 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -106,6 +107,11 @@ class PageRankProxy:
             self.workers = Workers(count, settings.store, settings.ranking, settings.panel)  # started in running()
 
     async def running(self) -> None:
+        # What mitmproxy and this addon have loaded lives as long as the proxy: frozen, the cycle collector stops
+        # walking it at each full collection, which under load would otherwise repeat every few seconds over
+        # every module, class and function loaded (this addon's imports among them), holding every client.
+        gc.collect()
+        gc.freeze()
         if self.workers is not None:
             await self.workers.start()  # so that the first page finds them warm (else: at first use)
 

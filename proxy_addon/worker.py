@@ -1,17 +1,23 @@
 """Page rewriting in worker processes, so it runs beside mitmproxy rather than under its GIL.
 
 The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL [FD SIZE]`` processes
-and talks to them over their standard input and output, which mitmproxy's own
-event loop reads and writes: no helper threads in the proxy (a
-``concurrent.futures`` process pool adds two, and their hand-offs under the
-GIL cost more than the rewrite itself).  A job is one length-prefixed pickle:
+and talks to them over two pipes of each, its standard input and output, whose
+other ends mitmproxy's own event loop writes and reads without blocking: no
+helper threads in the proxy (a ``concurrent.futures`` process pool adds two,
+and their hand-offs under the GIL cost more than the rewrite itself), and no
+asyncio streams (a reader callback gives each answer to its page in the turn
+it arrives).  A job is one length-prefixed pickle:
 
 * ``("page", raw body, content_type, url, content_encoding, limit, max_links)``,
   answered ``(True, (new_body, links, ranked, panel kept))``, ``(True, reason)`` for a page
   left untouched, or ``(False, message)``.  A body that sits in the shared
-  region (below) is sent as its length instead of its bytes.
+  region (below) is sent as ``(offset, length, room)`` instead of its bytes.
 * ``("prepare", url)``, not answered: the worker makes the page's panel while
   its request is still on its way to the origin (:meth:`Workers.prepare`).
+
+A worker answers its jobs in the order they came, and holds up to
+``JOBS_IN_FLIGHT`` of them: it takes its next job while the proxy has yet to
+read its last answer (:class:`Workers`).
 
 A worker keeps the panels it made, each with the store's version: a page's job
 uses its panel while nothing has been committed to the store since
@@ -19,12 +25,12 @@ uses its panel while nothing has been committed to the store since
 earlier visit.
 
 Bodies travel through a region of shared memory of each worker's own (a
-``memfd`` of SIZE bytes the worker inherits as file descriptor FD), and the
-pipes carry only the small messages that say how long they are (a ~40 KB page
-and its ~70 KB answer through pipes of 64 KB take several system calls and
-wake-ups each way).  A body or answer
-larger than the region, or a system without ``memfd_create``, goes through the
-pipe inside the pickle instead.
+``memfd`` of SIZE bytes the worker inherits as file descriptor FD, a slot of
+``SHARED_BYTES`` for each job it may hold), and the pipes carry only the small
+messages that say where they are (a ~40 KB page and its ~70 KB answer through
+pipes of 64 KB take several system calls and wake-ups each way).  The answer
+goes back in the job's slot.  A body or answer larger than a slot, or a system
+without ``memfd_create``, goes through the pipe inside the pickle instead.
 
 Each worker keeps one read-only store connection, opened before its first job.
 """
@@ -32,7 +38,10 @@ Each worker keeps one read-only store connection, opened before its first job.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
+import gc
+import logging
 import mmap
 import os
 import pickle
@@ -49,11 +58,16 @@ from .rewrite import panel as render_panel
 
 __all__ = ["rewrite_page", "prepare_panel", "Workers", "WorkerError", "serve"]
 
+log = logging.getLogger(__name__)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _HEADER = struct.Struct("!I")
-# Per worker; only the pages ever touched take memory.  Any body under the default pagerank_max_body (8 MiB)
-# fits: a big page pickled through the pipe instead costs mitmproxy's event loop a copy and a write per 64 KB.
+# A job's slot of its worker's shared region; only the pages ever touched take memory.  Any body under the
+# default pagerank_max_body (8 MiB) fits: a big page pickled through the pipe instead costs mitmproxy's event
+# loop a copy and a write per 64 KB.
 SHARED_BYTES = 16 * 1024 * 1024  # 0: pipes only
+# Jobs a worker holds at once (each with its slot): it takes the next before the proxy has read the last answer.
+JOBS_IN_FLIGHT = 4
 _ranks: dict[tuple[str, str, int], Ranks] = {}
 
 
@@ -158,6 +172,8 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
         _ranks_for(store, ranking, panel)
     except Exception as error:  # reported with each job instead
         print(f"pagerank worker: {error}", file=sys.stderr)
+    gc.collect()
+    gc.freeze()  # what is loaded now lives as long as the worker: full collections need not walk it
     while True:
         header = _read(jobs, _HEADER.size)
         if len(header) < _HEADER.size:
@@ -174,13 +190,16 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
                 except Exception:  # a guess: the page's job makes the panel itself (and says why, if it fails)
                     pass
                 continue
-            if isinstance(sent, int):  # its length: the bytes are in the shared region
+            room = 0
+            if isinstance(sent, tuple):  # where the bytes are in the shared region, and the room there
                 assert shared is not None
-                sent = shared[:sent]
+                offset, length, room = sent
+                sent = shared[offset : offset + length]
             done = rewrite_page(store, ranking, panel, sent, *job)
             answer: tuple[bool, object] = (True, done)
-            if not isinstance(done, str) and shared is not None and len(done[0]) <= shared_size:
-                shared[: len(done[0])] = done[0]
+            if not isinstance(done, str) and len(done[0]) <= room:  # the answer goes where the page came
+                assert shared is not None
+                shared[offset : offset + len(done[0])] = done[0]
                 answer = (True, (len(done[0]), *done[1:]))
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = (False, f"{type(error).__name__}: {error}")
@@ -192,30 +211,58 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
 # ------------------------------------------------------------------ the proxy's side
 
 
+class _Worker:
+    """One worker process and the proxy's ends of its two pipes (both non-blocking)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, jobs: int, answers: int, shared: mmap.mmap | None):
+        self.process, self.jobs, self.answers, self.shared = process, jobs, answers, shared
+        self.free = list(range(JOBS_IN_FLIGHT - 1, -1, -1)) if shared is not None else []  # its slots, 0 on top
+        self.pending: collections.deque[_Job] = collections.deque()  # sent, their answers due in this order
+        self.inbox = bytearray()  # answers read, not yet whole
+        self.outbox = bytearray()  # jobs not yet written (its pipe was full)
+        self.panels: dict[str, None] = {}  # the pages whose panel it keeps (asked ahead, or made in a job)
+        self.preparing = False  # asked to prepare a panel since its last job
+
+
+class _Job:
+    __slots__ = ("future", "slot", "url")
+
+    def __init__(self, future: asyncio.Future, slot: int | None, url: str):
+        self.future, self.slot, self.url = future, slot, url
+
+
 class Workers:
-    """``count`` worker processes, each doing one page at a time, driven by the event loop."""
+    """``count`` worker processes driven by the event loop, each with up to ``JOBS_IN_FLIGHT`` jobs at once.
+
+    A job goes to the worker with the fewest jobs in hand (the first one of
+    those: with one client, always the same warm worker), and waits only when
+    every worker has ``JOBS_IN_FLIGHT``.  A worker answers its jobs in the order
+    they came; the event loop reads its answers in a reader callback, which
+    gives each job's result to its page at once.  So a worker takes its next job
+    without waiting for the event loop to collect its last answer: under load
+    the loop turns at its own pace, and the workers never idle on it.
+    """
 
     def __init__(self, count: int, store: str, ranking: str, panel: int):
         self.count = count
         self.args = (store, ranking, str(panel))
-        self._idle: asyncio.Queue | None = None
-        self._processes: list[asyncio.subprocess.Process] = []
-        self._shared: dict[asyncio.subprocess.Process, mmap.mmap] = {}
-        self._preparing: set[asyncio.subprocess.Process] = set()  # asked to prepare a panel since their last job
-        self._answer_fds: dict[asyncio.subprocess.Process, int] = {}  # the pipe of each one's answers
-        # the pages whose panel each process has made (asked ahead, or in the page's job) and keeps
-        self._panels: dict[asyncio.subprocess.Process, dict[str, None]] = {}
+        self._workers: list[_Worker] = []  # in the order they started: the first ones are preferred
+        self._waiting: collections.deque[tuple[asyncio.Future, bytes, tuple]] = collections.deque()
+        self._spawning: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
+        self._started = False
 
-    async def _spawn(self) -> asyncio.subprocess.Process:
+    async def _spawn(self) -> _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        size, fd, shared = SHARED_BYTES, None, None
+        size, fd, shared = SHARED_BYTES * JOBS_IN_FLIGHT, None, None
         if hasattr(os, "memfd_create") and size > 0:
             fd = os.memfd_create("pagerank-worker")
             os.ftruncate(fd, size)
             shared = mmap.mmap(fd, size)
+        jobs_read, jobs = os.pipe()
+        answers, answers_write = os.pipe()
         try:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -223,131 +270,217 @@ class Workers:
                 "proxy_addon.worker",
                 *self.args,
                 *((str(fd), str(size)) if shared else ()),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdin=jobs_read,
+                stdout=answers_write,
                 env=env,
                 pass_fds=(fd,) if shared is not None and fd is not None else (),
             )
+        except BaseException:
+            for end in (jobs, answers):
+                os.close(end)
+            if shared is not None:
+                shared.close()
+            raise
         finally:
-            if fd is not None:
-                os.close(fd)  # the mappings keep the memory
-        self._processes.append(process)
-        if shared is not None:
-            self._shared[process] = shared
-        pipe = process._transport.get_pipe_transport(1).get_extra_info("pipe")  # type: ignore[attr-defined]
-        self._answer_fds[process] = pipe.fileno()
-        return process
+            for end in (jobs_read, answers_write) + ((fd,) if fd is not None else ()):
+                os.close(end)  # the worker's ends are its own now; the mappings keep the memory
+        os.set_blocking(jobs, False)
+        os.set_blocking(answers, False)
+        worker = _Worker(process, jobs, answers, shared)
+        asyncio.get_running_loop().add_reader(answers, self._readable, worker)
+        self._workers.append(worker)
+        return worker
 
     async def start(self) -> None:
         """Start the processes (once per event loop); they open the store before their first job."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             self.close()
-            self._loop, self._lock, self._idle = loop, asyncio.Lock(), None
+            self._loop, self._lock, self._started = loop, asyncio.Lock(), False
         assert self._lock is not None
         async with self._lock:
-            if self._idle is None:
-                idle: asyncio.Queue = asyncio.LifoQueue()  # the most recently busy worker first: warm caches
+            if not self._started:
                 for _ in range(self.count):
-                    idle.put_nowait(await self._spawn())
-                self._idle = idle
+                    await self._spawn()
+                self._started = True
 
     def all_idle(self) -> bool:
         """Is every worker free right now (started, in this event loop): is the proxy quiet?"""
         return (
-            self._idle is not None
-            and self._idle.qsize() == len(self._processes)
+            self._started
             and self._loop is asyncio.get_running_loop()
+            and not self._waiting
+            and all(not worker.pending for worker in self._workers)
         )
 
+    def _next(self) -> _Worker | None:
+        """The worker that the next job goes to: the first of those with the fewest jobs, if one has room."""
+        best = None
+        for worker in self._workers:
+            if best is None or len(worker.pending) < len(best.pending):
+                best = worker
+        return best if best is not None and len(best.pending) < JOBS_IN_FLIGHT else None
+
     def prepare(self, url: str) -> None:
-        """Have the idle worker that the next job goes to make the panel of the page at ``url`` now.
+        """Have the worker that the next job goes to make the panel of the page at ``url`` now.
 
         Sent when a page's request leaves for the origin: the worker makes the
         panel meanwhile (unless it has it already) and keeps it, and the page's
-        job (the next one it gets, the idle workers being a stack) skips that
-        part.  Nothing is answered, so it costs the event loop one write; a
-        commit to the store meanwhile, and the panel is made again with the page.
-        One at a time: a worker asked already gets no other until its next job.
-        A worker that has made the page's panel already (ahead, or in an earlier
-        job) is not asked again: a wake-up then takes the core from the proxy
-        while the request is on its way, for nothing.
+        job (the next one it gets) skips that part.  Nothing is answered, so it
+        costs the event loop one write; a commit to the store meanwhile, and the
+        panel is made again with the page.  One at a time: a worker asked already
+        gets no other until its next job.  A worker that has made the page's
+        panel already (ahead, or in an earlier job) is not asked again: a wake-up
+        then takes the core from the proxy while the request is on its way, for
+        nothing.
         """
-        idle = self._idle
-        if idle is None or idle.empty() or self._loop is not asyncio.get_running_loop():
+        if not self._started or self._loop is not asyncio.get_running_loop():
             return
-        process = idle.get_nowait()
-        idle.put_nowait(process)  # back on top: still the next one a job gets
-        if process in self._preparing:  # one at a time: a burst of requests must not queue guesses on it
+        worker = self._next()
+        if worker is None or worker.preparing:  # one at a time: a burst of requests must not queue guesses
             return
-        made = self._panels.setdefault(process, {})
-        if url in made:  # it keeps that panel: a revisit wakes no process before its job
+        if url in worker.panels:  # it keeps that panel: a revisit wakes no process before its job
             return
-        self._made(made, url)
-        self._preparing.add(process)
+        self._made(worker.panels, url)
+        worker.preparing = True
         payload = pickle.dumps(("prepare", url), protocol=pickle.HIGHEST_PROTOCOL)
-        assert process.stdin is not None
-        process.stdin.write(_HEADER.pack(len(payload)) + payload)
+        self._write(worker, _HEADER.pack(len(payload)) + payload)
 
     async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
         """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the page's panel if that worker
         keeps it: :meth:`prepare`)."""
-        if self._idle is None or self._loop is not asyncio.get_running_loop():
+        if not self._started or self._loop is not asyncio.get_running_loop():
             await self.start()
-        idle = self._idle
-        assert idle is not None
-        process = await idle.get()
-        self._preparing.discard(process)  # its job follows whatever it was asked to prepare
-        healthy = False
-        try:
-            shared = self._shared.get(process)
-            sent: bytes | int = body
-            if shared is not None and len(body) <= len(shared):
-                shared[: len(body)] = body
-                sent = len(body)  # the bytes travel in the shared region
-            payload = pickle.dumps(("page", sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
-            process.stdin.write(_HEADER.pack(len(payload)) + payload)
-            await process.stdin.drain()
-            self._answered_already(process)
-            (size,) = _HEADER.unpack(await process.stdout.readexactly(_HEADER.size))
-            ok, value = pickle.loads(await process.stdout.readexactly(size))
-            if ok and not isinstance(value, str):
-                if isinstance(value[0], int):
-                    assert shared is not None
-                    value = (shared[: value[0]],) + value[1:]
-                self._made(self._panels.setdefault(process, {}), job[1])  # its panel too, if it has one
-            healthy = True
-        except (asyncio.IncompleteReadError, ConnectionError) as error:
-            raise WorkerError(f"a rewriting process exited (status {process.returncode})") from error
-        finally:
-            if healthy:
-                idle.put_nowait(process)
-            else:  # died, or the flow was cancelled mid-answer: a fresh process takes its place
-                self._discard(process)
-                if idle is self._idle:
-                    idle.put_nowait(await asyncio.shield(self._spawn()))
-        if not ok:
-            raise WorkerError(value)
-        return value
+        future = asyncio.get_running_loop().create_future()
+        worker = self._next()
+        if worker is None or self._waiting:
+            self._waiting.append((future, body, job))  # every worker is full: the first slot freed takes it
+        else:
+            self._send(worker, future, body, job)
+        return await future
 
-    def _answered_already(self, process: asyncio.subprocess.Process) -> None:
-        """Give the process's reader what it has answered already, before the event loop's next turn.
+    def _send(self, worker: _Worker, future: asyncio.Future, body: bytes, job: tuple) -> None:
+        worker.preparing = False  # its job follows whatever it was asked to prepare
+        sent: bytes | tuple[int, int, int] = body
+        slot = None
+        if worker.shared is not None and len(body) <= SHARED_BYTES and worker.free:
+            slot = worker.free.pop()
+            offset = slot * SHARED_BYTES
+            worker.shared[offset : offset + len(body)] = body
+            sent = (offset, len(body), SHARED_BYTES)  # the bytes travel in its slot of the shared region
+        worker.pending.append(_Job(future, slot, job[1]))
+        payload = pickle.dumps(("page", sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
+        self._write(worker, _HEADER.pack(len(payload)) + payload)
 
-        A worker woken by its job often runs on the proxy's own core (the
-        scheduler places it beside its waker) and has answered by the time the
-        proxy runs again: read at once, the answer costs no turn of the loop (a
-        poll, a read callback, then the task's step).  The bytes stay in order:
-        the transport's reads and this one feed one reader, on the loop's thread.
-        """
-        fd = self._answer_fds.get(process)
-        if fd is None or process.stdout is None:
+    def _write(self, worker: _Worker, data: bytes) -> None:
+        """Write to a worker's input now, or as soon as its pipe has room (the rest, in order)."""
+        if worker.outbox:
+            worker.outbox += data
             return
         try:
-            data = os.read(fd, 1 << 16)
-        except OSError:  # nothing yet (EAGAIN): the loop waits for it; an error: the transport reports it
+            written = os.write(worker.jobs, data)
+        except BlockingIOError:
+            written = 0
+        except OSError:  # its end is closed: it has exited (its answers' pipe tells the rest)
+            self._lost(worker)
             return
-        if data:  # b"": the end of the pipe, which the transport sees and reports itself
-            process.stdout.feed_data(data)
+        if written < len(data):
+            worker.outbox += data[written:]
+            asyncio.get_running_loop().add_writer(worker.jobs, self._writable, worker)
+
+    def _writable(self, worker: _Worker) -> None:
+        try:
+            written = os.write(worker.jobs, worker.outbox)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._lost(worker)
+            return
+        del worker.outbox[:written]
+        if not worker.outbox:
+            asyncio.get_running_loop().remove_writer(worker.jobs)
+
+    def _readable(self, worker: _Worker) -> None:
+        """Read a worker's answers and give each to its job, in the order the jobs were sent."""
+        try:
+            data = os.read(worker.answers, 1 << 18)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the end of its pipe: it has exited
+            asyncio.get_running_loop().remove_reader(worker.answers)
+            self._lost(worker)
+            return
+        inbox = worker.inbox
+        inbox += data
+        try:
+            while len(inbox) >= _HEADER.size:
+                (size,) = _HEADER.unpack_from(inbox)
+                if len(inbox) < _HEADER.size + size:
+                    break
+                payload = bytes(inbox[_HEADER.size : _HEADER.size + size])
+                del inbox[: _HEADER.size + size]
+                self._answered(worker, worker.pending.popleft(), payload)
+        except Exception:  # not an answer to a job sent: whatever it says next cannot be trusted either
+            log.exception("pagerank: a rewriting process answered out of turn; it is replaced")
+            self._lost(worker)
+        self._dispatch()
+
+    def _answered(self, worker: _Worker, job: _Job, payload: bytes) -> None:
+        ok, value = pickle.loads(payload)
+        if ok and not isinstance(value, str):
+            if isinstance(value[0], int):  # its length: the bytes are in the job's slot
+                assert worker.shared is not None and job.slot is not None
+                offset = job.slot * SHARED_BYTES
+                value = (worker.shared[offset : offset + value[0]],) + tuple(value[1:])
+            self._made(worker.panels, job.url)  # its panel too, if it has one
+        if job.slot is not None:
+            worker.free.append(job.slot)
+        if job.future.done():  # cancelled: its flow has gone meanwhile
+            return
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(WorkerError(value))
+
+    def _dispatch(self) -> None:
+        """Give the jobs that wait to the workers with room, in the order they came."""
+        while self._waiting:
+            worker = self._next()
+            if worker is None:
+                return
+            future, body, job = self._waiting.popleft()
+            if not future.done():
+                self._send(worker, future, body, job)
+
+    def _lost(self, worker: _Worker) -> None:
+        """A worker has exited (or its pipes broke): its jobs fail, their pages pass untouched, and a fresh
+        process takes its place."""
+        if worker not in self._workers:
+            return
+        self._discard(worker)
+        status = worker.process.returncode
+        error = WorkerError("a rewriting process exited" + (f" (status {status})" if status is not None else ""))
+        for job in worker.pending:
+            if not job.future.done():
+                job.future.set_exception(error)
+        worker.pending.clear()
+        if self._started and self._loop is not None and not self._loop.is_closed():
+            task = self._loop.create_task(self._replace())
+            self._spawning.add(task)
+            task.add_done_callback(self._spawning.discard)
+
+    async def _replace(self) -> None:
+        try:
+            await self._spawn()
+        except Exception as error:  # no process to be had: the jobs that wait pass untouched
+            while self._waiting:
+                future, _, _ = self._waiting.popleft()
+                if not future.done():
+                    future.set_exception(WorkerError(f"no rewriting process could start: {error}"))
+            return
+        self._dispatch()
 
     @staticmethod
     def _made(made: dict[str, None], url: str) -> None:
@@ -357,34 +490,44 @@ class Workers:
             made.clear()
         made[url] = None
 
-    def _discard(self, process: asyncio.subprocess.Process) -> None:
-        self._preparing.discard(process)
-        self._panels.pop(process, None)
-        if process in self._processes:
-            self._processes.remove(process)
-        if process.returncode is None:
-            process.kill()
-        self._release(process)
-
-    def _release(self, process: asyncio.subprocess.Process) -> None:
-        """Close a worker's pipes now rather than at garbage collection (perhaps after its loop has
-        ended), and its shared memory."""
-        self._answer_fds.pop(process, None)  # its number may soon name another file
-        transport = getattr(process, "_transport", None)
+    def _discard(self, worker: _Worker) -> None:
+        """Stop reading and writing a worker, end it if it still runs, and free its pipes and memory."""
+        if worker in self._workers:
+            self._workers.remove(worker)
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and worker.answers >= 0:
+            loop.remove_reader(worker.answers)
+            loop.remove_writer(worker.jobs)
+        for end in (worker.jobs, worker.answers):
+            if end >= 0:
+                os.close(end)
+        worker.jobs = worker.answers = -1
+        if worker.process.returncode is None:
+            try:
+                worker.process.kill()
+            except ProcessLookupError:
+                pass
+        transport = getattr(worker.process, "_transport", None)
         if transport is not None:
             try:
                 transport.close()
             except RuntimeError:  # that event loop has already closed
                 pass
-        shared = self._shared.pop(process, None)
-        if shared is not None:
-            shared.close()
+        if worker.shared is not None:
+            worker.shared.close()
+            worker.shared = None
 
     def close(self) -> None:
-        """Stop every process (they would also exit on their own once the proxy's end of the pipe closes)."""
-        for process in list(self._processes):
-            self._discard(process)
-        self._idle = None
+        """Stop every process (they would also exit on their own once the proxy's end of the pipe closes);
+        the jobs in hand pass their pages untouched."""
+        workers, self._workers, self._started = list(self._workers), [], False
+        for worker in workers:
+            self._discard(worker)
+            for job in worker.pending:
+                if not job.future.done() and not job.future.get_loop().is_closed():
+                    job.future.set_exception(WorkerError("the rewriting processes were stopped"))
+        for task in list(self._spawning):
+            task.cancel()
 
     async def aclose(self, timeout: float = 2.0) -> None:
         """End every process and wait for it, from the event loop that started it.
@@ -393,17 +536,32 @@ class Workers:
         one that is still there after ``timeout`` seconds is killed.  Its pipes
         are closed here, not left for the garbage collector after the loop ends.
         """
-        processes, self._processes, self._idle = list(self._processes), [], None
-        for process in processes:
-            if process.stdin is not None:
-                process.stdin.close()
-        for process in processes:
+        workers, self._workers, self._started = list(self._workers), [], False
+        for task in list(self._spawning):
+            task.cancel()
+        loop = asyncio.get_running_loop()
+        for worker in workers:
+            loop.remove_writer(worker.jobs)
+            os.close(worker.jobs)
+            worker.jobs = -1
+        for worker in workers:
             try:
-                await asyncio.wait_for(process.wait(), timeout)
+                await asyncio.wait_for(worker.process.wait(), timeout)
             except TimeoutError:
-                process.kill()
-                await process.wait()
-            self._release(process)
+                worker.process.kill()
+                await worker.process.wait()
+            loop.remove_reader(worker.answers)
+            os.close(worker.answers)
+            worker.answers = -1
+            transport = getattr(worker.process, "_transport", None)
+            if transport is not None:
+                transport.close()
+            if worker.shared is not None:
+                worker.shared.close()
+                worker.shared = None
+            for job in worker.pending:
+                if not job.future.done():
+                    job.future.set_exception(WorkerError("the rewriting processes were stopped"))
 
 
 if __name__ == "__main__":
