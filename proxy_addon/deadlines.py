@@ -33,7 +33,10 @@ log = logging.getLogger(__name__)
 class OriginDeadline:
     def __init__(self) -> None:
         self.timeout = 0
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        # flow id -> (deadline on the loop's clock, flow, what the origin had not done, seconds): one timer for
+        # them all, at the earliest, rather than one per flow (two a page, each a heap entry of the loop's)
+        self._deadlines: dict[str, tuple[float, http.HTTPFlow, str, int]] = {}
+        self._timer: asyncio.TimerHandle | None = None
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -68,21 +71,38 @@ class OriginDeadline:
         self._disarm(flow)
 
     def done(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._deadlines.clear()
 
     def _arm(self, flow: http.HTTPFlow, what: str) -> None:
         loop = asyncio.get_running_loop()
-        self._timers[flow.id] = loop.call_later(self.timeout, self._expire, flow, what, self.timeout)
+        deadline = loop.time() + self.timeout
+        self._deadlines[flow.id] = (deadline, flow, what, self.timeout)
+        if self._timer is None or deadline < self._timer.when():  # (earlier only if the timeout was lowered)
+            self._schedule(loop, deadline)
 
     def _disarm(self, flow: http.HTTPFlow) -> None:
-        timer = self._timers.pop(flow.id, None)
-        if timer is not None:
-            timer.cancel()
+        self._deadlines.pop(flow.id, None)
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_at(deadline, self._sweep, loop)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Cut off every flow past its deadline; the timer then waits for the earliest one left."""
+        self._timer = None
+        now = loop.time()
+        due = [key for key, (deadline, *_) in self._deadlines.items() if deadline <= now]
+        for key in due:
+            _, flow, what, seconds = self._deadlines.pop(key)
+            self._expire(flow, what, seconds)
+        if self._deadlines:
+            self._schedule(loop, min(deadline for deadline, *_ in self._deadlines.values()))
 
     def _expire(self, flow: http.HTTPFlow, what: str, seconds: int) -> None:
-        self._timers.pop(flow.id, None)
         response = flow.response
         if not flow.live or flow.error is not None:
             return

@@ -571,3 +571,29 @@ def test_the_marks_start_over_past_their_bound_and_with_a_new_version(store_path
         tables = [view.marks(f"http://c.example/{i}/") for i in range(7)]
         assert view.marks("http://c.example/0/") is not tables[0]
     ranks.close()
+
+
+async def test_one_timer_cuts_off_each_flow_at_its_own_deadline_and_none_after_its_answer():
+    from proxy_addon.deadlines import OriginDeadline
+
+    deadline = OriginDeadline()
+    with taddons.context(deadline) as context:
+        context.configure(deadline, pagerank_idle_timeout=1)
+        expired = []
+        deadline._expire = lambda flow, what, seconds: expired.append((flow, what, seconds))
+        first, second, answered = tflow.tflow(), tflow.tflow(), tflow.tflow()
+        deadline.request(first)
+        deadline.request(answered)
+        await asyncio.sleep(0.5)
+        deadline.request(second)
+        deadline.response(answered)  # answered in time: never cut off
+        assert len(deadline._deadlines) == 2
+        await asyncio.sleep(0.7)
+        assert expired == [(first, "sent no response", 1)]  # the second one's deadline has yet to come
+        assert deadline._timer is not None
+        await asyncio.sleep(0.5)
+        assert expired[1:] == [(second, "sent no response", 1)]
+        assert not deadline._deadlines and deadline._timer is None
+        deadline.request(first)
+        deadline.done()  # stopping: nothing is timed any more
+        assert not deadline._deadlines and deadline._timer is None
