@@ -68,6 +68,9 @@ _HEADER = struct.Struct("!I")
 SHARED_BYTES = 16 * 1024 * 1024  # 0: pipes only
 # Jobs a worker holds at once (each with its slot): it takes the next before the proxy has read the last answer.
 JOBS_IN_FLIGHT = 4
+# ... while the bodies it holds come to no more than this: no page waits behind a big one (a job's time grows
+# with its body), and a big one is sent only to a worker with nothing else in hand.
+PIPELINE_BYTES = 512 * 1024
 _ranks: dict[tuple[str, str, int], Ranks] = {}
 
 
@@ -218,6 +221,7 @@ class _Worker:
         self.process, self.jobs, self.answers, self.shared = process, jobs, answers, shared
         self.free = list(range(JOBS_IN_FLIGHT - 1, -1, -1)) if shared is not None else []  # its slots, 0 on top
         self.pending: collections.deque[_Job] = collections.deque()  # sent, their answers due in this order
+        self.load = 0  # the bytes of the bodies it holds
         self.inbox = bytearray()  # answers read, not yet whole
         self.outbox = bytearray()  # jobs not yet written (its pipe was full)
         self.panels: dict[str, None] = {}  # the pages whose panel it keeps (asked ahead, or made in a job)
@@ -225,18 +229,20 @@ class _Worker:
 
 
 class _Job:
-    __slots__ = ("future", "slot", "url")
+    __slots__ = ("future", "slot", "url", "size")
 
-    def __init__(self, future: asyncio.Future, slot: int | None, url: str):
-        self.future, self.slot, self.url = future, slot, url
+    def __init__(self, future: asyncio.Future, slot: int | None, url: str, size: int):
+        self.future, self.slot, self.url, self.size = future, slot, url, size
 
 
 class Workers:
     """``count`` worker processes driven by the event loop, each with up to ``JOBS_IN_FLIGHT`` jobs at once.
 
-    A job goes to the worker with the fewest jobs in hand (the first one of
-    those: with one client, always the same warm worker), and waits only when
-    every worker has ``JOBS_IN_FLIGHT``.  A worker answers its jobs in the order
+    A job goes to the worker with the least in hand (bytes of bodies; the first
+    one of those: with one client, always the same warm worker), and waits only
+    when no worker has room: ``JOBS_IN_FLIGHT`` jobs, and bodies of
+    ``PIPELINE_BYTES`` with it (a worker with nothing in hand has room for any
+    body).  A worker answers its jobs in the order
     they came; the event loop reads its answers in a reader callback, which
     gives each job's result to its page at once.  So a worker takes its next job
     without waiting for the event loop to collect its last answer: under load
@@ -313,13 +319,16 @@ class Workers:
             and all(not worker.pending for worker in self._workers)
         )
 
-    def _next(self) -> _Worker | None:
-        """The worker that the next job goes to: the first of those with the fewest jobs, if one has room."""
+    def _next(self, size: int = 0) -> _Worker | None:
+        """The worker that a job of a ``size``-byte body goes to: the first of those with the least in hand,
+        among those with room for it."""
         best = None
         for worker in self._workers:
-            if best is None or len(worker.pending) < len(best.pending):
+            if worker.pending and (len(worker.pending) >= JOBS_IN_FLIGHT or worker.load + size > PIPELINE_BYTES):
+                continue
+            if best is None or worker.load < best.load:
                 best = worker
-        return best if best is not None and len(best.pending) < JOBS_IN_FLIGHT else None
+        return best
 
     def prepare(self, url: str) -> None:
         """Have the worker that the next job goes to make the panel of the page at ``url`` now.
@@ -352,7 +361,7 @@ class Workers:
         if not self._started or self._loop is not asyncio.get_running_loop():
             await self.start()
         future = asyncio.get_running_loop().create_future()
-        worker = self._next()
+        worker = self._next(len(body))
         if worker is None or self._waiting:
             self._waiting.append((future, body, job))  # every worker is full: the first slot freed takes it
         else:
@@ -368,7 +377,8 @@ class Workers:
             offset = slot * SHARED_BYTES
             worker.shared[offset : offset + len(body)] = body
             sent = (offset, len(body), SHARED_BYTES)  # the bytes travel in its slot of the shared region
-        worker.pending.append(_Job(future, slot, job[1]))
+        worker.pending.append(_Job(future, slot, job[1], len(body)))
+        worker.load += len(body)
         payload = pickle.dumps(("page", sent, *job), protocol=pickle.HIGHEST_PROTOCOL)
         self._write(worker, _HEADER.pack(len(payload)) + payload)
 
@@ -421,7 +431,9 @@ class Workers:
                     break
                 payload = bytes(inbox[_HEADER.size : _HEADER.size + size])
                 del inbox[: _HEADER.size + size]
-                self._answered(worker, worker.pending.popleft(), payload)
+                done = worker.pending.popleft()
+                worker.load -= done.size
+                self._answered(worker, done, payload)
         except Exception:  # not an answer to a job sent: whatever it says next cannot be trusted either
             log.exception("pagerank: a rewriting process answered out of turn; it is replaced")
             self._lost(worker)
@@ -447,12 +459,15 @@ class Workers:
     def _dispatch(self) -> None:
         """Give the jobs that wait to the workers with room, in the order they came."""
         while self._waiting:
-            worker = self._next()
+            future, body, job = self._waiting[0]
+            if future.done():  # its flow has gone
+                self._waiting.popleft()
+                continue
+            worker = self._next(len(body))
             if worker is None:
                 return
-            future, body, job = self._waiting.popleft()
-            if not future.done():
-                self._send(worker, future, body, job)
+            self._waiting.popleft()
+            self._send(worker, future, body, job)
 
     def _lost(self, worker: _Worker) -> None:
         """A worker has exited (or its pipes broke): its jobs fail, their pages pass untouched, and a fresh
@@ -466,6 +481,7 @@ class Workers:
             if not job.future.done():
                 job.future.set_exception(error)
         worker.pending.clear()
+        worker.load = 0
         if self._started and self._loop is not None and not self._loop.is_closed():
             task = self._loop.create_task(self._replace())
             self._spawning.add(task)

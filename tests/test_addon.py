@@ -421,7 +421,7 @@ async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(a
     from proxy_addon.worker import _Job
 
     busy = addon.workers._workers[-1]  # one of the two is working: the proxy is not quiet
-    busy.pending.append(_Job(asyncio.get_running_loop().create_future(), None, site))
+    busy.pending.append(_Job(asyncio.get_running_loop().create_future(), None, site, 0))
     try:
         flow = await _through_with_request(addon, site + "index.html")
         assert not flow.metadata["pagerank"].endswith("panel kept")
@@ -571,6 +571,26 @@ def test_the_marks_start_over_past_their_bound_and_with_a_new_version(store_path
         tables = [view.marks(f"http://c.example/{i}/") for i in range(7)]
         assert view.marks("http://c.example/0/") is not tables[0]
     ranks.close()
+
+
+async def test_no_page_waits_in_a_worker_behind_a_big_one(addon, site, monkeypatch):
+    from proxy_addon import worker
+
+    monkeypatch.setattr(worker, "PIPELINE_BYTES", 1_000)
+    workers = addon.workers
+    await workers.start()
+    big = b"<html><body><a href='docs/'>Docs</a>" + b"<p>" * 700 + b"</body></html>"
+    small = [f"<html><body><p>{n}</p><a href='docs/'>Docs</a>{' ' * 250}</body></html>".encode() for n in range(4)]
+    assert len(big) > 1_000 and 3 * len(small[0]) <= 1_000 < 4 * len(small[0])
+    flows = [make_flow(site + "index.html", body) for body in (big, *small)]
+    hooks = [asyncio.ensure_future(run_hooks(addon, flow)) for flow in flows]
+    await asyncio.sleep(0)
+    first, second = workers._workers
+    assert [job.size for job in first.pending] == [len(big)]  # alone: nothing is sent to it while it works
+    assert len(second.pending) == 3 and len(workers._waiting) == 1  # the fourth would take it past 1,000 bytes
+    await asyncio.gather(*hooks)
+    assert all(flow.metadata["pagerank"].startswith("1 bars") for flow in flows)
+    assert first.load == second.load == 0 and workers.all_idle()
 
 
 async def test_one_timer_cuts_off_each_flow_at_its_own_deadline_and_none_after_its_answer():
