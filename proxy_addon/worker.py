@@ -229,6 +229,9 @@ class _Worker:
 
 
 class _Job:
+    """A job sent to a worker: its page's future, its slot (None: the body went through the pipe), its
+    page's URL (whose panel the worker then keeps) and its body's size."""
+
     __slots__ = ("future", "slot", "url", "size")
 
     def __init__(self, future: asyncio.Future, slot: int | None, url: str, size: int):
@@ -242,11 +245,11 @@ class Workers:
     one of those: with one client, always the same warm worker), and waits only
     when no worker has room: ``JOBS_IN_FLIGHT`` jobs, and bodies of
     ``PIPELINE_BYTES`` with it (a worker with nothing in hand has room for any
-    body).  A worker answers its jobs in the order
-    they came; the event loop reads its answers in a reader callback, which
-    gives each job's result to its page at once.  So a worker takes its next job
-    without waiting for the event loop to collect its last answer: under load
-    the loop turns at its own pace, and the workers never idle on it.
+    body).  A worker answers its jobs in the order they came; the event loop
+    reads its answers in a reader callback, which gives each job's result to
+    its page at once.  So a worker takes its next job without waiting for the
+    event loop to collect its last answer: under load the loop turns at its own
+    pace, and the workers never idle on it.
     """
 
     def __init__(self, count: int, store: str, ranking: str, panel: int):
