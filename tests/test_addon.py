@@ -573,6 +573,26 @@ def test_the_marks_start_over_past_their_bound_and_with_a_new_version(store_path
     ranks.close()
 
 
+async def test_pages_larger_than_a_pipe_holds_go_through_it_whole_and_in_order(site, store_path, monkeypatch):
+    from proxy_addon import worker
+
+    monkeypatch.setattr(worker, "SHARED_BYTES", 0)  # every body and answer in the pipes (64 KB each)
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        context.configure(addon, rankstore=store_path, pagerank_workers=1, pagerank_max_links=0)
+        await addon.running()
+        link = b"<a href='docs/'>Docs</a><p>%d</p>"
+        pages = [b"<html><body>" + (link % n) * 40_000 + b"</body></html>" for n in (1, 2)]
+        assert all(len(page) > 16 * 64 * 1024 for page in pages)
+        flows = [make_flow(site + "index.html", page) for page in pages]
+        await asyncio.gather(*(run_hooks(addon, flow) for flow in flows))  # both jobs in the one worker's pipe
+        for n, flow in enumerate(flows, 1):
+            text = outside_panel(flow.response.text)
+            assert text.count("<pagerank-bar") == 40_000 and f"<p>{n}</p>" in text and f"<p>{3 - n}</p>" not in text
+        assert not addon.workers._workers[0].outbox
+        await addon.workers.aclose()
+
+
 async def test_no_page_waits_in_a_worker_behind_a_big_one(addon, site, monkeypatch):
     from proxy_addon import worker
 
