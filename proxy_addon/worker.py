@@ -1,8 +1,8 @@
 """Page rewriting in worker processes, so it runs beside mitmproxy rather than under its GIL.
 
 The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL [FD SIZE]`` processes
-and talks to them over two pipes of each, its standard input and output, whose
-other ends mitmproxy's own event loop writes and reads without blocking: no
+and talks to each over two pipes, its standard input and output, whose other
+ends mitmproxy's own event loop writes and reads without blocking: no
 helper threads in the proxy (a ``concurrent.futures`` process pool adds two,
 and their hand-offs under the GIL cost more than the rewrite itself), and no
 asyncio streams (a reader callback gives each answer to its page in the turn
