@@ -366,7 +366,7 @@ class Workers:
         future = asyncio.get_running_loop().create_future()
         worker = self._next(len(body))
         if worker is None or self._waiting:
-            self._waiting.append((future, body, job))  # every worker is full: the first slot freed takes it
+            self._waiting.append((future, body, job))  # no worker has room, or jobs wait already: in turn
         else:
             self._send(worker, future, body, job)
         return await future
