@@ -7,7 +7,8 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_max_body`` (larger bodies stream through untouched),
 ``pagerank_panel`` (backlinks shown in the panel; 0 for no panel),
 ``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread),
-``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit);
+``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit),
+``pagerank_large_page_rate`` (megabytes a second for pages of 1 MiB or more: :mod:`.pacing`);
 ``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, loaded beside it.
 """
 
@@ -30,6 +31,7 @@ from mitmproxy import ctx, exceptions, http
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings
+from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
@@ -45,6 +47,7 @@ class PageRankProxy:
         self.settings: Settings | None = None
         self.ranks: Ranks | None = None
         self.workers: Workers | None = None
+        self.pacer: Pacer | None = None
         self.stopping = False  # done() has run: the pages still arriving pass untouched
 
     def load(self, loader) -> None:
@@ -69,6 +72,13 @@ class PageRankProxy:
             20_000,
             "Pages with more link tags than this pass through untouched (0: no limit).",
         )
+        loader.add_option(
+            "pagerank_large_page_rate",
+            int,
+            50,
+            "Megabytes a second at which HTML pages of 1 MiB or more pass, together, past a burst of "
+            "pagerank_max_body: a run of large pages waits its turn, so other clients keep their pace (0: no limit).",
+        )
 
     def configure(self, updated) -> None:
         if not updated & {
@@ -78,6 +88,7 @@ class PageRankProxy:
             "pagerank_panel",
             "pagerank_workers",
             "pagerank_max_links",
+            "pagerank_large_page_rate",
         }:
             return
         settings = parse_settings(
@@ -86,12 +97,13 @@ class PageRankProxy:
             ctx.options.pagerank_max_body,
             ctx.options.pagerank_panel,
             ctx.options.pagerank_max_links,
+            ctx.options.pagerank_large_page_rate,
         )
         if settings is None:
             if self.ranks is not None:
                 self.ranks.close()
             self._stop_workers()
-            self.settings = self.ranks = None
+            self.settings = self.ranks = self.pacer = None
             log.warning("pagerank: no store set (--set rankstore=PATH): pages pass through unchanged")
             return
         try:
@@ -102,6 +114,7 @@ class PageRankProxy:
             self.ranks.close()
         self._stop_workers()
         self.settings, self.ranks = settings, ranks
+        self.pacer = Pacer(settings.large_page_rate * 1e6, settings.max_body) if settings.large_page_rate else None
         count = max(0, ctx.options.pagerank_workers)
         if count:
             self.workers = Workers(count, settings.store, settings.ranking, settings.panel)  # started in running()
@@ -178,6 +191,15 @@ class PageRankProxy:
         if not body or len(body) > self.settings.max_body:
             return
         settings = self.settings
+        waited = ""
+        if self.pacer is not None:
+            loop = asyncio.get_running_loop()
+            wait = self.pacer.delay(len(body), loop.time())
+            if wait:
+                await asyncio.sleep(wait)  # a large page behind others: its turn (proxy_addon.pacing)
+                if self.stopping or not flow.live or flow.error or flow.response is not response:
+                    return
+                waited = f", after {wait * 1000:.0f} ms for its turn"
         content_type, url = response.headers.get("content-type"), flow.request.url
         job = (content_type, url, response.headers.get("content-encoding"), settings.max_body, settings.max_links)
         done: tuple[bytes, int, int, bool] | str
@@ -191,10 +213,10 @@ class PageRankProxy:
                 )
         except (StoreError, WorkerError) as error:
             log.warning("pagerank: %s: %s", url, error)
-            flow.metadata["pagerank"] = f"untouched: {error}"
+            flow.metadata["pagerank"] = f"untouched: {error}{waited}"
             return
         if isinstance(done, str):
-            flow.metadata["pagerank"] = f"untouched: {done}"
+            flow.metadata["pagerank"] = f"untouched: {done}{waited}"
             return
         if not flow.live or flow.error or flow.response is not response:
             return  # the client has gone, or the flow was killed, while the page was rewritten
@@ -211,6 +233,7 @@ class PageRankProxy:
         flow.metadata["pagerank"] = (
             f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
             + (", panel kept" if kept else "")
+            + waited
         )
 
     async def done(self) -> None:

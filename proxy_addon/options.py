@@ -19,9 +19,12 @@ class Settings:
     max_body: int
     panel: int
     max_links: int = 20_000
+    large_page_rate: int = 50  # megabytes a second (proxy_addon.pacing); 0: no limit
 
 
-def parse_settings(store: str, ranking: str, max_body: int, panel: int, max_links: int = 20_000) -> Settings | None:
+def parse_settings(
+    store: str, ranking: str, max_body: int, panel: int, max_links: int = 20_000, large_page_rate: int = 50
+) -> Settings | None:
     """Check the options; OptionsError with a message a user can act on.
 
     None while no store is set: the addon is then idle and passes everything on.
@@ -36,7 +39,9 @@ def parse_settings(store: str, ranking: str, max_body: int, panel: int, max_link
         raise exceptions.OptionsError("pagerank_panel must be between 0 and 100")
     if max_links < 0:
         raise exceptions.OptionsError("pagerank_max_links must be 0 (no limit) or more")
-    return Settings(store, ranking or "pagerank", max_body, panel, max_links)
+    if large_page_rate < 0:
+        raise exceptions.OptionsError("pagerank_large_page_rate must be 0 (no limit) or more megabytes a second")
+    return Settings(store, ranking or "pagerank", max_body, panel, max_links, large_page_rate)
 
 
 def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:

@@ -187,6 +187,31 @@ def test_options_are_checked(tmp_path):
         parse_settings(__file__, "pagerank", 10_000, 1000)
 
 
+def test_a_negative_large_page_rate_is_refused():
+    with pytest.raises(exceptions.OptionsError, match="pagerank_large_page_rate"):
+        parse_settings(__file__, "pagerank", 10_000, 10, large_page_rate=-1)
+
+
+async def test_a_run_of_large_pages_waits_its_turn_and_a_small_page_never_does(addon, site, store_path):
+    from proxy_addon.pacing import LARGE_PAGE
+
+    large = b"<html><body><a href='docs/'>Docs</a>" + b" " * LARGE_PAGE + b"</body></html>"
+    with taddons.context(addon) as context:
+        # a burst of 1.2 MiB at 10 MB/s: the first large page goes at once, the second waits ~0.1 s for its turn
+        context.configure(addon, rankstore=store_path, pagerank_max_body=1_258_291, pagerank_large_page_rate=10)
+        await addon.running()
+        flows = [make_flow(site + "index.html", body) for body in (large, large, b"<a href='docs/'>Docs</a>")]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await asyncio.gather(*(run_hooks(addon, flow) for flow in flows))
+        elapsed = loop.time() - started
+        first, second, small = (flow.metadata["pagerank"] for flow in flows)
+        assert first.startswith("1 bars") and "turn" not in first and "turn" not in small
+        waited = re.fullmatch(r"1 bars .*, after (\d+) ms for its turn", second)
+        assert waited is not None  # 2 pages less the burst at 10 MB/s, less the moments between their hooks
+        assert 50 <= int(waited[1]) <= (2 * len(large) - 1_258_291) / 10e6 * 1000 + 1 <= elapsed * 1000 + 1
+
+
 def test_missing_ranking_is_an_options_error(store_path, tmp_path):
     unranked = str(tmp_path / "unranked.db")
     with Store(store_path, readonly=True) as source, Store(unranked) as store:
