@@ -49,6 +49,7 @@ class PageRankProxy:
         self.workers: Workers | None = None
         self.pacer: Pacer | None = None
         self.stopping = False  # done() has run: the pages still arriving pass untouched
+        self.in_flight: set[str] = set()  # the flows between their request and their response or error
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -134,6 +135,7 @@ class PageRankProxy:
             self.workers = None
 
     async def request(self, flow: http.HTTPFlow) -> None:
+        self.in_flight.add(flow.id)
         if flow.request.host != PROXY_HOST and flow.request.pretty_host != PROXY_HOST:
             # the first test is cheap and answers most flows (the host of a proxy request's URL)
             self._prepare_panel(flow)
@@ -178,6 +180,7 @@ class PageRankProxy:
             flow.metadata["pagerank"] = "candidate"  # its body, once whole, goes to a worker
 
     async def response(self, flow: http.HTTPFlow) -> None:
+        self.in_flight.discard(flow.id)
         if self.settings is None or flow.response is None or flow.response.stream or self.stopping:
             return
         verdict = flow.metadata.get("pagerank")
@@ -205,7 +208,8 @@ class PageRankProxy:
         done: tuple[bytes, int, int, bool] | str
         try:
             if self.workers is not None:
-                done = await self.workers.rewrite(body, *job)
+                # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
+                done = await self.workers.rewrite(body, *job, poll=not self.in_flight)
             else:
                 # SQLite and the rewrite off the event loop: other flows go on meanwhile
                 done = await asyncio.to_thread(
@@ -235,6 +239,9 @@ class PageRankProxy:
             + (", panel kept" if kept else "")
             + waited
         )
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self.in_flight.discard(flow.id)
 
     async def done(self) -> None:
         self.stopping = True

@@ -71,6 +71,11 @@ JOBS_IN_FLIGHT = 4
 # ... while the bodies it holds come to no more than this: no page waits behind a big one (a job's time grows
 # with its body), and a big one is sent only to a worker with nothing else in hand.
 PIPELINE_BYTES = 512 * 1024
+# While a page is alone in the proxy (no other flow, no other job), mitmproxy's event loop keeps turning for
+# this long rather than sleep until its answer comes: a core left idle takes tens of microseconds to wake (on a
+# VM, a halt and an interrupt), and most answers come within this.  Each turn still polls every socket, so
+# nothing waits on it; with other flows about, the loop has their work to do and the core is not given away.
+POLL_SECONDS = 0.0005
 _ranks: dict[tuple[str, str, int], Ranks] = {}
 
 
@@ -358,9 +363,10 @@ class Workers:
         payload = pickle.dumps(("prepare", url), protocol=pickle.HIGHEST_PROTOCOL)
         self._write(worker, _HEADER.pack(len(payload)) + payload)
 
-    async def rewrite(self, body: bytes, *job) -> tuple[bytes, int, int, bool] | str:
+    async def rewrite(self, body: bytes, *job, poll: bool = False) -> tuple[bytes, int, int, bool] | str:
         """:func:`rewrite_page` of ``(body, *job)`` in a worker process (with the page's panel if that worker
-        keeps it: :meth:`prepare`)."""
+        keeps it: :meth:`prepare`).  ``poll``: the page is alone in the proxy, and if its job is the only one
+        out, the event loop keeps turning until the answer comes (``POLL_SECONDS``) rather than sleep."""
         if not self._started or self._loop is not asyncio.get_running_loop():
             await self.start()
         future = asyncio.get_running_loop().create_future()
@@ -368,8 +374,19 @@ class Workers:
         if worker is None or self._waiting:
             self._waiting.append((future, body, job))  # no worker has room, or jobs wait already: in turn
         else:
+            quiet = poll and not any(other.pending for other in self._workers)  # the only job out
             self._send(worker, future, body, job)
+            if quiet and POLL_SECONDS:
+                loop = asyncio.get_running_loop()
+                self._poll(loop, future, loop.time() + POLL_SECONDS)
         return await future
+
+    def _poll(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future, until: float) -> None:
+        """Keep the event loop turning until ``future`` has its answer, or ``until``: a callback that is
+        always ready makes each turn poll the sockets without sleeping (``POLL_SECONDS``)."""
+        if not future.done() and loop.time() < until:
+            os.sched_yield()  # a process waiting for this core (the worker with the job, perhaps) runs first
+            loop.call_soon(self._poll, loop, future, until)
 
     def _send(self, worker: _Worker, future: asyncio.Future, body: bytes, job: tuple) -> None:
         worker.preparing = False  # its job follows whatever it was asked to prepare

@@ -638,6 +638,30 @@ async def test_no_page_waits_in_a_worker_behind_a_big_one(addon, site, monkeypat
     assert first.load == second.load == 0 and workers.all_idle()
 
 
+async def test_a_page_alone_is_waited_for_awake_and_one_among_others_is_not(addon, site, monkeypatch):
+    from proxy_addon import worker
+
+    yields = []
+    monkeypatch.setattr(worker.os, "sched_yield", lambda: yields.append(1))
+    await addon.workers.start()
+    alone = make_flow(site + "index.html")
+    await addon.request(alone)
+    assert addon.in_flight == {alone.id}
+    await run_hooks(addon, alone)
+    assert alone.metadata["pagerank"].startswith("1 bars") and not addon.in_flight
+    assert yields  # the loop kept turning, giving the core away each turn, until the answer came
+    polled = len(yields)
+    await asyncio.sleep(0.002)
+    assert len(yields) == polled  # and stopped with it
+    beside, other = make_flow(site + "index.html"), make_flow(site + "docs/")
+    await addon.request(other)  # in flight meanwhile: the loop has its work, and the core is not given away
+    await addon.request(beside)
+    await run_hooks(addon, beside)
+    assert beside.metadata["pagerank"].startswith("1 bars") and len(yields) == polled
+    addon.error(other)  # a flow that ends in an error is in flight no more
+    assert not addon.in_flight
+
+
 async def test_one_timer_cuts_off_each_flow_at_its_own_deadline_and_none_after_its_answer():
     from proxy_addon.deadlines import OriginDeadline
 

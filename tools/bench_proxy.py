@@ -111,6 +111,18 @@ def throughput(
     return (len(urls) - clients) / (time.perf_counter() - clock[0])
 
 
+def settle(pids: list[int], quiet: float = 0.01, most: float = 10.0) -> None:
+    """Wait until the servers and proxies are quiet (under ``quiet`` s of CPU in a 0.1 s window), at most
+    ``most`` seconds: after many clients, a process closing their connections (or collecting garbage) would
+    otherwise take cores from the next target's one-client pages."""
+    until = time.monotonic() + most
+    while time.monotonic() < until:
+        before = sum(sum(cpu_seconds(pid)) for pid in pids)
+        time.sleep(0.1)
+        if sum(sum(cpu_seconds(pid)) for pid in pids) - before < quiet:
+            return
+
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """CPU time (user + system) of a process and of its live children (the rewriting workers)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -239,6 +251,7 @@ def main() -> None:
                 cpu[label][0] += after[0] - before[0]
                 cpu[label][1] += after[1] - before[1]
                 cpu[label][2] += len(pages) * args.throughput_passes  # the CPU counted covers the first pages too
+                settle(list(pids.values()))
         for label, (small, big, rates) in results.items():
             print(
                 f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p95 {pct(small, 0.95):6.2f} ms "
@@ -268,8 +281,8 @@ def main() -> None:
             ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
             print(
                 f"{label} / plain mitmdump, one client, ~40 KB pages: p50 "
-                f"{pct(ours[0], 0.5) / pct(plain[0], 0.5):.2f}x (target <= 1.15x), p95 "
-                f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.2f}x (target <= 1.30x); {args.clients} clients: "
+                f"{pct(ours[0], 0.5) / pct(plain[0], 0.5):.3f}x (target <= 1.15x), p95 "
+                f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.3f}x (target <= 1.30x); {args.clients} clients: "
                 f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.2f}x (medians; target >= 0.9x; "
                 f"rounds' ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
                 f"{pct(loaded[label], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x (target <= 1.3x)"
