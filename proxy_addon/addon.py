@@ -28,6 +28,7 @@ if __package__ in (None, ""):
 
 from mitmproxy import ctx, exceptions, http
 
+from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings
@@ -57,10 +58,10 @@ class PageRankProxy:
         loader.add_option(
             "pagerank_max_body",
             int,
-            8 * 1024 * 1024,
+            options.MAX_BODY,
             "HTML bodies larger than this many bytes pass through untouched, streamed.",
         )
-        loader.add_option("pagerank_panel", int, 10, "Backlinks shown in the page's panel (0: no panel).")
+        loader.add_option("pagerank_panel", int, options.PANEL, "Backlinks shown in the page's panel (0: no panel).")
         loader.add_option(
             "pagerank_workers",
             int,
@@ -70,13 +71,13 @@ class PageRankProxy:
         loader.add_option(
             "pagerank_max_links",
             int,
-            20_000,
+            options.MAX_LINKS,
             "Pages with more link tags than this pass through untouched (0: no limit).",
         )
         loader.add_option(
             "pagerank_large_page_rate",
             int,
-            50,
+            options.LARGE_PAGE_RATE,
             "Megabytes a second at which HTML pages of 1 MiB or more pass, together, past a burst of "
             "pagerank_max_body: a run of large pages waits its turn, so other clients keep their pace (0: no limit).",
         )

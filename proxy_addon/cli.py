@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     if problem:  # one line, before anything says "listening"
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(1)
+    problem = _options_problem(store, ranking, args.panel, args.idle_timeout, given)
+    if problem:  # mitmdump would say "listening", then print the addon's refusal with a traceback
+        print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
+        sys.exit(2)
     from mitmproxy.tools.main import mitmdump
 
     asyncio.set_event_loop_policy(_QuietStopPolicy())
@@ -118,6 +122,38 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict) -> None
     if "task" in context and not loop.is_running():  # a connection accepted as the loop stopped, left pending
         return
     loop.default_exception_handler(context)
+
+
+def _options_problem(store: str, ranking: str, panel: int, idle_timeout: int, given: dict[str, str]) -> str | None:
+    """Why the addons would refuse their options (ours, or those set after ``--``), or None."""
+    from mitmproxy import exceptions
+
+    from proxy_addon import options
+    from proxy_addon.deadlines import check_idle_timeout
+
+    def number(name: str, default: int) -> int:
+        value = given.get(name)
+        if value is None:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise exceptions.OptionsError(f"{name} must be a whole number, not {value!r}") from None
+
+    try:
+        options.parse_settings(
+            store,
+            ranking,
+            number("pagerank_max_body", options.MAX_BODY),
+            number("pagerank_panel", panel),
+            number("pagerank_max_links", options.MAX_LINKS),
+            number("pagerank_large_page_rate", options.LARGE_PAGE_RATE),
+        )
+        check_idle_timeout(number("pagerank_idle_timeout", idle_timeout))
+        number("pagerank_workers", 0)
+    except exceptions.OptionsError as error:
+        return str(error)
+    return None
 
 
 def _store_problem(store: str, ranking: str) -> str | None:

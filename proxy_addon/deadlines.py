@@ -28,6 +28,14 @@ import logging
 from mitmproxy import ctx, exceptions, http
 
 log = logging.getLogger(__name__)
+IDLE_TIMEOUT = 60  # seconds: the option's default
+
+
+def check_idle_timeout(seconds: int) -> int:
+    """The option's value, or OptionsError."""
+    if seconds < 0:
+        raise exceptions.OptionsError("pagerank_idle_timeout must be 0 (no deadline) or more seconds")
+    return seconds
 
 
 class OriginDeadline:
@@ -42,17 +50,14 @@ class OriginDeadline:
         loader.add_option(
             "pagerank_idle_timeout",
             int,
-            60,
+            IDLE_TIMEOUT,
             "Seconds an origin may take to send its response headers, and then a page held back to be "
             "annotated to arrive whole; past them the client gets a 504 (0: no deadline).",
         )
 
     def configure(self, updated) -> None:
         if "pagerank_idle_timeout" in updated:
-            timeout = ctx.options.pagerank_idle_timeout
-            if timeout < 0:
-                raise exceptions.OptionsError("pagerank_idle_timeout must be 0 (no deadline) or more seconds")
-            self.timeout = timeout
+            self.timeout = check_idle_timeout(ctx.options.pagerank_idle_timeout)
 
     def request(self, flow: http.HTTPFlow) -> None:
         if not self.timeout or flow.response is not None or flow.metadata.get("pagerank") == "own-page":

@@ -10,6 +10,11 @@ from mitmproxy import exceptions, http
 __all__ = ["Settings", "parse_settings", "is_candidate", "might_be_page", "HTML_TYPES"]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+# The options' defaults: the addon's and pagerank-proxy's, which checks them before it starts mitmdump
+MAX_BODY = 8 * 1024 * 1024
+PANEL = 10
+MAX_LINKS = 20_000
+LARGE_PAGE_RATE = 50  # megabytes a second (proxy_addon.pacing); 0: no limit
 
 
 @dataclass(frozen=True)
@@ -18,12 +23,17 @@ class Settings:
     ranking: str
     max_body: int
     panel: int
-    max_links: int = 20_000
-    large_page_rate: int = 50  # megabytes a second (proxy_addon.pacing); 0: no limit
+    max_links: int = MAX_LINKS
+    large_page_rate: int = LARGE_PAGE_RATE
 
 
 def parse_settings(
-    store: str, ranking: str, max_body: int, panel: int, max_links: int = 20_000, large_page_rate: int = 50
+    store: str,
+    ranking: str,
+    max_body: int,
+    panel: int,
+    max_links: int = MAX_LINKS,
+    large_page_rate: int = LARGE_PAGE_RATE,
 ) -> Settings | None:
     """Check the options; OptionsError with a message a user can act on.
 

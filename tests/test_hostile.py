@@ -248,6 +248,40 @@ def test_a_bad_store_is_one_line_before_listening(tmp_path):
     assert done.stderr.strip().count("\n") == 0 and "not a rankstore store" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["--panel", "1000"], "pagerank_panel must be between 0 and 100"),
+        (["--idle-timeout", "-1"], "pagerank_idle_timeout must be 0"),
+        (["--", "--set", "pagerank_large_page_rate=-1"], "pagerank_large_page_rate must be 0"),
+        (["--", "--set=pagerank_max_links=many"], "pagerank_max_links must be a whole number, not 'many'"),
+        (["--", "--set", "pagerank_max_body=10"], "pagerank_max_body must be at least 1024 bytes"),
+    ],
+)
+def test_a_bad_option_is_one_line_before_listening(arguments, says, tmp_path):
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    from conftest import ROOT, data
+
+    store = str(tmp_path / "s.db")
+    for command in (["build", data("small.warc.gz")], ["rank"]):
+        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "listening" not in done.stdout
+    assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"pagerank-proxy: error: {says}")
+
+
 def test_sigterm_under_load_stops_within_5_s_quietly(python_doc_store, origin, slow_origin_and_proxy, tmp_path):
     """Clients fetching pages and own pages, a page held by a silent origin: SIGTERM, and the proxy is gone
     within 5 s, exit status 0, with no traceback in its output."""
