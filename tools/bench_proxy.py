@@ -113,8 +113,8 @@ def throughput(
 
 def settle(pids: list[int], quiet: float = 0.01, most: float = 10.0) -> None:
     """Wait until the servers and proxies are quiet (under ``quiet`` s of CPU in a 0.1 s window), at most
-    ``most`` seconds: after many clients, a process closing their connections (or collecting garbage) would
-    otherwise take cores from the next target's one-client pages."""
+    ``most`` seconds: no process still busy after many clients (closing their connections, collecting
+    garbage) shares the cores with the next target's one-client pages."""
     until = time.monotonic() + most
     while time.monotonic() < until:
         before = sum(sum(cpu_seconds(pid)) for pid in pids)
