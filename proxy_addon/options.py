@@ -7,7 +7,17 @@ from dataclasses import dataclass
 
 from mitmproxy import exceptions, http
 
-__all__ = ["Settings", "parse_settings", "is_candidate", "might_be_page", "HTML_TYPES"]
+__all__ = [
+    "Settings",
+    "parse_settings",
+    "is_candidate",
+    "might_be_page",
+    "HTML_TYPES",
+    "MAX_BODY",
+    "PANEL",
+    "MAX_LINKS",
+    "LARGE_PAGE_RATE",
+]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 # The options' defaults: the addon's and pagerank-proxy's, which checks them before it starts mitmdump

@@ -2,9 +2,9 @@
 
 mitmproxy reads, joins and writes a body it buffers in its event loop, at a
 cost per byte that every other client waits behind.  Clients that fetch
-multi-megabyte pages back to back would keep the loop busy with them: a page of
-the docs beside four clients fetching a 5 MB page in a loop takes several times
-its usual time, through plain mitmdump as through this proxy.  So the bodies of
+multi-megabyte pages back to back would keep the loop busy with them, and
+every other client's pages slow down, through plain mitmdump as through this
+proxy (BENCHMARKS.md, "Large pages take turns").  So the bodies of
 ``LARGE_PAGE`` bytes or more (as they came, before any decoding) draw on one
 bucket: it refills at ``pagerank_large_page_rate`` megabytes a second and holds
 ``burst`` bytes (``pagerank_max_body``).  A large page alone never waits; a run

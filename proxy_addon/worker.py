@@ -72,8 +72,8 @@ JOBS_IN_FLIGHT = 4
 # with its body), and a big one is sent only to a worker with nothing else in hand.
 PIPELINE_BYTES = 512 * 1024
 # While a page is alone in the proxy (no other flow, no other job), mitmproxy's event loop keeps turning for
-# this long rather than sleep until its answer comes: a core left idle takes tens of microseconds to wake (on a
-# VM, a halt and an interrupt), and most answers come within this.  Each turn still polls every socket, so
+# this long rather than sleep until its answer comes: a core left idle is slow to wake (on a VM, a halt and an
+# interrupt), and most answers come within this (BENCHMARKS.md).  Each turn still polls every socket, so
 # nothing waits on it; with other flows about, the loop has their work to do and the core is not given away.
 POLL_SECONDS = 0.0005
 _ranks: dict[tuple[str, str, int], Ranks] = {}
