@@ -25,17 +25,24 @@ __all__ = ["Ranks"]
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
 _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel, ~2 KB) before they start over
+# The best pages of a version known before any page asks (Ranks' preload): a site's links go mostly to its best
+# pages, so a page's first visit finds most of its targets known; a store of no more pages is known whole.
+PRELOAD_PAGES = 20_000
 T = TypeVar("T")
 
 
 class Ranks:
-    def __init__(self, store_path: str, ranking: str = "pagerank", panel_size: int = 10):
+    def __init__(self, store_path: str, ranking: str = "pagerank", panel_size: int = 10, preload: int = 0):
+        """``preload``: the best pages of each version of the ranking whose look-ups are made at once, in
+        bulk, when the version is first read (:meth:`preload`, :meth:`PageView.lookup`); 0 for none."""
         self.store_path = store_path
         self.ranking = ranking
         self.panel_size = panel_size
+        self.preload_pages = preload
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
-        self._known: tuple[int | None, dict[str, LinkInfo | None]] = (None, {})  # (ranking id, URL -> info)
+        # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in no page)
+        self._known: tuple[int | None, dict[str, LinkInfo | None], bool] = (None, {}, False)
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
         # (ranking id, base directory -> href -> mark, [hrefs in all, the table last given, its size then])
         self._marks: tuple[int | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
@@ -96,6 +103,11 @@ class Ranks:
             yield view
         finally:
             view.end()
+
+    def preload(self) -> None:
+        """Read the newest version's preloaded look-ups now (``preload``), rather than at the first page."""
+        with self.page() as view:
+            view._cache()
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -163,10 +175,13 @@ class PageView:
 
         A site's navigation links recur on every page; what is known of a URL
         only changes with a new version of the ranking (a new id, checked once
-        a page), which starts a new cache.
+        a page), which starts a new cache (with the version's best pages in it,
+        ``preload``: if that is all of them, a URL not in it needs no query).
         """
         cache = self._cache()
         missing = [url for url in urls if url not in cache]
+        if missing and self.ranks._known[2]:  # every page of the version is known: these are in none
+            return {url: info for url in urls if (info := cache.get(url)) is not None}
         if missing:
             self._reading()
             lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
@@ -291,12 +306,42 @@ class PageView:
         return table
 
     def _cache(self) -> dict[str, LinkInfo | None]:
-        """What is known of URLs in this version of the ranking (a new version starts afresh)."""
-        version, cache = self.ranks._known
+        """What is known of URLs in this version of the ranking (a new version starts afresh, with its
+        ``preload`` best pages known)."""
+        version, cache, _ = self.ranks._known
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             cache = {}
-            self.ranks._known = (self.ranking_id, cache)
+            whole = self._preload(cache, min(self.ranks.preload_pages, _CACHE_URLS))
+            self.ranks._known = (self.ranking_id, cache, whole)
         return cache
+
+    def _preload(self, cache: dict[str, LinkInfo | None], most: int) -> bool:
+        """Put the look-ups of the version's ``most`` best pages in ``cache``, in bulk; True if that is every
+        page of the version."""
+        if most <= 0:
+            return False
+        self._reading()
+        arrays = self.store.ranking_arrays(self.ranking_id)
+        if not arrays.pages:
+            return True
+        lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
+        if most >= arrays.pages:  # the whole version: one pass over its pages, in order of id
+            chosen = np.arange(arrays.pages)
+            urls = [
+                url
+                for _, url in self.store.db.execute(
+                    "SELECT id, url FROM pages WHERE id <= ? ORDER BY id", (arrays.pages,)
+                )
+            ]
+        else:
+            chosen = np.sort(arrays.best[:most])
+            found = dict(self.store.pages_by_id("url", (chosen + 1).tolist()))
+            urls = [found[i + 1] for i in chosen.tolist()]
+        infos = _link_infos(
+            arrays.scores[chosen], arrays.position[chosen], arrays.inlinks[chosen], arrays.pages, lowest, highest
+        )
+        cache.update(zip(urls, infos))
+        return most >= arrays.pages
 
 
 def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: float) -> list[LinkInfo]:
@@ -304,10 +349,17 @@ def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: 
     percentiles = display.percentile(np.asarray(positions, dtype=np.float64), pages)
     toolbars = display.toolbar(scores, pages)
     widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
-    return [
-        LinkInfo(float(s), float(p), int(t), int(i), int(w))
-        for s, p, t, i, w in zip(scores, percentiles, toolbars, inlinks, widths)
-    ]
+    # as lists first: numpy's scalars are slow to take out and convert one at a time
+    return list(
+        map(
+            LinkInfo,
+            scores.tolist(),
+            percentiles.tolist(),
+            toolbars.tolist(),
+            np.asarray(inlinks, dtype=np.int64).tolist(),
+            widths.tolist(),
+        )
+    )
 
 
 def _known(info: LinkInfo | None) -> LinkInfo:

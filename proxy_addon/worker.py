@@ -52,7 +52,7 @@ import zlib
 from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
-from .ranks import _CACHE_KEPT, PageView, Ranks
+from .ranks import _CACHE_KEPT, PRELOAD_PAGES, PageView, Ranks
 from .rewrite import annotate_bytes
 from .rewrite import panel as render_panel
 
@@ -86,7 +86,7 @@ class WorkerError(RuntimeError):
 def _ranks_for(store: str, ranking: str, panel: int) -> Ranks:
     key = (store, ranking, panel)
     if key not in _ranks:
-        _ranks[key] = Ranks(store, ranking, panel)
+        _ranks[key] = Ranks(store, ranking, panel, preload=PRELOAD_PAGES)
     return _ranks[key]
 
 
@@ -177,7 +177,7 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
     sys.stdout = sys.stderr  # a stray print must never corrupt the answers
     shared = mmap.mmap(shared_fd, shared_size) if shared_fd is not None else None
     try:
-        _ranks_for(store, ranking, panel)
+        _ranks_for(store, ranking, panel).preload()  # the best pages' look-ups before the first page
     except Exception as error:  # reported with each job instead
         print(f"pagerank worker: {error}", file=sys.stderr)
     gc.collect()

@@ -280,13 +280,49 @@ async def test_running_freezes_what_is_loaded_for_the_cycle_collector(store_path
             gc.unfreeze()
 
 
-def test_lookups_remembered_until_a_new_ranking_version(store_path, site, tmp_path):
+@pytest.mark.parametrize("preload", [0, 3, 10**6])  # none, the 3 best pages, every page
+def test_preloaded_lookups_answer_as_the_store_does_and_a_whole_version_needs_no_query(store_path, site, preload):
+    from proxy_addon.ranks import Ranks
+
+    with Store(store_path, readonly=True) as store:
+        urls = [url for (url,) in store.db.execute("SELECT url FROM pages ORDER BY id")]
+        expected = store.lookup(urls)
+    unknown = [site + "not-in-the-store.html", "http://elsewhere.example/"]
+    ranks = Ranks(store_path, preload=preload)
+    ranks.preload()
+    queries: list[str] = []
+    ranks.store().db.set_trace_callback(queries.append)
+    with ranks.page() as view:
+        assert view.lookup(unknown) == {}
+        found = view.lookup(urls)
+    selects = [query for query in queries if query.startswith("SELECT")]  # (each page reads data_version)
+    assert bool(selects) == (preload < len(expected))  # every page known: no query, for unknown URLs too
+    assert found.keys() == expected.keys()
+    for url, row in expected.items():
+        info = found[url]
+        assert (info.pagerank, info.inlinks) == (row["pagerank"], row["inlinks"])
+        assert info == ranks_lookup_alone(store_path, url)  # the same LinkInfo as a page's own look-up
+    ranks.close()
+
+
+def ranks_lookup_alone(store_path, url):
+    from proxy_addon.ranks import Ranks
+
+    ranks = Ranks(store_path)
+    try:
+        return ranks.lookup([url])[url]
+    finally:
+        ranks.close()
+
+
+@pytest.mark.parametrize("preload", [0, 10**6])
+def test_lookups_remembered_until_a_new_ranking_version(store_path, site, tmp_path, preload):
     from proxy_addon.ranks import Ranks
 
     path = str(tmp_path / "reranked.db")
     shutil.copy(store_path, path)
     url = site + "index.html"
-    ranks = Ranks(path)
+    ranks = Ranks(path, preload=preload)
     before = ranks.lookup([url])[url].pagerank
     assert ranks.lookup([url])[url].pagerank == before  # from the cache
     assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
