@@ -10,10 +10,14 @@ the same requests go to each, with keep-alive connections:
   * latency, one client: ~40 KB pages (every page of 30-50 KB, several rounds: a page's
     first visit is in round 1, and is shown apart), and library/functions.html (the
     largest page with the most links);
+  * the ~40 KB pages again, one client, each page through every target in turn before
+    the next page (one connection each; the order rotates from page to page): no drift
+    in speed favours a target, and each finds its processes idle since its last page,
+    as a person's browsing does (above, a target's pages follow each other back to back);
   * throughput: --clients (4) clients in parallel over the ~40 KB pages (6 passes a round),
     and their latencies under that load, in the steady state: timed once every client has
     opened its connection with its first page (those pages' p95 is shown apart).
-Each round runs them all in turn (this VM's speed drifts over minutes);
+Each round runs them all in turn (this VM's speed drifts, over minutes and over seconds);
 latency percentiles pool every round, throughput is the median of the rounds.
 Loops are bounded in count.
 """
@@ -77,6 +81,21 @@ def timed(connection: http.client.HTTPConnection, urls: list[str], proxied: bool
         started = time.perf_counter()
         fetch(connection, url, proxied)
         samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def interleaved(targets: list[tuple[str, int, bool]], urls: list[str], turn: int) -> dict[str, list[float]]:
+    """Each URL's latency in ms through every target, one keep-alive connection each: a URL goes through
+    them all before the next URL, in an order that rotates from one URL to the next (``turn`` shifts it).
+    So a drift in this VM's speed, even one of a few seconds, touches every target alike."""
+    connections = {label: http.client.HTTPConnection("127.0.0.1", port, timeout=30) for label, port, _ in targets}
+    samples: dict[str, list[float]] = {label: [] for label, _, _ in targets}
+    for index, url in enumerate(urls):
+        first = (index + turn) % len(targets)
+        for label, _, proxied in targets[first:] + targets[:first]:
+            samples[label] += timed(connections[label], [url], proxied)
+    for connection in connections.values():
+        connection.close()
     return samples
 
 
@@ -235,8 +254,9 @@ def main() -> None:
         results: dict[str, tuple[list, list, list]] = {label: ([], [], []) for label, _, _ in targets}
         loaded: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # latencies under load
         opening: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # each client's first page
+        paced: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # page by page, in turn
         cpu = {label: [0.0, 0.0, 0] for label, _, _ in targets}  # proxy process s, its workers s, pages
-        for _ in range(args.rounds):
+        for turn in range(args.rounds):
             for label, port, proxied in targets:
                 small, big, rates = results[label]
                 small += latencies(port, pages, proxied)
@@ -252,6 +272,8 @@ def main() -> None:
                 cpu[label][1] += after[1] - before[1]
                 cpu[label][2] += len(pages) * args.throughput_passes  # the CPU counted covers the first pages too
                 settle(list(pids.values()))
+            for label, samples in interleaved(targets, pages, turn).items():
+                paced[label] += samples
         for label, (small, big, rates) in results.items():
             print(
                 f"{label:>15}: ~40 KB p50 {pct(small, 0.5):6.2f} ms p95 {pct(small, 0.95):6.2f} ms "
@@ -276,6 +298,10 @@ def main() -> None:
             f"first visits ({len(pages) - 20} pages, round 1): p50 mitmdump {theirs:.2f} ms, pagerank-proxy "
             f"{mine:.2f} ms ({mine / theirs:.2f}x); the p50 and p95 below pool every round, revisits included"
         )
+        print(
+            "one client, page by page in turn (every page visited before): p50 "
+            + ", ".join(f"{label} {pct(samples, 0.5):.2f} ms" for label, samples in paced.items())
+        )
         for label, _, _ in targets[2:]:
             ours = results[label]
             ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
@@ -285,7 +311,9 @@ def main() -> None:
                 f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.3f}x (target <= 1.30x); {args.clients} clients: "
                 f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.2f}x (medians; target >= 0.9x; "
                 f"rounds' ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
-                f"{pct(loaded[label], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x (target <= 1.3x)"
+                f"{pct(loaded[label], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x (target <= 1.3x); page by page in "
+                f"turn: p50 {pct(paced[label], 0.5) / pct(paced['mitmdump'], 0.5):.3f}x, "
+                f"p95 {pct(paced[label], 0.95) / pct(paced['mitmdump'], 0.95):.3f}x"
             )
     finally:
         for process in processes:
