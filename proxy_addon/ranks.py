@@ -325,18 +325,14 @@ class PageView:
         if not arrays.pages:
             return True
         lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
-        if most >= arrays.pages:  # the whole version: one pass over its pages, in order of id
-            chosen = np.arange(arrays.pages)
-            urls = [
-                url
-                for _, url in self.store.db.execute(
-                    "SELECT id, url FROM pages WHERE id <= ? ORDER BY id", (arrays.pages,)
-                )
-            ]
+        if most >= arrays.pages:  # the whole version: one pass over its pages
+            rows = self.store.db.execute("SELECT id, url FROM pages WHERE id <= ?", (arrays.pages,)).fetchall()
         else:
-            chosen = np.sort(arrays.best[:most])
-            found = dict(self.store.pages_by_id("url", (chosen + 1).tolist()))
-            urls = [found[i + 1] for i in chosen.tolist()]
+            rows = list(self.store.pages_by_id("url", (arrays.best[:most] + 1).tolist()))
+        if not rows:
+            return most >= arrays.pages
+        ids, urls = zip(*rows)
+        chosen = np.asarray(ids, dtype=np.int64) - 1
         infos = _link_infos(
             arrays.scores[chosen], arrays.position[chosen], arrays.inlinks[chosen], arrays.pages, lowest, highest
         )
