@@ -8,7 +8,9 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_panel`` (backlinks shown in the panel; 0 for no panel),
 ``pagerank_workers`` (processes that rewrite pages beside mitmproxy; 0: a thread),
 ``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit),
-``pagerank_large_page_rate`` (megabytes a second for pages of 1 MiB or more: :mod:`.pacing`);
+``pagerank_large_page_rate`` (megabytes a second for pages of 1 MiB or more: :mod:`.pacing`),
+``pagerank_inline_bytes`` (a page alone in the proxy, uncompressed and no larger, is rewritten in
+mitmproxy's event loop rather than sent to a worker; 0: never);
 ``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, loaded beside it.
 """
 
@@ -31,12 +33,12 @@ from mitmproxy import ctx, exceptions, http
 from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
-from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings
+from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
-from proxy_addon.worker import WorkerError, Workers, rewrite_page
+from proxy_addon.worker import WorkerError, Workers, preload, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ class PageRankProxy:
         self.pacer: Pacer | None = None
         self.stopping = False  # done() has run: the pages still arriving pass untouched
         self.in_flight: set[str] = set()  # the flows between their request and their response or error
+        self.rewriting = 0  # the pages whose rewrite is under way in a worker or a thread
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -81,6 +84,14 @@ class PageRankProxy:
             "Megabytes a second at which HTML pages of 1 MiB or more pass, together, past a burst of "
             "pagerank_max_body: a run of large pages waits its turn, so other clients keep their pace (0: no limit).",
         )
+        loader.add_option(
+            "pagerank_inline_bytes",
+            int,
+            options.INLINE_BYTES,
+            "An uncompressed HTML page of at most this many bytes that comes while no other flow is in flight "
+            "is rewritten in mitmproxy's event loop, where it costs less than a trip to a worker and no one "
+            "waits (0: every page goes to the workers).",
+        )
 
     def configure(self, updated) -> None:
         if not updated & {
@@ -91,6 +102,7 @@ class PageRankProxy:
             "pagerank_workers",
             "pagerank_max_links",
             "pagerank_large_page_rate",
+            "pagerank_inline_bytes",
         }:
             return
         settings = parse_settings(
@@ -100,6 +112,7 @@ class PageRankProxy:
             ctx.options.pagerank_panel,
             ctx.options.pagerank_max_links,
             ctx.options.pagerank_large_page_rate,
+            ctx.options.pagerank_inline_bytes,
         )
         if settings is None:
             if self.ranks is not None:
@@ -122,6 +135,11 @@ class PageRankProxy:
             self.workers = Workers(count, settings.store, settings.ranking, settings.panel)  # started in running()
 
     async def running(self) -> None:
+        if self.settings is not None and self.settings.inline_bytes:
+            try:  # the best pages' look-ups, for the pages rewritten in this loop (as a worker reads them)
+                preload(self.settings.store, self.settings.ranking, self.settings.panel)
+            except StoreError as error:  # the pages say so, one by one
+                log.warning("pagerank: %s", error)
         # What mitmproxy and this addon have loaded lives as long as the proxy: frozen, the cycle collector stops
         # walking it at each full collection, which under load would otherwise repeat every few seconds over
         # every module, class and function loaded (this addon's imports among them), holding every client.
@@ -168,6 +186,8 @@ class PageRankProxy:
         workers, settings = self.workers, self.settings
         if workers is None or settings is None or not settings.panel or self.stopping:
             return
+        if len(self.in_flight) == 1 and settings.inline_bytes and uncompressed(flow.request):
+            return  # alone, its answer will likely be rewritten in this loop (response), with its panel
         if flow.response is None and might_be_page(flow.request) and workers.all_idle():
             workers.prepare(flow.request.url)
 
@@ -205,20 +225,34 @@ class PageRankProxy:
                     return
                 waited = f", after {wait * 1000:.0f} ms for its turn"
         content_type, url = response.headers.get("content-type"), flow.request.url
-        job = (content_type, url, response.headers.get("content-encoding"), settings.max_body, settings.max_links)
+        encoding = response.headers.get("content-encoding")
+        job = (content_type, url, encoding, settings.max_body, settings.max_links)
         done: tuple[bytes, int, int, bool] | str
+        here = (
+            len(body) <= settings.inline_bytes
+            and not self.in_flight
+            and not self.rewriting
+            and (encoding is None or encoding.strip().lower() in ("", "identity"))
+        )
         try:
-            if self.workers is not None:
-                # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
-                done = await self.workers.rewrite(body, *job, poll=not self.in_flight)
+            if here:
+                # Alone in the proxy and small: rewritten in this loop, which has no other flow to serve, at a
+                # fraction of a worker's round trip (BENCHMARKS.md); re-encoding, large pages and pages among
+                # others go to the workers.
+                done = rewrite_page(settings.store, settings.ranking, settings.panel, body, *job)
             else:
-                # SQLite and the rewrite off the event loop: other flows go on meanwhile
-                done = await asyncio.to_thread(
-                    rewrite_page, settings.store, settings.ranking, settings.panel, body, *job
-                )
+                self.rewriting += 1
+                try:
+                    done = await self._rewrite_off_loop(body, job)
+                finally:
+                    self.rewriting -= 1
         except (StoreError, WorkerError) as error:
             log.warning("pagerank: %s: %s", url, error)
             flow.metadata["pagerank"] = f"untouched: {error}{waited}"
+            return
+        except Exception as error:  # a bug of ours in this loop's rewrite (a worker reports its own): untouched
+            log.exception("pagerank: %s: rewriting failed", url)
+            flow.metadata["pagerank"] = f"untouched: {type(error).__name__}: {error}{waited}"
             return
         if isinstance(done, str):
             flow.metadata["pagerank"] = f"untouched: {done}{waited}"
@@ -238,8 +272,18 @@ class PageRankProxy:
         flow.metadata["pagerank"] = (
             f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
             + (", panel kept" if kept else "")
+            + (", in the loop" if here else "")
             + waited
         )
+
+    async def _rewrite_off_loop(self, body: bytes, job: tuple) -> tuple[bytes, int, int, bool] | str:
+        """:func:`rewrite_page` in a worker, or in a thread without workers: other flows go on meanwhile."""
+        settings = self.settings
+        assert settings is not None
+        if self.workers is not None:
+            # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
+            return await self.workers.rewrite(body, *job, poll=not self.in_flight)
+        return await asyncio.to_thread(rewrite_page, settings.store, settings.ranking, settings.panel, body, *job)
 
     def error(self, flow: http.HTTPFlow) -> None:
         self.in_flight.discard(flow.id)

@@ -148,6 +148,7 @@ def _options_problem(store: str, ranking: str, panel: int, idle_timeout: int, gi
             number("pagerank_panel", panel),
             number("pagerank_max_links", options.MAX_LINKS),
             number("pagerank_large_page_rate", options.LARGE_PAGE_RATE),
+            number("pagerank_inline_bytes", options.INLINE_BYTES),
         )
         check_idle_timeout(number("pagerank_idle_timeout", idle_timeout))
         number("pagerank_workers", 0)

@@ -12,11 +12,13 @@ __all__ = [
     "parse_settings",
     "is_candidate",
     "might_be_page",
+    "uncompressed",
     "HTML_TYPES",
     "MAX_BODY",
     "PANEL",
     "MAX_LINKS",
     "LARGE_PAGE_RATE",
+    "INLINE_BYTES",
 ]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -25,6 +27,11 @@ MAX_BODY = 8 * 1024 * 1024
 PANEL = 10
 MAX_LINKS = 20_000
 LARGE_PAGE_RATE = 50  # megabytes a second (proxy_addon.pacing); 0: no limit
+# A page no larger, sent uncompressed, that comes while no other flow is in flight is rewritten in mitmproxy's
+# event loop: its trip to a worker and back costs more than the rewrite, and no one else waits (the addon's
+# response hook).  0: every page goes to the workers.
+INLINE_BYTES = 64 * 1024
+_MOST_INLINE = 1024 * 1024  # past this a rewrite in the loop would hold a client arriving meanwhile too long
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class Settings:
     panel: int
     max_links: int = MAX_LINKS
     large_page_rate: int = LARGE_PAGE_RATE
+    inline_bytes: int = INLINE_BYTES
 
 
 def parse_settings(
@@ -44,6 +52,7 @@ def parse_settings(
     panel: int,
     max_links: int = MAX_LINKS,
     large_page_rate: int = LARGE_PAGE_RATE,
+    inline_bytes: int = INLINE_BYTES,
 ) -> Settings | None:
     """Check the options; OptionsError with a message a user can act on.
 
@@ -61,7 +70,11 @@ def parse_settings(
         raise exceptions.OptionsError("pagerank_max_links must be 0 (no limit) or more")
     if large_page_rate < 0:
         raise exceptions.OptionsError("pagerank_large_page_rate must be 0 (no limit) or more megabytes a second")
-    return Settings(store, ranking or "pagerank", max_body, panel, max_links, large_page_rate)
+    if not 0 <= inline_bytes <= _MOST_INLINE:
+        raise exceptions.OptionsError(
+            f"pagerank_inline_bytes must be between 0 (every page to the workers) and {_MOST_INLINE:,} bytes"
+        )
+    return Settings(store, ranking or "pagerank", max_body, panel, max_links, large_page_rate, inline_bytes)
 
 
 def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:
@@ -98,3 +111,23 @@ def might_be_page(request: http.Request) -> bool:
         return destination.lower() in _PAGE_DESTINATIONS
     last = request.path.partition("?")[0].rpartition("/")[2]
     return "." not in last or last.rpartition(".")[2].lower() not in _NOT_PAGES
+
+
+def uncompressed(request: http.Request) -> bool:
+    """Will the answer come without a Content-Encoding, judged from the request?  So it will if the client
+    accepts no coding but identity (``Accept-Encoding``; a coding given ``q=0`` is refused), or names none."""
+    for item in (request.headers.get("accept-encoding") or "").split(","):
+        coding, *parameters = item.split(";")
+        coding = coding.strip().lower()
+        if coding and coding != "identity" and not any(_refuses(parameter) for parameter in parameters):
+            return False
+    return True
+
+
+def _refuses(parameter: str) -> bool:
+    """Is this parameter of an Accept-Encoding item ``q=0``?"""
+    name, _, value = parameter.partition("=")
+    try:
+        return name.strip().lower() == "q" and float(value) == 0
+    except ValueError:
+        return False

@@ -56,7 +56,7 @@ from .ranks import _CACHE_KEPT, PRELOAD_PAGES, PageView, Ranks
 from .rewrite import annotate_bytes
 from .rewrite import panel as render_panel
 
-__all__ = ["rewrite_page", "prepare_panel", "Workers", "WorkerError", "serve"]
+__all__ = ["rewrite_page", "prepare_panel", "preload", "Workers", "WorkerError", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,12 @@ def prepare_panel(store: str, ranking: str, panel: int, url: str) -> bool:
     return True
 
 
+def preload(store: str, ranking: str, panel: int) -> None:
+    """Read the best pages' look-ups now, for the pages :func:`rewrite_page` rewrites in this process and
+    thread (as each worker does before its first job)."""
+    _ranks_for(store, ranking, panel).preload()
+
+
 def _panel_markup(view: PageView, page: str) -> str:
     return render_panel(view.panel(page))
 
@@ -177,7 +183,7 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
     sys.stdout = sys.stderr  # a stray print must never corrupt the answers
     shared = mmap.mmap(shared_fd, shared_size) if shared_fd is not None else None
     try:
-        _ranks_for(store, ranking, panel).preload()  # the best pages' look-ups before the first page
+        preload(store, ranking, panel)  # the best pages' look-ups before the first page
     except Exception as error:  # reported with each job instead
         print(f"pagerank worker: {error}", file=sys.stderr)
     gc.collect()

@@ -72,29 +72,50 @@ async def run_hooks(addon, flow):
     await addon.response(flow)
 
 
-@pytest.fixture
-async def addon(store_path):
+@contextlib.asynccontextmanager
+async def running_addon(store_path, **settings):
     addon = PageRankProxy()
     with taddons.context(addon) as context:
-        context.configure(addon, rankstore=store_path)
+        context.configure(addon, rankstore=store_path, **settings)
         await addon.running()
         yield addon
         if addon.workers is not None:
             await addon.workers.aclose()
 
 
-async def test_html_gets_bars_and_panel(addon, site):
+@pytest.fixture
+async def addon(store_path):
+    """Every page to the workers, even one alone in the proxy (the tests of the workers)."""
+    async with running_addon(store_path, pagerank_inline_bytes=0) as addon:
+        yield addon
+
+
+@pytest.fixture
+async def loop_addon(store_path):
+    """As the proxy starts by default: a small uncompressed page alone in the proxy is rewritten in its loop."""
+    async with running_addon(store_path) as addon:
+        yield addon
+
+
+@pytest.fixture(params=["workers", "loop"])
+async def either(request, store_path):
+    """Each way a page is rewritten: in a worker, and in mitmproxy's loop."""
+    async with running_addon(store_path, pagerank_inline_bytes=0 if request.param == "workers" else 65536) as addon:
+        yield addon
+
+
+async def test_html_gets_bars_and_panel(either, site):
     flow = make_flow(
         site + "index.html",
         b"<html><head></head><body><a href='docs/'>Docs</a><a href='https://nowhere.example/'>x</a></body></html>",
     )
-    await run_hooks(addon, flow)
+    await run_hooks(either, flow)
     text = flow.response.text
     start, end = text.index('<aside id="pagerank-panel"'), text.index("</aside>")
     page, panel = text[:start] + text[end:], text[start:end]
     assert page.count("<pagerank-bar") == 2
     assert 'data-pagerank="unranked"' in page  # nowhere.example is not in the store
-    with Store(addon.settings.store, readonly=True) as store:
+    with Store(either.settings.store, readonly=True) as store:
         expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
     assert (
         expected
@@ -102,6 +123,7 @@ async def test_html_gets_bars_and_panel(addon, site):
         == expected
     )
     assert flow.metadata["pagerank"].startswith("2 bars (1 ranked)")
+    assert flow.metadata["pagerank"].endswith(", in the loop") == (either.settings.inline_bytes > 0)
 
 
 async def test_gzip_body_is_re_encoded_with_right_length(addon, site):
@@ -117,7 +139,7 @@ async def test_gzip_body_is_re_encoded_with_right_length(addon, site):
 
 
 @pytest.mark.parametrize("case", ["json", "image", "status-404", "status-206", "status-304", "status-204", "head"])
-async def test_non_candidates_pass_untouched_and_streamed(addon, site, case):
+async def test_non_candidates_pass_untouched_and_streamed(either, site, case):
     body = b"<a href='x'>looks like html</a>"
     kwargs = {
         "json": dict(content_type="application/json"),
@@ -129,7 +151,7 @@ async def test_non_candidates_pass_untouched_and_streamed(addon, site, case):
         "head": dict(method="HEAD"),
     }[case]
     flow = make_flow(site + "index.html", body, **kwargs)
-    await run_hooks(addon, flow)
+    await run_hooks(either, flow)
     assert flow.response.content == body
     assert flow.response.stream is True
 
@@ -143,7 +165,7 @@ async def test_large_body_streams(addon, site, store_path):
         assert flow.response.stream is True
 
 
-async def test_csp_header_gets_our_hash_and_nothing_else(addon, site):
+async def test_csp_header_gets_our_hash_and_nothing_else(either, site):
     flow = make_flow(
         site + "index.html",
         headers=[
@@ -152,23 +174,23 @@ async def test_csp_header_gets_our_hash_and_nothing_else(addon, site):
             ("content-security-policy", "img-src 'self'"),
         ],
     )
-    await run_hooks(addon, flow)
+    await run_hooks(either, flow)
     policies = flow.response.headers.get_all("content-security-policy")
     assert policies == [f"default-src 'self'; style-src 'self' '{STYLE_HASH}'", "img-src 'self'"]
     assert flow.response.headers["content-security-policy-report-only"] == f"style-src 'none' '{STYLE_HASH}'"
 
 
-async def test_own_pages_answered_without_upstream(addon, site):
+async def test_own_pages_answered_without_upstream(either, site):
     flow = tflow.tflow()
     flow.request.url = "http://pagerank.proxy/top?n=5"
-    await addon.request(flow)
+    await either.request(flow)
     assert flow.response is not None and flow.response.status_code == 200
     assert flow.response.headers["content-security-policy"].startswith("default-src 'none'")
     assert flow.response.text.count("<tr data-pagerank=") == 5
     post = tflow.tflow()
     post.request.url = "http://pagerank.proxy/top"
     post.request.method = "POST"
-    await addon.request(post)
+    await either.request(post)
     assert post.response.status_code == 405
 
 
@@ -259,7 +281,7 @@ async def test_worker_error_is_reported_and_the_worker_lives_on(addon, site, mon
 async def test_without_workers_pages_are_rewritten_in_a_thread(site, store_path):
     addon = PageRankProxy()
     with taddons.context(addon) as context:
-        context.configure(addon, rankstore=store_path, pagerank_workers=0)
+        context.configure(addon, rankstore=store_path, pagerank_workers=0, pagerank_inline_bytes=0)
         await addon.running()
         assert addon.workers is None
         flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
@@ -341,7 +363,7 @@ async def test_bodies_pass_through_shared_memory_or_the_pipe(site, store_path, m
     monkeypatch.setattr(worker, "SHARED_BYTES", shared_bytes)
     addon = PageRankProxy()
     with taddons.context(addon) as context:
-        context.configure(addon, rankstore=store_path)
+        context.configure(addon, rankstore=store_path, pagerank_inline_bytes=0)
         await addon.running()
         body = b"<html><body>" + b"<a href='docs/'>Docs</a>" * 20 + b"</body></html>"
         assert len(body) < 1_000
@@ -405,10 +427,10 @@ def test_a_page_too_short_to_hold_the_budget_in_links_is_not_counted(store_path,
     assert not isinstance(done, str) and done[1] == 0
 
 
-async def test_a_response_that_no_server_sent_is_annotated_too(addon, site):
+async def test_a_response_that_no_server_sent_is_annotated_too(either, site):
     """A response set by another addon (a replay, map_local) skips responseheaders: response decides alone."""
     flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
-    await addon.response(flow)
+    await either.response(flow)
     assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
 
 
@@ -696,6 +718,133 @@ async def test_a_page_alone_is_waited_for_awake_and_one_among_others_is_not(addo
     assert beside.metadata["pagerank"].startswith("1 bars") and len(yields) == polled
     addon.error(other)  # a flow that ends in an error is in flight no more
     assert not addon.in_flight
+
+
+# ------------------------------------------------------------------ pages rewritten in mitmproxy's loop
+
+
+@contextlib.contextmanager
+def _jobs_sent(workers):
+    """Record the jobs (and panels asked ahead) written to any worker."""
+    sent = []
+    original = workers._write
+    workers._write = lambda worker, data: (sent.append(data), original(worker, data))[1]
+    try:
+        yield sent
+    finally:
+        del workers._write
+
+
+async def test_a_small_page_alone_is_rewritten_in_the_loop_as_a_worker_rewrites_it(loop_addon, addon, site):
+    body = b"<html><head></head><body><a href='docs/'>Docs</a><a href='https://nowhere.example/'>x</a></body></html>"
+    with _jobs_sent(loop_addon.workers) as sent:
+        first = await _through_with_request(loop_addon, site + "index.html", body)
+        again = await _through_with_request(loop_addon, site + "index.html", body)
+    assert sent == []  # no job, and no panel asked of a worker ahead: the loop makes it
+    assert first.metadata["pagerank"].startswith("2 bars (1 ranked)") and first.metadata["pagerank"].endswith(
+        ", in the loop"
+    )
+    assert again.metadata["pagerank"].endswith(", panel kept, in the loop")  # kept in this process since
+    by_worker = await _through_with_request(addon, site + "index.html", body)
+    assert not by_worker.metadata["pagerank"].endswith(", in the loop")
+    assert first.response.content == again.response.content == by_worker.response.content
+    assert first.response.headers["content-length"] == str(len(first.response.content))
+    assert not loop_addon.in_flight and not loop_addon.rewriting
+
+
+async def test_pages_among_others_compressed_or_larger_go_to_the_workers(loop_addon, site, monkeypatch):
+    small = b"<html><body><a href='docs/'>Docs</a></body></html>"
+    large = small + b"<!--" + b"x" * 70_000 + b"-->"  # over the default 64 KiB
+    other = make_flow(site + "docs/")
+    other.response = None
+    await loop_addon.request(other)  # in flight meanwhile
+    beside = make_flow(site + "index.html", small)
+    await run_hooks(loop_addon, beside)
+    loop_addon.error(other)
+    big = make_flow(site + "index.html", large)
+    await run_hooks(loop_addon, big)
+    packed = make_flow(site + "index.html", b"", headers=[("content-encoding", "gzip")])
+    packed.response.content = small  # encoded by mitmproxy
+    await run_hooks(loop_addon, packed)
+    for flow in (beside, big, packed):
+        assert flow.metadata["pagerank"].startswith("1 bars") and not flow.metadata["pagerank"].endswith("loop")
+    alone = make_flow(site + "index.html", small)
+    await run_hooks(loop_addon, alone)
+    assert alone.metadata["pagerank"].endswith(", in the loop")
+
+
+async def test_a_page_while_another_is_in_a_worker_goes_to_the_workers_too(loop_addon, site, monkeypatch):
+    """The other page has left the flows in flight (its response has come) but is still being rewritten."""
+    large = b"<html><body><a href='docs/'>Docs</a><!--" + b"x" * 70_000 + b"--></body></html>"
+    small = b"<html><body><a href='docs/'>Docs</a></body></html>"
+    first, second = make_flow(site + "index.html", large), make_flow(site + "docs/", small)
+    started = asyncio.ensure_future(run_hooks(loop_addon, first))
+    await asyncio.sleep(0)  # its job is out
+    assert loop_addon.rewriting == 1
+    await run_hooks(loop_addon, second)
+    await started
+    assert not second.metadata["pagerank"].endswith("loop") and not loop_addon.rewriting
+
+
+@pytest.mark.parametrize(
+    "accept, ahead",
+    [(None, False), ("identity", False), ("gzip;q=0, identity", False), ("gzip, deflate, br, zstd", True)],
+)
+async def test_a_panel_is_asked_ahead_of_a_worker_only_for_an_answer_likely_compressed(loop_addon, site, accept, ahead):
+    flow = make_flow(site + "docs/")
+    flow.response = None
+    if accept is not None:
+        flow.request.headers["accept-encoding"] = accept
+    with _jobs_sent(loop_addon.workers) as sent:
+        await loop_addon.request(flow)
+    assert bool(sent) == ahead
+    loop_addon.error(flow)
+
+
+@pytest.mark.parametrize(
+    "accept, expected",
+    [
+        (None, True),
+        ("", True),
+        ("identity", True),
+        ("Identity;q=1", True),
+        ("gzip;q=0, br; Q=0.0", True),
+        ("gzip", False),
+        ("gzip;q=0.5", False),
+        ("gzip;q=bad", False),
+        ("*", False),
+        ("gzip, deflate, br, zstd", False),
+    ],
+)
+def test_uncompressed_judges_the_answer_from_the_request(accept, expected):
+    from proxy_addon.options import uncompressed
+
+    request = tutils.treq()
+    if accept is not None:
+        request.headers["accept-encoding"] = accept
+    assert uncompressed(request) is expected
+
+
+async def test_a_failure_of_the_loops_rewrite_leaves_the_page_untouched_and_is_logged(
+    loop_addon, site, monkeypatch, caplog
+):
+    from proxy_addon import addon as module
+
+    def broken(*args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(module, "rewrite_page", broken)
+    body = b"<html><body><a href='docs/'>Docs</a></body></html>"
+    flow = make_flow(site + "index.html", body)
+    await run_hooks(loop_addon, flow)
+    assert flow.response.content == body and flow.metadata["pagerank"] == "untouched: KeyError: 'a bug'"
+    assert "rewriting failed" in caplog.text
+
+
+@pytest.mark.parametrize("value", [-1, 2 * 1024 * 1024])
+def test_the_inline_bound_is_checked(store_path, value):
+    with pytest.raises(exceptions.OptionsError, match="pagerank_inline_bytes must be between 0"):
+        parse_settings(store_path, "pagerank", 1 << 20, 10, inline_bytes=value)
 
 
 async def test_one_timer_cuts_off_each_flow_at_its_own_deadline_and_none_after_its_answer():

@@ -256,6 +256,7 @@ def test_a_bad_store_is_one_line_before_listening(tmp_path):
         (["--", "--set", "pagerank_large_page_rate=-1"], "pagerank_large_page_rate must be 0"),
         (["--", "--set=pagerank_max_links=many"], "pagerank_max_links must be a whole number, not 'many'"),
         (["--", "--set", "pagerank_max_body=10"], "pagerank_max_body must be at least 1024 bytes"),
+        (["--", "--set", "pagerank_inline_bytes=-5"], "pagerank_inline_bytes must be between 0"),
     ],
 )
 def test_a_bad_option_is_one_line_before_listening(arguments, says, tmp_path):
