@@ -37,7 +37,7 @@ from proxy_addon.options import Settings, is_candidate, might_be_page, parse_set
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH
+from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, TooManyLinks
 from proxy_addon.worker import WorkerError, Workers, preload, rewrite_page
 from rankstore.store import StoreError
 
@@ -237,10 +237,15 @@ class PageRankProxy:
         try:
             if here:
                 # Alone in the proxy and small: rewritten in this loop, which has no other flow to serve, at a
-                # fraction of a worker's round trip (BENCHMARKS.md); re-encoding, large pages and pages among
-                # others go to the workers.
-                done = rewrite_page(settings.store, settings.ranking, settings.panel, body, *job)
-            else:
+                # fraction of a worker's round trip (BENCHMARKS.md); re-encoding, large pages, pages of many
+                # links and pages among others go to the workers.
+                try:
+                    done = rewrite_page(
+                        settings.store, settings.ranking, settings.panel, body, *job, most_links=options.INLINE_LINKS
+                    )
+                except TooManyLinks:
+                    here = False
+            if not here:
                 self.rewriting += 1
                 try:
                     done = await self._rewrite_off_loop(body, job)

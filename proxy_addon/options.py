@@ -19,6 +19,7 @@ __all__ = [
     "MAX_LINKS",
     "LARGE_PAGE_RATE",
     "INLINE_BYTES",
+    "INLINE_LINKS",
 ]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -31,6 +32,9 @@ LARGE_PAGE_RATE = 50  # megabytes a second (proxy_addon.pacing); 0: no limit
 # event loop: its trip to a worker and back costs more than the rewrite, and no one else waits (the addon's
 # response hook).  0: every page goes to the workers.
 INLINE_BYTES = 64 * 1024
+# ... and that has no more links than this: the first visit of a page with many links costs its resolving, look-ups
+# and bars, milliseconds that a client arriving meanwhile would wait for.
+INLINE_LINKS = 1_000
 _MOST_INLINE = 1024 * 1024  # past this a rewrite in the loop would hold a client arriving meanwhile too long
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "Backlink",
     "PanelData",
     "Rewrite",
+    "TooManyLinks",
     "annotate",
     "annotate_bytes",
     "Mark",
@@ -109,6 +110,11 @@ class Rewrite:
     edits: Sequence[tuple[int, str | bytes]] = field(default_factory=list)  # (offset in the input, inserted)
     links: int = 0  # bars inserted
     ranked: int = 0  # of which for pages in the store
+
+
+class TooManyLinks(Exception):
+    """The page has more links than the caller would rewrite (``most_links``); nothing was resolved or
+    looked up."""
 
 
 def _style() -> str:
@@ -754,6 +760,8 @@ def annotate(
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | str | None] | None = None,
     marks: Callable[[str], Marks] | None = None,
+    *,
+    most_links: int | None = None,
 ) -> Rewrite:
     """Insert a bar after every link's start tag, the style block and the panel.
 
@@ -763,9 +771,10 @@ def annotate(
     already made (by :func:`panel`).  ``marks``, given a key (a base directory),
     returns the caller's table of what each href shows there (:data:`Marks`),
     kept for one version of what ``lookup`` answers: the hrefs found there skip
-    resolving, looking up and rendering.
+    resolving, looking up and rendering.  ``most_links``: past that many links,
+    :class:`TooManyLinks` is raised once the text is scanned, before the rest.
     """
-    edits, links, ranked = _edits(text, _scan(text), None, page_url, lookup, panel_data, marks)
+    edits, links, ranked = _edits(text, _scan(text), None, page_url, lookup, panel_data, marks, most_links)
     return Rewrite(splice(text, edits), edits, links, ranked)
 
 
@@ -777,9 +786,12 @@ def _edits(
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | str | None] | None,
     marks: Callable[[str], Marks] | None = None,
+    most_links: int | None = None,
 ) -> tuple[list[tuple[int, str]], int, int]:
     """(edits in order of offset, bars, of which ranked) for a document and its scan: ``doc`` a str
     (``encoding`` None), or bytes in ``encoding`` (offsets in bytes; every insert is ASCII)."""
+    if most_links is not None and len(scan.links) > most_links:
+        raise TooManyLinks(f"{len(scan.links):,} links")
     base = canonical(scan.base_href, page_url) if scan.base_href else None
     base = base or page_url
     key = shared_by(base)
@@ -917,6 +929,8 @@ def annotate_bytes(
     lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]],
     panel_data: Callable[[str], PanelData | str | None] | None = None,
     marks: Callable[[str], Marks] | None = None,
+    *,
+    most_links: int | None = None,
 ) -> tuple[bytes, Rewrite] | None:
     """:func:`annotate` on a body in its own charset (header, BOM or meta), or None.
 
@@ -932,7 +946,9 @@ def annotate_bytes(
     charset, skip = sniff_charset(body, content_type)
     if _scan is _scan_fast and charset in _BYTES_READABLE:
         doc = body[skip:] if skip else body
-        edits, links, ranked = _edits(doc, _scan_fast(doc, charset), charset, page_url, lookup, panel_data, marks)
+        edits, links, ranked = _edits(
+            doc, _scan_fast(doc, charset), charset, page_url, lookup, panel_data, marks, most_links
+        )
         if not skip:
             new_body = splice(doc, edits)
             return new_body, Rewrite(new_body, edits, links, ranked)
@@ -945,7 +961,7 @@ def annotate_bytes(
             return None
     except (UnicodeError, LookupError):
         return None
-    rewrite = annotate(text, page_url, lookup, panel_data, marks)
+    rewrite = annotate(text, page_url, lookup, panel_data, marks, most_links=most_links)
     # every insertion is ASCII (non-ASCII as character references): encodable in any charset
     new_body = body[:skip] + cast(str, rewrite.text).encode(charset, errors="surrogateescape")
     return new_body, Rewrite(

@@ -100,6 +100,8 @@ def rewrite_page(
     content_encoding: str | None = None,
     limit: int = 8 * 1024 * 1024,
     max_links: int = 0,
+    *,
+    most_links: int | None = None,
 ) -> tuple[bytes, int, int, bool] | str:
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
@@ -109,6 +111,8 @@ def rewrite_page(
     it is, so that one huge page never costs seconds.
     The last of the four answers says whether the page's panel was one kept
     (:func:`prepare_panel`, or an earlier visit), the store unchanged since.
+    ``most_links``: past that many links, :class:`~.rewrite.TooManyLinks` once
+    the page is scanned, before its links are resolved and looked up.
     """
     try:
         decoded = decode(body, content_encoding, limit)
@@ -134,7 +138,15 @@ def rewrite_page(
             markup, kept = view.keep(("panel", page), functools.partial(_panel_markup, view, page))
             return markup
 
-        done = annotate_bytes(decoded, content_type, url, view.lookup, panel_markup if panel else None, view.marks)
+        done = annotate_bytes(
+            decoded,
+            content_type,
+            url,
+            view.lookup,
+            panel_markup if panel else None,
+            view.marks,
+            most_links=most_links,
+        )
     if done is None:
         return "charset does not round-trip"
     new_body, rewrite = done

@@ -766,8 +766,11 @@ async def test_pages_among_others_compressed_or_larger_go_to_the_workers(loop_ad
     packed = make_flow(site + "index.html", b"", headers=[("content-encoding", "gzip")])
     packed.response.content = small  # encoded by mitmproxy
     await run_hooks(loop_addon, packed)
-    for flow in (beside, big, packed):
-        assert flow.metadata["pagerank"].startswith("1 bars") and not flow.metadata["pagerank"].endswith("loop")
+    crowded = make_flow(site + "index.html", b"<html><body>" + b"<a href=docs/>d</a>" * 1_001 + b"</body></html>")
+    await run_hooks(loop_addon, crowded)  # small, but of more links than a page rewritten in the loop
+    assert crowded.metadata["pagerank"].startswith("1001 bars") and beside.metadata["pagerank"].startswith("1 bars")
+    for flow in (beside, big, packed, crowded):
+        assert " bars " in flow.metadata["pagerank"] and not flow.metadata["pagerank"].endswith("loop")
     alone = make_flow(site + "index.html", small)
     await run_hooks(loop_addon, alone)
     assert alone.metadata["pagerank"].endswith(", in the loop")
@@ -830,7 +833,7 @@ async def test_a_failure_of_the_loops_rewrite_leaves_the_page_untouched_and_is_l
 ):
     from proxy_addon import addon as module
 
-    def broken(*args):
+    def broken(*args, **kwargs):
         raise KeyError("a bug")
 
     monkeypatch.setattr(module, "rewrite_page", broken)

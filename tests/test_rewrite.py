@@ -11,7 +11,17 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy_addon.csp import allow_style_hash, apply
-from proxy_addon.rewrite import STYLE_HASH, Backlink, LinkInfo, PanelData, annotate, annotate_bytes, bar, remove_edits
+from proxy_addon.rewrite import (
+    STYLE_HASH,
+    Backlink,
+    LinkInfo,
+    PanelData,
+    TooManyLinks,
+    annotate,
+    annotate_bytes,
+    bar,
+    remove_edits,
+)
 
 from conftest import POSTGRES_DOC, PYTHON_DOC
 
@@ -49,6 +59,27 @@ def strip_insertions(text):
     text = re.sub(r'<style id="pagerank-proxy-style">.*?</style>', "", text, flags=re.S)
     text = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
     return text
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "utf-16"])  # scanned as bytes; decoded and scanned as text
+def test_past_most_links_nothing_is_resolved_or_looked_up(charset):
+    text = "<html><body>" + "".join(f"<a href='p{n}.html'>x</a>" for n in range(5)) + "<a name=n>x</a></body></html>"
+    body, content_type = text.encode(charset), f"text/html; charset={charset}"
+    asked = []
+
+    def lookup(urls):
+        asked.append(urls)
+        return everything(urls)
+
+    for most in (0, 4):
+        with pytest.raises(TooManyLinks, match="5 links"):
+            annotate(text, PAGE, lookup, most_links=most)
+        with pytest.raises(TooManyLinks, match="5 links"):
+            annotate_bytes(body, content_type, PAGE, lookup, most_links=most)
+    assert asked == []
+    assert annotate(text, PAGE, lookup, most_links=5).text == annotate(text, PAGE, everything).text
+    done = annotate_bytes(body, content_type, PAGE, lookup, most_links=5)
+    assert done is not None and done[1].links == 5
 
 
 def test_bar_after_each_link_start_tag_and_nowhere_else():

@@ -184,6 +184,11 @@ def main() -> None:
         action="store_true",
         help="also pagerank-proxy with pagerank_workers=0 (pages rewritten in a thread of mitmproxy's)",
     )
+    parser.add_argument(
+        "--workers-too",
+        action="store_true",
+        help="also pagerank-proxy with pagerank_inline_bytes=0 (every page to the workers, even one alone)",
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
@@ -218,6 +223,8 @@ def main() -> None:
         ours = [("pagerank-proxy", free_port(), [])]  # label, port, mitmdump's extra arguments
         if args.thread_too:
             ours.append(("thread", free_port(), ["--set", "pagerank_workers=0"]))
+        if args.workers_too:
+            ours.append(("workers only", free_port(), ["--set", "pagerank_inline_bytes=0"]))
         for _, port, extra in ours:
             command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--", "-q"]
             processes.append(
