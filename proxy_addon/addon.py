@@ -20,6 +20,7 @@ import asyncio
 import gc
 import logging
 import os
+import sqlite3
 import sys
 import time
 from urllib.parse import parse_qs
@@ -38,7 +39,7 @@ from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, TooManyLinks
-from proxy_addon.worker import WorkerError, Workers, preload, rewrite_page
+from proxy_addon.worker import WorkerError, Workers, preload, ready, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class PageRankProxy:
         self.stopping = False  # done() has run: the pages still arriving pass untouched
         self.in_flight: set[str] = set()  # the flows between their request and their response or error
         self.rewriting = 0  # the pages whose rewrite is under way in a worker or a thread
+        self.reading: asyncio.Future | None = None  # a new ranking version read for this loop, in a thread
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -136,10 +138,11 @@ class PageRankProxy:
 
     async def running(self) -> None:
         if self.settings is not None and self.settings.inline_bytes:
-            try:  # the best pages' look-ups, for the pages rewritten in this loop (as a worker reads them)
-                preload(self.settings.store, self.settings.ranking, self.settings.panel)
-            except StoreError as error:  # the pages say so, one by one
-                log.warning("pagerank: %s", error)
+            # the ranking's arrays and best pages' look-ups, for the pages rewritten in this loop (as a worker
+            # reads them), read in a thread: on a large store it takes a while, and clients may come already
+            self.reading = asyncio.ensure_future(self._read_ranking())
+            await self.reading
+            self._ranking_read()  # and this loop's own connection opened
         # What mitmproxy and this addon have loaded lives as long as the proxy: frozen, the cycle collector stops
         # walking it at each full collection, which under load would otherwise repeat every few seconds over
         # every module, class and function loaded (this addon's imports among them), holding every client.
@@ -233,6 +236,7 @@ class PageRankProxy:
             and not self.in_flight
             and not self.rewriting
             and (encoding is None or encoding.strip().lower() in ("", "identity"))
+            and self._ranking_read()
         )
         try:
             if here:
@@ -241,7 +245,14 @@ class PageRankProxy:
                 # links and pages among others go to the workers.
                 try:
                     done = rewrite_page(
-                        settings.store, settings.ranking, settings.panel, body, *job, most_links=options.INLINE_LINKS
+                        settings.store,
+                        settings.ranking,
+                        settings.panel,
+                        body,
+                        *job,
+                        most_links=options.INLINE_LINKS,
+                        most_backlinks=options.INLINE_BACKLINKS,
+                        most_lookups=options.INLINE_LOOKUPS,
                     )
                 except TooManyLinks:
                     here = False
@@ -280,6 +291,33 @@ class PageRankProxy:
             + (", in the loop" if here else "")
             + waited
         )
+
+    def _ranking_read(self) -> bool:
+        """Has this process read the newest version of the ranking (its arrays, its best pages' look-ups), so
+        that a page rewritten in the loop costs only its own links?  If not, the version is read in a thread,
+        one at a time, and pages go to the workers meanwhile: on a large store the read holds whoever waits
+        for it far longer than a page."""
+        settings = self.settings
+        assert settings is not None
+        try:
+            if ready(settings.store, settings.ranking, settings.panel):
+                return True
+        except (StoreError, sqlite3.Error):
+            return False  # the worker that gets the page says why
+        if self.reading is None or self.reading.done():
+            self.reading = asyncio.ensure_future(self._read_ranking())
+        return False
+
+    async def _read_ranking(self) -> None:
+        settings = self.settings
+        assert settings is not None
+        try:
+            await asyncio.to_thread(preload, settings.store, settings.ranking, settings.panel)
+        except (StoreError, sqlite3.Error) as error:  # the pages say so, one by one
+            log.warning("pagerank: %s", error)
+        except RuntimeError as error:  # asyncio's "Executor shutdown has been called": stopping
+            if "shutdown" not in str(error):
+                raise
 
     async def _rewrite_off_loop(self, body: bytes, job: tuple) -> tuple[bytes, int, int, bool] | str:
         """:func:`rewrite_page` in a worker, or in a thread without workers: other flows go on meanwhile."""

@@ -20,6 +20,8 @@ __all__ = [
     "LARGE_PAGE_RATE",
     "INLINE_BYTES",
     "INLINE_LINKS",
+    "INLINE_BACKLINKS",
+    "INLINE_LOOKUPS",
 ]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -35,6 +37,12 @@ INLINE_BYTES = 64 * 1024
 # ... and that has no more links than this: the first visit of a page with many links costs its resolving, look-ups
 # and bars, milliseconds that a client arriving meanwhile would wait for.
 INLINE_LINKS = 1_000
+# ... and whose panel, if it is made on that visit, picks from no more backlinks than this (the page's in-links
+# are read and sorted by score for it).
+INLINE_BACKLINKS = 50_000
+# ... and that has no more links than this whose look-ups this process has not made yet (a page of a large store
+# that links past its best pages: each costs a probe of the store).
+INLINE_LOOKUPS = 100
 _MOST_INLINE = 1024 * 1024  # past this a rewrite in the loop would hold a client arriving meanwhile too long
 
 

@@ -41,6 +41,9 @@ class Ranks:
         self.preload_pages = preload
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
+        # ranking id -> its arrays (Store.ranking_arrays), shared by this object's connections: a version read
+        # by one thread is read for all
+        self._arrays: dict = {}
         # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in no page)
         self._known: tuple[int | None, dict[str, LinkInfo | None], bool] = (None, {}, False)
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
@@ -52,7 +55,7 @@ class Ranks:
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
         if store is None:
-            store = self._local.store = Store(self.store_path, readonly=True)
+            store = self._local.store = Store(self.store_path, readonly=True, arrays=self._arrays)
             # data_version numbers one connection's view of the store: what was kept beside another's goes
             self._local.kept = {}
         return store
@@ -103,6 +106,18 @@ class Ranks:
             yield view
         finally:
             view.end()
+
+    def ready(self) -> bool:
+        """Has this object read the newest version of the ranking: its arrays and its best pages' look-ups
+        (``preload``)?  Then a page costs only its own links; if not, its first page reads them (most of a
+        second on a large store), which :meth:`preload` does in a thread of the caller's choosing.  Cheap:
+        the store's ``data_version``, and the ranking's head only if something was committed since this
+        thread's last page."""
+        store = self.store()
+        version = store.db.execute("PRAGMA data_version").fetchone()[0]
+        head = getattr(self._local, "head", None)
+        ranking_id = head[1] if head is not None and head[0] == version else store.ranking_head(self.ranking)[0]
+        return self._known[0] == ranking_id and ranking_id in self._arrays
 
     def preload(self) -> None:
         """Read the newest version's preloaded look-ups now (``preload``), rather than at the first page."""
@@ -192,6 +207,14 @@ class PageView:
             for url in missing:
                 cache.setdefault(url, None)  # not in the store (until a new version)
         return {url: info for url in urls if (info := cache[url]) is not None}
+
+    def lookups_needed(self, urls: Sequence[str]) -> int | None:
+        """How many of ``urls`` :meth:`lookup` would ask the store for; None if it would first read this
+        version's preloaded look-ups (the version is new to this object, or its cache is full)."""
+        version, cache, whole = self.ranks._known
+        if version != self.ranking_id or len(cache) > _CACHE_URLS:
+            return None
+        return 0 if whole else sum(url not in cache for url in urls)
 
     def panel(self, url: str) -> PanelData:
         """The page's own score, its best backlinks (those new since the previous build marked) and its host

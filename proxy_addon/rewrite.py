@@ -113,8 +113,9 @@ class Rewrite:
 
 
 class TooManyLinks(Exception):
-    """The page has more links than the caller would rewrite (``most_links``); nothing was resolved or
-    looked up."""
+    """The page has more links than the caller would rewrite (``most_links``: nothing was resolved or
+    looked up), or its panel more backlinks to choose from than the caller would read (``rewrite_page``'s
+    ``most_backlinks``)."""
 
 
 def _style() -> str:

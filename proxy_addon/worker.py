@@ -48,15 +48,16 @@ import pickle
 import struct
 import sys
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 
 from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
 from .ranks import _CACHE_KEPT, PRELOAD_PAGES, PageView, Ranks
-from .rewrite import annotate_bytes
+from .rewrite import LinkInfo, TooManyLinks, annotate_bytes
 from .rewrite import panel as render_panel
 
-__all__ = ["rewrite_page", "prepare_panel", "preload", "Workers", "WorkerError", "serve"]
+__all__ = ["rewrite_page", "prepare_panel", "preload", "ready", "Workers", "WorkerError", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,8 @@ def rewrite_page(
     max_links: int = 0,
     *,
     most_links: int | None = None,
+    most_backlinks: int | None = None,
+    most_lookups: int | None = None,
 ) -> tuple[bytes, int, int, bool] | str:
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
@@ -111,8 +114,12 @@ def rewrite_page(
     it is, so that one huge page never costs seconds.
     The last of the four answers says whether the page's panel was one kept
     (:func:`prepare_panel`, or an earlier visit), the store unchanged since.
-    ``most_links``: past that many links, :class:`~.rewrite.TooManyLinks` once
-    the page is scanned, before its links are resolved and looked up.
+    A caller that must not spend long on a page bounds it: past ``most_links``
+    links, :class:`~.rewrite.TooManyLinks` once the page is scanned, before its
+    links are resolved; so too past ``most_lookups`` links not yet looked up in
+    this process (or any, if the ranking's newest version is not read yet:
+    :func:`ready`), and past ``most_backlinks`` backlinks if its panel is to be
+    made.
     """
     try:
         decoded = decode(body, content_encoding, limit)
@@ -132,17 +139,19 @@ def rewrite_page(
     ranks = _ranks_for(store, ranking, panel)
     kept = False
     with ranks.page() as view:  # bars and panel from one version of the ranking
+        lookup = view.lookup if most_lookups is None else functools.partial(_bounded_lookup, view, most_lookups)
 
         def panel_markup(page: str) -> str:
             nonlocal kept
-            markup, kept = view.keep(("panel", page), functools.partial(_panel_markup, view, page))
+            make = functools.partial(_panel_markup, view, page, lookup, most_backlinks)
+            markup, kept = view.keep(("panel", page), make)
             return markup
 
         done = annotate_bytes(
             decoded,
             content_type,
             url,
-            view.lookup,
+            lookup,
             panel_markup if panel else None,
             view.marks,
             most_links=most_links,
@@ -167,12 +176,39 @@ def prepare_panel(store: str, ranking: str, panel: int, url: str) -> bool:
 
 
 def preload(store: str, ranking: str, panel: int) -> None:
-    """Read the best pages' look-ups now, for the pages :func:`rewrite_page` rewrites in this process and
-    thread (as each worker does before its first job)."""
+    """Read the newest ranking version's arrays and best pages' look-ups now, for the pages
+    :func:`rewrite_page` rewrites in this process, in any thread (as each worker does before its first
+    job)."""
     _ranks_for(store, ranking, panel).preload()
 
 
-def _panel_markup(view: PageView, page: str) -> str:
+def ready(store: str, ranking: str, panel: int) -> bool:
+    """Has this process read what :func:`preload` reads, for the newest version of the ranking?  A cheap
+    check, for a caller that must not spend long on a page (:meth:`~.ranks.Ranks.ready`)."""
+    return _ranks_for(store, ranking, panel).ready()
+
+
+def _bounded_lookup(view: PageView, most: int, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
+    """:meth:`PageView.lookup`, or :class:`~.rewrite.TooManyLinks` if it would ask the store for more than
+    ``most`` of ``urls`` (or read a new version's preloaded look-ups first)."""
+    needed = view.lookups_needed(urls)
+    if needed is None:
+        raise TooManyLinks("the ranking's newest version is not read yet")
+    if needed > most:
+        raise TooManyLinks(f"{needed:,} links not looked up yet")
+    return view.lookup(urls)
+
+
+def _panel_markup(
+    view: PageView,
+    page: str,
+    lookup: Callable[[Sequence[str]], Mapping[str, LinkInfo]] | None = None,
+    most_backlinks: int | None = None,
+) -> str:
+    if most_backlinks is not None:
+        info = (lookup or view.lookup)([page]).get(page)
+        if info is not None and info.inlinks > most_backlinks:
+            raise TooManyLinks(f"{info.inlinks:,} backlinks")
     return render_panel(view.panel(page))
 
 

@@ -8,6 +8,7 @@ import gc
 import gzip
 import re
 import shutil
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -842,6 +843,91 @@ async def test_a_failure_of_the_loops_rewrite_leaves_the_page_untouched_and_is_l
     await run_hooks(loop_addon, flow)
     assert flow.response.content == body and flow.metadata["pagerank"] == "untouched: KeyError: 'a bug'"
     assert "rewriting failed" in caplog.text
+
+
+async def test_a_new_ranking_is_read_in_a_thread_and_its_pages_go_to_the_workers_meanwhile(
+    store_path, site, tmp_path, monkeypatch
+):
+    from proxy_addon import addon as module
+
+    path = str(tmp_path / "reranked.db")
+    shutil.copy(store_path, path)
+    release, threads = threading.Event(), []
+
+    def held(*args):  # the version's read, held until the test lets it go
+        threads.append(threading.current_thread())
+        if len(threads) > 1:
+            assert release.wait(30)
+        return real(*args)
+
+    real = module.preload
+    monkeypatch.setattr(module, "preload", held)
+    body = b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"
+    async with running_addon(path) as addon:
+        assert module.ready(path, "pagerank", addon.settings.panel)  # read at start
+        first = await _through_with_request(addon, site + "index.html", body)
+        assert first.metadata["pagerank"].endswith(", in the loop")
+        assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
+        meanwhile = await _through_with_request(addon, site + "index.html", body)
+        assert " bars " in meanwhile.metadata["pagerank"] and not meanwhile.metadata["pagerank"].endswith("loop")
+        assert addon.reading is not None and not addon.reading.done()
+        again = await _through_with_request(addon, site + "index.html", body)  # one read at a time
+        assert not again.metadata["pagerank"].endswith("loop") and len(threads) == 2
+        release.set()
+        await addon.reading
+        after = await _through_with_request(addon, site + "index.html", body)
+        assert after.metadata["pagerank"].endswith(", in the loop")
+    assert threading.main_thread() not in threads  # never read in the loop
+    with Store(path, readonly=True) as store:
+        score = store.lookup([site + "docs/"])[site + "docs/"]["pagerank"]
+    assert (
+        f'data-pagerank="{score!r}"' in meanwhile.response.text and f'data-pagerank="{score!r}"' in after.response.text
+    )
+    assert f'data-pagerank="{score!r}"' not in first.response.text  # the new version's score, not the first's
+
+
+def test_a_bounded_rewrite_refuses_a_page_that_would_cost_more(store_path, site, tmp_path, monkeypatch):
+    """What the loop may spend on a page: its links, those not looked up yet, its panel's backlinks."""
+    from proxy_addon import worker
+    from proxy_addon.rewrite import TooManyLinks
+
+    path = str(tmp_path / "bounded.db")
+    shutil.copy(store_path, path)
+    monkeypatch.setattr(worker, "PRELOAD_PAGES", 2)  # most of this store's pages then need a look-up
+    with Store(path, readonly=True) as store:
+        urls = [url for (url,) in store.db.execute("SELECT url FROM pages ORDER BY id LIMIT 12")]
+        inlinks = store.lookup([site + "index.html"])[site + "index.html"]["inlinks"]
+    assert inlinks > 0
+    body = ("<html><body>" + "".join(f"<a href='{url}'>x</a>" for url in urls) + "</body></html>").encode()
+    args = (path, "pagerank", 10, body, "text/html", site + "index.html")
+    with pytest.raises(TooManyLinks, match="not read yet"):  # the version's preload would come first
+        worker.rewrite_page(*args, most_lookups=100)
+    assert not worker.ready(path, "pagerank", 10)
+    worker.preload(path, "pagerank", 10)
+    assert worker.ready(path, "pagerank", 10)
+    with pytest.raises(TooManyLinks, match="12 links"):
+        worker.rewrite_page(*args, most_links=11)
+    with pytest.raises(TooManyLinks, match="10 links not looked up yet"):  # 12, less the 2 best pages
+        worker.rewrite_page(*args, most_lookups=9)
+    with pytest.raises(TooManyLinks, match=f"{inlinks} backlinks"):
+        worker.rewrite_page(*args, most_backlinks=inlinks - 1)
+    bounded = worker.rewrite_page(*args, most_links=12, most_lookups=10, most_backlinks=inlinks)
+    assert bounded[:3] == worker.rewrite_page(*args)[:3]  # (the second one's panel kept from the first)
+    assert worker.rewrite_page(*args, most_lookups=0)[0] == bounded[0]  # looked up now: no look-up left
+
+
+def test_one_ranks_reads_a_version_once_for_all_its_threads(store_path):
+    from proxy_addon.ranks import Ranks
+
+    ranks = Ranks(store_path, preload=10)
+    assert not ranks.ready()
+    done = []
+    reader = threading.Thread(target=lambda: (ranks.preload(), done.append(ranks.store())))
+    reader.start()
+    reader.join()
+    assert ranks.ready()  # in this thread, with a connection of its own
+    assert ranks.store() is not done[0] and ranks.store()._arrays is done[0]._arrays
+    ranks.close()
 
 
 @pytest.mark.parametrize("value", [-1, 2 * 1024 * 1024])

@@ -81,12 +81,14 @@ def _now() -> str:
 class Store(HostAnalysisMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
-    def __init__(self, path: str, readonly: bool = False, create: bool = True):
+    def __init__(self, path: str, readonly: bool = False, create: bool = True, arrays: dict | None = None):
         """Open the store at ``path``; a writer creates it (or brings an older schema up to date) unless
-        ``create`` is False.  Errors are :class:`StoreError` subclasses that name the cause."""
+        ``create`` is False.  Errors are :class:`StoreError` subclasses that name the cause.  ``arrays``:
+        the ranking versions' arrays read so far (:meth:`ranking_arrays`), a dict that readers of the same
+        file in one process may share (a version's arrays never change)."""
         self.path = path
         self.readonly = readonly
-        self._arrays: dict = {}
+        self._arrays: dict = {} if arrays is None else arrays
         self._reset_page_cache()
         check_path(path, create=create and not readonly)
         try:

@@ -338,7 +338,7 @@ class RankingsMixin(StoreBase):
             else None,
         )
         if len(cache) >= _KEEP_ARRAYS:
-            cache.pop(next(iter(cache)))
+            cache.pop(list(cache)[0], None)  # a copy first: the proxy's threads share one reader's cache
         cache[ranking_id] = arrays
         return arrays
 
