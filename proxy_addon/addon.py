@@ -236,7 +236,7 @@ class PageRankProxy:
             and not self.in_flight
             and not self.rewriting
             and (encoding is None or encoding.strip().lower() in ("", "identity"))
-            and self._ranking_read()
+            and (self.reading is None or self.reading.done())  # a new version being read for the loop: wait
         )
         try:
             if here:
@@ -254,8 +254,9 @@ class PageRankProxy:
                         most_backlinks=options.INLINE_BACKLINKS,
                         most_lookups=options.INLINE_LOOKUPS,
                     )
-                except TooManyLinks:
+                except TooManyLinks:  # or a new version of the ranking, not read for the loop yet
                     here = False
+                    self._ranking_read()
             if not here:
                 self.rewriting += 1
                 try:
