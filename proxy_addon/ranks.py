@@ -109,8 +109,8 @@ class Ranks:
 
     def ready(self) -> bool:
         """Has this object read the newest version of the ranking: its arrays and its best pages' look-ups
-        (``preload``)?  Then a page costs only its own links; if not, its first page reads them (most of a
-        second on a large store), which :meth:`preload` does in a thread of the caller's choosing.  Cheap:
+        (``preload``)?  Then a page costs only its own links; if not, its first page reads them (on a large
+        store, far more than a page costs), which :meth:`preload` does in a thread of the caller's choosing.  Cheap:
         the store's ``data_version``, and the ranking's head only if something was committed since this
         thread's last page."""
         store = self.store()

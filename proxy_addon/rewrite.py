@@ -113,9 +113,10 @@ class Rewrite:
 
 
 class TooManyLinks(Exception):
-    """The page has more links than the caller would rewrite (``most_links``: nothing was resolved or
-    looked up), or its panel more backlinks to choose from than the caller would read (``rewrite_page``'s
-    ``most_backlinks``)."""
+    """The page would cost more than the caller allows: more links than it would rewrite (``most_links``:
+    nothing was resolved or looked up), or, in ``worker.rewrite_page``, more links to look up in the store
+    (``most_lookups``; any, while the ranking's newest version is not read) or a panel to choose from more
+    backlinks (``most_backlinks``)."""
 
 
 def _style() -> str:
