@@ -39,7 +39,7 @@ from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, TooManyLinks
-from proxy_addon.worker import WorkerError, Workers, preload, ready, rewrite_page
+from proxy_addon.worker import WorkerError, Workers, preload, prepare_panel, ready, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -184,15 +184,36 @@ class PageRankProxy:
 
     def _prepare_panel(self, flow: http.HTTPFlow) -> None:
         """While a page's request goes to the origin, a worker makes its panel (the panel needs only the
-        URL); the page's job then skips that part.  Only while every worker is idle: a busy proxy has no
-        time to spend on a guess (a response that is no page)."""
+        URL), or this loop for a page alone in the proxy; the page's job then skips that part.  Only while
+        every worker is idle: a busy proxy has no time to spend on a guess (a response that is no page)."""
         workers, settings = self.workers, self.settings
         if workers is None or settings is None or not settings.panel or self.stopping:
             return
+        if flow.response is not None or not might_be_page(flow.request):
+            return
         if len(self.in_flight) == 1 and settings.inline_bytes and uncompressed(flow.request):
-            return  # alone, its answer will likely be rewritten in this loop (response), with its panel
-        if flow.response is None and might_be_page(flow.request) and workers.all_idle():
+            # Alone, its answer will likely be rewritten in this loop (response): its panel is made here, once
+            # this hook has let the request go on its way (a callback of the loop's next turn), unless
+            # another flow has come by then.
+            if self.reading is None or self.reading.done():
+                asyncio.get_running_loop().call_soon(self._panel_ahead, flow)
+        elif workers.all_idle():
             workers.prepare(flow.request.url)
+
+    def _panel_ahead(self, flow: http.HTTPFlow) -> None:
+        settings = self.settings
+        if settings is None or self.stopping or self.in_flight != {flow.id} or flow.response is not None:
+            return
+        try:
+            prepare_panel(
+                settings.store,
+                settings.ranking,
+                settings.panel,
+                flow.request.url,
+                most_backlinks=options.INLINE_BACKLINKS,
+            )
+        except (TooManyLinks, StoreError, sqlite3.Error):
+            pass  # its page's job makes it (in a worker), or says why not
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if self.settings is None or flow.response is None or flow.metadata.get("pagerank") == "own-page":

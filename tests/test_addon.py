@@ -845,6 +845,52 @@ async def test_a_failure_of_the_loops_rewrite_leaves_the_page_untouched_and_is_l
     assert "rewriting failed" in caplog.text
 
 
+async def _alone_with_a_turn_between(addon, url, body, beside=None):
+    """A page's request, a turn of the loop (its request on the way), maybe another request, its response."""
+    flow = make_flow(url, body)
+    response, flow.response = flow.response, None
+    await addon.request(flow)
+    if beside is not None:
+        await addon.request(beside)
+    await asyncio.sleep(0)
+    flow.response = response
+    await run_hooks(addon, flow)
+    if beside is not None:
+        addon.error(beside)
+    return flow
+
+
+async def test_a_page_alone_has_its_panel_made_in_the_loop_while_its_request_travels(
+    store_path, site, tmp_path, monkeypatch
+):
+    from proxy_addon import options
+
+    path = str(tmp_path / "fresh.db")  # no panel kept from other tests
+    shutil.copy(store_path, path)
+    async with running_addon(path) as loop_addon:
+        await _panels_ahead(loop_addon, site, monkeypatch, options)
+
+
+async def _panels_ahead(loop_addon, site, monkeypatch, options):
+    body = b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"
+    with _jobs_sent(loop_addon.workers) as sent:
+        ahead = await _alone_with_a_turn_between(loop_addon, site + "genindex.html", body)
+    assert ahead.metadata["pagerank"].endswith(", panel kept, in the loop")
+    assert sent == []  # no worker asked
+    crowded = make_flow(site + "other.html")
+    crowded.response = None
+    beside = await _alone_with_a_turn_between(loop_addon, site + "search.html", body, crowded)
+    # another flow came before the turn: nothing made ahead (its page then goes to a worker, panel and all)
+    assert " bars " in beside.metadata["pagerank"] and "panel kept" not in beside.metadata["pagerank"]
+    monkeypatch.setattr(options, "INLINE_BACKLINKS", -1)  # every page has too many backlinks for the loop
+    over = await _alone_with_a_turn_between(loop_addon, site + "index.html", body)
+    assert " bars " in over.metadata["pagerank"] and "panel kept" not in over.metadata["pagerank"]
+    assert not over.metadata["pagerank"].endswith("loop")
+    plain = make_flow(site + "index.html", body)
+    await run_hooks(loop_addon, plain)
+    assert outside_panel(over.response.text) == outside_panel(plain.response.text)
+
+
 async def test_a_new_ranking_is_read_in_a_thread_and_its_pages_go_to_the_workers_meanwhile(
     store_path, site, tmp_path, monkeypatch
 ):
