@@ -56,6 +56,7 @@ class PageRankProxy:
         self.in_flight: set[str] = set()  # the flows between their request and their response or error
         self.rewriting = 0  # the pages whose rewrite is under way in a worker or a thread
         self.reading: asyncio.Future | None = None  # a new ranking version read for this loop, in a thread
+        self.panel_waits: http.HTTPFlow | None = None  # a page alone whose panel waits for its connection
 
     def load(self, loader) -> None:
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
@@ -201,6 +202,20 @@ class PageRankProxy:
             workers.prepare(flow.request.url)
 
     def _panel_ahead(self, flow: http.HTTPFlow) -> None:
+        """Make the panel of a page alone in the proxy once its request is on its way: now, if it went on a
+        connection already open; else once its new connection is made (``server_connected``: the request
+        is sent in the same turn), so that the panel never holds the connection up."""
+        if not flow.server_conn.connected:
+            self.panel_waits = flow
+            return
+        self._make_panel(flow)
+
+    def server_connected(self, data) -> None:
+        flow, self.panel_waits = self.panel_waits, None
+        if flow is not None:
+            asyncio.get_running_loop().call_soon(self._make_panel, flow)
+
+    def _make_panel(self, flow: http.HTTPFlow) -> None:
         settings = self.settings
         if settings is None or self.stopping or self.in_flight != {flow.id} or flow.response is not None:
             return
@@ -226,6 +241,8 @@ class PageRankProxy:
 
     async def response(self, flow: http.HTTPFlow) -> None:
         self.in_flight.discard(flow.id)
+        if self.panel_waits is flow:  # answered before its connection was made: nothing to make ahead now
+            self.panel_waits = None
         if self.settings is None or flow.response is None or flow.response.stream or self.stopping:
             return
         verdict = flow.metadata.get("pagerank")
@@ -352,6 +369,8 @@ class PageRankProxy:
 
     def error(self, flow: http.HTTPFlow) -> None:
         self.in_flight.discard(flow.id)
+        if self.panel_waits is flow:
+            self.panel_waits = None
 
     async def done(self) -> None:
         self.stopping = True

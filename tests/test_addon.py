@@ -845,14 +845,25 @@ async def test_a_failure_of_the_loops_rewrite_leaves_the_page_untouched_and_is_l
     assert "rewriting failed" in caplog.text
 
 
-async def _alone_with_a_turn_between(addon, url, body, beside=None):
-    """A page's request, a turn of the loop (its request on the way), maybe another request, its response."""
+async def _alone_with_a_turn_between(addon, url, body, beside=None, connection="open"):
+    """A page's request, a turn of the loop (its request on the way, on a connection already ``open`` or a
+    ``new`` one, made in the turn after), maybe another request, its response."""
+    from mitmproxy.connection import ConnectionState
+    from mitmproxy.proxy.server_hooks import ServerConnectionHookData
+
     flow = make_flow(url, body)
     response, flow.response = flow.response, None
+    flow.server_conn.state = ConnectionState.CLOSED
     await addon.request(flow)
+    if connection == "open":  # mitmproxy gives the flow its open connection once the hook is done
+        flow.server_conn.state = ConnectionState.OPEN
     if beside is not None:
         await addon.request(beside)
     await asyncio.sleep(0)
+    if connection == "new":
+        flow.server_conn.state = ConnectionState.OPEN
+        addon.server_connected(ServerConnectionHookData(flow.server_conn, flow.client_conn))
+        await asyncio.sleep(0)
     flow.response = response
     await run_hooks(addon, flow)
     if beside is not None:
@@ -860,23 +871,28 @@ async def _alone_with_a_turn_between(addon, url, body, beside=None):
     return flow
 
 
+@pytest.mark.parametrize("connection", ["open", "new"])
 async def test_a_page_alone_has_its_panel_made_in_the_loop_while_its_request_travels(
-    store_path, site, tmp_path, monkeypatch
+    store_path, site, tmp_path, monkeypatch, connection
 ):
     from proxy_addon import options
 
     path = str(tmp_path / "fresh.db")  # no panel kept from other tests
     shutil.copy(store_path, path)
     async with running_addon(path) as loop_addon:
-        await _panels_ahead(loop_addon, site, monkeypatch, options)
+        await _panels_ahead(loop_addon, site, monkeypatch, options, connection)
 
 
-async def _panels_ahead(loop_addon, site, monkeypatch, options):
+async def _panels_ahead(loop_addon, site, monkeypatch, options, connection):
     body = b"<html><head></head><body><a href='docs/'>Docs</a></body></html>"
     with _jobs_sent(loop_addon.workers) as sent:
-        ahead = await _alone_with_a_turn_between(loop_addon, site + "genindex.html", body)
+        ahead = await _alone_with_a_turn_between(loop_addon, site + "genindex.html", body, connection=connection)
     assert ahead.metadata["pagerank"].endswith(", panel kept, in the loop")
     assert sent == []  # no worker asked
+    if connection == "new":  # not before its connection is made: the panel would hold it up
+        unconnected = await _alone_with_a_turn_between(loop_addon, site + "glossary.html", body, connection=None)
+        assert unconnected.metadata["pagerank"].endswith(", in the loop")
+        assert "panel kept" not in unconnected.metadata["pagerank"]
     crowded = make_flow(site + "other.html")
     crowded.response = None
     beside = await _alone_with_a_turn_between(loop_addon, site + "search.html", body, crowded)
