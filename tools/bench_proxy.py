@@ -20,6 +20,13 @@ the same requests go to each, with keep-alive connections:
 Each round runs them all in turn (this VM's speed drifts, over minutes and over seconds);
 latency percentiles pool every round, throughput is the median of the rounds.
 Loops are bounded in count.
+
+    .venv/bin/python tools/bench_proxy.py --first-visits 8
+
+First visits alone, instead of the rounds: each pass starts plain mitmdump and
+pagerank-proxy afresh (no panel or mark kept, nothing looked up yet), then
+fetches every ~40 KB page once, page by page through each in turn; the p50 of
+each pass over plain mitmdump's, and their median.
 """
 
 from __future__ import annotations
@@ -169,6 +176,59 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def start_proxies(store: str, variants: list[tuple[str, list[str]]]) -> tuple[list, list[tuple[str, int, bool]]]:
+    """Plain mitmdump, then pagerank-proxy with each variant's extra mitmdump arguments, listening: their
+    processes, and their targets (label, port, proxied)."""
+    mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
+    plain_port = free_port()
+    processes = [
+        subprocess.Popen(
+            [mitmdump, "--listen-host", "127.0.0.1", "-p", str(plain_port), "-q"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    targets = [("mitmdump", plain_port, True)]
+    for label, extra in variants:
+        port = free_port()
+        command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--", "-q"]
+        processes.append(
+            subprocess.Popen(command + extra, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+        targets.append((label, port, True))
+    for _, port, _ in targets:
+        wait(port)
+    return processes, targets
+
+
+def first_visits(store: str, variants: list[tuple[str, list[str]]], pages: list[str], passes: int) -> None:
+    """Each pass: the proxies started afresh, every page once through each in turn (:func:`interleaved`)."""
+    ratios: dict[str, list[float]] = {label: [] for label, _ in variants}
+    for turn in range(passes):
+        processes, targets = start_proxies(store, variants)
+        try:
+            settle([process.pid for process in processes])  # started: the ranking read, the workers up
+            samples = interleaved(targets, pages, turn)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=10)
+        plain = pct(samples["mitmdump"], 0.5)
+        for label in ratios:
+            ratios[label].append(pct(samples[label], 0.5) / plain)
+        print(
+            f"first visits, pass {turn + 1}: p50 mitmdump {plain:.2f} ms, "
+            + ", ".join(f"{label} {ratios[label][-1]:.3f}x" for label in ratios),
+            flush=True,
+        )
+    for label, values in ratios.items():
+        print(
+            f"{label} / plain mitmdump, first visits page by page in turn: p50 median of {passes} passes "
+            f"{statistics.median(values):.3f}x ({', '.join(f'{value:.3f}' for value in values)})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
@@ -188,6 +248,13 @@ def main() -> None:
         "--workers-too",
         action="store_true",
         help="also pagerank-proxy with pagerank_inline_bytes=0 (every page to the workers, even one alone)",
+    )
+    parser.add_argument(
+        "--first-visits",
+        type=int,
+        default=0,
+        metavar="PASSES",
+        help="instead of the rounds: first visits alone, the proxies started afresh for each of PASSES passes",
     )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
@@ -211,29 +278,11 @@ def main() -> None:
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
         )
-        plain_port = free_port()
-        mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
-        processes.append(
-            subprocess.Popen(
-                [mitmdump, "--listen-host", "127.0.0.1", "-p", str(plain_port), "-q"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        ours = [("pagerank-proxy", free_port(), [])]  # label, port, mitmdump's extra arguments
+        variants = [("pagerank-proxy", [])]  # label, mitmdump's extra arguments
         if args.thread_too:
-            ours.append(("thread", free_port(), ["--set", "pagerank_workers=0"]))
+            variants.append(("thread", ["--set", "pagerank_workers=0"]))
         if args.workers_too:
-            ours.append(("workers only", free_port(), ["--set", "pagerank_inline_bytes=0"]))
-        for _, port, extra in ours:
-            command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--", "-q"]
-            processes.append(
-                subprocess.Popen(command + extra, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            )
-            wait(port)
-        wait(plain_port)
-        ours_port = ours[0][1]
-
+            variants.append(("workers only", ["--set", "pagerank_inline_bytes=0"]))
         pages = []
         for folder, _, files in os.walk(DOC):
             for name in sorted(files):
@@ -241,6 +290,14 @@ def main() -> None:
                 if name.endswith(".html") and 30_000 <= os.path.getsize(path) <= 50_000:
                     pages.append(site + os.path.relpath(path, DOC))
         pages.sort()
+        if args.first_visits:
+            first_visits(store, variants, pages, args.first_visits)
+            return
+        started, proxies = start_proxies(store, variants)
+        processes += started
+        plain_port = proxies[0][1]
+        ours = [(label, port, extra) for (label, port, _), (_, extra) in zip(proxies[1:], variants)]
+        ours_port = ours[0][1]
         functions = site + "library/functions.html"
         body = latencies(ours_port, [functions], True)  # warm up every path once
         for port, proxied in [(origin_port, False), (plain_port, True)] + [(port, True) for _, port, _ in ours]:
