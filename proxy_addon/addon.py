@@ -30,6 +30,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mitmproxy import ctx, exceptions, http
+from mitmproxy.proxy import server_hooks
 
 from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
@@ -210,7 +211,7 @@ class PageRankProxy:
             return
         self._make_panel(flow)
 
-    def server_connected(self, data) -> None:
+    def server_connected(self, data: server_hooks.ServerConnectionHookData) -> None:
         flow, self.panel_waits = self.panel_waits, None
         if flow is not None:
             asyncio.get_running_loop().call_soon(self._make_panel, flow)
