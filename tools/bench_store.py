@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Store lookups the proxy needs: backlinks by rank of a page with 1,000,000 backlinks, batched URL lookups.
 
-    .venv/bin/python tools/bench_store.py [--backlinks 1000000] [--titles-only]
+    .venv/bin/python tools/bench_store.py [--backlinks 1000000] [--titles-only] [--ranking-read 3]
 
 Builds (once, cached in ~/.cache/pagerank-proxy, by schema version) a store
 from a generated edge list: page 0 is linked from the next N pages, page 1
@@ -15,6 +15,9 @@ repeated runs (median and p99):
     and rare, FTS5 syntax among them, and the 201st page of results (offset
     10,000), over a copy of the store given generated titles, since the
     edge list has none (target <= 100 ms p95).
+``--ranking-read PASSES`` times instead what reading a new version of the
+ranking for the proxy's event loop holds that loop: read in a thread, as the
+proxy reads it, and in the loop itself, each after a new ``rank``.
 """
 
 from __future__ import annotations
@@ -184,13 +187,84 @@ def timed(function, repeat: int) -> tuple[float, float]:
     return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
 
 
+def bench_ranking_read(source: str, passes: int) -> None:
+    """What a new ranking version's read for the proxy's loop (``proxy_addon.worker.preload``) holds the
+    loop: an asyncio loop ticking every millisecond while the version is read in a thread (as the proxy
+    does) or in the loop, on a copy of the store ranked again before each read."""
+    import asyncio
+    import shutil
+    import tempfile
+
+    from proxy_addon import worker
+
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "store.db")
+        shutil.copy(source, path)
+        args = (path, "pagerank", 10)
+        worker.preload(*args)
+
+        async def ticking(read) -> tuple[float, float, float]:
+            lags: list[float] = []
+            done = asyncio.Event()
+
+            async def ticker() -> None:
+                while not done.is_set():
+                    started = time.perf_counter()
+                    await asyncio.sleep(0.001)
+                    lags.append((time.perf_counter() - started - 0.001) * 1000)
+
+            task = asyncio.ensure_future(ticker())
+            await asyncio.sleep(0.05)
+            started = time.perf_counter()
+            await read()
+            took = (time.perf_counter() - started) * 1000
+            await asyncio.sleep(0.05)
+            done.set()
+            await task
+            lags.sort()
+            return took, lags[-1], lags[int(len(lags) * 0.99)]
+
+        async def in_thread() -> None:
+            await asyncio.to_thread(worker.preload, *args)
+
+        async def in_loop() -> None:
+            worker.preload(*args)
+
+        for _ in range(passes):
+            for label, read in (("in a thread", in_thread), ("in the loop", in_loop)):
+                subprocess.run(
+                    [sys.executable, "-m", "rankstore", "rank", "--store", path, "-q"],
+                    check=True,
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                )
+                assert not worker.ready(*args)
+                took, longest, p99 = asyncio.run(ticking(read))
+                assert worker.ready(*args)
+                print(
+                    f"a new ranking version read {label}: {took:.0f} ms in all; the loop's longest lag "
+                    f"{longest:.1f} ms, p99 {p99:.1f} ms"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backlinks", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--titles-only", action="store_true", help="only the title search, on the newest cached store")
+    parser.add_argument(
+        "--ranking-read",
+        type=int,
+        default=0,
+        metavar="PASSES",
+        help="only the proxy's read of a new ranking version, in a thread and in its loop, PASSES times each",
+    )
     args = parser.parse_args()
     from rankstore.store import Store
+
+    if args.ranking_read:
+        bench_ranking_read(make_store(args.backlinks), args.ranking_read)
+        return
 
     if args.titles_only:
         cached = sorted(glob.glob(os.path.join(CACHE, f"store-{args.backlinks}-v*.db")), key=os.path.getmtime)
