@@ -144,7 +144,7 @@ class PageRankProxy:
             # reads them), read in a thread: on a large store it takes a while, and clients may come already
             self.reading = asyncio.ensure_future(self._read_ranking())
             await self.reading
-            self._ranking_read()  # and this loop's own connection opened
+            self._read_if_new()  # and this loop's own connection opened
         # What mitmproxy and this addon have loaded lives as long as the proxy: frozen, the cycle collector stops
         # walking it at each full collection, which under load would otherwise repeat every few seconds over
         # every module, class and function loaded (this addon's imports among them), holding every client.
@@ -295,7 +295,7 @@ class PageRankProxy:
                     )
                 except TooManyLinks:  # or a new version of the ranking, not read for the loop yet
                     here = False
-                    self._ranking_read()
+                    self._read_if_new()
             if not here:
                 self.rewriting += 1
                 try:
@@ -332,21 +332,20 @@ class PageRankProxy:
             + waited
         )
 
-    def _ranking_read(self) -> bool:
-        """Has this process read the newest version of the ranking (its arrays, its best pages' look-ups), so
-        that a page rewritten in the loop costs only its own links?  If not, the version is read in a thread,
-        one at a time, and pages go to the workers meanwhile: on a large store the read holds whoever waits
-        for it far longer than a page."""
+    def _read_if_new(self) -> None:
+        """Unless this process has read the newest version of the ranking (its arrays, its best pages'
+        look-ups), so that a page rewritten in the loop costs only its own links, read it in a thread, one
+        read at a time; pages go to the workers meanwhile (``response``): on a large store the read would
+        hold whoever waits for the loop far longer than a page."""
         settings = self.settings
         assert settings is not None
         try:
             if ready(settings.store, settings.ranking, settings.panel):
-                return True
+                return
         except (StoreError, sqlite3.Error):
-            return False  # the worker that gets the page says why
+            return  # the worker that gets the page says why
         if self.reading is None or self.reading.done():
             self.reading = asyncio.ensure_future(self._read_ranking())
-        return False
 
     async def _read_ranking(self) -> None:
         settings = self.settings

@@ -120,7 +120,8 @@ class Ranks:
         return self._known[0] == ranking_id and ranking_id in self._arrays
 
     def preload(self) -> None:
-        """Read the newest version's preloaded look-ups now (``preload``), rather than at the first page."""
+        """Read the newest version's arrays and preloaded look-ups now (``preload``), rather than at the first
+        page: in any thread, for every thread of this object (:meth:`ready` tells whether they are read)."""
         with self.page() as view:
             view._cache()
 
