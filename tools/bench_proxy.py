@@ -27,6 +27,12 @@ First visits alone, instead of the rounds: each pass starts plain mitmdump and
 pagerank-proxy afresh (no panel or mark kept, nothing looked up yet), then
 fetches every ~40 KB page once, page by page through each in turn; the p50 of
 each pass over plain mitmdump's, and their median.
+
+    .venv/bin/python tools/bench_proxy.py --first-visits 8 --keep-alive-origin
+
+Either mode with an origin that speaks HTTP/1.1 and keeps each proxy's
+connection open (the default origin speaks HTTP/1.0, as Python's http.server
+does: a connection a request, so the proxies open one for every page).
 """
 
 from __future__ import annotations
@@ -256,11 +262,17 @@ def main() -> None:
         metavar="PASSES",
         help="instead of the rounds: first visits alone, the proxies started afresh for each of PASSES passes",
     )
+    parser.add_argument(
+        "--keep-alive-origin",
+        action="store_true",
+        help="an origin that speaks HTTP/1.1 and keeps connections open (default: HTTP/1.0, a connection a request)",
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
     try:
-        origin, origin_port = serve_process(DOC)
+        origin, origin_port = serve_process(DOC, keep_alive=args.keep_alive_origin)
+        print(f"origin: {'HTTP/1.1, connections kept open' if args.keep_alive_origin else 'HTTP/1.0'}", flush=True)
         processes.append(origin)
         site = f"http://127.0.0.1:{origin_port}/"
         warc = os.path.join(work, "site.warc.gz")
