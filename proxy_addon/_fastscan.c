@@ -54,7 +54,8 @@ typedef struct {
 /* What each byte is to the tokenizer, one bit a class (the characters read are below 0x100). */
 enum { WS = 1, ENDS_NAME = 2, ENDS_ATTRIBUTE_NAME = 4, ENDS_UNQUOTED = 8, ALPHA = 16 };
 static unsigned char CLASS[256];
-static unsigned char INTERESTING_FIRST[256], INTERESTING_END_FIRST[256]; /* the lists' first letters */
+/* The lists' names by first letter: bit `len` set where one of that length begins with that letter. */
+static unsigned int INTERESTING_SHAPES[256], INTERESTING_END_SHAPES[256];
 
 static void fill_classes(void) {
     const char *ws = "\t\n\f\r ";
@@ -63,8 +64,10 @@ static void fill_classes(void) {
     CLASS['>'] |= ENDS_NAME | ENDS_ATTRIBUTE_NAME | ENDS_UNQUOTED;
     CLASS['='] |= ENDS_ATTRIBUTE_NAME;
     for (int c = 'a'; c <= 'z'; c++) CLASS[c] |= ALPHA, CLASS[c - 32] |= ALPHA;
-    for (const char *const *name = INTERESTING; *name; name++) INTERESTING_FIRST[(unsigned char)(*name)[0]] = 1;
-    for (const char *const *name = INTERESTING_END; *name; name++) INTERESTING_END_FIRST[(unsigned char)(*name)[0]] = 1;
+    for (const char *const *name = INTERESTING; *name; name++)
+        INTERESTING_SHAPES[(unsigned char)(*name)[0]] |= 1u << strlen(*name);
+    for (const char *const *name = INTERESTING_END; *name; name++)
+        INTERESTING_END_SHAPES[(unsigned char)(*name)[0]] |= 1u << strlen(*name);
 }
 
 static inline int is_ws(Py_UCS4 c) { return c < 256 && (CLASS[c] & WS); }
@@ -147,20 +150,25 @@ static Py_ssize_t next_lt(const Text *t, Py_ssize_t from) {
     return found < 0 ? t->n : found;
 }
 
-/* one of `names` (whose first letters are marked in `firsts`) at `at`, followed by a tab, newline,
-   form feed, return, space, '/' or '>' */
-static int names_one_of(const Text *t, Py_ssize_t at, const char *const *names, const unsigned char *firsts) {
-    Py_ssize_t len = 0, n = t->n;
-    Py_UCS4 first = lower(CH(t, at));
-    if (first >= 256 || !firsts[first]) return 0;
-    while (at + len < n && !ends_name(CH(t, at + len))) {
-        if (++len > LONGEST_NAME) return 0;
-    }
-    if (at + len >= n) return 0;
+/* The end of the tag name that starts at `at`: the first tab, newline, form feed, return, space, '/' or
+   '>' after it, or the length. */
+static Py_ssize_t name_end(const Text *t, Py_ssize_t at) {
+    Py_ssize_t n = t->n;
+    while (at < n && !ends_name(CH(t, at))) at++;
+    return at;
+}
+
+/* Is the name [s, e), ended before the file is, one of `names` (ASCII case-insensitive)?  `shapes`: the
+   lengths of the names each first letter begins (most tag names are rejected on these alone). */
+static int names_one_of(const Text *t, Py_ssize_t s, Py_ssize_t e, const char *const *names,
+                        const unsigned int *shapes) {
+    Py_ssize_t len = e - s;
+    Py_UCS4 first = lower(CH(t, s));
+    if (e >= t->n || len > LONGEST_NAME || first >= 256 || !(shapes[first] >> len & 1u)) return 0;
     for (const char *const *name = names; *name; name++) {
         if ((Py_UCS4)(*name)[0] != first) continue;
         Py_ssize_t k = 1;
-        while (k < len && (*name)[k] && lower(CH(t, at + k)) == (Py_UCS4)(unsigned char)(*name)[k]) k++;
+        while (k < len && (*name)[k] && lower(CH(t, s + k)) == (Py_UCS4)(unsigned char)(*name)[k]) k++;
         if (k == len && (*name)[k] == 0) return 1;
     }
     return 0;
@@ -231,9 +239,8 @@ static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
         if (pos + 1 >= n) return n; /* a lone '<' at the very end */
         Py_UCS4 c = CH(t, pos + 1);
         if (is_alpha(c)) {
-            if (!names_one_of(t, pos + 1, INTERESTING, INTERESTING_FIRST)) {
-                Py_ssize_t i = pos + 2;
-                while (i < n && !ends_name(CH(t, i))) i++;
+            Py_ssize_t i = name_end(t, pos + 2);
+            if (!names_one_of(t, pos + 1, i, INTERESTING, INTERESTING_SHAPES)) {
                 Py_ssize_t close = attributes_end(t, i, &self_closing);
                 if (close >= 0) {
                     pos = close + 1;
@@ -244,9 +251,8 @@ static Py_ssize_t skip(const Text *t, Py_ssize_t pos) {
         }
         if (c == '/') {
             if (pos + 2 < n && is_alpha(CH(t, pos + 2))) {
-                if (!names_one_of(t, pos + 2, INTERESTING_END, INTERESTING_END_FIRST)) {
-                    Py_ssize_t i = pos + 3;
-                    while (i < n && !ends_name(CH(t, i))) i++;
+                Py_ssize_t i = name_end(t, pos + 3);
+                if (!names_one_of(t, pos + 2, i, INTERESTING_END, INTERESTING_END_SHAPES)) {
                     Py_ssize_t close = attributes_end(t, i, &self_closing);
                     if (close >= 0) {
                         pos = close + 1;
