@@ -37,7 +37,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 class _KeepAliveHandler(_QuietHandler):
     """HTTP/1.1: the connection stays open for the client's next request, as most real origins keep it.
     The headers and the body are two writes: with Nagle's algorithm on, the body's would wait for the
-    client's delayed ACK of the headers, 40 ms a response on Linux."""
+    client's delayed acknowledgement of the headers (BENCHMARKS.md)."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
