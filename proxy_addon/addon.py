@@ -11,7 +11,7 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_large_page_rate`` (megabytes a second for pages of 1 MiB or more: :mod:`.pacing`),
 ``pagerank_inline_bytes`` (a page alone in the proxy, uncompressed and no larger, is rewritten in
 mitmproxy's event loop rather than sent to a worker; 0: never);
-``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, loaded beside it.
+``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, driven from this addon's hooks.
 """
 
 from __future__ import annotations
@@ -58,8 +58,12 @@ class PageRankProxy:
         self.rewriting = 0  # the pages whose rewrite is under way in a worker or a thread
         self.reading: asyncio.Future | None = None  # a new ranking version read for this loop, in a thread
         self.panel_waits: http.HTTPFlow | None = None  # a page alone whose panel waits for its connection
+        # The origin's deadlines: called from these hooks, not registered as an addon of its own, since
+        # mitmproxy visits every addon at each of its events (about twenty a page), hooks or not.
+        self.deadline = OriginDeadline()
 
     def load(self, loader) -> None:
+        self.deadline.load(loader)
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
         loader.add_option("pagerank_ranking", str, "pagerank", "The named ranking to show.")
         loader.add_option(
@@ -98,6 +102,7 @@ class PageRankProxy:
         )
 
     def configure(self, updated) -> None:
+        self.deadline.configure(updated)
         if not updated & {
             "rankstore",
             "pagerank_ranking",
@@ -163,6 +168,7 @@ class PageRankProxy:
         if flow.request.host != PROXY_HOST and flow.request.pretty_host != PROXY_HOST:
             # the first test is cheap and answers most flows (the host of a proxy request's URL)
             self._prepare_panel(flow)
+            self.deadline.request(flow)
             return
         # answered here whatever happens: no request ever leaves for the reserved host
         flow.metadata["pagerank"] = "own-page"
@@ -232,6 +238,11 @@ class PageRankProxy:
             pass  # its page's job makes it (in a worker), or says why not
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self._choose(flow)
+        self.deadline.responseheaders(flow)  # after the choice: a response that streams through is not timed
+
+    def _choose(self, flow: http.HTTPFlow) -> None:
+        """Stream a response through untouched, or hold its body back to be rewritten."""
         if self.settings is None or flow.response is None or flow.metadata.get("pagerank") == "own-page":
             return
         if not is_candidate(flow, self.settings.max_body):
@@ -242,6 +253,7 @@ class PageRankProxy:
 
     async def response(self, flow: http.HTTPFlow) -> None:
         self.in_flight.discard(flow.id)
+        self.deadline.response(flow)  # the origin is done
         if self.panel_waits is flow:  # answered before its connection was made: nothing to make ahead now
             self.panel_waits = None
         if self.settings is None or flow.response is None or flow.response.stream or self.stopping:
@@ -369,11 +381,13 @@ class PageRankProxy:
 
     def error(self, flow: http.HTTPFlow) -> None:
         self.in_flight.discard(flow.id)
+        self.deadline.error(flow)
         if self.panel_waits is flow:
             self.panel_waits = None
 
     async def done(self) -> None:
         self.stopping = True
+        self.deadline.done()
         if self.ranks is not None:
             self.ranks.close()
         if self.workers is not None:
@@ -396,5 +410,4 @@ def _own_error(status: int, message: str) -> http.Response:
     )
 
 
-# after PageRankProxy: its responseheaders hook decides first which responses stream through
-addons = [PageRankProxy(), OriginDeadline()]
+addons = [PageRankProxy()]

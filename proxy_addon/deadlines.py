@@ -1,4 +1,4 @@
-"""Cut off a stalled or trickling origin with a 504 page: an addon beside the PageRank one.
+"""Cut off a stalled or trickling origin with a 504 page: the PageRank addon calls its hooks.
 
 mitmproxy sets no deadline on an origin: one that accepts a request and then
 says nothing (or sends its headers and then a byte now and then) holds the
@@ -11,6 +11,11 @@ annotate shows the client nothing meanwhile.  Option ``pagerank_idle_timeout``
   time of its headers.  A response that streams through untouched (not HTML,
   or over ``pagerank_max_body``) is not timed: the client sees its bytes as
   they come.
+
+It is an addon on its own too (its hooks are mitmproxy's); the PageRank
+addon calls them from its own hooks instead of registering it: mitmproxy
+visits every addon at each of its events, whether it has a hook for it or
+not, and that costs a page more than what this one does.
 
 Past it the client gets a 504 page that says which, and its connection is
 closed (and with it the one to the origin), as mitmproxy's own inactivity
@@ -61,7 +66,7 @@ class OriginDeadline:
 
     def request(self, flow: http.HTTPFlow) -> None:
         if not self.timeout or flow.response is not None or flow.metadata.get("pagerank") == "own-page":
-            return  # answered already, or one of the proxy's own pages (the PageRank addon marks them first)
+            return  # answered already, or one of the proxy's own pages (the PageRank addon marks them)
         self._arm(flow, "sent no response")
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
