@@ -16,6 +16,7 @@ import numpy as np
 
 from rankstore import display
 from rankstore.store import Store
+from rankstore.store.changes import CommitWatch
 from rankstore.urls import host_of
 
 from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
@@ -58,6 +59,9 @@ class Ranks:
             store = self._local.store = Store(self.store_path, readonly=True, arrays=self._arrays)
             # data_version numbers one connection's view of the store: what was kept beside another's goes
             self._local.kept = {}
+            self._local.head = None
+            # opened once the connection has made the store's -shm file (its first query, above)
+            self._local.watch, self._local.mark = CommitWatch(self.store_path), None
         return store
 
     def score_range(self, store: Store, ranking_id: int) -> tuple[float, float]:
@@ -85,7 +89,8 @@ class Ranks:
 
         The newest version is read again only once the store has changed
         (SQLite's ``data_version``, which any commit by another connection
-        moves): most pages need no query at all (their links' marks and their
+        moves, asked only when the wal-index header has moved:
+        :mod:`rankstore.store.changes`): most pages need no query at all (their links' marks and their
         panel are known), so the read transaction begins only at a page's first
         query.  A version read before it began is still whole in it: a new
         version keeps the one before (:meth:`~rankstore.store.Store.write_ranking`),
@@ -93,12 +98,20 @@ class Ranks:
         """
         store = self.store()
         local = self._local
-        version = store.db.execute("PRAGMA data_version").fetchone()[0]
-        head = getattr(local, "head", None)  # (data_version, ranking id, pages)
+        head = local.head  # (data_version, ranking id, pages)
+        mark = local.watch.mark()
+        if head is not None and mark is not None and mark == local.mark:
+            version = head[0]  # nothing committed since it was read (rankstore.store.changes)
+        else:
+            # the mark is read before the version, and kept with the head read for it: a commit in between
+            # shows as a change next time
+            version = store.db.execute("PRAGMA data_version").fetchone()[0]
+            if head is not None and head[0] == version:
+                local.mark = mark
         if head is None or head[0] != version:
             with store.snapshot():
                 ranking_id, pages = store.ranking_head(self.ranking)
-                local.head = (version, ranking_id, pages)
+                local.head, local.mark = (version, ranking_id, pages), mark
                 yield PageView(self, store, ranking_id, pages, version)
             return
         view = PageView(self, store, head[1], head[2], version, lazy=True)
@@ -106,6 +119,13 @@ class Ranks:
             yield view
         finally:
             view.end()
+
+    def kept_lately(self, key: Hashable) -> bool:
+        """Is a value kept (:meth:`PageView.keep`) for ``key`` under the version this thread saw last?  No
+        query: the store may have changed since, and then the next page that asks for it makes it again."""
+        head = getattr(self._local, "head", None)
+        entry = getattr(self._local, "kept", {}).get(key)
+        return head is not None and entry is not None and entry[0] == head[0]
 
     def ready(self) -> bool:
         """Has this object read the newest version of the ranking: its arrays and its best pages' look-ups
@@ -138,6 +158,7 @@ class Ranks:
     def close(self) -> None:
         store = getattr(self._local, "store", None)
         if store is not None:
+            self._local.watch.close()
             store.close()
             self._local.store = None
 

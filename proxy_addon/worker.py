@@ -164,14 +164,17 @@ def rewrite_page(
 
 def prepare_panel(store: str, ranking: str, panel: int, url: str, *, most_backlinks: int | None = None) -> bool:
     """Make and keep the panel of the page at ``url`` for its job (:func:`rewrite_page`), unless one is
-    kept already; False if there is none to make (no panel wanted, or not a URL).  A panel shows the
-    ranking, the host ranking and the graph's builds: a commit of any of them, and it is made again.
+    kept under the store's version this thread saw last (told without a query); False if there is none
+    to make (no panel wanted, or not a URL).  A panel shows the ranking, the host ranking and the graph's
+    builds: a commit of any of them, and it is made again, here or by the page's job.
     ``most_backlinks``: a caller that must not spend long bounds it as :func:`rewrite_page` does
     (:class:`~.rewrite.TooManyLinks`, also while the ranking's newest version is not read)."""
     page = canonical(url)
     if not panel or not page:
         return False
     ranks = _ranks_for(store, ranking, panel)
+    if ranks.kept_lately(("panel", page)):
+        return True  # a revisit: its job reads the version, and makes it again if the store has changed
     with ranks.page() as view:
         lookup = view.lookup if most_backlinks is None else functools.partial(_bounded_lookup, view, 1)
         view.keep(("panel", page), functools.partial(_panel_markup, view, page, lookup, most_backlinks))

@@ -532,8 +532,12 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     version, markup = kept[("panel", url)]
     kept[("panel", url)] = (version, markup.replace("PageRank", "STALE"))  # what a page would show if kept
     assert b"STALE" in rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)[0]
+    statements: list[str] = []
+    _ranks_for(path, "pagerank", 10).store().db.set_trace_callback(statements.append)
+    assert prepare_panel(path, "pagerank", 10, url) and statements == []  # kept lately: told without a query
     assert CliRunner().invoke(cli, [*commit, "--store", path, "-q"]).exit_code == 0
-    done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
+    assert prepare_panel(path, "pagerank", 10, url) and statements == []  # the commit is not seen here...
+    done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)  # ...but by the job
     assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0] and done[3] is False
     assert prepare_panel(path, "pagerank", 0, url) is False  # no panel wanted: none made
 
@@ -553,6 +557,28 @@ def test_kept_values_are_bounded_and_belong_to_their_connection(store_path, site
     ranks.close()  # a new connection numbers the store's versions anew: nothing kept is served from it
     with ranks.page() as view:
         assert view.keep("e", lambda: "made again") == ("made again", False)
+    ranks.close()
+
+
+def test_a_page_asks_sqlite_nothing_until_something_is_committed(store_path, tmp_path):
+    from proxy_addon.ranks import Ranks
+
+    path = str(tmp_path / "watched.db")
+    shutil.copy(store_path, path)
+    ranks = Ranks(path)
+    with ranks.page() as view:
+        first = view.data_version
+    statements: list[str] = []
+    ranks.store().db.set_trace_callback(statements.append)
+    for _ in range(3):
+        with ranks.page() as view:
+            assert view.data_version == first
+    assert statements == []
+    with Store(path) as writer:
+        writer.db.execute("CREATE TABLE scratch (x)")  # any commit by another connection
+    with ranks.page() as view:
+        assert view.data_version != first
+    assert statements[0] == "PRAGMA data_version"
     ranks.close()
 
 
