@@ -18,8 +18,9 @@
  *           (offset, raw href, raw rel or None), for the Python side to decode
  *   raw     the indices in `links` of those of the second kind
  *   *_at    offset after the first <body>/<head> start tag, or None
- *   extras  list of (name, attrs start, attrs end) for <base>, <meta> and <frameset>
- *           outside templates, in order, for the Python side to read
+ *   extras  list of (name, attrs start, attrs end) for <base>, <frameset> and the <meta>
+ *           tags that may be robots or CSP ones (_may_matter) outside templates, in order,
+ *           for the Python side to read
  *   end_is_markup  the file ends in HTML content, outside any tag, comment,
  *           text element, SVG/MathML or template: markup appended is read as such
  * scan(data, encoding) the same for bytes in an encoding where every byte below
@@ -537,6 +538,18 @@ static int tag_spelled(const Text *t, Py_ssize_t at, const char *s) {
     return at + 1 + len < t->n && CH(t, at) == '<' && spells(t, at + 1, t->n, s) && ends_name(CH(t, at + 1 + len));
 }
 
+/* _may_matter in rewrite.py: might a <meta> tag of the attributes [s, e) be a robots or a CSP one?  Most
+   (charset, viewport, description) are not, and are not handed to Python at all. */
+static int may_matter(const Text *t, Py_ssize_t s, Py_ssize_t e) {
+    if (find_char(t, '&', s, e) >= 0) return 1; /* a character reference could spell either word */
+    for (Py_ssize_t i = s; i < e; i++) {
+        Py_UCS4 c = lower(CH(t, i));
+        if ((c == 'r' && spells(t, i, e, "robots")) || (c == 'c' && spells(t, i, e, "content-security-policy")))
+            return 1;
+    }
+    return 0;
+}
+
 /* _script_end in rewrite.py: script data with its escaped and double-escaped states */
 static Py_ssize_t script_end(const Text *t, Py_ssize_t i) {
     Py_ssize_t n = t->n;
@@ -721,6 +734,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (head_at < 0) head_at = position;
         } else if (name_is(t, ns, ne, "base") || name_is(t, ns, ne, "meta") || name_is(t, ns, ne, "frameset")) {
             char first = lower(CH(t, ns));
+            if (first == 'm' && !may_matter(t, tag.attrs_start, tag.attrs_end)) continue;
             PyObject *extra = Py_BuildValue("(snn)", first == 'b' ? "base" : first == 'm' ? "meta" : "frameset",
                                             tag.attrs_start, tag.attrs_end);
             if (extra == NULL || PyList_Append(extras, extra) < 0) {

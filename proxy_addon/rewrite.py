@@ -361,7 +361,8 @@ def _may_matter(attrs: str | bytes) -> bool:
     :func:`_head_tag` reads, a robots or a CSP meta?  Most are not (charset, viewport, description):
     told apart without parsing their attributes.  The words it needs are ASCII, so they stand as such
     in the bytes of any charset read as bytes; a character reference could spell them otherwise, so
-    attributes with one are always parsed."""
+    attributes with one are always parsed.  ``_fastscan.scan`` asks the same (``may_matter``) before it
+    hands a <meta> to Python at all."""
     if isinstance(attrs, str):
         lowered = attrs.lower()
         return "&" in attrs or "robots" in lowered or "content-security-policy" in lowered

@@ -363,6 +363,11 @@ def test_a_meta_told_apart_without_parsing_is_one_the_parse_would_ignore(attrs, 
     quick = rewrite._Scan([], None, None, None, False, [])
     rewrite._head_tag(quick, "meta", data, start, end, "utf-8" if as_bytes else None)
     assert (quick.robots_nofollow, quick.csp_metas) == (full.robots_nofollow, full.csp_metas)
+    if rewrite._fastscan is not None:  # the C scanner hands Python only the metas that may matter: the same
+        reference = rewrite._scan_python(doc)
+        scans = [rewrite._scan_fast(doc)] + ([rewrite._scan_fast(doc.encode(), "utf-8")] if doc.isascii() else [])
+        for fast in scans:  # (in bytes, offsets are the characters' only where every one is ASCII)
+            assert (fast.robots_nofollow, fast.csp_metas) == (reference.robots_nofollow, reference.csp_metas)
 
 
 def test_lookup_gets_every_target_once_in_canonical_form_honouring_base():
