@@ -35,6 +35,7 @@ import functools
 import hashlib
 import html
 import html.entities
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -833,7 +834,7 @@ def _edits(
             for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
                 more.append((start + _units(policy[:offset], encoding), inserted))
     for edit in more:  # the bars are in order already: a stable sort's order, without the sort
-        bisect.insort_right(edits, edit, key=_offset)
+        bisect.insort_right(edits, edit, key=_OFFSET)
     return edits, placed, ranked
 
 
@@ -845,10 +846,7 @@ def _without_fragment(href: str) -> str:
     return href[:cut] if cut > 0 and " " not in href and href.isprintable() else href
 
 
-def _offset(edit: tuple[int, str]) -> int:
-    return edit[0]
-
-
+_OFFSET = operator.itemgetter(0)  # an edit's offset
 _UNMARKED = object()
 
 
