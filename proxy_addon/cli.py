@@ -1,4 +1,11 @@
-"""``pagerank-proxy``: mitmdump with the PageRank addon, set up from a few options."""
+"""``pagerank-proxy``: mitmdump with the PageRank addon, set up from a few options.
+
+The addon goes into mitmdump's chain of addons directly, where a script's
+addons would be (``mitmdump -s proxy_addon/addon.py`` loads the same addon):
+mitmproxy walks its chain at each of its events, about twenty a page, and a
+script's addons sit three levels down, under the script loader, the script and
+its module.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,6 @@ import argparse
 import asyncio
 import os
 import sys
-
-ADDON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "addon.py")
 
 
 def extra_settings(extra: list[str]) -> dict[str, str]:
@@ -24,8 +29,8 @@ def extra_settings(extra: list[str]) -> dict[str, str]:
 def mitmdump_args(
     store: str, listen_host: str, port: int, ranking: str, panel: int, extra: list[str], idle_timeout: int = 60
 ) -> list[str]:
-    """mitmdump's arguments; an option that ``extra`` sets too is left to it (mitmproxy refuses an option set
-    twice, and then sets none of the addon's: the proxy would start without its store)."""
+    """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
+    to it (mitmproxy refuses an option set twice: the proxy would start without its store)."""
     ours = {
         "rankstore": store,
         "pagerank_ranking": ranking,
@@ -37,7 +42,39 @@ def mitmdump_args(
     }
     given = extra_settings(extra)
     settings = [item for name, value in ours.items() if name not in given for item in ("--set", f"{name}={value}")]
-    return ["-s", ADDON, *settings, *extra]
+    return [*settings, *extra]
+
+
+def add_addon(master) -> None:
+    """Put the PageRank addon in a mitmproxy master's chain, just before the script loader: its hooks run
+    where a script's addons would, before those of any script given after ``--``."""
+    from proxy_addon.addon import PageRankProxy
+
+    addon = PageRankProxy()
+    master.addons.add(addon)  # loaded: its options exist before the command line's are set
+    chain = master.addons.chain
+    chain.remove(addon)
+    chain.insert(chain.index(master.addons.get("scriptloader")), addon)
+
+
+def run(arguments: list[str]) -> None:
+    """mitmdump with these arguments and the PageRank addon, as mitmproxy's own ``mitmdump()`` runs."""
+    from mitmproxy.tools import cmdline
+    from mitmproxy.tools.dump import DumpMaster
+    from mitmproxy.tools.main import run as run_master
+
+    class Master(DumpMaster):
+        def __init__(self, options) -> None:
+            super().__init__(options)
+            add_addon(self)
+
+    def extra(args) -> dict:  # mitmdump's own: a filter given on the command line applies to its outputs
+        if args.filter_args:
+            spec = " ".join(args.filter_args)
+            return {"save_stream_filter": spec, "readfile_filter": spec, "dumper_filter": spec}
+        return {}
+
+    run_master(Master, cmdline.mitmdump, arguments, extra)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -86,19 +123,13 @@ def main(argv: list[str] | None = None) -> None:
     if problem:  # mitmdump would say "listening", then print the addon's refusal with a traceback
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
-    from mitmproxy.tools.main import mitmdump
-
     asyncio.set_event_loop_policy(_QuietStopPolicy())
     print(
         f"pagerank-proxy: listening on http://{listen_host}:{port}/ with {store} "
         f"(ranking {ranking}); its own pages at http://pagerank.proxy/",
         flush=True,
     )
-    sys.exit(
-        mitmdump(
-            mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout)
-        )
-    )
+    run(mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout))
 
 
 class _QuietStopPolicy(asyncio.DefaultEventLoopPolicy):

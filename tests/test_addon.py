@@ -1048,3 +1048,17 @@ async def test_one_timer_cuts_off_each_flow_at_its_own_deadline_and_none_after_i
         deadline.request(first)
         deadline.done()  # stopping: nothing is timed any more
         assert not deadline._deadlines and deadline._timer is None
+
+
+async def test_the_cli_puts_the_addon_in_mitmdumps_chain_where_a_scripts_addons_would_be():
+    from mitmproxy import options
+    from mitmproxy.tools.dump import DumpMaster
+
+    from proxy_addon.cli import add_addon
+
+    master = DumpMaster(options.Options(), with_termlog=False)
+    add_addon(master)
+    names = [type(addon).__name__ for addon in master.addons.chain]
+    assert names.count("PageRankProxy") == 1  # one addon, at the top of the chain: no level to walk down
+    assert names.index("PageRankProxy") == names.index("ScriptLoader") - 1  # before any script given after --
+    assert "rankstore" in master.options and "pagerank_idle_timeout" in master.options  # loaded: options exist
