@@ -12,10 +12,11 @@ annotate shows the client nothing meanwhile.  Option ``pagerank_idle_timeout``
   or over ``pagerank_max_body``) is not timed: the client sees its bytes as
   they come.
 
-It is an addon on its own too (its hooks are mitmproxy's); the PageRank
-addon calls them from its own hooks instead of registering it: mitmproxy
-visits every addon at each of its events, whether it has a hook for it or
-not, and that costs a page more than what this one does.
+It is an addon on its own too (its hooks are mitmproxy's), but the PageRank
+addon calls them from its own hooks rather than registering it: mitmproxy
+visits every addon at each of its events, about twenty a page, whether it
+has a hook for the event or not, and as a second addon this one cost a page
+more in those visits than in its own work.
 
 Past it the client gets a 504 page that says which, and its connection is
 closed (and with it the one to the origin), as mitmproxy's own inactivity
