@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -492,3 +493,47 @@ def test_the_demo_stopped_by_sigterm_takes_its_proxy_and_its_site_server_with_it
     for gone in (port, site_port):
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", gone), timeout=1).close()
+
+
+def test_mitmdump_loads_the_same_addon_as_a_script_and_a_users_script_runs_after_ours(
+    ranked_store, python_doc_crawl, tmp_path
+):
+    """README's other way (`mitmdump -s proxy_addon/addon.py`); and pagerank-proxy puts the addon in mitmdump's
+    chain before the scripts given after --, so theirs see the page as rewritten."""
+    import urllib.request
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "class Probe:\n"
+        "    def response(self, flow):\n"
+        "        seen = b'<pagerank-bar' in (flow.response.content or b'')\n"
+        "        flow.response.headers['x-probe'] = 'bars' if seen else 'none'\n"
+        "addons = [Probe()]\n"
+    )
+    port = free_port()
+    output = tempfile.TemporaryFile("w+")
+    mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
+    script = subprocess.Popen(
+        [mitmdump, "-q", "-s", os.path.join(ROOT, "proxy_addon", "addon.py"), "--listen-host", "127.0.0.1"]
+        + ["-p", str(port), "--set", f"rankstore={ranked_store}"],
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )
+    ours = None
+    try:
+        wait_for_port(port, script)
+        ours = Proxy(ranked_store, "--", "-s", str(probe))
+        for proxy_port, probed in ((port, False), (ours.port, True)):
+            handler = urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{proxy_port}"})
+            with urllib.request.build_opener(handler).open(python_doc_crawl.base_url + "library/abc.html") as answer:
+                body = answer.read()
+                assert body.count(b"<pagerank-bar") > 10 and b'<aside id="pagerank-panel"' in body
+                if probed:
+                    assert answer.headers["x-probe"] == "bars"
+    finally:
+        script.terminate()
+        script.wait(timeout=10)
+        if ours is not None:
+            ours.stop()
+    output.seek(0)
+    assert "Traceback" not in output.read()
