@@ -74,6 +74,9 @@ def run(arguments: list[str]) -> None:
             return {"save_stream_filter": spec, "readfile_filter": spec, "dumper_filter": spec}
         return {}
 
+    # mitmproxy's run() also reads sys.argv (to hint at deprecated options when the arguments do not parse):
+    # there it must find mitmdump's arguments, not pagerank-proxy's own (whose --port it would call deprecated)
+    sys.argv[1:] = arguments
     run_master(Master, cmdline.mitmdump, arguments, extra)
 
 

@@ -283,6 +283,30 @@ def test_a_bad_option_is_one_line_before_listening(arguments, says, tmp_path):
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"pagerank-proxy: error: {says}")
 
 
+def test_an_argument_mitmdump_does_not_know_is_named_without_hints_about_ours(tmp_path):
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    from conftest import ROOT, data
+
+    store = str(tmp_path / "s.db")
+    for command in (["build", data("small.warc.gz")], ["rank"]):
+        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", "--", "--bogus"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "unrecognized arguments: --bogus" in done.stderr
+    assert "deprecated" not in done.stdout + done.stderr  # our own --port is not mitmdump's
+
+
 def test_sigterm_under_load_stops_within_5_s_quietly(python_doc_store, origin, slow_origin_and_proxy, tmp_path):
     """Clients fetching pages and own pages, a page held by a silent origin: SIGTERM, and the proxy is gone
     within 5 s, exit status 0, with no traceback in its output."""
