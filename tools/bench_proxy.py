@@ -14,12 +14,19 @@ the same requests go to each, with keep-alive connections:
     the next page (one connection each; the order rotates from page to page): no drift
     in speed favours a target, and each finds its processes idle since its last page,
     as a person's browsing does (above, a target's pages follow each other back to back);
-  * throughput: --clients (4) clients in parallel over the ~40 KB pages (6 passes a round),
-    and their latencies under that load, in the steady state: timed once every client has
-    opened its connection with its first page (those pages' p95 is shown apart).
-Each round runs them all in turn (this VM's speed drifts, over minutes and over seconds);
-latency percentiles pool every round, throughput is the median of the rounds.
-Loops are bounded in count.
+  * throughput: --clients (4) clients in parallel over the ~40 KB pages, and their latencies
+    under that load, in the steady state: the pages that end within a window of
+    --throughput-seconds (3), which opens once every client has opened its connection with
+    its first page (those pages' p95 is shown apart).
+Each round runs them all in turn, in an order that rotates from round to round (this VM's
+speed drifts, over minutes and over seconds); latency percentiles pool every round,
+throughput is the median of the rounds.  Loops are bounded in count and time.
+
+    .venv/bin/python tools/bench_proxy.py --rounds 8 --clients 50 --control
+
+--control measures a second plain mitmdump like the others: its ratios to the
+first show how far two processes of the same code differ on this machine, the
+least change a ratio here can show.
 
     .venv/bin/python tools/bench_proxy.py --first-visits 8
 
@@ -53,6 +60,7 @@ from sitecrawl import crawl, serve_process  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = "/usr/share/doc/python3.11/html"
+CONTROL = "mitmdump again"  # a second plain mitmdump: how far two processes of the same code differ here
 
 
 def free_port() -> int:
@@ -113,34 +121,52 @@ def interleaved(targets: list[tuple[str, int, bool]], urls: list[str], turn: int
 
 
 def throughput(
-    port: int, urls: list[str], proxied: bool, clients: int, samples: list[float], firsts: list[float]
-) -> float:
-    """Pages a second with ``clients`` keep-alive clients sharing ``urls``, in the steady state.
+    port: int, urls: list[str], proxied: bool, clients: int, seconds: float, samples: list[float], firsts: list[float]
+) -> tuple[float, int]:
+    """Pages a second with ``clients`` keep-alive clients sharing ``urls``, in the steady state; and the
+    pages fetched in all.
 
     Each client opens its connection with its first page (that latency goes to
-    ``firsts``); the clock starts once every client has, and the latencies
-    of the pages after go to ``samples``.  With 50 clients that have a dozen
-    pages each, the 50 connections opening at once would otherwise make up
-    the slowest tenth of the samples, and the p95 would time a burst of
-    connections rather than pages.
+    ``firsts``); once every client has, the clock runs for ``seconds``, each
+    client going round its share of ``urls`` meanwhile, and the pages that
+    end within it are counted, their latencies going to ``samples``.  With 50
+    clients the connections opening at once would otherwise make up the
+    slowest tenth of the samples (the p95 would time a burst of connections,
+    not pages), and a fixed count of pages would end with the clients
+    dropping out one by one: a window of fixed length times the load only.
     """
     share = [urls[i::clients] for i in range(clients)]
     clock: list[float] = []
     barrier = threading.Barrier(clients, action=lambda: clock.append(time.perf_counter()))
+    counted = [0] * clients
+    fetched = [0] * clients
 
-    def client(part: list[str]) -> None:
+    def client(index: int) -> None:
+        part = share[index]
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         firsts.extend(timed(connection, part[:1], proxied))
+        fetched[index] += 1
         barrier.wait(timeout=120)
-        samples.extend(timed(connection, part[1:], proxied))
+        until = clock[0] + seconds
+        turn = 1
+        while True:
+            started = time.perf_counter()
+            fetch(connection, part[turn % len(part)], proxied)
+            ended = time.perf_counter()
+            fetched[index] += 1
+            if ended > until:
+                break
+            samples.append((ended - started) * 1000)
+            counted[index] += 1
+            turn += 1
         connection.close()
 
-    threads = [threading.Thread(target=client, args=(part,)) for part in share]
+    threads = [threading.Thread(target=client, args=(index,)) for index in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return (len(urls) - clients) / (time.perf_counter() - clock[0])
+    return sum(counted) / seconds, sum(fetched)
 
 
 def settle(pids: list[int], quiet: float = 0.01, most: float = 10.0) -> None:
@@ -182,19 +208,23 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def start_proxies(store: str, variants: list[tuple[str, list[str]]]) -> tuple[list, list[tuple[str, int, bool]]]:
-    """Plain mitmdump, then pagerank-proxy with each variant's extra mitmdump arguments, listening: their
-    processes, and their targets (label, port, proxied)."""
+def start_proxies(
+    store: str, variants: list[tuple[str, list[str]]], control: bool = False
+) -> tuple[list, list[tuple[str, int, bool]]]:
+    """Plain mitmdump (twice with ``control``), then pagerank-proxy with each variant's extra mitmdump
+    arguments, listening: their processes, and their targets (label, port, proxied)."""
     mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
-    plain_port = free_port()
-    processes = [
-        subprocess.Popen(
-            [mitmdump, "--listen-host", "127.0.0.1", "-p", str(plain_port), "-q"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+    processes, targets = [], []
+    for label in ["mitmdump", CONTROL] if control else ["mitmdump"]:
+        port = free_port()
+        processes.append(
+            subprocess.Popen(
+                [mitmdump, "--listen-host", "127.0.0.1", "-p", str(port), "-q"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         )
-    ]
-    targets = [("mitmdump", plain_port, True)]
+        targets.append((label, port, True))
     for label, extra in variants:
         port = free_port()
         command = [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(port), "--", "-q"]
@@ -239,10 +269,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument(
-        "--throughput-passes",
-        type=int,
-        default=6,
-        help="passes over the ~40 KB pages in each round's throughput run (default 6)",
+        "--throughput-seconds",
+        type=float,
+        default=3.0,
+        help="length of each round's throughput window, once every client is connected (default 3)",
     )
     parser.add_argument("--clients", type=int, default=4, help="clients in the throughput runs (default 4)")
     parser.add_argument(
@@ -267,6 +297,11 @@ def main() -> None:
         action="store_true",
         help="an origin that speaks HTTP/1.1 and keeps connections open (default: HTTP/1.0, a connection a request)",
     )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="also a second plain mitmdump, measured like the others: the noise between two processes of one code",
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
@@ -290,7 +325,7 @@ def main() -> None:
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
         )
-        variants = [("pagerank-proxy", [])]  # label, mitmdump's extra arguments
+        variants: list[tuple[str, list[str]]] = [("pagerank-proxy", [])]  # label, mitmdump's extra arguments
         if args.thread_too:
             variants.append(("thread", ["--set", "pagerank_workers=0"]))
         if args.workers_too:
@@ -305,14 +340,12 @@ def main() -> None:
         if args.first_visits:
             first_visits(store, variants, pages, args.first_visits)
             return
-        started, proxies = start_proxies(store, variants)
+        started, proxies = start_proxies(store, variants, args.control)
         processes += started
-        plain_port = proxies[0][1]
-        ours = [(label, port, extra) for (label, port, _), (_, extra) in zip(proxies[1:], variants)]
-        ours_port = ours[0][1]
+        ours_port = proxies[-len(variants)][1]
         functions = site + "library/functions.html"
         body = latencies(ours_port, [functions], True)  # warm up every path once
-        for port, proxied in [(origin_port, False), (plain_port, True)] + [(port, True) for _, port, _ in ours]:
+        for port, proxied in [(origin_port, False)] + [(port, True) for _, port, _ in proxies]:
             latencies(port, pages[:20], proxied)
         proxied_body = fetch(http.client.HTTPConnection("127.0.0.1", ours_port), functions, True)
         mean = statistics.mean(os.path.getsize(DOC + "/" + p[len(site) :]) for p in pages) / 1024
@@ -324,8 +357,7 @@ def main() -> None:
         )
         del body
         # Rounds alternate between them, so that this VM's drifts in speed touch each alike.
-        targets = [("direct", origin_port, False), ("mitmdump", plain_port, True)]
-        targets += [(label, port, True) for label, port, _ in ours]
+        targets = [("direct", origin_port, False)] + proxies
         pids = {label: process.pid for (label, _, _), process in zip(targets, processes)}
         results: dict[str, tuple[list, list, list]] = {label: ([], [], []) for label, _, _ in targets}
         loaded: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # latencies under load
@@ -333,20 +365,20 @@ def main() -> None:
         paced: dict[str, list[float]] = {label: [] for label, _, _ in targets}  # page by page, in turn
         cpu = {label: [0.0, 0.0, 0] for label, _, _ in targets}  # proxy process s, its workers s, pages
         for turn in range(args.rounds):
-            for label, port, proxied in targets:
+            first = turn % len(targets)  # and the order rotates, so that none always follows the same one
+            for label, port, proxied in targets[first:] + targets[:first]:
                 small, big, rates = results[label]
                 small += latencies(port, pages, proxied)
                 big += latencies(port, [functions] * 20, proxied)
                 before = cpu_seconds(pids[label])
-                rates.append(
-                    throughput(
-                        port, pages * args.throughput_passes, proxied, args.clients, loaded[label], opening[label]
-                    )
+                rate, fetched = throughput(
+                    port, pages, proxied, args.clients, args.throughput_seconds, loaded[label], opening[label]
                 )
+                rates.append(rate)
                 after = cpu_seconds(pids[label])
                 cpu[label][0] += after[0] - before[0]
                 cpu[label][1] += after[1] - before[1]
-                cpu[label][2] += len(pages) * args.throughput_passes  # the CPU counted covers the first pages too
+                cpu[label][2] += fetched  # the CPU counted covers the first pages too
                 settle(list(pids.values()))
             for label, samples in interleaved(targets, pages, turn).items():
                 paced[label] += samples
