@@ -57,8 +57,9 @@ def add_addon(master) -> None:
     chain.insert(chain.index(master.addons.get("scriptloader")), addon)
 
 
-def run(arguments: list[str]) -> None:
-    """mitmdump with these arguments and the PageRank addon, as mitmproxy's own ``mitmdump()`` runs."""
+def run(arguments: list[str], banner: str | None = None) -> None:
+    """mitmdump with these arguments and the PageRank addon, as mitmproxy's own ``mitmdump()`` runs;
+    ``banner`` is printed once the proxy listens and its addons have started without an error."""
     from mitmproxy.tools import cmdline
     from mitmproxy.tools.dump import DumpMaster
     from mitmproxy.tools.main import run as run_master
@@ -67,6 +68,14 @@ def run(arguments: list[str]) -> None:
         def __init__(self, options) -> None:
             super().__init__(options)
             add_addon(self)
+
+        async def running(self) -> None:
+            # called once mitmdump's arguments have parsed and its ports are bound; after the addons'
+            # running hooks (the ranking read, the workers up), the proxy serves pages as they mean to
+            await super().running()
+            check = self.addons.get("errorcheck")
+            if banner and not (check is not None and check.logger.has_errored):  # else mitmdump exits 1 next
+                print(banner, flush=True)
 
     def extra(args) -> dict:  # mitmdump's own: a filter given on the command line applies to its outputs
         if args.filter_args:
@@ -127,12 +136,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
     asyncio.set_event_loop_policy(_QuietStopPolicy())
-    print(
+    banner = (
         f"pagerank-proxy: listening on http://{listen_host}:{port}/ with {store} "
-        f"(ranking {ranking}); its own pages at http://pagerank.proxy/",
-        flush=True,
+        f"(ranking {ranking}); its own pages at http://pagerank.proxy/"
     )
-    run(mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout))
+    run(
+        mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout),
+        banner,
+    )
 
 
 class _QuietStopPolicy(asyncio.DefaultEventLoopPolicy):

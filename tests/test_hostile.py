@@ -305,6 +305,46 @@ def test_an_argument_mitmdump_does_not_know_is_named_without_hints_about_ours(tm
     )
     assert done.returncode == 1 and "unrecognized arguments: --bogus" in done.stderr
     assert "deprecated" not in done.stdout + done.stderr  # our own --port is not mitmdump's
+    assert "listening" not in done.stdout  # mitmdump's arguments are parsed before the banner
+
+
+def test_listening_is_said_once_listening_and_never_on_a_port_taken(tmp_path):
+    """The banner comes once the port is bound and the addon has started; a second proxy on the same port
+    exits 1 with mitmdump's reason, and never says it listens."""
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    from conftest import ROOT, data
+
+    store = str(tmp_path / "s.db")
+    for command in (["build", data("small.warc.gz")], ["rank"]):
+        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    running = Proxy(store)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            running.output.seek(0)
+            if "pagerank-proxy: listening on" in running.output.read():
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the proxy listens but never said so")
+        done = subprocess.run(
+            [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(running.port)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        said = running.stop()
+    assert said.count("pagerank-proxy: listening on") == 1
+    assert done.returncode == 1 and "address already in use" in done.stdout + done.stderr
+    assert "pagerank-proxy: listening" not in done.stdout + done.stderr
 
 
 def test_sigterm_under_load_stops_within_5_s_quietly(python_doc_store, origin, slow_origin_and_proxy, tmp_path):
