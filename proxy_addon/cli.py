@@ -57,9 +57,9 @@ def add_addon(master) -> None:
     chain.insert(chain.index(master.addons.get("scriptloader")), addon)
 
 
-def run(arguments: list[str], banner: str | None = None) -> None:
+def run(arguments: list[str], announce: bool = False) -> None:
     """mitmdump with these arguments and the PageRank addon, as mitmproxy's own ``mitmdump()`` runs;
-    ``banner`` is printed once the proxy listens and its addons have started without an error."""
+    ``announce``: say where it listens once it does and its addons have started without an error."""
     from mitmproxy.tools import cmdline
     from mitmproxy.tools.dump import DumpMaster
     from mitmproxy.tools.main import run as run_master
@@ -73,9 +73,10 @@ def run(arguments: list[str], banner: str | None = None) -> None:
             # called once mitmdump's arguments have parsed and its ports are bound; after the addons'
             # running hooks (the ranking read, the workers up), the proxy serves pages as they mean to
             await super().running()
+            await asyncio.sleep(0)  # as mitmproxy's own check waits: an error logged by a task just queued
             check = self.addons.get("errorcheck")
-            if banner and not (check is not None and check.logger.has_errored):  # else mitmdump exits 1 next
-                print(banner, flush=True)
+            if announce and not (check is not None and check.logger.has_errored):  # else mitmdump exits 1 next
+                print(banner(self.options), flush=True)
 
     def extra(args) -> dict:  # mitmdump's own: a filter given on the command line applies to its outputs
         if args.filter_args:
@@ -123,10 +124,9 @@ def main(argv: list[str] | None = None) -> None:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     args = parser.parse_args(argv)
-    given = extra_settings(extra)  # what mitmdump will use, for the checks and the banner
+    given = extra_settings(extra)  # what mitmdump will use, for the checks
     store = given.get("rankstore", args.store)
     ranking = given.get("pagerank_ranking", args.ranking)
-    listen_host, port = given.get("listen_host", args.listen_host), given.get("listen_port", str(args.port))
     problem = _store_problem(store, ranking)
     if problem:  # one line, before anything says "listening"
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
@@ -136,13 +136,19 @@ def main(argv: list[str] | None = None) -> None:
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
     asyncio.set_event_loop_policy(_QuietStopPolicy())
-    banner = (
-        f"pagerank-proxy: listening on http://{listen_host}:{port}/ with {store} "
-        f"(ranking {ranking}); its own pages at http://pagerank.proxy/"
-    )
     run(
         mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout),
-        banner,
+        announce=True,
+    )
+
+
+def banner(options) -> str:
+    """Where the proxy listens, from what mitmdump made of every argument (``-p`` after ``--`` too)."""
+    host = options.listen_host or "0.0.0.0"  # mitmproxy's empty host: every address
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
+    return (
+        f"pagerank-proxy: listening on http://{host}:{options.listen_port}/ with {options.rankstore} "
+        f"(ranking {options.pagerank_ranking}); its own pages at http://pagerank.proxy/"
     )
 
 

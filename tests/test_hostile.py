@@ -347,6 +347,59 @@ def test_listening_is_said_once_listening_and_never_on_a_port_taken(tmp_path):
     assert "pagerank-proxy: listening" not in done.stdout + done.stderr
 
 
+def test_listening_names_the_port_mitmdump_took_and_is_not_said_when_an_addon_fails_at_start(tmp_path):
+    """``-p`` after ``--`` is the port the banner names; an addon whose running hook fails (a user's script)
+    makes mitmdump exit 1, and the proxy never says it listens."""
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+    from test_proxy_e2e import free_port
+
+    from rankstore.cli import cli
+
+    from conftest import ROOT, data
+
+    store = str(tmp_path / "s.db")
+    for command in (["build", data("small.warc.gz")], ["rank"]):
+        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    taken = free_port()
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", "--", "-p", str(taken)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proxy.stdout is not None
+        line = ""
+        for line in proxy.stdout:  # mitmproxy's own line first, then ours (pytest's timeout bounds the wait)
+            if line.startswith("pagerank-proxy: listening on"):
+                break
+        assert line.startswith(f"pagerank-proxy: listening on http://127.0.0.1:{taken}/ with {store}"), line
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "class Fails:\n"
+        "    def running(self):\n"
+        "        raise RuntimeError('this addon fails at start')\n"
+        "\n"
+        "addons = [Fails()]\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(free_port()), "--", "-s", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "this addon fails at start" in done.stdout + done.stderr
+    assert "pagerank-proxy: listening" not in done.stdout + done.stderr
+
+
 def test_sigterm_under_load_stops_within_5_s_quietly(python_doc_store, origin, slow_origin_and_proxy, tmp_path):
     """Clients fetching pages and own pages, a page held by a silent origin: SIGTERM, and the proxy is gone
     within 5 s, exit status 0, with no traceback in its output."""
