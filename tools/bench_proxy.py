@@ -334,6 +334,14 @@ def main() -> None:
         help="also a second plain mitmdump, measured like the others: the noise between two processes of one code",
     )
     args = parser.parse_args()
+    names = sorted(  # the ~40 KB pages, as paths in the site
+        os.path.relpath(os.path.join(folder, name), DOC)
+        for folder, _, files in os.walk(DOC)
+        for name in files
+        if name.endswith(".html") and 30_000 <= os.path.getsize(os.path.join(folder, name)) <= 50_000
+    )
+    if args.clients > len(names):
+        parser.error(f"--clients {args.clients}: more than the {len(names)} pages they share")
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     processes = []
     try:
@@ -361,18 +369,10 @@ def main() -> None:
             variants.append(("thread", ["--set", "pagerank_workers=0"]))
         if args.workers_too:
             variants.append(("workers only", ["--set", "pagerank_inline_bytes=0"]))
-        pages = []
-        for folder, _, files in os.walk(DOC):
-            for name in sorted(files):
-                path = os.path.join(folder, name)
-                if name.endswith(".html") and 30_000 <= os.path.getsize(path) <= 50_000:
-                    pages.append(site + os.path.relpath(path, DOC))
-        pages.sort()
+        pages = [site + name for name in names]
         if args.first_visits:
             first_visits(store, variants, pages, args.first_visits)
             return
-        if args.clients > len(pages):
-            parser.error(f"--clients {args.clients}: more than the {len(pages)} pages they share")
         started, proxies = start_proxies(store, variants, args.control)
         processes += started
         ours_port = next(port for label, port, _ in proxies if label == "pagerank-proxy")
