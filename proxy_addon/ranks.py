@@ -16,7 +16,6 @@ import numpy as np
 
 from rankstore import display
 from rankstore.store import Store
-from rankstore.store.changes import CommitWatch
 from rankstore.urls import host_of
 
 from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
@@ -60,8 +59,6 @@ class Ranks:
             # data_version numbers one connection's view of the store: what was kept beside another's goes
             self._local.kept = {}
             self._local.head = None
-            # opened once the connection has made the store's -shm file (its first query, above)
-            self._local.watch, self._local.mark = CommitWatch(self.store_path), None
         return store
 
     def score_range(self, store: Store, ranking_id: int) -> tuple[float, float]:
@@ -89,10 +86,9 @@ class Ranks:
 
         The newest version is read again only once the store has changed
         (SQLite's ``data_version``, which any commit by another connection
-        moves; asked only when the wal-index header has moved since:
-        :mod:`rankstore.store.changes`): most pages need no query at all
-        (their links' marks and their panel are known), so the read
-        transaction begins only at a page's first query.  A version read
+        moves): most pages need no other query at all (their links' marks and
+        their panel are known), so the read transaction begins only at a
+        page's first query.  A version read
         before it began is still whole in it: a new version keeps the one
         before (:meth:`~rankstore.store.Store.write_ranking`), and only a
         second one within a page's milliseconds would drop it.
@@ -100,19 +96,14 @@ class Ranks:
         store = self.store()
         local = self._local
         head = local.head  # (data_version, ranking id, pages)
-        mark = local.watch.mark()
-        if head is not None and mark is not None and mark == local.mark:
-            version = head[0]  # nothing committed since it was read (rankstore.store.changes)
-        else:
-            # the mark is read before the version, and kept with the head read for it: a commit in between
-            # shows as a change next time
-            version = store.db.execute("PRAGMA data_version").fetchone()[0]
-            if head is not None and head[0] == version:
-                local.mark = mark
+        # Asked of SQLite, never read from its -shm file: opening and closing that file would drop every
+        # POSIX lock this process holds on it (SQLite's among them), and another process would then
+        # take the store for its own, reset the wal-index under this one, and truncate the file.
+        version = store.db.execute("PRAGMA data_version").fetchone()[0]
         if head is None or head[0] != version:
             with store.snapshot():
                 ranking_id, pages = store.ranking_head(self.ranking)
-                local.head, local.mark = (version, ranking_id, pages), mark
+                local.head = (version, ranking_id, pages)
                 yield PageView(self, store, ranking_id, pages, version)
             return
         view = PageView(self, store, head[1], head[2], version, lazy=True)
@@ -159,7 +150,6 @@ class Ranks:
     def close(self) -> None:
         store = getattr(self._local, "store", None)
         if store is not None:
-            self._local.watch.close()
             store.close()
             self._local.store = None
 

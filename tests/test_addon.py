@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import gzip
+import os
 import re
 import shutil
 import threading
@@ -560,7 +561,9 @@ def test_kept_values_are_bounded_and_belong_to_their_connection(store_path, site
     ranks.close()
 
 
-def test_a_page_asks_sqlite_nothing_until_something_is_committed(store_path, tmp_path):
+def test_a_page_asks_sqlite_only_its_version_until_something_is_committed(store_path, tmp_path):
+    """And it leaves SQLite's own locks on the store's -shm file held: another process that found none
+    would take the store for its own and reset its wal-index under this one."""
     from proxy_addon.ranks import Ranks
 
     path = str(tmp_path / "watched.db")
@@ -573,7 +576,12 @@ def test_a_page_asks_sqlite_nothing_until_something_is_committed(store_path, tmp
     for _ in range(3):
         with ranks.page() as view:
             assert view.data_version == first
-    assert statements == []
+    assert statements == ["PRAGMA data_version"] * 3
+    shm = os.stat(path + "-shm")
+    with open("/proc/locks") as locks:
+        held = [line for line in locks if f" {os.getpid()} " in line and line.split()[5].endswith(f":{shm.st_ino}")]
+    assert held, "SQLite's lock on the -shm file is gone"
+    statements.clear()
     with Store(path) as writer:
         writer.db.execute("CREATE TABLE scratch (x)")  # any commit by another connection
     with ranks.page() as view:

@@ -380,25 +380,3 @@ def test_dropping_an_old_version_writes_no_freed_page(tmp_path):
         dropped = frames_of_a_new_version()  # v1 goes
         assert store.db.execute("SELECT count(DISTINCT ranking_id) FROM ranking_blocks").fetchone()[0] == 2
         assert dropped < 1.2 * kept, (kept, dropped)
-
-
-def test_the_commit_watch_moves_with_every_commit_and_with_nothing_else(tmp_path):
-    from rankstore.store.changes import HEADER_BYTES, CommitWatch
-
-    path = str(tmp_path / "watched.db")
-    assert CommitWatch(path).mark() is None  # no store yet: only SQLite could tell
-    writer = Store(path)
-    reader = Store(path, readonly=True)
-    watch = CommitWatch(path)
-    seen = [watch.mark()]
-    assert seen[0] is not None and len(seen[0]) == HEADER_BYTES
-    for number in range(20):
-        reader.db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads move nothing
-        assert watch.mark() == seen[-1]
-        writer.db.execute(f"CREATE TABLE scratch_{number} (x)")  # a commit (autocommit)
-        assert watch.mark() not in seen
-        seen.append(watch.mark())
-    watch.close()
-    assert watch.mark() is None
-    reader.close()
-    writer.close()
