@@ -5,12 +5,16 @@ addons would be (``mitmdump -s proxy_addon/addon.py`` loads the same addon):
 mitmproxy walks its chain at each of its events, about twenty a page, and a
 script's addons sit three levels down, under the script loader, the script and
 its module.
+
+It also keeps mitmproxy from making the connection lines (four a page) that
+the terminal would drop: see :func:`connection_log_level`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 
@@ -45,6 +49,25 @@ def mitmdump_args(
     return [*settings, *extra]
 
 
+CONNECTION_LOGGER = "mitmproxy.proxy.server"  # a line at INFO as each client and server connection opens and closes
+
+
+def connection_log_level(verbosity: str) -> int:
+    """The level for mitmproxy's connection logger under a terminal verbosity (``termlog_verbosity``):
+    the terminal's own where it shows no INFO line (``-q``: error), else none of its own (NOTSET).
+
+    mitmproxy sets the root logger to DEBUG and also hands every record, at any level, to the event loop as
+    an ``add_log`` event for each addon (a deprecated hook kept for scripts).  So under ``-q`` each
+    connection line is still built, formatted and dispatched to every addon, only for the terminal to drop
+    it: four a page with an origin that closes its connections, about as much of mitmproxy's time as this
+    addon's own hooks (BENCHMARKS.md, "mitmproxy's connection log costs about as much as our addon").  With
+    this level those lines are not made at all; a script's ``add_log`` hook or logging handler then sees
+    none of them either, as the terminal shows none.
+    """
+    level = logging.getLevelName(verbosity.upper())  # the names termlog gives its handler's level
+    return level if isinstance(level, int) and level > logging.INFO else logging.NOTSET
+
+
 def add_addon(master) -> None:
     """Put the PageRank addon in a mitmproxy master's chain, just before the script loader: its hooks run
     where a script's addons would, before those of any script given after ``--``."""
@@ -68,6 +91,10 @@ def run(arguments: list[str], announce: bool = False) -> None:
         def __init__(self, options) -> None:
             super().__init__(options)
             add_addon(self)
+            options.subscribe(self._connection_lines, ["termlog_verbosity"])  # -q and --set alike
+
+        def _connection_lines(self, options, updated) -> None:
+            logging.getLogger(CONNECTION_LOGGER).setLevel(connection_log_level(options.termlog_verbosity))
 
         async def running(self) -> None:
             # called once mitmdump's arguments have parsed and its ports are bound; after the addons'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import logging
 import os
 import shutil
 import socket
@@ -443,6 +444,54 @@ def test_an_option_set_after_the_double_dash_wins_over_the_proxys_own(ranked_sto
     assert body.count("<pagerank-bar") > 10, output
     assert '<aside id="pagerank-panel"' not in body
     assert f"with {ranked_store} (ranking pagerank)" in output
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_connection_lines_are_made_only_when_the_terminal_would_show_them(
+    ranked_store, python_doc_crawl, tmp_path, quiet
+):
+    """Under ``-q`` mitmproxy's per-connection lines are not made at all (a script's handler on the root
+    logger sees none of them); at the default verbosity they are made and shown as mitmdump shows them."""
+    import urllib.request
+
+    seen = tmp_path / "seen.txt"
+    script = tmp_path / "count.py"
+    script.write_text(
+        "import logging\n"
+        "class Count(logging.Handler):\n"
+        "    def emit(self, record):\n"
+        "        if record.name == 'mitmproxy.proxy.server':\n"
+        f"            with open({str(seen)!r}, 'a') as out:\n"
+        "                out.write(record.getMessage() + '\\n')\n"
+        "logging.getLogger().addHandler(Count())\n"
+    )
+    running = Proxy(ranked_store, "--", "-s", str(script), *(["-q"] if quiet else []))
+    try:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
+        for _ in range(2):
+            body = opener.open(python_doc_crawl.base_url + "library/abc.html", timeout=30).read().decode()
+            assert body.count("<pagerank-bar") > 10
+    finally:
+        output = running.stop()
+    lines = seen.read_text().splitlines() if seen.exists() else []
+    if quiet:
+        assert lines == [] and "client connect" not in output
+    else:
+        assert lines.count("client connect") >= 2, lines
+        assert any(line.startswith("server connect") for line in lines), lines
+        assert "client connect" in output
+
+
+@pytest.mark.parametrize(
+    "verbosity, level",
+    [("error", logging.ERROR), ("warn", logging.WARNING), ("alert", logging.INFO + 1), ("info", 0), ("debug", 0)],
+)
+def test_the_connection_logger_takes_the_terminals_level_only_above_info(verbosity, level):
+    from mitmproxy import log  # noqa: F401  (names the ALERT level)
+
+    from proxy_addon.cli import connection_log_level
+
+    assert connection_log_level(verbosity) == level
 
 
 def test_the_proxys_own_options_give_way_to_those_after_the_double_dash():

@@ -29,6 +29,13 @@ Loops are bounded in count and time.
 first show how far two processes of the same code differ on this machine, the
 least change a ratio here can show.
 
+    .venv/bin/python tools/bench_proxy.py --rounds 8 --clients 50 --like-for-like
+
+--like-for-like also measures plain mitmdump that, like pagerank-proxy under -q,
+makes no connection lines (proxy_addon.cli.connection_log_level), and prints
+pagerank-proxy's ratios to it: the addon's own cost, apart from what the
+proxy saves in mitmproxy's logging.
+
     .venv/bin/python tools/bench_proxy.py --first-visits 8
 
 First visits alone, instead of the rounds: each pass starts plain mitmdump and
@@ -62,6 +69,14 @@ from sitecrawl import crawl, serve_process  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = "/usr/share/doc/python3.11/html"
 CONTROL = "mitmdump again"  # a second plain mitmdump: how far two processes of the same code differ here
+QUIET = "quiet mitmdump"  # plain mitmdump that makes no connection lines under -q, as pagerank-proxy
+QUIET_MITMDUMP = (  # run with python -c: mitmdump as its console script runs it, its connection logger set first
+    "import logging\n"
+    "from proxy_addon.cli import CONNECTION_LOGGER, connection_log_level\n"
+    "logging.getLogger(CONNECTION_LOGGER).setLevel(connection_log_level('error'))  # -q's verbosity\n"
+    "from mitmproxy.tools.main import mitmdump\n"
+    "mitmdump()\n"
+)
 
 
 def free_port() -> int:
@@ -240,17 +255,20 @@ def pct(samples: list[float], q: float) -> float:
 
 
 def start_proxies(
-    store: str, variants: list[tuple[str, list[str]]], control: bool = False
+    store: str, variants: list[tuple[str, list[str]]], control: bool = False, quiet: bool = False
 ) -> tuple[list, list[tuple[str, int, bool]]]:
-    """Plain mitmdump (twice with ``control``), then pagerank-proxy with each variant's extra mitmdump
-    arguments, listening: their processes, and their targets (label, port, proxied)."""
+    """Plain mitmdump (twice with ``control``; once more with its connection lines off with ``quiet``), then
+    pagerank-proxy with each variant's extra mitmdump arguments, listening: their processes, and their
+    targets (label, port, proxied)."""
     mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
     processes, targets = [], []
-    for label in ["mitmdump", CONTROL] if control else ["mitmdump"]:
+    plain = {"mitmdump": [mitmdump], CONTROL: [mitmdump], QUIET: [sys.executable, "-c", QUIET_MITMDUMP]}
+    for label in ["mitmdump"] + [CONTROL] * control + [QUIET] * quiet:
         port = free_port()
         processes.append(
             subprocess.Popen(
-                [mitmdump, "--listen-host", "127.0.0.1", "-p", str(port), "-q"],
+                [*plain[label], "--listen-host", "127.0.0.1", "-p", str(port), "-q"],
+                cwd=ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -333,6 +351,11 @@ def main() -> None:
         action="store_true",
         help="also a second plain mitmdump, measured like the others: the noise between two processes of one code",
     )
+    parser.add_argument(
+        "--like-for-like",
+        action="store_true",
+        help="also plain mitmdump that makes no connection lines under -q, as pagerank-proxy: the addon's own cost",
+    )
     args = parser.parse_args()
     names = sorted(  # the ~40 KB pages, as paths in the site
         os.path.relpath(os.path.join(folder, name), DOC)
@@ -373,7 +396,7 @@ def main() -> None:
         if args.first_visits:
             first_visits(store, variants, pages, args.first_visits)
             return
-        started, proxies = start_proxies(store, variants, args.control)
+        started, proxies = start_proxies(store, variants, args.control, args.like_for_like)
         processes += started
         ours_port = next(port for label, port, _ in proxies if label == "pagerank-proxy")
         functions = site + "library/functions.html"
@@ -432,7 +455,6 @@ def main() -> None:
                 f"{label:>15}: CPU per page during the throughput runs: proxy process {own / count * 1000:.2f} ms"
                 + (f", rewriting workers {workers / count * 1000:.2f} ms" if workers else "")
             )
-        plain = results["mitmdump"]
         # round 1 past the warm-up's 20 pages: each page's first visit (no mark, no panel kept yet)
         theirs, mine = (pct(results[label][0][20 : len(pages)], 0.5) for label in ("mitmdump", "pagerank-proxy"))
         print(
@@ -443,21 +465,26 @@ def main() -> None:
             "one client, page by page in turn (every page visited before): p50 "
             + ", ".join(f"{label} {pct(samples, 0.5):.2f} ms" for label, samples in paced.items())
         )
-        for label, _, _ in targets[2:]:
-            ours = results[label]
-            ratios = [mine / theirs for mine, theirs in zip(ours[2], plain[2])]
-            shown = label != CONTROL  # the control has no targets: it is the yardstick
-            print(
-                f"{label} / plain mitmdump, one client, ~40 KB pages: p50 "
-                f"{pct(ours[0], 0.5) / pct(plain[0], 0.5):.3f}x{target('<= 1.15x', shown)}, p95 "
-                f"{pct(ours[0], 0.95) / pct(plain[0], 0.95):.3f}x{target('<= 1.30x', shown)}; {args.clients} clients: "
-                f"throughput {statistics.median(ours[2]) / statistics.median(plain[2]):.2f}x (medians"
+
+        def compared(label: str, base: str, shown: bool) -> str:
+            ours, theirs = results[label], results[base]
+            ratios = [mine / yours for mine, yours in zip(ours[2], theirs[2])]
+            return (
+                f"one client, ~40 KB pages: p50 "
+                f"{pct(ours[0], 0.5) / pct(theirs[0], 0.5):.3f}x{target('<= 1.15x', shown)}, p95 "
+                f"{pct(ours[0], 0.95) / pct(theirs[0], 0.95):.3f}x{target('<= 1.30x', shown)}; {args.clients} clients: "
+                f"throughput {statistics.median(ours[2]) / statistics.median(theirs[2]):.2f}x (medians"
                 f"{'; target >= 0.9x' if shown else ''}; "
                 f"rounds' ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
-                f"{pct(loaded[label], 0.95) / pct(loaded['mitmdump'], 0.95):.2f}x{target('<= 1.3x', shown)}; "
-                f"page by page in turn: p50 {pct(paced[label], 0.5) / pct(paced['mitmdump'], 0.5):.3f}x, "
-                f"p95 {pct(paced[label], 0.95) / pct(paced['mitmdump'], 0.95):.3f}x"
+                f"{pct(loaded[label], 0.95) / pct(loaded[base], 0.95):.2f}x{target('<= 1.3x', shown)}; "
+                f"page by page in turn: p50 {pct(paced[label], 0.5) / pct(paced[base], 0.5):.3f}x, "
+                f"p95 {pct(paced[label], 0.95) / pct(paced[base], 0.95):.3f}x"
             )
+
+        for label, _, _ in targets[2:]:  # the targets are against mitmdump as it ships
+            print(f"{label} / plain mitmdump, {compared(label, 'mitmdump', label not in (CONTROL, QUIET))}")
+        if args.like_for_like:
+            print(f"pagerank-proxy / {QUIET} (the addon's own cost), {compared('pagerank-proxy', QUIET, False)}")
     finally:
         for process in processes:
             process.terminate()
