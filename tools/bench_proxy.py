@@ -363,6 +363,8 @@ def main() -> None:
         for name in files
         if name.endswith(".html") and 30_000 <= os.path.getsize(os.path.join(folder, name)) <= 50_000
     )
+    if args.first_visits and (args.control or args.like_for_like):
+        parser.error("--first-visits compares pagerank-proxy with plain mitmdump only: no --control, --like-for-like")
     if args.clients > len(names):
         parser.error(f"--clients {args.clients}: more than the {len(names)} pages they share")
     work = tempfile.mkdtemp(prefix="bench-proxy-")
