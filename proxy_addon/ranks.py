@@ -88,10 +88,10 @@ class Ranks:
         (SQLite's ``data_version``, which any commit by another connection
         moves): most pages need no other query at all (their links' marks and
         their panel are known), so the read transaction begins only at a
-        page's first query.  A version read
-        before it began is still whole in it: a new version keeps the one
-        before (:meth:`~rankstore.store.Store.write_ranking`), and only a
-        second one within a page's milliseconds would drop it.
+        page's first query.  A version read before it began is still whole
+        in it: a new version keeps the one before
+        (:meth:`~rankstore.store.Store.write_ranking`), and only a second one
+        within a page's milliseconds would drop it.
         """
         store = self.store()
         local = self._local

@@ -61,6 +61,21 @@ def origin():
 
 
 @pytest.fixture(scope="module")
+def small_store(tmp_path_factory) -> str:
+    """A small crawl built and ranked: a good store for the tests of the proxy's start and its arguments."""
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    from conftest import data
+
+    store = str(tmp_path_factory.mktemp("small") / "s.db")
+    for command in (["build", data("small.warc.gz")], ["rank"]):
+        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    return store
+
+
+@pytest.fixture(scope="module")
 def proxy(python_doc_store, tmp_path_factory):
     import shutil
 
@@ -259,19 +274,13 @@ def test_a_bad_store_is_one_line_before_listening(tmp_path):
         (["--", "--set", "pagerank_inline_bytes=-5"], "pagerank_inline_bytes must be between 0"),
     ],
 )
-def test_a_bad_option_is_one_line_before_listening(arguments, says, tmp_path):
+def test_a_bad_option_is_one_line_before_listening(arguments, says, small_store):
     import subprocess
     import sys
 
-    from click.testing import CliRunner
+    from conftest import ROOT
 
-    from rankstore.cli import cli
-
-    from conftest import ROOT, data
-
-    store = str(tmp_path / "s.db")
-    for command in (["build", data("small.warc.gz")], ["rank"]):
-        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    store = small_store
     done = subprocess.run(
         [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", *arguments],
         cwd=ROOT,
@@ -283,19 +292,13 @@ def test_a_bad_option_is_one_line_before_listening(arguments, says, tmp_path):
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"pagerank-proxy: error: {says}")
 
 
-def test_an_argument_mitmdump_does_not_know_is_named_without_hints_about_ours(tmp_path):
+def test_an_argument_mitmdump_does_not_know_is_named_without_hints_about_ours(small_store):
     import subprocess
     import sys
 
-    from click.testing import CliRunner
+    from conftest import ROOT
 
-    from rankstore.cli import cli
-
-    from conftest import ROOT, data
-
-    store = str(tmp_path / "s.db")
-    for command in (["build", data("small.warc.gz")], ["rank"]):
-        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    store = small_store
     done = subprocess.run(
         [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", "--", "--bogus"],
         cwd=ROOT,
@@ -308,21 +311,15 @@ def test_an_argument_mitmdump_does_not_know_is_named_without_hints_about_ours(tm
     assert "listening" not in done.stdout  # mitmdump's arguments are parsed before the banner
 
 
-def test_listening_is_said_once_listening_and_never_on_a_port_taken(tmp_path):
+def test_listening_is_said_once_listening_and_never_on_a_port_taken(small_store):
     """The banner comes once the port is bound and the addon has started; a second proxy on the same port
     exits 1 with mitmdump's reason, and never says it listens."""
     import subprocess
     import sys
 
-    from click.testing import CliRunner
+    from conftest import ROOT
 
-    from rankstore.cli import cli
-
-    from conftest import ROOT, data
-
-    store = str(tmp_path / "s.db")
-    for command in (["build", data("small.warc.gz")], ["rank"]):
-        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    store = small_store
     running = Proxy(store)
     try:
         deadline = time.monotonic() + 30
@@ -347,22 +344,17 @@ def test_listening_is_said_once_listening_and_never_on_a_port_taken(tmp_path):
     assert "pagerank-proxy: listening" not in done.stdout + done.stderr
 
 
-def test_listening_names_the_port_mitmdump_took_and_is_not_said_when_an_addon_fails_at_start(tmp_path):
+def test_listening_names_the_port_mitmdump_took_and_is_not_said_when_an_addon_fails_at_start(small_store, tmp_path):
     """``-p`` after ``--`` is the port the banner names; an addon whose running hook fails (a user's script)
     makes mitmdump exit 1, and the proxy never says it listens."""
     import subprocess
     import sys
 
-    from click.testing import CliRunner
     from test_proxy_e2e import free_port
 
-    from rankstore.cli import cli
+    from conftest import ROOT
 
-    from conftest import ROOT, data
-
-    store = str(tmp_path / "s.db")
-    for command in (["build", data("small.warc.gz")], ["rank"]):
-        assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
+    store = small_store
     taken = free_port()
     proxy = subprocess.Popen(
         [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", "--", "-p", str(taken)],

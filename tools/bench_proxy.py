@@ -470,15 +470,16 @@ def main() -> None:
 
         def compared(label: str, base: str, shown: bool) -> str:
             ours, theirs = results[label], results[base]
+            loaded_shown = shown and args.clients >= 50  # the issue's load targets are for 50 clients
             ratios = [mine / yours for mine, yours in zip(ours[2], theirs[2])]
             return (
                 f"one client, ~40 KB pages: p50 "
                 f"{pct(ours[0], 0.5) / pct(theirs[0], 0.5):.3f}x{target('<= 1.15x', shown)}, p95 "
                 f"{pct(ours[0], 0.95) / pct(theirs[0], 0.95):.3f}x{target('<= 1.30x', shown)}; {args.clients} clients: "
                 f"throughput {statistics.median(ours[2]) / statistics.median(theirs[2]):.2f}x (medians"
-                f"{'; target >= 0.9x' if shown else ''}; "
+                f"{'; target >= 0.9x' if loaded_shown else ''}; "
                 f"rounds' ratios {', '.join(f'{ratio:.2f}' for ratio in ratios)}), p95 "
-                f"{pct(loaded[label], 0.95) / pct(loaded[base], 0.95):.2f}x{target('<= 1.3x', shown)}; "
+                f"{pct(loaded[label], 0.95) / pct(loaded[base], 0.95):.2f}x{target('<= 1.3x', loaded_shown)}; "
                 f"page by page in turn: p50 {pct(paced[label], 0.5) / pct(paced[base], 0.5):.3f}x, "
                 f"p95 {pct(paced[label], 0.95) / pct(paced[base], 0.95):.3f}x"
             )
