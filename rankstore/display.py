@@ -9,7 +9,9 @@ All functions take numpy arrays (or scalars) and are vectorised.
   the base at 6-7 of the "algorithm 1" PageRank (sum to N, average page 1).
   Here: 0 below an average page, then one step per factor of 6.5, at most 10.
 * **bar width**: proportional to log PageRank (the paper's section 7.3), from
-  1 px for the lowest score of the ranking to ``max_px`` for the highest.
+  1 px for the lowest score above 0 of the ranking to ``max_px`` for the
+  highest; 0 px for a page scored 0 (a personalised ranking's rank source
+  cannot reach it), which the renderers say in words.
 """
 
 from __future__ import annotations
@@ -40,10 +42,16 @@ def toolbar(score, pages):
 
 
 def bar_width(score, lowest: float, highest: float, max_px: int = 40):
-    """Pixels, log-scaled between the ranking's lowest and highest score; 0 for no score."""
+    """Pixels, log-scaled between the ranking's lowest positive and highest score; 0 for a score of 0 or none.
+
+    ``lowest`` is the lowest score above 0 (``Store.score_range``); one of 0 or
+    less is taken as ``highest``, so that every positive score still gets a bar.
+    """
     score = np.asarray(score, dtype=np.float64)
-    if not (highest > 0 and lowest > 0):
+    if not highest > 0:
         return np.zeros(score.shape, dtype=np.int64)
+    if not lowest > 0:
+        lowest = highest
     span = np.log(highest) - np.log(lowest)
     with np.errstate(divide="ignore", invalid="ignore"):
         fraction = (np.log(np.maximum(score, lowest)) - np.log(lowest)) / span if span > 0 else np.ones(score.shape)

@@ -1,6 +1,10 @@
 """Older store layouts brought up to date, inside the opening transaction (all or nothing).
 
 * 1 -> 2: version 1 had placeholder ranking tables that nothing wrote.
+* 6 -> 7: each ranking version names the build whose graph it ranked
+  (``rankings.build``); for older versions, the last build finished before
+  the version was made.  The views are made again (``current_scores`` gained
+  the ranking's level).
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -40,6 +44,8 @@ def migrate(store, found: int) -> None:
         _link_history(db)
         _renormalise_urls(db)
         store.derive_hosts()
+    if found <= 6:
+        _ranking_builds(db)
 
 
 def _renormalise_urls(db: sqlite3.Connection) -> None:
@@ -95,6 +101,17 @@ def _link_history(db: sqlite3.Connection) -> None:
         if statement.strip():
             db.execute(statement)
     # the in-link arrays stay: with no births recorded, a link's first build is unknown (and never "new")
+
+
+def _ranking_builds(db: sqlite3.Connection) -> None:
+    """Schema 7: ``rankings.build``, filled from the builds finished before each version was made."""
+    _add_column(db, "rankings", "build", "INTEGER")
+    db.execute(
+        "UPDATE rankings SET build = (SELECT max(b.id) FROM builds b WHERE b.status = 'complete'"
+        " AND b.finished_at <= rankings.created_at) WHERE build IS NULL"
+    )
+    for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
+        db.execute(f"DROP VIEW {name}")  # made again from VIEWS by the caller
 
 
 def _packed_arrays(store) -> None:

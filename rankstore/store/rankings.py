@@ -38,6 +38,11 @@ class Ranking:
     pages: int  # pages (or hosts, for a host-level ranking) it ranks
     seconds: float | None
     level: str = "page"
+    build: int | None = None  # the build whose graph it ranked (None: not known)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
 
 
 @dataclass
@@ -224,7 +229,8 @@ class RankingsMixin(StoreBase):
             version = (row[0] or 0) + 1
             cursor = self.db.execute(
                 "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds,"
-                " teleport, level) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " teleport, level, build) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build'))",
                 (
                     name,
                     version,
@@ -257,7 +263,8 @@ class RankingsMixin(StoreBase):
 
     def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
         sql = (
-            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds, level FROM rankings"
+            "SELECT id, name, version, params, iterations, residuals, created_at, pages, seconds, level, build"
+            " FROM rankings"
             " WHERE name = ?" + (" AND version = ?" if version else "") + " ORDER BY version DESC LIMIT 1"
         )
         row = self.db.execute(sql, (name, version) if version else (name,)).fetchone()
@@ -269,8 +276,30 @@ class RankingsMixin(StoreBase):
                 + (f" (the store has: {known})" if known else " (run `rankstore rank` first)")
             )
         return Ranking(
-            row[0], row[1], row[2], json.loads(row[3]), row[4], json.loads(row[5]), row[6], row[7], row[8], row[9]
+            row[0],
+            row[1],
+            row[2],
+            json.loads(row[3]),
+            row[4],
+            json.loads(row[5]),
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+            row[10],
         )
+
+    def newest_build(self) -> int | None:
+        """The newest build that finished (None before the first)."""
+        return self.db.execute("SELECT max(id) FROM builds WHERE status = 'complete'").fetchone()[0]
+
+    def stale_note(self, ranking: Ranking) -> str | None:
+        """What to say when a newer build than the one ``ranking`` ranked exists; None while it is current."""
+        newest = self.newest_build()
+        if newest is None or (ranking.build is not None and ranking.build >= newest):
+            return None
+        command = "rankstore rank --level host" if ranking.level == "host" else "rankstore rank"
+        return f"ranking {ranking.label} predates build {newest}: run `{command}`"
 
     def ranking_params(self, ranking_id: int) -> dict:
         row = self.db.execute("SELECT params FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
@@ -354,8 +383,14 @@ class RankingsMixin(StoreBase):
         return np.arange(1, len(scores) + 1, dtype=np.int64), scores
 
     def score_range(self, ranking: Ranking) -> tuple[float, float]:
-        """(lowest, highest) score of a ranking, for bar widths."""
+        """(lowest positive, highest) score of a ranking, for bar widths.
+
+        A personalised ranking scores 0 every page its rank source cannot
+        reach: the bars' log scale starts from the lowest score above 0, and a
+        page at 0 has no bar (:func:`rankstore.display.bar_width`).
+        """
         arrays = self.ranking_arrays(ranking.id)
-        if not arrays.pages:
+        positive = int(np.count_nonzero(arrays.scores > 0))
+        if not positive:
             return 0.0, 0.0
-        return float(arrays.scores[arrays.best[-1]]), float(arrays.scores[arrays.best[0]])
+        return float(arrays.scores[arrays.best[positive - 1]]), float(arrays.scores[arrays.best[0]])

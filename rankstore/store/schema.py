@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 6; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -35,7 +35,9 @@ Layout (schema 6; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   version costs O(pages), however many links.  ``votes`` is what each page
   gives each unit of weight of its followed out-links, d·PR(v)/W(v), so that a
   link's contribution to its target is ``votes[v]·w``; ``rankings.teleport``
-  holds the rank source E where it is not uniform (page ids and weights).  The ``scores`` view reads the
+  holds the rank source E where it is not uniform (page ids and weights);
+  ``rankings.build`` the build whose graph the version ranked (a newer
+  build makes it stale).  The ``scores`` view reads the
   blocks as one row per page; ``current_scores`` is each ranking's newest
   version with the pages' URLs and titles.
 
@@ -46,7 +48,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -180,6 +182,7 @@ CREATE TABLE IF NOT EXISTS rankings (
     seconds    REAL,
     teleport   BLOB,
     level      TEXT NOT NULL DEFAULT 'page',
+    build      INTEGER,
     UNIQUE (name, version)
 );
 CREATE TABLE IF NOT EXISTS ranking_blocks (
