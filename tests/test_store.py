@@ -380,3 +380,27 @@ def test_dropping_an_old_version_writes_no_freed_page(tmp_path):
         dropped = frames_of_a_new_version()  # v1 goes
         assert store.db.execute("SELECT count(DISTINCT ranking_id) FROM ranking_blocks").fetchone()[0] == 2
         assert dropped < 1.2 * kept, (kept, dropped)
+
+
+def test_an_upgrade_to_schema_7_names_the_build_each_ranking_ranked(tmp_path):
+    """Schema 7 records the build a version ranked; an older store's versions get the last build finished before
+    them, so that a ranking made before a later build is named stale at once."""
+    path = str(tmp_path / "s.db")
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("http://a.test/\thttp://b.test/\nhttp://b.test/\thttp://a.test/\n")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["build", str(edges), "--store", path, "-q"]).exit_code == 0
+    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    with Store(path) as store:
+        assert store.ranking().build == 1 and store.stale_note(store.ranking()) is None
+    time.sleep(1.1)  # the migration orders versions and builds by their times, to the second
+    edges.write_text("http://b.test/\thttp://c.test/\n")
+    assert runner.invoke(cli, ["build", str(edges), "--store", path, "-q"]).exit_code == 0
+    with sqlite3.connect(path) as db:  # as schema 6 left it: no build column, the views of schema 6
+        db.execute("ALTER TABLE rankings DROP COLUMN build")
+        db.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    with Store(path) as store:
+        ranking = store.ranking()
+        assert ranking.build == 1
+        assert store.stale_note(ranking) == "ranking pagerank v1 predates build 2: run `rankstore rank`"
+        assert store.db.execute("SELECT count(*) FROM current_scores").fetchone()[0] == 2
