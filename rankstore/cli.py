@@ -263,12 +263,16 @@ def _fail(message: str, status: int = 1) -> None:
 # ------------------------------------------------------------------ ranking
 
 
-def _read_url_file(path: str, option: str) -> list[str]:
+def _read_url_file(path: str, option: str):
+    """A seed file's URLs, each with its line (:class:`rankstore.ranking.Seeds`); checked later, with the store."""
+    from .ranking import read_seed_file
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            return [line.split()[0] for line in handle if line.strip() and not line.lstrip().startswith("#")]
+        return read_seed_file(path, option)
     except OSError as error:
         raise click.BadParameter(f"{path}: {error.strerror}", param_hint=option) from error
+    except UnicodeDecodeError as error:
+        raise click.BadParameter(f"{path}: not UTF-8 text ({error.reason})", param_hint=option) from error
 
 
 @cli.command(context_settings=CONTEXT)
@@ -319,7 +323,21 @@ def _read_url_file(path: str, option: str) -> list[str]:
     help="Topic-sensitive: one ranking topic:NAME with E on the URLs in FILE (repeatable).",
 )
 @click.option("--trusted", type=click.Path(dir_okay=False), help="TrustRank from the URLs in FILE; stores Spam Mass.")
+@click.option(
+    "--good-fraction",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.85,
+    show_default=True,
+    help="--trusted: the share of the pages taken to be good, to which Spam Mass scales the trusted pages' jump "
+    "(Gyöngyi et al. 2006).",
+)
 @click.option("--flagged", type=click.Path(dir_okay=False), help="BadRank from the URLs in FILE (reverse graph).")
+@click.option(
+    "--strict", is_flag=True, help="Refuse a seed URL that is not in the store, rather than skip it with a warning."
+)
+@click.option(
+    "--force", is_flag=True, help="Rank even when the graph and parameters are those the newest version ranked."
+)
 @click.option("--include-nofollow", is_flag=True, help="Let nofollow/ugc/sponsored links vote too.")
 @click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
@@ -360,7 +378,10 @@ def rank(
     source_roots,
     topics,
     trusted,
+    good_fraction,
     flagged,
+    strict,
+    force,
     include_nofollow,
     unweighted,
     cold,
@@ -374,6 +395,10 @@ def rank(
 
     Prints the L1 residual of every iteration as it goes.  Readers (the proxy)
     keep seeing the previous version until the new one is written whole.
+    Seed URLs (--source, --topic, --trusted, --flagged) are checked first: one
+    not in the store is skipped with a warning (refused with --strict), and a
+    run that fails writes nothing.  With the graph and parameters that the
+    newest version ranked, nothing is written (--force ranks again).
 
     \b
     Examples:
@@ -381,11 +406,11 @@ def rank(
         rankstore rank --damping 0.85 --tol 1e-10 --dangling remove --name paper
         rankstore rank --source https://example.com/ --name mine
         rankstore rank --topic python=python-urls.txt --topic sql=sql-urls.txt
-        rankstore rank --trusted seeds.txt && rankstore top --ranking trust
+        rankstore rank --trusted seeds.txt --strict && rankstore top --ranking trust
         rankstore rank --level host            # the ranking 'hostrank'
         rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
-    from .ranking import RankingError, RankOptions, load_graph, load_host_graph
+    from .ranking import RankingError, RankOptions, Seeds, Unchanged, check_seeds, load_graph, load_host_graph
     from .ranking import rank as run_rank
     from .solver import ConvergenceError
 
@@ -396,6 +421,8 @@ def rank(
         raise click.UsageError("--master and --spark-conf are for --engine spark")
     if sum(bool(x) for x in (sources or source_roots, topics, trusted, flagged)) > 1:
         raise click.UsageError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
+    if not trusted and ctx.get_parameter_source("good_fraction") == given:
+        raise click.UsageError("--good-fraction is for --trusted (Spam Mass)")
     jobs: list[RankOptions] = []
     common = dict(
         damping=damping,
@@ -408,6 +435,8 @@ def rank(
         warm_start=not cold,
         level=level,
         engine=engine,
+        strict=strict,
+        force=force,
     )
     if level == "host" and (sources or source_roots or topics or trusted or flagged):
         raise click.UsageError("--level host ranks hosts with a uniform rank source: no --source, --topic, --trusted")
@@ -416,18 +445,26 @@ def rank(
             topic_name, sep, path = topic.partition("=")
             if not sep or not topic_name or not path:
                 raise click.BadParameter(f"{topic!r}: expected NAME=FILE", param_hint="--topic")
+            if any(job.name == f"topic:{topic_name}" for job in jobs):
+                raise click.BadParameter(f"topic {topic_name!r} is given twice", param_hint="--topic")
             jobs.append(RankOptions(name=f"topic:{topic_name}", sources=_read_url_file(path, "--topic"), **common))
     elif trusted:
-        jobs.append(RankOptions(name=name or "trust", trusted=_read_url_file(trusted, "--trusted"), **common))
+        seeds = _read_url_file(trusted, "--trusted")
+        jobs.append(RankOptions(name=name or "trust", trusted=seeds, good_fraction=good_fraction, **common))
     elif flagged:
         jobs.append(RankOptions(name=name or "badrank", flagged=_read_url_file(flagged, "--flagged"), **common))
     else:
         default = "hostrank" if level == "host" else "personalized" if sources or source_roots else "pagerank"
-        jobs.append(RankOptions(name=name or default, sources=sources, source_roots=source_roots, **common))
+        given_sources = Seeds.from_urls("--source", sources) if sources else None
+        jobs.append(RankOptions(name=name or default, sources=given_sources, source_roots=source_roots, **common))
 
     store = open_store(store_path)
     solver = None
     try:
+        checked = check_seeds(store, jobs, strict)  # every seed list, before anything is ranked or written
+        for problem in checked.skipped:
+            click.echo(f"Warning: {problem}; skipped (--strict refuses it)", err=True)
+        jobs = checked.jobs
         if engine == "spark":  # started before the graph is read: what stops Spark is told at once
             from .spark.engine import SparkSolver
 
@@ -452,6 +489,9 @@ def rank(
                 outcome = run_rank(store, options, show, loaded, solver, None if quiet else say)
             except ConvergenceError as error:
                 raise click.ClickException(f"{error} (raise --max-iter or --tol)") from error
+            if isinstance(outcome, Unchanged):
+                click.echo(outcome.message)
+                continue
             result = outcome.result
             warm = ""
             if outcome.warm_from is not None:
@@ -957,7 +997,10 @@ def stats(store_path, ranking_name, plot):
     """Convergence history and score distribution of a ranking.
 
     The plot has the paper's Figure 4 (L1 residual per iteration, log axis)
-    and the rank distribution on log-log axes.
+    and the rank distribution on log-log axes.  A version warm-started from
+    an answer already within --tol has no history to draw: the convergence is
+    that of the newest version that has one (named on the plot and here);
+    the distribution is always the ranking's newest version.
 
     \b
     Example:
@@ -968,10 +1011,12 @@ def stats(store_path, ranking_name, plot):
     with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
         _, scores = store.scores_of(ranking.id)
+        history = store.ranking_with_history(ranking) if plot else None
     scores = np.sort(scores)[::-1]
+    final = f"final L1 residual {ranking.residuals[-1]:.2e}" if ranking.residuals else "no residual recorded"
     click.echo(
         f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
-        f"{ranking.iterations} iterations, final L1 residual {ranking.residuals[-1]:.2e}"
+        f"{ranking.iterations} iterations, {final}"
     )
     click.echo(f"params: {json.dumps(ranking.params, sort_keys=True)}")
     click.echo(
@@ -985,8 +1030,23 @@ def stats(store_path, ranking_name, plot):
         import matplotlib.pyplot as plt
 
         figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-        left.semilogy(range(1, len(ranking.residuals) + 1), ranking.residuals, marker=".")
-        left.set(xlabel="iteration", ylabel="L1 residual", title="Convergence (cf. paper, Figure 4)")
+        title = "Convergence (cf. paper, Figure 4)"
+        if history is None:
+            click.echo(f"convergence: no version of {ranking.name} has a history of two residuals or more to plot")
+            left.text(0.5, 0.5, "no convergence history", ha="center", va="center", transform=left.transAxes)
+        else:
+            steps = [(i, r) for i, r in enumerate(history.residuals, 1) if r > 0]  # a log axis has no 0
+            left.semilogy([i for i, _ in steps], [r for _, r in steps], marker=".")
+            if history.version != ranking.version:
+                title = f"Convergence of {history.label} (cf. paper, Figure 4)"
+                warm = (
+                    f" from a warm start on v{ranking.params['warm_from']}" if ranking.params.get("warm_from") else ""
+                )
+                click.echo(
+                    f"convergence: plotted {history.label} ({history.iterations} iterations); "
+                    f"{ranking.label} has no history to plot ({ranking.iterations} iterations{warm})"
+                )
+        left.set(xlabel="iteration", ylabel="L1 residual", title=title)
         left.grid(True, which="both", alpha=0.3)
         right.loglog(np.arange(1, len(scores) + 1), scores, marker=".", linestyle="none", markersize=2)
         right.set(xlabel="rank", ylabel="PageRank", title="Rank distribution")

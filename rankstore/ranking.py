@@ -6,21 +6,50 @@ Variants, each a named ranking:
 * personalised (``sources``): E on chosen pages, or on the root page of every
   server (``source_roots``; the paper's section 6).
 * topic-sensitive (``topic:NAME``): E on the pages of a topic (seed 002).
-* ``trust`` (TrustRank): E on trusted pages; each page's Spam Mass
-  ``(P - T) / P`` against the ``pagerank`` ranking is stored with it.
+* ``trust`` (TrustRank): E on trusted pages; each page's relative Spam Mass is
+  stored with it (below).
 * ``badrank``: the reversed graph with E on flagged pages: rank flows from a
   bad page to the pages that link to it (seed 000).
 
+Seeds (``--source``, ``--topic``, ``--trusted``, ``--flagged``) are
+:class:`Seeds`, each URL a :class:`SeedUrl` that knows its file and line.
+:func:`check_seeds` resolves every seed list of a run against the store before
+anything is ranked: a URL that is not in the store, or not an http(s) URL, is
+a :class:`SeedProblem` (``FILE:LINE: URL ...`` under the option's name),
+skipped, or refused under ``strict``; a list left with no page is an error.
+So a run that fails for its seeds writes no ranking at all.
+
+Spam Mass (Gyöngyi, Berkhin, Garcia-Molina and Pedersen, "Link spam
+detection based on mass estimation", VLDB 2006, section 3): the relative
+mass of page x is ``m~_x = (p_x - p'_x) / p_x``, where ``p`` is PageRank with
+the uniform jump vector (each page 1/n) and ``p'`` is the core-based PageRank,
+whose jump vector ``w`` gives ``gamma/n`` to each page of the good core (the
+trusted pages) and 0 to the others.  The paper scales ``w`` so that the core
+stands for all good pages, of which it is a small sample: ``gamma = g·n/|core|``
+for an estimated fraction ``g`` of good pages, so that ``|w| = g`` (the
+paper's estimate for its web graph was ``g = 0.85``, the default of
+``good_fraction``).  PageRank is linear in its jump vector, so with a dangling
+rule that does not depend on E, ``p' = g·PR(core, normalised)`` and a page
+that only good pages reach scores about 0, a spam farm's target about 1 (its
+rank comes from the farm), and a trusted page a little below 0 while the core
+is a fair sample of the good pages (its own jump is scaled by ``gamma``; the
+fewer the trusted pages, the lower).  ``p`` and ``p'`` are solved in the same
+run with the ranking's damping, weights, nofollow and dangling rule; where the
+rule is ``source`` (jump by E), both use the uniform jump at sinks, which is
+what ``source`` means for ``p``, so that p' is on p's scale.
+
 Nofollow links cast no vote unless ``include_nofollow``.  The previous version
 of the same ranking is the warm start (the paper, section 3.1: a good initial
-assignment speeds convergence).
+assignment speeds convergence).  Ranking again on the graph and with the
+parameters (and seeds) that the newest version ranked writes nothing
+(:class:`Unchanged`) unless ``force``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,8 +60,17 @@ from .urls import canonical
 
 __all__ = [
     "ENGINES",
+    "GOOD_FRACTION",
     "RankOptions",
     "RankOutcome",
+    "Unchanged",
+    "SeedUrl",
+    "Seeds",
+    "SeedProblem",
+    "SeedCheck",
+    "read_seed_file",
+    "check_seeds",
+    "spam_mass",
     "LoadedGraph",
     "Problem",
     "Solver",
@@ -43,8 +81,136 @@ __all__ = [
 ]
 
 
+GOOD_FRACTION = 0.85  # the share of good pages Gyöngyi et al. (2006) estimated for their web graph
+
+
 class RankingError(Exception):
     """A ranking that cannot be computed as asked (unknown URLs, empty store...)."""
+
+
+@dataclass(frozen=True)
+class SeedUrl:
+    """One seed URL as the user wrote it, and where: a file's line, or the command line (no file)."""
+
+    url: str
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """A seed list (E's pages) from one option: its URLs in order, and once resolved their page ids."""
+
+    option: str  # the option that gave them (``--source``, ``--topic``, ``--trusted``, ``--flagged``)
+    urls: tuple[SeedUrl, ...]
+    file: str | None = None  # the file they were read from; None: the command line
+    page_ids: tuple[int, ...] | None = None  # set by :func:`check_seeds`: the pages in the store, each once
+    kept: tuple[str, ...] = ()  # the URLs (as written) that name those pages
+
+    @classmethod
+    def from_urls(cls, option: str, urls: Sequence[str]) -> Seeds:
+        """URLs given on the command line."""
+        return cls(option, tuple(SeedUrl(url) for url in urls))
+
+    @property
+    def resolved(self) -> bool:
+        return self.page_ids is not None
+
+    @property
+    def origin(self) -> str:
+        return f"{self.option} {self.file}" if self.file else self.option
+
+
+@dataclass(frozen=True)
+class SeedProblem:
+    """A seed URL that names no page of the store, and why; said as ``OPTION FILE:LINE: URL reason``."""
+
+    option: str
+    seed: SeedUrl
+    reason: str  # "is not in the store", "is not an http(s) URL"
+
+    def __str__(self) -> str:
+        where = f"{self.option} {self.seed.file}:{self.seed.line}" if self.seed.file else self.option
+        return f"{where}: {self.seed.url} {self.reason}"
+
+
+@dataclass
+class SeedCheck:
+    """Every job of a run with its seeds resolved, and the seed URLs skipped on the way."""
+
+    jobs: list[RankOptions]
+    skipped: list[SeedProblem]
+
+
+def read_seed_file(path: str, option: str) -> Seeds:
+    """The URLs of a seed file: the first field of each line; blank lines and ``#`` comments are skipped.
+
+    Raises OSError when the file cannot be read; the URLs are checked by :func:`check_seeds`.
+    """
+    urls = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            text = line.strip()
+            if text and not text.startswith("#"):
+                urls.append(SeedUrl(text.split()[0], path, number))
+    return Seeds(option, tuple(urls), path)
+
+
+def _resolve(store: Store, seeds: Seeds) -> tuple[Seeds, list[SeedProblem]]:
+    problems = []
+    canonical_of: dict[SeedUrl, str] = {}
+    for seed in seeds.urls:
+        normal = canonical(seed.url)
+        if normal is None:
+            problems.append(SeedProblem(seeds.option, seed, "is not an http(s) URL"))
+        else:
+            canonical_of[seed] = normal
+    found = store.page_ids_for(list(canonical_of.values()))
+    ids: dict[int, None] = {}
+    kept = []
+    for seed, normal in canonical_of.items():
+        if normal in found:
+            ids.setdefault(found[normal])
+            kept.append(seed.url)
+        else:
+            problems.append(SeedProblem(seeds.option, seed, "is not in the store"))
+    problems.sort(key=lambda problem: problem.seed.line or 0)
+    return replace(seeds, page_ids=tuple(ids), kept=tuple(kept)), problems
+
+
+def check_seeds(store: Store, jobs: Sequence[RankOptions], strict: bool = False) -> SeedCheck:
+    """Resolve every seed list of ``jobs`` against the store, before any of them is ranked.
+
+    A seed URL that is not an http(s) URL, or not in the store, is skipped
+    (listed in the result), or refused when ``strict``; a seed list left
+    with no page is refused.  Either refusal is a :class:`RankingError`
+    naming the option, the file and the line.
+    """
+    checked: list[RankOptions] = []
+    skipped: list[SeedProblem] = []
+    for job in jobs:
+        sources, trusted, flagged = (
+            _checked(store, seeds, strict, skipped) for seeds in (job.sources, job.trusted, job.flagged)
+        )
+        checked.append(replace(job, sources=sources, trusted=trusted, flagged=flagged))
+    return SeedCheck(checked, skipped)
+
+
+def _checked(store: Store, seeds: Seeds | None, strict: bool, skipped: list[SeedProblem]) -> Seeds | None:
+    """``seeds`` resolved (see :func:`check_seeds`); what was skipped is added to ``skipped``."""
+    if seeds is None or seeds.resolved:
+        return seeds
+    seeds, problems = _resolve(store, seeds)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    if problems and strict:
+        raise RankingError(f"{problems[0]}{more}; --strict refuses them")
+    if not seeds.page_ids:
+        if not problems:
+            raise RankingError(f"{seeds.origin}: no URL")
+        source = seeds.file or "the command line"
+        raise RankingError(f"{problems[0]}{more}; no URL of {source} is left to rank from")
+    skipped += problems
+    return seeds
 
 
 @dataclass
@@ -56,10 +222,13 @@ class RankOptions:
     dangling: str | None = None  # None: uniform for pagerank, source for variants with an E
     include_nofollow: bool = False
     weighted: bool = True
-    sources: Sequence[str] = ()
+    sources: Seeds | None = None  # personalised (or a topic): E on these pages
     source_roots: bool = False
-    trusted: Sequence[str] = ()
-    flagged: Sequence[str] = ()
+    trusted: Seeds | None = None  # TrustRank: E on these pages, and Spam Mass against PageRank
+    flagged: Seeds | None = None  # BadRank: E on these pages, on the reversed graph
+    good_fraction: float = GOOD_FRACTION  # Spam Mass: the share of the pages taken to be good (module docstring)
+    strict: bool = False  # refuse a seed URL that is not in the store, rather than skip it
+    force: bool = False  # rank even when the newest version ranked this graph with these parameters
     warm_start: bool = True
     method: str = "bicgstab"
     level: str = "page"  # or "host": the host graph (see rankstore.store.hosts)
@@ -80,6 +249,17 @@ class RankOutcome:
         if self.warm_from is None or self.cold_iterations is None:
             return None
         return self.cold_iterations - self.result.iterations
+
+
+@dataclass
+class Unchanged:
+    """Nothing written: ``ranking``, the newest version, ranked this graph with these parameters and seeds."""
+
+    ranking: Ranking
+
+    @property
+    def message(self) -> str:
+        return f"{self.ranking.label} unchanged: the graph and parameters are those it ranked (--force ranks again)"
 
 
 @dataclass
@@ -167,20 +347,11 @@ def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph
     return LoadedGraph(np.arange(1, hosts.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
 
 
-def _indicator(store: Store, page_ids: np.ndarray, urls: Sequence[str], what: str) -> np.ndarray:
-    wanted = {}
-    for url in urls:
-        normal = canonical(url)
-        if normal is None:
-            raise RankingError(f"{what}: {url!r} is not an http(s) URL")
-        wanted[normal] = url
-    found = store.page_ids_for(list(wanted))
-    missing = [wanted[url] for url in wanted if url not in found]
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise RankingError(f"{what}: not in the store: {shown}")
+def _indicator(page_ids: np.ndarray, seeds: Seeds) -> np.ndarray:
+    """E over the pages: 1 on each seed page (resolved by :func:`check_seeds`), 0 elsewhere."""
+    assert seeds.page_ids is not None
     vector = np.zeros(len(page_ids))
-    vector[np.searchsorted(page_ids, list(found.values()))] = 1.0
+    vector[np.searchsorted(page_ids, np.asarray(seeds.page_ids, dtype=np.int64))] = 1.0
     return vector
 
 
@@ -214,14 +385,18 @@ def rank(
     loaded: LoadedGraph | None = None,
     solver: Solver | None = None,
     status: Callable[[str], None] | None = None,
-) -> RankOutcome:
+) -> RankOutcome | Unchanged:
     """Compute one ranking and store it as a new version of ``options.name``.
 
     ``solver`` iterates (the scipy engine with ``options.method`` when None;
     :class:`rankstore.spark.engine.SparkSolver` for ``engine="spark"``);
     everything else, from the store to the version written in one
     transaction, is this function's whatever the engine.  ``status`` hears
-    of the steps after the iterations (a big version takes a while to write).
+    of the steps after the iterations (a big version takes a while to write),
+    and of seed URLs skipped when the seeds were not checked by
+    :func:`check_seeds` first.  Returns :class:`Unchanged`, having written
+    nothing, when the newest version ranked the same graph with the same
+    parameters and seeds (unless ``options.force``).
     """
     started = time.perf_counter()
     if options.engine not in ENGINES:
@@ -235,6 +410,12 @@ def rank(
         if options.sources or options.source_roots or options.trusted or options.flagged:
             raise RankingError("--level host ranks hosts with a uniform rank source: no --source, --trusted, --flagged")
         loaded = loaded or load_host_graph(store, options.include_nofollow)
+    if any(seeds is not None and not seeds.resolved for seeds in (options.sources, options.trusted, options.flagged)):
+        check = check_seeds(store, [options], options.strict)
+        options = check.jobs[0]
+        for seed in check.skipped:
+            if status is not None:
+                status(f"skipped {seed}")
     loaded = loaded or load_graph(store, options.include_nofollow)
     page_ids, graph = loaded.page_ids, loaded.graph
     personalization = None
@@ -243,7 +424,7 @@ def rank(
         kind = "personalized"
         personalization = np.zeros(len(page_ids))
         if options.sources:
-            personalization += _indicator(store, page_ids, options.sources, "--source")
+            personalization += _indicator(page_ids, options.sources)
         if options.source_roots:
             roots = store.root_page_ids()
             if not roots:
@@ -251,22 +432,12 @@ def rank(
             personalization[np.searchsorted(page_ids, roots)] = 1.0
     if options.trusted:
         kind = "trust"
-        personalization = _indicator(store, page_ids, options.trusted, "--trusted")
+        personalization = _indicator(page_ids, options.trusted)
     if options.flagged:
         kind = "badrank"
-        personalization = _indicator(store, page_ids, options.flagged, "--flagged")
+        personalization = _indicator(page_ids, options.flagged)
         graph = graph.reversed()
     dangling = options.dangling or ("uniform" if personalization is None else "source")
-    start, previous = (None, None)
-    if options.warm_start:
-        start, previous = _warm_start(store, options.name, page_ids)
-    problem = Problem(
-        graph, options.damping, personalization, dangling, options.tol, options.max_iter, start, options.weighted
-    )
-    result = solver(problem, callback)
-    extra = None
-    if kind == "trust":
-        extra = _spam_mass(store, page_ids, result.scores, loaded, options, solver)
     params = {
         "kind": kind,
         "engine": options.engine,
@@ -277,21 +448,38 @@ def rank(
         "dangling": dangling,
         "include_nofollow": options.include_nofollow,
         "weighted": options.weighted,
-        "sources": list(options.sources),
+        "sources": list(options.sources.kept) if options.sources else [],
         "source_roots": options.source_roots,
-        "trusted": len(options.trusted),
-        "flagged": len(options.flagged),
+        "trusted": len(options.trusted.page_ids or ()) if options.trusted else 0,
+        "flagged": len(options.flagged.page_ids or ()) if options.flagged else 0,
         "links": graph.links,
-        "warm_from": previous.version if previous is not None else None,
-        "load_seconds": round(loaded.seconds, 3),
     }
-    votes = linked = teleport = None
-    if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
-        votes = link_votes(graph, result.scores, options.damping, options.weighted)
-        linked = link_mass(graph, votes, options.weighted)
+    if kind == "trust":
+        params["good_fraction"] = options.good_fraction
+    teleport = None
     if personalization is not None:
         chosen = np.flatnonzero(personalization)
         teleport = (page_ids[chosen], personalization[chosen] / personalization.sum())
+    if not options.force:
+        same = _same_as_newest(store, options, params, teleport, len(page_ids))
+        if same is not None:
+            return Unchanged(same)
+    start, previous = (None, None)
+    if options.warm_start:
+        start, previous = _warm_start(store, options.name, page_ids)
+    problem = Problem(
+        graph, options.damping, personalization, dangling, options.tol, options.max_iter, start, options.weighted
+    )
+    result = solver(problem, callback)
+    extra = None
+    if kind == "trust":
+        extra = spam_mass(problem, result.scores, options.good_fraction, solver)
+    params["warm_from"] = previous.version if previous is not None else None
+    params["load_seconds"] = round(loaded.seconds, 3)
+    votes = linked = None
+    if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
+        votes = link_votes(graph, result.scores, options.damping, options.weighted)
+        linked = link_mass(graph, votes, options.weighted)
     cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:
@@ -315,6 +503,36 @@ def rank(
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold, written)
 
 
+_RUN_FIELDS = ("warm_from", "load_seconds")  # what a version's params say of its run, not of what it ranked
+
+
+def _same_as_newest(
+    store: Store,
+    options: RankOptions,
+    params: dict,
+    teleport: tuple[np.ndarray, np.ndarray] | None,
+    pages: int,
+) -> Ranking | None:
+    """The newest version of ``options.name`` when it ranked this graph with these parameters and seeds."""
+    try:
+        newest = store.ranking(options.name)
+    except RankingNotFound:
+        return None
+    build = store.newest_build()
+    if newest.build is None or newest.build != build or newest.pages != pages or newest.level != options.level:
+        return None
+    ranked = {key: value for key, value in newest.params.items() if key not in _RUN_FIELDS}
+    if ranked != params:
+        return None
+    before = store.teleport_of(newest.id)
+    if (before is None) != (teleport is None):
+        return None
+    if before is not None and teleport is not None:
+        if not (np.array_equal(before[0], teleport[0]) and np.array_equal(before[1], teleport[1])):
+            return None
+    return newest
+
+
 def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool) -> np.ndarray:
     """d·PR(v)/W(v) for each page v: what each unit of its followed out-links' weight passes on (0 for sinks).
 
@@ -332,15 +550,23 @@ def link_mass(graph: Graph, votes: np.ndarray, weighted: bool) -> np.ndarray:
     return in_sums(graph, votes, weighted)
 
 
-def _spam_mass(store: Store, page_ids, trust, loaded: LoadedGraph, options: RankOptions, solver: Solver) -> np.ndarray:
-    """Spam Mass (P - T) / P per page, P from the ``pagerank`` ranking (computed by the same engine if missing)."""
-    try:
-        ids, scores = store.scores_of(store.ranking("pagerank").id)
-        plain = _by_page(page_ids, ids, scores, 0.0)
-    except RankingNotFound:
-        problem = Problem(
-            loaded.graph, options.damping, None, "uniform", options.tol, options.max_iter, None, options.weighted
-        )
-        plain = solver(problem, None).scores
+def spam_mass(problem: Problem, trust: np.ndarray, good_fraction: float, solver: Solver) -> np.ndarray:
+    """Relative Spam Mass ``(p - p') / p`` of every page (Gyöngyi et al. 2006; the module docstring).
+
+    ``problem`` is the TrustRank problem (E on the good core), ``trust`` its
+    scores.  ``p`` is PageRank with a uniform E and ``problem``'s damping,
+    weights, stopping rule and dangling rule, solved here; ``p'`` is the
+    core-based PageRank, its jump vector scaled to ``good_fraction``: by
+    linearity ``good_fraction`` times PageRank with E on the core, which is
+    ``trust`` itself unless the dangling rule follows E (``source``), when it
+    is solved again with the uniform rule that ``p`` uses.  NaN where p is 0.
+    """
+    uniform_sinks = "uniform" if problem.dangling == "source" else problem.dangling
+    plain = replace(problem, personalization=None, dangling=uniform_sinks, start=None)
+    p = solver(plain, None).scores
+    core_based = trust
+    if uniform_sinks != problem.dangling:
+        core_based = solver(replace(problem, dangling=uniform_sinks, start=trust), None).scores
+    scaled = good_fraction * core_based
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(plain > 0, (plain - trust) / plain, np.nan)
+        return np.where(p > 0, (p - scaled) / p, np.nan)

@@ -266,5 +266,5 @@ def test_rank_says_when_it_writes_the_version_and_how_long_that_took(tmp_path):
     loud = run("rank", "--store", path).output
     assert "  writing pagerank: " in loud and " pages\n" in loud
     assert ", written in " in loud.splitlines()[-1]
-    quiet = run("rank", "--store", path, "-q").output
+    quiet = run("rank", "--store", path, "-q", "--force").output
     assert "writing" not in quiet and ", written in " in quiet

@@ -118,7 +118,7 @@ def test_rank_engine_spark_writes_a_version_as_scipy_does(spark, python_doc_stor
         assert np.abs(a - b).sum() <= AGREE
         assert store.scores_of(ours.id)[0].tolist() == store.scores_of(theirs.id)[0].tolist()  # the same pages
     # a second version warm-starts from the first, as the scipy engine's do
-    status, output = invoke(capsys, "rank", "-q", "--engine", "spark", "--name", "s", *fast)
+    status, output = invoke(capsys, "rank", "-q", "--force", "--engine", "spark", "--name", "s", *fast)
     assert status == 0 and "warm start from v1" in output, output
 
 

@@ -289,6 +289,18 @@ class RankingsMixin(StoreBase):
             row[10],
         )
 
+    def ranking_with_history(self, ranking: Ranking) -> Ranking | None:
+        """The newest version of ``ranking``'s name, up to ``ranking`` itself, with a convergence history to draw:
+        at least two residuals above 0 (a warm start from an answer already within ``tol`` records one, or
+        none above 0).  None when no version has one."""
+        row = self.db.execute(
+            "SELECT version FROM rankings WHERE name = ? AND version <= ?"
+            " AND (SELECT count(*) FROM json_each(residuals) WHERE value > 0) > 1"
+            " ORDER BY version DESC LIMIT 1",
+            (ranking.name, ranking.version),
+        ).fetchone()
+        return self.ranking(ranking.name, row[0]) if row else None
+
     def newest_build(self) -> int | None:
         """The newest build that finished (None before the first)."""
         return self.db.execute("SELECT max(id) FROM builds WHERE status = 'complete'").fetchone()[0]
