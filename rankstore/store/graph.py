@@ -12,10 +12,14 @@ import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .base import StoreBase
+
+if TYPE_CHECKING:
+    from .analysis import InSlice
 
 __all__ = ["GraphMixin", "InLinks"]
 
@@ -24,6 +28,7 @@ BLOCK_MAX_PAGES = 1 << 13
 INLINE_BYTES = 1 << 20  # a block's sources up to this size come whole with the query that finds it
 _CHUNK = 1 << 24  # links converted at once: bounded temporaries on graphs of any size
 _ROWS = 1 << 18  # out_links rows read at once
+_IN_CHUNK = 500  # ids a query names at most
 READ_THREADS = 8  # connections that read a big graph at once (they wait on the disk, not on a core)
 PARALLEL_BYTES = 1 << 26  # link sources from which the graph is read by READ_THREADS connections
 
@@ -83,6 +88,7 @@ class GraphMixin(StoreBase):
         key.sort()
         nofollow, weights = self._notes_along(key, n)
         born, born_all = self._births_along(key, n)
+        births = [row[0] for row in self.db.execute("SELECT DISTINCT build FROM link_births ORDER BY build")]
         indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))
         indices = np.empty(len(key), dtype=np.int32)
         for start in range(0, len(key), _CHUNK):
@@ -103,6 +109,7 @@ class GraphMixin(StoreBase):
                 ("graph_links", str(len(indices))),
                 ("graph_nofollow", str(int(nofollow.sum()) if nofollow is not None else 0)),
                 ("graph_born", str(born_all if born_all is not None else "")),
+                ("graph_births", ",".join(map(str, births))),
             ],
         )
 
@@ -132,6 +139,42 @@ class GraphMixin(StoreBase):
             found = key[at] == wanted if len(key) else np.zeros(len(wanted), dtype=bool)
             born[at[found]] = births[found, 2]
         return born, None
+
+    def new_in_links(self, page_id: int, links: InSlice) -> np.ndarray:
+        """Which of page ``page_id``'s in-links (its :class:`~rankstore.store.analysis.InSlice`) are new: found by
+        their source page's latest crawl, which had crawled that page before without them (a link is new against
+        its own page's previous crawl, whatever other pages a build recrawled).  A bool per link.
+
+        Only links born in a build that recorded births (``meta`` names those builds) can be new: a link
+        of a page's first crawl never is.  Those few are checked against ``link_births`` and their pages'
+        latest crawl, by primary key, so a page's cost grows with its links a recrawl found, not with all.
+        """
+        new = np.zeros(len(links.sources), dtype=bool)
+        if links.uniform is not None or not len(links.sources):
+            return new  # one build saw every link: none was found by a recrawl
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'graph_births'").fetchone()
+        if row is not None:
+            births = [int(build) for build in row[0].split(",") if build]
+        else:  # a graph derived before births were noted with it
+            births = [build for (build,) in self.db.execute("SELECT DISTINCT build FROM link_births")]
+        if not births:
+            return new
+        candidates = np.flatnonzero(np.isin(links.born, births))
+        sources = (links.sources[candidates].astype(np.int64) + 1).tolist()
+        found: set[int] = set()
+        for start in range(0, len(sources), _IN_CHUNK):
+            chunk = sources[start : start + _IN_CHUNK]
+            found.update(
+                src
+                for (src,) in self.db.execute(
+                    "SELECT b.src FROM link_births b JOIN pages p ON p.id = b.src AND p.build_id = b.build"
+                    f" WHERE b.dst = ? AND b.src IN ({','.join('?' * len(chunk))})",
+                    [page_id, *chunk],
+                )
+            )
+        if found:
+            new[candidates] = np.isin(links.sources[candidates].astype(np.int64) + 1, list(found))
+        return new
 
     def _notes_along(self, key: np.ndarray, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Nofollow flags and weights of the links in ``key`` order, from ``link_notes``."""
