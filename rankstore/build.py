@@ -203,16 +203,18 @@ def build(
     state.graph = bool(graph_sources)
     for path, source_format in graph_sources:
         if source_format == "edges":
-            graph = _GraphLoader(store, report, state)
+            graph = _GraphLoader(store, report, state, progress)
             for batch in kept(read_source(path, "edges", progress=advance), path):
                 graph.take(batch)
             graph.finish()
     web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
     if web_graph:
-        graph = _GraphLoader(store, report, state)
+        graph = _GraphLoader(store, report, state, progress)
         for batch in kept(read_cc_sources(web_graph, scheme, advance), web_graph[0]):
             graph.take(batch)
         graph.finish()
+    if progress is not None:
+        progress(state)  # the pages' last links, parsed after the input was read
     report.gone = len(store.gone_pages())
     report.older = store.older_captures()
     report.pages = len(store.written_pages()) - report.gone
@@ -271,10 +273,13 @@ def _load_pages(
 class _GraphLoader:
     """Graph batches -> pages and links: each new vertex's URL in normal form, once; links as arrays."""
 
-    def __init__(self, store: Store, report: BuildReport, state: BuildProgress):
+    def __init__(
+        self, store: Store, report: BuildReport, state: BuildProgress, progress: ProgressCallback | None = None
+    ):
         self.store = store
         self.report = report
         self.state = state
+        self.progress = progress  # told after each batch: a reader reads ahead of what is stored
         self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id; 0 for a vertex not kept
         self.sources: list[np.ndarray] = []  # page ids of the pages whose links were written
 
@@ -293,6 +298,8 @@ class _GraphLoader:
             self.report.links += links
             self.state.links += links
             self.state.pages = len(self.store.written_pages())
+            if self.progress is not None:
+                self.progress(self.state)
 
     def finish(self) -> None:
         """Mark the graph's source pages crawled, once the whole graph is read."""

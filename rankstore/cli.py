@@ -137,6 +137,8 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
         nonlocal done
         if show:
             bar.update(state.bytes_read - done, state)
+            if state.bytes_read == done:
+                bar.render_progress()  # the counts moved without the input (the last pages parsed)
             done = state.bytes_read
 
     try:

@@ -511,17 +511,20 @@ class PagesMixin(StoreBase):
     def _record_backfill(self, src: int, old: Iterable[int], newer_build: int, build_id: int) -> None:
         """A capture of page ``src`` older than the one build ``newer_build`` stored: history only.  Its links
         that the newer capture lacks were lost by then (first and last seen by this build, which loaded the
-        older capture); the newer capture's links it lacks were born in ``newer_build`` (new, unless an earlier
-        birth is known).  Call inside the write transaction."""
+        older capture; lost as of the newer capture, the store keeping no captures between); the links of the
+        newer capture that the older one lacks and no earlier build saw are born in ``newer_build``: new.
+        Call inside the write transaction."""
         now = set(self.out_link_ids(src).tolist())
         before = set(old)
         self.db.executemany(
             "INSERT OR IGNORE INTO lost_links (dst, src, lost_build, first_build, last_build) VALUES (?, ?, ?, ?, ?)",
             ((dst, src, newer_build, build_id, build_id) for dst in sorted(before - now)),
         )
+        first = self.db.execute("SELECT first_build FROM pages WHERE id = ?", (src,)).fetchone()[0]
+        born = dict(self.db.execute("SELECT dst, build FROM link_births WHERE src = ?", (src,)))
         self.db.executemany(
             "INSERT OR IGNORE INTO link_births (src, dst, build) VALUES (?, ?, ?)",
-            ((src, dst, newer_build) for dst in sorted(now - before)),
+            ((src, dst, newer_build) for dst in sorted(now - before) if born.get(dst, first) == newer_build),
         )
 
     def _record_superseded(self, src: int, links: Iterable[int], build_id: int) -> None:
