@@ -280,8 +280,8 @@ class PageView:
         return row[0], row[1]
 
     def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int, int | None]:
-        """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new (found
-        by its page's latest crawl and not by the one before: :meth:`~rankstore.store.Store.new_in_links`),
+        """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new (first
+        seen by its page's latest crawl: :meth:`~rankstore.store.Store.new_in_links`),
         how many of all the page's backlinks are, and a build that every new one was first seen after
         (``since`` when none is new: the build before the one the graph reflects, None while it is the first)."""
         limit = self.ranks.panel_size

@@ -221,15 +221,15 @@ def test_a_small_build_keeps_the_other_pages_new_marks(small_build):
     assert set(new) <= {row["url"] for row in since}
 
 
-def test_links_of_a_first_crawl_or_found_before_are_not_new(small_build, in_order):
-    # d.html's link to c.html came with d.html's first crawl: not new, even just after the build that made it
-    data, new = new_marks(in_order[0], in_order[1] + "c.html")
-    assert new == [] and data.new_backlinks == 0
+def test_a_link_is_new_until_its_page_is_crawled_again(small_build):
     store, url = small_build
-    # c.html: index.html's link is as old as index.html; d.html's came with d.html's first crawl
+    # d.html, first crawled by build 2 and not since: its link to c.html is new; index.html's, there since the
+    # store's first crawl, is not
     data, new = new_marks(store, url + "c.html")
-    assert new == [] and data.new_backlinks == 0
-    assert url + "d.html" in {link.url for link in data.backlinks}
+    assert new == [url + "d.html"] and data.new_backlinks == 1
+    # a.html's link to b.html, found by its first crawl and again by its second, is not
+    data, new = new_marks(store, url + "b.html")
+    assert new == [] and data.new_backlinks == 0 and url + "a.html" in {link.url for link in data.backlinks}
     with Store(store, readonly=True) as opened:
         target = opened.page_id(url + "d.html")
         links = opened.in_slice(target)
@@ -380,7 +380,7 @@ def test_the_progress_bar_counts_pages_as_they_are_read(kind, python_doc_crawl, 
 
 
 def test_a_graph_build_reports_its_links_as_it_goes(tmp_path, monkeypatch):
-    monkeypatch.setattr(edgelist, "BLOCK", 1 << 14)  # a batch a piece read (64 KiB of a gzip): many in a small file
+    monkeypatch.setattr(edgelist, "BLOCK", 1 << 14)  # a batch for each piece read of a gzip: many in a small file
     path = tmp_path / "edges.tsv.gz"
     lines = (f"http://h{i % 97}.example/{i} http://h{i % 89}.example/{i * 7 % 5000}\n" for i in range(20000))
     path.write_bytes(gzip.compress("".join(lines).encode(), 1))
