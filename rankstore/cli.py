@@ -95,9 +95,9 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
     old ones, new pages are added.  A recrawl that finds a page gone (404,
     410) drops its links (`backlinks --lost` lists them); of two captures of a
     page the newer one (WARC-Date) holds its links, whatever the order they
-    are loaded in, and an older one is kept as history.  A Common Crawl host or domain graph is given
-    as its vertices and edges (files, folders of parts or *.paths.gz lists) or
-    one folder holding both; each host becomes its root page, https://host/
+    are loaded in, and an older one is kept as history.  A Common Crawl host
+    or domain graph is given as its vertices and edges (files, folders of
+    parts or *.paths.gz lists) or one folder holding both; each host becomes its root page, https://host/
     (--scheme http for http://).  Records that cannot be read are reported
     with their location and skipped; the rest still loads.  Exit status: 0 when
     everything loaded, 3 when some records were skipped, 1 on an error.
