@@ -243,7 +243,7 @@ class PageView:
         if info is None:
             return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)
         since, host_ranking = self._heads()
-        rows, new, count = self._best_backlinks(url, since)
+        rows, new, count, since = self._best_backlinks(url, since)
         cache = self._cache()
         fresh = [row for row in rows if cache.get(row[0]) is None]
         if fresh:
@@ -270,8 +270,8 @@ class PageView:
         )
 
     def _heads(self) -> tuple[int | None, int | None]:
-        """In one query: the build before the one the in-link arrays reflect (links first seen after it are new),
-        and the newest version of the host ranking (None for each where there is none)."""
+        """In one query: the build before the one the in-link arrays reflect (None while they reflect the first
+        build: no link can be new), and the newest version of the host ranking (None where there is none)."""
         row = self.store.db.execute(
             "SELECT (SELECT max(id) FROM builds WHERE id <"
             " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
@@ -279,26 +279,27 @@ class PageView:
         ).fetchone()
         return row[0], row[1]
 
-    def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int]:
-        """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new since
-        build ``since``, and how many of all the page's backlinks are."""
+    def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int, int | None]:
+        """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new (first
+        seen by its page's latest crawl: :meth:`~rankstore.store.Store.new_in_links`),
+        how many of all the page's backlinks are, and a build that every new one was first seen after
+        (``since`` when none is new: the build before the one the graph reflects, None while it is the first)."""
         limit = self.ranks.panel_size
         if since is None:  # one build: nothing is new, and the store's own query answers
             rows = self.store.top_backlinks(self.ranking_id, url, limit)
-            return rows, [False] * len(rows), 0
+            return rows, [False] * len(rows), 0, None
         page = self.store.page_id(url)
         if page is None:
-            return [], [], 0
+            return [], [], 0, since
         links = self.store.in_slice(page)  # the library's read of the page's in-links, with each link's build
         arrays = self.store.ranking_arrays(self.ranking_id)
         chosen = arrays.best_of(links.sources, limit)
         chosen = chosen[links.sources[chosen] < arrays.pages]  # a page newer than the version has no score yet
-        if links.uniform is not None:
-            new = np.full(len(chosen), links.uniform > since)
-            count = len(links.sources) if links.uniform > since else 0
-        else:
-            new = links.born[chosen] > since
-            count = int(np.count_nonzero(links.born > since))
+        fresh = self.store.new_in_links(page, links)
+        new = fresh[chosen]
+        count = int(np.count_nonzero(fresh))
+        if count:
+            since = int(links.born[fresh].min()) - 1
         indices = links.sources[chosen].tolist()
         titles = {row[0]: row[1:] for row in self.store.pages_by_id("url, title", [i + 1 for i in indices])}
         flags = links.nofollow[chosen].tolist() if links.nofollow is not None else [False] * len(indices)
@@ -312,7 +313,7 @@ class PageView:
             )
             for i, nofollow in zip(indices, flags)
         ]
-        return rows, new.tolist(), count
+        return rows, new.tolist(), count, since
 
     def _host_rank(self, host: str, version: int | None) -> tuple[float, int] | None:
         """(host rank score, position) of a host, remembered for this ``version`` of the host ranking."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from .extract import extract
 from .sources import (
+    GONE_STATUSES,
     GRAPH_FORMATS,
     EdgeBatch,
     Record,
@@ -41,7 +42,7 @@ from .sources.htmldir import check_html_dir
 from .store import PageData, Store
 from .urls import canonical, canonical_many
 
-__all__ = ["BuildReport", "build", "prepare", "check_sources"]
+__all__ = ["BuildProgress", "BuildReport", "build", "prepare", "check_sources"]
 
 _CHUNK = 32
 _BATCH_LINKS = 200_000
@@ -53,8 +54,10 @@ _BINARY_BYTES = bytes(list(range(0x00, 0x09)) + [0x0B] + list(range(0x0E, 0x1B))
 @dataclass
 class BuildReport:
     build_id: int
-    pages: int = 0
+    pages: int = 0  # pages crawled (those found gone and older captures not counted)
     links: int = 0
+    gone: int = 0  # pages the crawl found gone (404, 410): their links are lost as of this build
+    older: int = 0  # captures older than the one the store holds of their page: kept as history only
     seconds: float = 0.0
     skipped: Counter = field(default_factory=Counter)
     examples: list[Skipped] = field(default_factory=list)
@@ -83,7 +86,9 @@ def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
     if url is None:
         return None, [Skipped(record.where, f"not an http(s) URL ({record.url[:100]!r})")]
     page = PageData(url, record.status, fetched_at=record.fetched_at)
-    if record.location is not None:
+    if record.status in GONE_STATUSES:
+        page.gone = True  # no links: those a page had are lost as of this capture
+    elif record.location is not None:
         target = canonical(record.location, url)
         if target is not None:
             page.links.append((target, False, 1.0, None))
@@ -122,7 +127,17 @@ def check_sources(sources: Sequence[str], fmt: str | None, base_url: str | None 
     return formats
 
 
-ProgressCallback = Callable[[int, int], None]
+@dataclass
+class BuildProgress:
+    """How far a build has gone, as it goes: the input read, and what came of it so far."""
+
+    bytes_read: int = 0
+    pages: int = 0  # pages read (a page source's records; a graph's pages given their links)
+    links: int = 0  # links parsed (before repeats within a page are dropped), or a graph's links stored
+    graph: bool = False  # a graph source is being read: its links are the count that moves
+
+
+ProgressCallback = Callable[[BuildProgress], None]
 
 
 def build(
@@ -135,7 +150,7 @@ def build(
     commit_every: int = 20000,
     scheme: str = "https",
 ) -> BuildReport:
-    """Load ``sources`` into ``store``; ``progress(bytes_read, pages_stored)``.
+    """Load ``sources`` into ``store``; ``progress`` is called with a :class:`BuildProgress` as input is read.
 
     ``scheme`` is that of the root pages made of a Common Crawl graph's hosts.
     """
@@ -146,13 +161,12 @@ def build(
         jobs = min(2, os.cpu_count() or 1)
     report = BuildReport(store.begin_build(sources))
     started = time.perf_counter()
-    bytes_read = 0
+    state = BuildProgress()
 
     def advance(count: int) -> None:
-        nonlocal bytes_read
-        bytes_read += count
+        state.bytes_read += count
         if progress is not None:
-            progress(bytes_read, report.pages)
+            progress(state)
 
     def kept(read: Iterator, path: str) -> Iterator[Any]:
         try:
@@ -166,7 +180,9 @@ def build(
 
     def items(chosen: list[tuple[str, str]]) -> Iterator[Record]:
         for path, source_format in chosen:
-            yield from kept(read_source(path, source_format, base_url, advance), path)
+            for record in kept(read_source(path, source_format, base_url, advance), path):
+                state.pages += 1  # counted as read, with the bytes: the parsers' answers come a pool's work later
+                yield record
 
     if pages_sources:
         writer = _Writer(store, report)
@@ -177,25 +193,31 @@ def build(
                 report,
                 jobs,
                 commit_every,
-                lambda: progress(bytes_read, report.pages) if progress is not None else None,
+                state,
+                lambda: progress(state) if progress is not None else None,
             )
         finally:
             writer.close()
     # Graphs are written from this thread while the readers take the next block apart in a thread
     # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
+    state.graph = bool(graph_sources)
     for path, source_format in graph_sources:
         if source_format == "edges":
-            graph = _GraphLoader(store, report)
+            graph = _GraphLoader(store, report, state, progress)
             for batch in kept(read_source(path, "edges", progress=advance), path):
                 graph.take(batch)
             graph.finish()
     web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
     if web_graph:
-        graph = _GraphLoader(store, report)
+        graph = _GraphLoader(store, report, state, progress)
         for batch in kept(read_cc_sources(web_graph, scheme, advance), web_graph[0]):
             graph.take(batch)
         graph.finish()
-    report.pages = len(store.written_pages())
+    if progress is not None:
+        progress(state)  # the pages' last links, parsed after the input was read
+    report.gone = len(store.gone_pages())
+    report.older = store.older_captures()
+    report.pages = len(store.written_pages()) - report.gone
     store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
     report.seconds = time.perf_counter() - started
     return report
@@ -207,9 +229,11 @@ def _load_pages(
     report: BuildReport,
     jobs: int,
     commit_every: int,
+    state: BuildProgress,
     progress: Callable[[], None],
 ) -> None:
-    """Records -> pages with canonical URLs (in worker processes) -> the writer, in batches."""
+    """Records -> pages with canonical URLs (in worker processes) -> the writer, in batches; ``state``
+    counts the links as they come from the parsers."""
     pending: list[PageData] = []
     pending_links = 0
 
@@ -227,6 +251,7 @@ def _load_pages(
             if page is not None:
                 pending.append(page)
                 pending_links += len(page.links)
+                state.links += len(page.links)
         if len(pending) >= commit_every or pending_links >= _BATCH_LINKS:
             flush()
 
@@ -248,9 +273,13 @@ def _load_pages(
 class _GraphLoader:
     """Graph batches -> pages and links: each new vertex's URL in normal form, once; links as arrays."""
 
-    def __init__(self, store: Store, report: BuildReport):
+    def __init__(
+        self, store: Store, report: BuildReport, state: BuildProgress, progress: ProgressCallback | None = None
+    ):
         self.store = store
         self.report = report
+        self.state = state
+        self.progress = progress  # told after each batch: a reader reads ahead of what is stored
         self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id; 0 for a vertex not kept
         self.sources: list[np.ndarray] = []  # page ids of the pages whose links were written
 
@@ -267,6 +296,10 @@ class _GraphLoader:
             sources, links = self.store.write_edges(src[kept], dst[kept], weights, self.report.build_id)
             self.sources.append(sources)
             self.report.links += links
+            self.state.links += links
+            self.state.pages = len(self.store.written_pages())
+            if self.progress is not None:
+                self.progress(self.state)
 
     def finish(self) -> None:
         """Mark the graph's source pages crawled, once the whole graph is read."""

@@ -85,14 +85,19 @@ def cli():
     show_default=True,
     help="Common Crawl graphs: the scheme of each host's root page.",
 )
+@click.option("--rank", "then_rank", is_flag=True, help="Then rank the store, as `rankstore rank` with no options.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet):
+@click.pass_context
+def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, then_rank, quiet):
     """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists, Common Crawl web graphs) into the store.
 
     Formats are detected from content; a recrawled page's out-links replace its
-    old ones, new pages are added.  A Common Crawl host or domain graph is given
-    as its vertices and edges (files, folders of parts or *.paths.gz lists) or
-    one folder holding both; each host becomes its root page, https://host/
+    old ones, new pages are added.  A recrawl that finds a page gone (404,
+    410) drops its links (`backlinks --lost` lists them); of two captures of a
+    page the newer one (WARC-Date) holds its links, whatever the order they
+    are loaded in, and an older one is kept as history.  A Common Crawl host
+    or domain graph is given as its vertices and edges (files, folders of
+    parts or *.paths.gz lists) or one folder holding both; each host becomes its root page, https://host/
     (--scheme http for http://).  Records that cannot be read are reported
     with their location and skipped; the rest still loads.  Exit status: 0 when
     everything loaded, 3 when some records were skipped, 1 on an error.
@@ -101,12 +106,13 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet)
     Examples:
         wget --mirror --warc-file=site http://127.0.0.1:8000/
         rankstore build site.warc.gz
+        rankstore build recrawl.warc.gz --rank
         rankstore build mirror/ --base-url http://127.0.0.1:8000/
         rankstore build edges.tsv.gz --store graph.db
         rankstore build cc-host-vertices.paths.gz cc-host-edges.paths.gz --store hosts.db
     """
+    from .build import BuildProgress, total_size
     from .build import build as run_build
-    from .build import total_size
 
     for source in sources:
         if not os.path.exists(source):
@@ -123,19 +129,17 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet)
         label="building",
         file=sys.stderr,
         show_eta=True,
-        item_show_func=lambda pages: (
-            None
-            if pages is None
-            else f"{pages:,} pages, {pages / max(time.perf_counter() - started, 1e-9):,.0f} pages/s"
-        ),
+        item_show_func=lambda state: None if state is None else _build_progress(state, time.perf_counter() - started),
     )
     done = 0
 
-    def progress(bytes_read: int, pages: int) -> None:
+    def progress(state: BuildProgress) -> None:
         nonlocal done
         if show:
-            bar.update(bytes_read - done, pages)
-            done = bytes_read
+            bar.update(state.bytes_read - done, state)
+            if state.bytes_read == done:
+                bar.render_progress()  # the counts moved without the input (the last pages parsed)
+            done = state.bytes_read
 
     try:
         if show:
@@ -152,6 +156,12 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet)
         f"built {store_path}: {report.pages:,} pages, {report.links:,} links from {len(sources)} "
         f"source(s) in {report.seconds:.1f} s ({rate:,.0f} pages/s)"
     )
+    if report.gone:
+        click.echo(f"{report.gone:,} page(s) found gone (404, 410): their links are lost as of this build")
+    if report.older:
+        click.echo(f"{report.older:,} capture(s) older than the store's copy of their page: kept as history")
+    if then_rank:
+        ctx.invoke(rank, store_path=store_path, quiet=quiet)
     if report.skipped:
         click.echo(f"skipped {report.skipped_total:,} record(s):", err=True)
         for reason, count in report.skipped.most_common():
@@ -159,6 +169,12 @@ def build(sources, store_path, fmt, base_url, jobs, commit_every, scheme, quiet)
         for example in report.examples[:10]:
             click.echo(f"  at {example.where}: {example.reason}", err=True)
         sys.exit(EXIT_SKIPPED)
+
+
+def _build_progress(state, seconds: float) -> str:
+    """The progress bar's words: pages and links so far, and the rate of what moves (links, for a graph)."""
+    moving, unit = (state.links, "links") if state.graph else (state.pages, "pages")
+    return f"{state.pages:,} pages, {state.links:,} links, {moving / max(seconds, 1e-9):,.0f} {unit}/s"
 
 
 @cli.command(context_settings=CONTEXT)

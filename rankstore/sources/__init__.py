@@ -15,14 +15,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Record", "EdgeBatch", "Skipped", "SourceError", "FORMATS", "GRAPH_FORMATS", "detect_format", "read_source"]
+__all__ = [
+    "Record",
+    "EdgeBatch",
+    "Skipped",
+    "SourceError",
+    "FORMATS",
+    "GRAPH_FORMATS",
+    "GONE_STATUSES",
+    "detect_format",
+    "read_source",
+]
+
+# The answers that say a page is no more (Not Found, Gone): a recrawl that gets one drops the page's links.
+# Other errors (403, 429, 5xx) say nothing of the page: its last good capture stands.
+GONE_STATUSES = frozenset({404, 410})
 
 
 @dataclass(slots=True)
 class Record:
     """One page of a crawl.
 
-    ``body`` holds an HTML page to parse; ``location`` a redirect's target.
+    ``body`` holds an HTML page to parse; ``location`` a redirect's target;
+    neither, for a page that is gone (``status`` in :data:`GONE_STATUSES`).
+    ``fetched_at`` is the capture's time as the crawl recorded it (WARC-Date),
+    None where the source does not say.
     """
 
     url: str

@@ -3,8 +3,10 @@
 FastWARC reads the python3.11-doc crawl 2.7x faster than warcio
 (tools/bench_build.py --readers).  Response records with an HTML body become
 pages; a 3xx response with a ``Location`` header becomes a link from the old URL
-to the new one; revisit, request, metadata, non-HTML and other statuses are
-passed over.  A record that cannot be read is reported with its file offset and
+to the new one; a 404 or 410 becomes a page that is gone (a recrawl's evidence
+that its links are no more); revisit, request, metadata, non-HTML and other
+statuses are passed over.  Each record carries its WARC-Date: the store keeps
+the newest capture of a page.  A record that cannot be read is reported with its file offset and
 the reader resynchronises on the next record (next gzip member, or next
 ``WARC/1.`` line in an uncompressed file), so the rest of the file still loads.
 """
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from . import Progress, Record, Skipped, SourceError
+from . import GONE_STATUSES, Progress, Record, Skipped, SourceError
 
 __all__ = ["read_warc", "MAX_BODY"]
 
@@ -75,6 +77,8 @@ def _page(record, where: str) -> Record | Skipped | None:
         if not location:
             return Skipped(where, f"HTTP {status} without Location")
         return Record(url, where, status, location=location.strip(), fetched_at=date)
+    if status in GONE_STATUSES:  # whatever its body (a server's error page), the page is gone
+        return Record(url, where, status, fetched_at=date)
     if not 200 <= status < 300:
         return None
     content_type = http.get("Content-Type") or ""

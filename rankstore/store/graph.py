@@ -12,10 +12,14 @@ import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .base import StoreBase
+
+if TYPE_CHECKING:
+    from .analysis import InSlice
 
 __all__ = ["GraphMixin", "InLinks"]
 
@@ -24,6 +28,7 @@ BLOCK_MAX_PAGES = 1 << 13
 INLINE_BYTES = 1 << 20  # a block's sources up to this size come whole with the query that finds it
 _CHUNK = 1 << 24  # links converted at once: bounded temporaries on graphs of any size
 _ROWS = 1 << 18  # out_links rows read at once
+_IN_CHUNK = 500  # ids a query names at most
 READ_THREADS = 8  # connections that read a big graph at once (they wait on the disk, not on a core)
 PARALLEL_BYTES = 1 << 26  # link sources from which the graph is read by READ_THREADS connections
 
@@ -83,6 +88,8 @@ class GraphMixin(StoreBase):
         key.sort()
         nofollow, weights = self._notes_along(key, n)
         born, born_all = self._births_along(key, n)
+        births = [row[0] for row in self.db.execute("SELECT DISTINCT build FROM link_births ORDER BY build")]
+        first_crawl = self.db.execute("SELECT min(first_build) FROM pages").fetchone()[0]
         indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))
         indices = np.empty(len(key), dtype=np.int32)
         for start in range(0, len(key), _CHUNK):
@@ -103,6 +110,8 @@ class GraphMixin(StoreBase):
                 ("graph_links", str(len(indices))),
                 ("graph_nofollow", str(int(nofollow.sum()) if nofollow is not None else 0)),
                 ("graph_born", str(born_all if born_all is not None else "")),
+                ("graph_births", ",".join(map(str, births))),
+                ("graph_first", str(first_crawl or "")),
             ],
         )
 
@@ -132,6 +141,63 @@ class GraphMixin(StoreBase):
             found = key[at] == wanted if len(key) else np.zeros(len(wanted), dtype=bool)
             born[at[found]] = births[found, 2]
         return born, None
+
+    def new_in_links(self, page_id: int, links: InSlice) -> np.ndarray:
+        """Which of page ``page_id``'s in-links (its :class:`~rankstore.store.analysis.InSlice`) are new: first
+        seen by their source page's latest crawl.  So a link is new against its own page's previous crawl, which
+        did not have it, whatever other pages later builds recrawled; a page crawled once has only new links,
+        but for the store's first crawl, which is where every link starts.  A bool per link.
+
+        A link's first build (``born``) is at most its page's latest crawl: a link born in the build the
+        graph reflects is new without asking; one born in the store's first build is new only if a birth
+        was recorded for it then (an older capture loaded later); the rest are checked against their pages'
+        latest crawl, a primary-key look-up each, so the cost grows with the links born since the first build.
+        """
+        new = np.zeros(len(links.sources), dtype=bool)
+        if links.uniform is not None or not len(links.sources):
+            return new  # one build saw every link: the store's first
+        meta = dict(
+            self.db.execute(
+                "SELECT key, value FROM meta WHERE key IN ('graph_build', 'graph_births', 'graph_first')"
+            ).fetchall()
+        )
+        if "graph_first" not in meta:  # a graph derived before these were noted with it: asked of the tables
+            meta["graph_first"] = str(self.db.execute("SELECT min(first_build) FROM pages").fetchone()[0] or "")
+            meta["graph_births"] = ",".join(
+                str(b) for (b,) in self.db.execute("SELECT DISTINCT build FROM link_births")
+            )
+        first = int(meta["graph_first"] or 0)
+        latest = int(meta.get("graph_build") or 0)
+        born = links.born
+        new[born == latest] = latest > first
+        asked = np.flatnonzero((born > first) & (born < latest))
+        if len(asked):
+            sources = (links.sources[asked].astype(np.int64) + 1).tolist()
+            crawled: dict[int, int] = {}
+            distinct = sorted(set(sources))
+            for start in range(0, len(distinct), _IN_CHUNK):
+                chunk = distinct[start : start + _IN_CHUNK]
+                crawled.update(
+                    self.db.execute(f"SELECT id, build_id FROM pages WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                )
+            new[asked] = born[asked] == np.array([crawled.get(src) or 0 for src in sources], dtype=np.int64)
+        if str(first) in meta["graph_births"].split(","):  # births recorded in the first build itself
+            asked = np.flatnonzero(born == first)
+            sources = (links.sources[asked].astype(np.int64) + 1).tolist()
+            found: set[int] = set()
+            for start in range(0, len(sources), _IN_CHUNK):
+                chunk = sources[start : start + _IN_CHUNK]
+                found.update(
+                    src
+                    for (src,) in self.db.execute(
+                        "SELECT b.src FROM link_births b JOIN pages p ON p.id = b.src AND p.build_id = b.build"
+                        f" WHERE b.dst = ? AND b.src IN ({','.join('?' * len(chunk))})",
+                        [page_id, *chunk],
+                    )
+                )
+            if found:
+                new[asked] = np.isin(links.sources[asked].astype(np.int64) + 1, list(found))
+        return new
 
     def _notes_along(self, key: np.ndarray, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Nofollow flags and weights of the links in ``key`` order, from ``link_notes``."""

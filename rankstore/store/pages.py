@@ -5,14 +5,23 @@ pages: every URL is already canonical.  A page's out-links are a set, stored
 packed in ``out_links`` (see :mod:`.schema`); the first time a build writes a
 page, its old out-links go (a recrawl replaces them), and a page written again
 in the same build gains the new links (an edge list naming a source twice).
+
+Captures are ordered by their time (WARC-Date, ``fetched_at``), not by the order
+they are loaded in: a capture older than the one stored never replaces it (its
+links that the newer capture lacks are kept as lost links, those only the newer
+one has are born in the newer one's build), and within one build the newest
+capture of a page is the one kept.  A capture that found the page gone (404,
+410) takes its links away like any recrawl: they are lost as of that build.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 import xxhash
@@ -21,7 +30,7 @@ from ..urls import host_of
 from .base import StoreBase
 from .schema import PART_LINKS
 
-__all__ = ["PageData", "PagesMixin", "url_key", "url_keys"]
+__all__ = ["PageData", "PagesMixin", "capture_time", "url_key", "url_keys"]
 
 _IN_CHUNK = 500
 _URL_CACHE_LIMIT = 2_000_000
@@ -35,9 +44,38 @@ class PageData:
     status: int = 200
     title: str | None = None
     canonical_url: str | None = None
-    fetched_at: str | None = None
+    fetched_at: str | None = None  # the capture's time (WARC-Date), None where the source does not say
     # (target url, nofollow, weight, anchor text)
     links: list[tuple[str, bool, float, str | None]] = field(default_factory=list)
+    gone: bool = False  # the crawl found the page no more (404, 410): it has no links, its status says why
+
+
+def capture_time(text: str | None) -> datetime | None:
+    """A capture's time from its WARC-Date (ISO 8601, UTC, to the second or finer), to compare captures
+    whatever their precision; None when there is none or it cannot be read (such a capture is not ordered)."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _newer(given: str | None, held: str | None) -> int:
+    """1 if capture time ``given`` is newer than ``held``, -1 if older, 0 if the same or either is unknown."""
+    a, b = capture_time(given), capture_time(held)
+    if a is None or b is None or a == b:
+        return 0
+    return 1 if a > b else -1
+
+
+class _Write(enum.Enum):
+    """What a page's record does to what the store holds of the page."""
+
+    REPLACE = "replace"  # the first capture of the page in this build: its links replace the page's old ones
+    EXTEND = "extend"  # the page again in this build, no older or newer (an edge list naming a source twice)
+    SUPERSEDE = "supersede"  # a newer capture than the one this build wrote already: it takes that one's place
 
 
 def url_key(url: str) -> int:
@@ -73,13 +111,19 @@ class PagesMixin(StoreBase):
     def _reset_page_cache(self) -> None:
         self._url_ids: dict[str, int] = {}
         self._written: set[int] = set()
+        self._gone: set[int] = set()  # of the pages written, those the build found gone
+        self._older = 0  # captures older than the one the store held of their page (history only)
         self._known: tuple[np.ndarray, np.ndarray] | None = None  # (URL keys, sorted; their page ids)
         self._had_links = True  # whether a page written may have out-links from before this build
+        self._had_crawls = True  # whether a page written may have been crawled before this build
         self._first_build = False  # a build into an empty store: URL indexes built once, at its end
 
     def _note_build_start(self) -> None:
         """Called as a build begins: what the store holds decides how pages are indexed while it runs."""
         self._had_links = self.db.execute("SELECT 1 FROM out_links LIMIT 1").fetchone() is not None
+        self._had_crawls = self._had_links or (
+            self.db.execute("SELECT 1 FROM pages WHERE build_id IS NOT NULL LIMIT 1").fetchone() is not None
+        )
         self._first_build = self.db.execute("SELECT 1 FROM pages LIMIT 1").fetchone() is None
         if self._first_build:
             self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pages_keyed', '0')")
@@ -120,8 +164,9 @@ class PagesMixin(StoreBase):
         order = np.argsort(keys, kind="stable")
         self._write_keys(keys[order], ids[order])
 
-    def page_ids(self, urls: Sequence[str]) -> np.ndarray:
-        """Page ids of canonical URLs (repeats allowed), adding the pages not yet in the store.
+    def page_ids(self, urls: Sequence[str], add: bool = True) -> np.ndarray:
+        """Page ids of canonical URLs (repeats allowed), adding the pages not yet in the store (or, unless
+        ``add``, 0 for each of them).
 
         Call inside a write transaction.  New pages take the next ids in
         order.  Which URLs are new is told by their keys: every page's key and
@@ -148,7 +193,7 @@ class PagesMixin(StoreBase):
                     cache.update(found)
                     is_new[hit] = [unique[i] not in found for i in hit.tolist()]
             fresh = np.flatnonzero(is_new)
-            if len(fresh):
+            if len(fresh) and add:
                 new = [unique[i] for i in fresh.tolist()]
                 first = (self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0) + 1
                 new_ids = np.arange(first, first + len(new), dtype=np.int64)
@@ -166,7 +211,7 @@ class PagesMixin(StoreBase):
                 in_order = by_key[is_new[by_key]]  # the new pages, by key
                 at = np.searchsorted(known_keys, keys[in_order], side="right")
                 self._known = (np.insert(known_keys, at, keys[in_order]), np.insert(known_ids, at, id_of[in_order]))
-        return np.fromiter((cache[url] for url in urls), dtype=np.int64, count=len(urls))
+        return np.fromiter((cache.get(url, 0) for url in urls), dtype=np.int64, count=len(urls))
 
     def _check_hits(self, urls: list[str], candidates: list[int]) -> dict[str, int]:
         """{url: page id} for the URLs whose key matched a page's: that page's URL, or (a collision) its own."""
@@ -178,8 +223,17 @@ class PagesMixin(StoreBase):
         return found
 
     def written_pages(self) -> set[int]:
-        """Ids of the pages the current build has written."""
+        """Ids of the pages the current build has written (those it found gone among them)."""
         return self._written
+
+    def older_captures(self) -> int:
+        """How many captures the current build found older than the one the store holds (or the build had
+        already written) of their page: kept as history, or passed over."""
+        return self._older
+
+    def gone_pages(self) -> set[int]:
+        """Ids of the pages the current build found gone (404, 410): written, with no links."""
+        return self._gone
 
     def _known_page_keys(self) -> tuple[np.ndarray, np.ndarray]:
         if self._known is None:
@@ -212,28 +266,87 @@ class PagesMixin(StoreBase):
             raise
 
     def _write_pages(self, pages: Sequence[PageData], build_id: int) -> int:
-        ids = self.page_ids([page.url for page in pages] + [link[0] for page in pages for link in page.links])
-        page_ids = ids[: len(pages)].tolist()
-        targets = iter(ids[len(pages) :].tolist())
-        out: dict[int, dict[int, tuple[bool, float, str | None]]] = {}
-        for page, page_id in zip(pages, page_ids):
-            links = out.setdefault(page_id, {})
+        live = [page for page in pages if not page.gone]
+        ids = self.page_ids([page.url for page in live] + [link[0] for page in live for link in page.links])
+        # a gone page that nothing links to is not added: it would be a page of the graph for nothing
+        gone_ids = iter(self.page_ids([page.url for page in pages if page.gone], add=False).tolist())
+        live_ids = iter(ids[: len(live)].tolist())
+        page_ids = [next(gone_ids) if page.gone else next(live_ids) for page in pages]
+        targets = iter(ids[len(live) :].tolist())
+        found: list[dict[int, tuple[bool, float, str | None]]] = []
+        for page in pages:
+            links: dict[int, tuple[bool, float, str | None]] = {}
             for (_, nofollow, weight, anchor), target in zip(page.links, targets):
                 seen = links.get(target)
                 if seen is not None:  # the same target twice: it follows if any does, its largest weight
                     nofollow, weight, anchor = seen[0] and nofollow, max(seen[1], weight), seen[2] or anchor
                 links[target] = (nofollow, weight, anchor or None)
-        if self._had_links:
-            self._record_history({src: out[src].keys() for src in page_ids if src not in self._written}, build_id)
+            found.append(links)
+        held = self._captures([i for i in page_ids if i and (self._had_crawls or i in self._written)])
+        chosen: dict[int, tuple[PageData, dict[int, tuple[bool, float, str | None]]]] = {}
+        how: dict[int, _Write] = {}
+        for page, page_id, links in zip(pages, page_ids, found):
+            if not page_id:
+                continue
+            if page_id in chosen:  # again in this batch: against the capture the batch holds for it
+                order = _newer(page.fetched_at, chosen[page_id][0].fetched_at)
+                if order < 0:
+                    self._older += 1
+                    continue  # an older capture than one this build has: passed over
+                if order == 0 and not (page.gone or chosen[page_id][0].gone):
+                    links = _merged(chosen[page_id][1], links)
+                chosen[page_id] = (page, links)
+                continue
+            last_build, fetched_at = held.get(page_id, (None, None))
+            order = _newer(page.fetched_at, fetched_at) if last_build is not None else 1
+            if page_id in self._written:
+                if order < 0:
+                    self._older += 1
+                    continue
+                how[page_id] = _Write.SUPERSEDE if order > 0 or page.gone else _Write.EXTEND
+            elif order < 0:  # older than the capture an earlier build stored: history, not the page's links
+                assert last_build is not None
+                self._record_backfill(page_id, links.keys(), last_build, build_id)
+                self._older += 1
+                continue
+            else:
+                how[page_id] = _Write.REPLACE
+            chosen[page_id] = (page, links)
+        for page_id in [i for i, way in how.items() if way is _Write.SUPERSEDE]:
+            self._record_superseded(page_id, chosen[page_id][1].keys(), build_id)
+            self._written.discard(page_id)  # written again whole, as a first write is
+        if self._had_crawls:
+            self._record_history(
+                {i: links.keys() for i, (_, links) in chosen.items() if how[i] is _Write.REPLACE}, build_id
+            )
         self.db.executemany(
-            "UPDATE pages SET title = ?, crawled = 1, status = ?, canonical_url = ?, fetched_at = ?, build_id = ?,"
-            " first_build = coalesce(first_build, ?) WHERE id = ?",
+            "UPDATE pages SET title = ?, crawled = ?, status = ?, canonical_url = ?, fetched_at = ?, build_id = ?,"
+            " first_build = CASE WHEN ? THEN first_build ELSE coalesce(first_build, ?) END WHERE id = ?",
             [
-                (page.title, page.status, page.canonical_url, page.fetched_at, build_id, build_id, page_id)
-                for page, page_id in zip(pages, page_ids)
+                (
+                    page.title,
+                    int(not page.gone),
+                    page.status,
+                    page.canonical_url,
+                    page.fetched_at,
+                    build_id,
+                    page.gone,  # a page found gone was not crawled: its first crawl is still to come
+                    build_id,
+                    page_id,
+                )
+                for page_id, (page, _) in chosen.items()
             ],
         )
-        return self._write_out_links(out)
+        for page_id, (page, _) in chosen.items():
+            if page.gone:
+                self._gone.add(page_id)
+            else:
+                self._gone.discard(page_id)
+        return self._write_out_links({page_id: links for page_id, (_, links) in chosen.items()})
+
+    def _captures(self, ids: Sequence[int]) -> dict[int, tuple[int | None, str | None]]:
+        """{page id: (the build that last crawled it, its capture's time)} of these pages."""
+        return {page_id: (build, fetched) for page_id, build, fetched in self.pages_by_id("build_id, fetched_at", ids)}
 
     def _write_out_links(self, out: dict[int, dict[int, tuple[bool, float, str | None]]]) -> int:
         """Replace (first write in this build) or extend each source page's out-links and notes.
@@ -363,7 +476,9 @@ class PagesMixin(StoreBase):
         the links they lost are kept in ``lost_links`` (call inside the write transaction, before the old
         links are deleted and before the pages' ``build_id`` is moved on)."""
         for src, targets in new.items():
-            row = self.db.execute("SELECT build_id, first_build FROM pages WHERE id = ? AND crawled", (src,)).fetchone()
+            # a page crawled before, even one found gone then, has a build: what it links to now that it did not
+            # then is new
+            row = self.db.execute("SELECT build_id, first_build FROM pages WHERE id = ?", (src,)).fetchone()
             if row is None or row[0] is None or row[0] == build_id:
                 continue  # never crawled before (its links are as old as its first crawl), or already this build
             last_build, first_crawl = row
@@ -393,6 +508,58 @@ class PagesMixin(StoreBase):
                 )
                 self.db.executemany("DELETE FROM link_births WHERE src = ? AND dst = ?", ((src, dst) for dst in lost))
 
+    def _record_backfill(self, src: int, old: Iterable[int], newer_build: int, build_id: int) -> None:
+        """A capture of page ``src`` older than the one build ``newer_build`` stored: history only.  Its links
+        that the newer capture lacks were lost by then (first and last seen by this build, which loaded the
+        older capture; lost as of the newer capture, the store keeping no captures between); the links of the
+        newer capture that the older one lacks and no earlier build saw are born in ``newer_build``: new.
+        Call inside the write transaction."""
+        now = set(self.out_link_ids(src).tolist())
+        before = set(old)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO lost_links (dst, src, lost_build, first_build, last_build) VALUES (?, ?, ?, ?, ?)",
+            ((dst, src, newer_build, build_id, build_id) for dst in sorted(before - now)),
+        )
+        first = self.db.execute("SELECT first_build FROM pages WHERE id = ?", (src,)).fetchone()[0]
+        born = dict(self.db.execute("SELECT dst, build FROM link_births WHERE src = ?", (src,)))
+        self.db.executemany(
+            "INSERT OR IGNORE INTO link_births (src, dst, build) VALUES (?, ?, ?)",
+            ((src, dst, newer_build) for dst in sorted(now - before) if born.get(dst, first) == newer_build),
+        )
+
+    def _record_superseded(self, src: int, links: Iterable[int], build_id: int) -> None:
+        """Before a newer capture of page ``src`` replaces the one this build wrote already: the history that
+        one recorded, made right for the newer one.  A link only the replaced capture had was never the page's
+        (unless the page had it before this build: then it is lost now); a link only the newer one has is born
+        now (or, lost by the replaced capture, is back as it was).  Call inside the write transaction."""
+        written = set(self.out_link_ids(src).tolist())
+        now = set(links)
+        first = self.db.execute("SELECT first_build FROM pages WHERE id = ?", (src,)).fetchone()[0]
+        recrawl = first is not None and first < build_id  # the page was crawled before this build
+        for dst in sorted(now - written):
+            lost = self.db.execute(
+                "SELECT first_build FROM lost_links WHERE dst = ? AND src = ? AND lost_build = ?", (dst, src, build_id)
+            ).fetchone()
+            if lost is not None:  # the replaced capture lost it: the page has kept it
+                self.db.execute(
+                    "DELETE FROM lost_links WHERE dst = ? AND src = ? AND lost_build = ?", (dst, src, build_id)
+                )
+                if lost[0] is not None and lost[0] != first:
+                    self.db.execute("INSERT OR REPLACE INTO link_births VALUES (?, ?, ?)", (src, dst, lost[0]))
+            elif recrawl:
+                self.db.execute("INSERT OR IGNORE INTO link_births VALUES (?, ?, ?)", (src, dst, build_id))
+        if not recrawl:
+            return  # a page first crawled by this build: the replaced capture leaves no history
+        for dst in sorted(written - now):
+            born = self.db.execute("SELECT build FROM link_births WHERE src = ? AND dst = ?", (src, dst)).fetchone()
+            self.db.execute("DELETE FROM link_births WHERE src = ? AND dst = ?", (src, dst))
+            if born is None or born[0] != build_id:  # the page had it before this build
+                self.db.execute(
+                    "INSERT OR IGNORE INTO lost_links (dst, src, lost_build, first_build, last_build)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (dst, src, build_id, born[0] if born is not None else first, build_id),
+                )
+
     def mark_crawled(self, ids: np.ndarray, build_id: int) -> None:
         """Mark pages crawled by a build, in one transaction, by runs of consecutive ids.
 
@@ -406,7 +573,8 @@ class PagesMixin(StoreBase):
         highs = ids[np.concatenate([breaks - 1, [len(ids) - 1]])].tolist()
         with self.transaction():
             self.db.executemany(
-                "UPDATE pages SET crawled = 1, status = coalesce(status, 200), build_id = ?,"
+                # a page found gone once that a graph now gives links is there again
+                "UPDATE pages SET crawled = 1, status = coalesce(nullif(nullif(status, 404), 410), 200), build_id = ?,"
                 " first_build = coalesce(first_build, ?) WHERE id BETWEEN ? AND ?",
                 ((build_id, build_id, low, high) for low, high in zip(lows, highs)),
             )
@@ -460,6 +628,19 @@ class PagesMixin(StoreBase):
             " JOIN pages s ON s.id = l.src JOIN pages t ON t.id = l.dst ORDER BY 1, 2"
         ).fetchall()
         return pages, links
+
+
+def _merged(
+    held: dict[int, tuple[bool, float, str | None]], more: dict[int, tuple[bool, float, str | None]]
+) -> dict[int, tuple[bool, float, str | None]]:
+    """Two sets of one page's links as one: a link follows if either does, with the larger weight."""
+    out = dict(held)
+    for dst, (nofollow, weight, anchor) in more.items():
+        seen = out.get(dst)
+        if seen is not None:
+            nofollow, weight, anchor = seen[0] and nofollow, max(seen[1], weight), seen[2] or anchor
+        out[dst] = (nofollow, weight, anchor)
+    return out
 
 
 def builds_json(rows) -> list[dict]:
