@@ -82,12 +82,12 @@ class Ranks:
         # ranking id -> its arrays (Store.ranking_arrays), shared by this object's connections: a version read
         # by one thread is read for all
         self._arrays: dict = {}
-        # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in no page)
-        self._known: tuple[int | None, dict[str, LinkInfo | None], bool] = (None, {}, False)
+        # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in none)
+        self._known: tuple[int | None, dict[str, LinkInfo], bool] = (None, {}, False)
+        # ((ranking id, the store's pages), URL -> None (in no page of the store) or "not ranked yet"): apart from
+        # the version's own answers, since a build that adds pages may turn the one into the other
+        self._absent: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
-        # the store's pages when the look-ups above last said "not in the store": a build since may have
-        # added those pages (not ranked yet), so such answers are forgotten when the store grows
-        self._known_pages = 0
         # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
         # its size then])
         self._marks: tuple[tuple[int, int] | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
@@ -263,14 +263,18 @@ class PageView:
         A site's navigation links recur on every page; what is known of a URL
         only changes with a new version of the ranking (a new id, checked once
         a page), which starts a new cache (with the version's best pages in it,
-        ``preload``: if that is all of them, a URL not in it needs no query).
+        ``preload``: if that is all of them, a URL not in it needs no query),
+        or, for a URL the version does not rank, with a build that adds pages:
+        while the store has pages past the version's, the URLs not found are
+        asked for in one more batched query, and those in the store are "not
+        ranked yet" (``LinkInfo.later``).
         """
-        cache = self._cache()
-        missing = [url for url in urls if url not in cache]
+        cache, absent = self._cache(), self._absent()
+        missing = [url for url in urls if url not in cache and url not in absent]
         later = self.store_pages > self.pages  # pages came into the store since the version: unranked
         if missing and self.ranks._known[2]:  # every page of the version is known: these are in none of it
             if not later:  # nor in the store
-                return {url: info for url in urls if (info := cache.get(url)) is not None}
+                return {url: info for url in urls if (info := cache.get(url) or absent.get(url)) is not None}
         elif missing:
             self._reading()
             lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
@@ -283,18 +287,23 @@ class PageView:
             self._reading()
             for url, page_id in self.store.page_ids_for(missing).items():
                 if page_id > self.pages:
-                    cache[url] = _LATER
+                    absent[url] = _LATER
         for url in missing:
-            cache.setdefault(url, None)  # not in the store (until a new version, or a build adds it)
-        return {url: info for url in urls if (info := cache[url]) is not None}
+            absent.setdefault(url, None)  # not in the store (until a new version, or a build adds it)
+        return {url: info for url in urls if (info := cache.get(url) or absent.get(url)) is not None}
 
     def lookups_needed(self, urls: Sequence[str]) -> int | None:
         """How many of ``urls`` :meth:`lookup` would ask the store for; None if it would first read this
         version's preloaded look-ups (the version is new to this object, or its cache is full)."""
         version, cache, whole = self.ranks._known
-        if version != self.ranking_id or len(cache) > _CACHE_URLS or self.ranks._known_pages != self.store_pages:
+        if version != self.ranking_id or len(cache) > _CACHE_URLS:
             return None
-        return 0 if whole and self.store_pages <= self.pages else sum(url not in cache for url in urls)
+        if whole and self.store_pages <= self.pages:
+            return 0
+        key, absent = self.ranks._absent
+        if key != (self.ranking_id, self.store_pages):
+            absent = {}
+        return sum(url not in cache and url not in absent for url in urls)
 
     def panel(self, url: str) -> PanelData:
         """The page's own score, its best backlinks (those new since the previous build marked) and its host
@@ -412,23 +421,26 @@ class PageView:
         count[1], count[2] = table, len(table)
         return table
 
-    def _cache(self) -> dict[str, LinkInfo | None]:
+    def _cache(self) -> dict[str, LinkInfo]:
         """What is known of URLs in this version of the ranking (a new version starts afresh, with its
         ``preload`` best pages known)."""
-        ranks = self.ranks
-        version, cache, whole = ranks._known
+        version, cache, _ = self.ranks._known
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             cache = {}
-            whole = self._preload(cache, min(ranks.preload_pages, _CACHE_URLS))
-            ranks._known, ranks._known_pages = (self.ranking_id, cache, whole), self.store_pages
-        elif ranks._known_pages != self.store_pages:
-            # a build since added pages: a URL "not in the store" may be in it now (not ranked yet); the
-            # version's own answers stand.  A new dict: a thread still filling the old one fills it alone.
-            cache = {url: info for url, info in cache.items() if info is not None and info.pagerank is not None}
-            ranks._known, ranks._known_pages = (self.ranking_id, cache, whole), self.store_pages
+            whole = self._preload(cache, min(self.ranks.preload_pages, _CACHE_URLS))
+            self.ranks._known = (self.ranking_id, cache, whole)
         return cache
 
-    def _preload(self, cache: dict[str, LinkInfo | None], most: int) -> bool:
+    def _absent(self) -> dict[str, LinkInfo | None]:
+        """What is known of URLs the version does not rank: in no page of the store (None), or not ranked yet.
+        A new version, or a build that adds pages, starts afresh (the version's own answers stand)."""
+        key, absent = self.ranks._absent
+        if key != (self.ranking_id, self.store_pages) or len(absent) > _CACHE_URLS:
+            absent = {}
+            self.ranks._absent = ((self.ranking_id, self.store_pages), absent)
+        return absent
+
+    def _preload(self, cache: dict[str, LinkInfo], most: int) -> bool:
         """Put the look-ups of the version's ``most`` best pages in ``cache``, in bulk; True if that is every
         page of the version."""
         if most <= 0:
