@@ -133,7 +133,7 @@ class PageRankProxy:
         try:
             ranks = Ranks(settings.store, settings.ranking, settings.panel)
         except StoreError as error:
-            raise exceptions.OptionsError(f"rankstore: {error}") from error
+            raise exceptions.OptionsError(f"rankstore: {error}") from None  # the message says it all
         if self.ranks is not None:
             self.ranks.close()
         self._stop_workers()

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
+import socket
 import sys
 
 
@@ -96,6 +98,20 @@ def run(arguments: list[str], announce: bool = False) -> None:
         def _connection_lines(self, options, updated) -> None:
             logging.getLogger(CONNECTION_LOGGER).setLevel(connection_log_level(options.termlog_verbosity))
 
+        async def run(self) -> None:
+            # every argument has been read by now (--port, -p, --mode ...@port, --set listen_port): mitmproxy's
+            # own refusal of a taken port is two lines that suggest one of its options, not ours
+            taken = taken_address(self.options)
+            if taken is not None:
+                host, port = taken
+                print(
+                    f"pagerank-proxy: error: port {port} on {host or 'every address'} is taken "
+                    "(another program listens there): choose another with --port",
+                    file=sys.stderr,
+                )
+                sys.exit(1)
+            await super().run()
+
         async def running(self) -> None:
             # called once mitmdump's arguments have parsed and its ports are bound; after the addons'
             # running hooks (the ranking read, the workers up), the proxy serves pages as they mean to
@@ -136,7 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1 only)")
     parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
-    parser.add_argument("--ranking", default="pagerank", help="which named ranking to show (default: pagerank)")
+    parser.add_argument(
+        "--ranking", default="pagerank", help="which ranking of pages to show (default: pagerank; not a host ranking)"
+    )
     parser.add_argument("--panel", type=int, default=10, help="backlinks in the page panel, 0 for none (default: 10)")
     parser.add_argument(
         "--idle-timeout",
@@ -167,6 +185,40 @@ def main(argv: list[str] | None = None) -> None:
         mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout),
         announce=True,
     )
+
+
+def taken_address(options) -> tuple[str, int] | None:
+    """The (host, port) of a server mitmdump is set to start that another program listens on already, or None.
+
+    Each TCP address is bound and listened on as asyncio will (``SO_REUSEADDR``;
+    IPv6 sockets for IPv6 only), then let go: a port in use fails here as it
+    would there.  Other failures (no such address, a port kept for root) are left
+    for mitmproxy to report.
+    """
+    from mitmproxy.proxy.mode_specs import ProxyMode
+
+    for spec in options.mode:
+        mode = ProxyMode.parse(spec)
+        port = mode.listen_port(options.listen_port)
+        if mode.transport_protocol == "udp" or not port:  # no port of its own, or any free one
+            continue
+        host = mode.listen_host(options.listen_host)
+        try:
+            addresses = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except OSError:
+            continue
+        for family, kind, protocol, _, address in addresses:
+            try:
+                with socket.socket(family, kind, protocol) as probe:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if family == socket.AF_INET6:
+                        probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    probe.bind(address)
+                    probe.listen(1)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    return host, port
+    return None
 
 
 def banner(options) -> str:
@@ -237,11 +289,12 @@ def _options_problem(store: str, ranking: str, panel: int, idle_timeout: int, gi
 
 def _store_problem(store: str, ranking: str) -> str | None:
     """Why the proxy cannot serve from this store, or None."""
+    from proxy_addon.ranks import page_ranking
     from rankstore.store import Store, StoreError
 
     try:
         with Store(store, readonly=True) as opened:
-            opened.ranking_head(ranking)
+            page_ranking(opened, ranking)
     except StoreError as error:
         return str(error)
     return None

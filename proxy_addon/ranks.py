@@ -10,17 +10,18 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 
 from rankstore import display
-from rankstore.store import Store
+from rankstore.store import Ranking, RankingNotFound, Store, StoreError
 from rankstore.urls import host_of
 
 from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
 
-__all__ = ["Ranks"]
+__all__ = ["Ranks", "page_ranking"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
@@ -29,6 +30,43 @@ _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel
 # pages, so a page's first visit finds most of its targets known; a store of no more pages is known whole.
 PRELOAD_PAGES = 20_000
 T = TypeVar("T")
+_LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
+
+
+def page_ranking(store: Store, name: str) -> Ranking:
+    """The newest version of ranking ``name``, which must rank pages: the proxy looks its scores up by page.
+
+    A StoreError in one line otherwise, naming the store's page rankings to
+    choose from: for a ranking of hosts (its scores are by host number), and
+    for a name the store has not.
+    """
+    try:
+        ranking: Ranking | None = store.ranking(name)
+    except RankingNotFound:
+        ranking = None
+    if ranking is not None and ranking.level == "page":
+        return ranking
+    pages = [other.name for other in store.rankings() if other.level == "page"]
+    choices = ", ".join(pages)
+    if ranking is None:
+        raise RankingNotFound(
+            f"no ranking {name!r} " + (f"(the store's page rankings: {choices})" if pages else "(run `rankstore rank`)")
+        )
+    raise StoreError(
+        f"{name} ranks {ranking.level}s, not pages: "
+        + (f"choose a page ranking ({choices})" if pages else "rank the pages first (`rankstore rank`)")
+    )
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What a thread read of the store at one ``data_version``: the ranking's newest version and how it stands."""
+
+    data_version: int
+    ranking_id: int
+    pages: int  # pages the version ranks (page ids 1..pages)
+    store_pages: int  # pages in the store: those past ``pages`` came since the version, not ranked yet
+    stale: str | None  # Store.stale_note: a build newer than the one the version ranked
 
 
 class Ranks:
@@ -44,13 +82,17 @@ class Ranks:
         # ranking id -> its arrays (Store.ranking_arrays), shared by this object's connections: a version read
         # by one thread is read for all
         self._arrays: dict = {}
-        # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in no page)
-        self._known: tuple[int | None, dict[str, LinkInfo | None], bool] = (None, {}, False)
+        # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in none)
+        self._known: tuple[int | None, dict[str, LinkInfo], bool] = (None, {}, False)
+        # ((ranking id, the store's pages), URL -> None (in no page of the store) or "not ranked yet"): apart from
+        # the version's own answers, since a build that adds pages may turn the one into the other
+        self._absent: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
-        # (ranking id, base directory -> href -> mark, [hrefs in all, the table last given, its size then])
-        self._marks: tuple[int | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
+        # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
+        # its size then])
+        self._marks: tuple[tuple[int, int] | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
         store = self.store()
-        store.ranking_head(ranking)  # fails early, with a clear message, for a missing ranking
+        page_ranking(store, ranking)  # fails early, with a clear message, for a missing ranking or one of hosts
 
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
@@ -58,7 +100,7 @@ class Ranks:
             store = self._local.store = Store(self.store_path, readonly=True, arrays=self._arrays)
             # data_version numbers one connection's view of the store: what was kept beside another's goes
             self._local.kept = {}
-            self._local.head = None
+            self._local.head = None  # a _Head once this thread has read the store
         return store
 
     def score_range(self, store: Store, ranking_id: int) -> tuple[float, float]:
@@ -95,18 +137,21 @@ class Ranks:
         """
         store = self.store()
         local = self._local
-        head = local.head  # (data_version, ranking id, pages)
+        head = local.head
         # Asked of SQLite, never read from its -shm file: opening and closing that file would drop every
         # POSIX lock this process holds on it (SQLite's among them), and another process would then
         # take the store for its own, reset the wal-index under this one, and truncate the file.
         version = store.db.execute("PRAGMA data_version").fetchone()[0]
-        if head is None or head[0] != version:
+        if head is None or head.data_version != version:
             with store.snapshot():
-                ranking_id, pages = store.ranking_head(self.ranking)
-                local.head = (version, ranking_id, pages)
-                yield PageView(self, store, ranking_id, pages, version)
+                # once per commit: what every page until the next one shows beside its scores
+                ranking = store.ranking(self.ranking)
+                head = local.head = _Head(
+                    version, ranking.id, ranking.pages, store.last_page_id(), store.stale_note(ranking)
+                )
+                yield PageView(self, store, head.ranking_id, head.pages, version, head=head)
             return
-        view = PageView(self, store, head[1], head[2], version, lazy=True)
+        view = PageView(self, store, head.ranking_id, head.pages, version, lazy=True, head=head)
         try:
             yield view
         finally:
@@ -117,7 +162,7 @@ class Ranks:
         query: the store may have changed since, and then the next page that asks for it makes it again."""
         head = getattr(self._local, "head", None)
         entry = getattr(self._local, "kept", {}).get(key)
-        return head is not None and entry is not None and entry[0] == head[0]
+        return head is not None and entry is not None and entry[0] == head.data_version
 
     def ready(self) -> bool:
         """Has this object read the newest version of the ranking: its arrays and its best pages' look-ups
@@ -128,7 +173,11 @@ class Ranks:
         store = self.store()
         version = store.db.execute("PRAGMA data_version").fetchone()[0]
         head = getattr(self._local, "head", None)
-        ranking_id = head[1] if head is not None and head[0] == version else store.ranking_head(self.ranking)[0]
+        ranking_id = (
+            head.ranking_id
+            if head is not None and head.data_version == version
+            else store.ranking_head(self.ranking)[0]
+        )
         return self._known[0] == ranking_id and ranking_id in self._arrays
 
     def preload(self) -> None:
@@ -158,11 +207,21 @@ class PageView:
     """Look-ups for one page, from the ranking version current when it began."""
 
     def __init__(
-        self, ranks: Ranks, store: Store, ranking_id: int, pages: int, data_version: int = 0, lazy: bool = False
+        self,
+        ranks: Ranks,
+        store: Store,
+        ranking_id: int,
+        pages: int,
+        data_version: int = 0,
+        lazy: bool = False,
+        head: _Head | None = None,
     ):
         self.ranks, self.store, self.ranking_id, self.pages = ranks, store, ranking_id, pages
         # the store's data_version when the page began: two views of one value saw the same store
         self.data_version = data_version
+        # the store's pages (past the version's: not ranked yet) and whether a newer build exists
+        self.store_pages = head.store_pages if head is not None else pages
+        self.stale = head.stale if head is not None else None
         self._lazy = lazy  # the read transaction is begun at the first query (and ended by end())
         self._begun = False
 
@@ -204,22 +263,34 @@ class PageView:
         A site's navigation links recur on every page; what is known of a URL
         only changes with a new version of the ranking (a new id, checked once
         a page), which starts a new cache (with the version's best pages in it,
-        ``preload``: if that is all of them, a URL not in it needs no query).
+        ``preload``: if that is all of them, a URL not in it needs no query),
+        or, for a URL the version does not rank, with a build that adds pages:
+        while the store has pages past the version's, the URLs not found are
+        asked for in one more batched query, and those in the store are "not
+        ranked yet" (``LinkInfo.later``).
         """
-        cache = self._cache()
-        missing = [url for url in urls if url not in cache]
-        if missing and self.ranks._known[2]:  # every page of the version is known: these are in none
-            return {url: info for url in urls if (info := cache.get(url)) is not None}
-        if missing:
+        cache, absent = self._cache(), self._absent()
+        missing = [url for url in urls if url not in cache and url not in absent]
+        later = self.store_pages > self.pages  # pages came into the store since the version: unranked
+        if missing and self.ranks._known[2]:  # every page of the version is known: these are in none of it
+            if not later:  # nor in the store
+                return {url: info for url in urls if (info := cache.get(url) or absent.get(url)) is not None}
+        elif missing:
             self._reading()
             lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
             found = self.store.scores_in(self.ranking_id, missing)
             if found:
                 scores, positions, inlinks = zip(*found.values())
                 cache.update(zip(found, _link_infos(scores, positions, inlinks, self.pages, lowest, highest)))
-            for url in missing:
-                cache.setdefault(url, None)  # not in the store (until a new version)
-        return {url: info for url in urls if (info := cache[url]) is not None}
+                missing = [url for url in missing if url not in found]
+        if missing and later:  # in the store but past the version, or in none of it: one more batched query
+            self._reading()
+            for url, page_id in self.store.page_ids_for(missing).items():
+                if page_id > self.pages:
+                    absent[url] = _LATER
+        for url in missing:
+            absent.setdefault(url, None)  # not in the store (until a new version, or a build adds it)
+        return {url: info for url in urls if (info := cache.get(url) or absent.get(url)) is not None}
 
     def lookups_needed(self, urls: Sequence[str]) -> int | None:
         """How many of ``urls`` :meth:`lookup` would ask the store for; None if it would first read this
@@ -227,7 +298,12 @@ class PageView:
         version, cache, whole = self.ranks._known
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             return None
-        return 0 if whole else sum(url not in cache for url in urls)
+        if whole and self.store_pages <= self.pages:
+            return 0
+        key, absent = self.ranks._absent
+        if key != (self.ranking_id, self.store_pages):
+            absent = {}
+        return sum(url not in cache and url not in absent for url in urls)
 
     def panel(self, url: str) -> PanelData:
         """The page's own score, its best backlinks (those new since the previous build marked) and its host
@@ -240,8 +316,8 @@ class PageView:
         ranks = self.ranks
         self._reading()
         info = self.lookup([url]).get(url)
-        if info is None:
-            return PanelData(url, LinkInfo(None), [], 0, ranks.ranking)
+        if info is None or info.pagerank is None:  # not in the store, or not ranked yet
+            return PanelData(url, info or LinkInfo(None), [], 0, ranks.ranking, stale=self.stale)
         since, host_ranking = self._heads()
         rows, new, count, since = self._best_backlinks(url, since)
         cache = self._cache()
@@ -266,7 +342,9 @@ class PageView:
             since,
             count,
             host,
-            *(hostrank or (None, None)),
+            hostrank[0] if hostrank else None,
+            hostrank[1] if hostrank else None,
+            self.stale,
         )
 
     def _heads(self) -> tuple[int | None, int | None]:
@@ -333,16 +411,18 @@ class PageView:
         starts afresh, and so do all the tables once they and their hrefs number more than
         ``_CACHE_MARKS`` in all (hrefs counted as the page given the last table added to it)."""
         version, tables, count = self.ranks._marks
-        if version == self.ranking_id and count[1] is not None:
+        # a build that adds pages turns some hrefs' "not in the store" into "not ranked yet"
+        key = (self.ranking_id, self.store_pages)
+        if version == key and count[1] is not None:
             count[0] += len(count[1]) - count[2]  # what the previous page added
-        if version != self.ranking_id or count[0] + len(tables) > _CACHE_MARKS:  # an empty table counts too
+        if version != key or count[0] + len(tables) > _CACHE_MARKS:  # an empty table counts too
             tables, count = {}, [0, None, 0]
-            self.ranks._marks = (self.ranking_id, tables, count)
+            self.ranks._marks = (key, tables, count)
         table = tables.setdefault(directory, {})
         count[1], count[2] = table, len(table)
         return table
 
-    def _cache(self) -> dict[str, LinkInfo | None]:
+    def _cache(self) -> dict[str, LinkInfo]:
         """What is known of URLs in this version of the ranking (a new version starts afresh, with its
         ``preload`` best pages known)."""
         version, cache, _ = self.ranks._known
@@ -352,7 +432,16 @@ class PageView:
             self.ranks._known = (self.ranking_id, cache, whole)
         return cache
 
-    def _preload(self, cache: dict[str, LinkInfo | None], most: int) -> bool:
+    def _absent(self) -> dict[str, LinkInfo | None]:
+        """What is known of URLs the version does not rank: in no page of the store (None), or not ranked yet.
+        A new version, or a build that adds pages, starts afresh (the version's own answers stand)."""
+        key, absent = self.ranks._absent
+        if key != (self.ranking_id, self.store_pages) or len(absent) > _CACHE_URLS:
+            absent = {}
+            self.ranks._absent = ((self.ranking_id, self.store_pages), absent)
+        return absent
+
+    def _preload(self, cache: dict[str, LinkInfo], most: int) -> bool:
         """Put the look-ups of the version's ``most`` best pages in ``cache``, in bulk; True if that is every
         page of the version."""
         if most <= 0:

@@ -75,11 +75,14 @@ MAX_BAR_PX = 40
 class LinkInfo:
     """What is shown for one target URL."""
 
-    pagerank: float | None  # sum-to-1 score; None: not in the store
+    pagerank: float | None  # sum-to-1 score; None: not in the store, or not ranked yet (``later``)
     percentile: float | None = None
     toolbar: int = 0
     inlinks: int = 0
     width: int = 0  # bar pixels, 0..MAX_BAR_PX
+    # in the store, but added since the ranking's version was computed (pagerank None): "not ranked yet",
+    # which a user cures with `rankstore rank`, unlike a page the crawl never reached
+    later: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class PanelData:
     host: str | None = None  # the page's host and its host rank, where the hosts are ranked
     hostrank: float | None = None
     host_position: int | None = None
+    stale: str | None = None  # the ranking predates the store's newest build (Store.stale_note says how)
 
 
 @dataclass
@@ -612,9 +616,17 @@ def format_score(value: float | None) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
+# What a score of 0 means: the ranking's rank source (E: a personalised, topic, TrustRank or BadRank seed)
+# has no path to the page, so no random surfer of that ranking ever lands there.  Its bar is empty.
+ZERO_NOTE = "the rank source never reaches this page"
+LATER_NOTE = "not ranked yet: the page came into the store after this ranking (run `rankstore rank`)"
+
+
 def _tooltip(info: LinkInfo) -> str:
     if info.pagerank is None:
-        return "Not in the PageRank store"
+        return f"PageRank: {LATER_NOTE}" if info.later else "Not in the PageRank store"
+    if info.pagerank == 0:
+        return f"PageRank 0: {ZERO_NOTE} · {info.inlinks:,} in-links"
     return (
         f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
         f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
@@ -635,6 +647,7 @@ def bars(info: LinkInfo) -> tuple[str, str]:
     width = max(0, min(MAX_BAR_PX, int(info.width)))
     label = escape(_tooltip(info))
     head = f'<pagerank-bar data-pagerank="{value}" data-w="{width}"'
+    # role img: its title is its accessible name, so an empty bar says why to a screen reader as in its tooltip
     tail = '" role="img"><pagerank-fill></pagerank-fill></pagerank-bar>'
     return (
         f'{head} title="{label}{tail}',
@@ -662,14 +675,17 @@ def _backlink_item(link: Backlink) -> str:
 def panel(data: PanelData) -> str:
     info = data.info
     if info.pagerank is None:
-        summary = "PageRank: this page is not in the store"
+        summary = f"PageRank: {LATER_NOTE}" if info.later else "PageRank: this page is not in the store"
     else:
+        shown = f"0 ({ZERO_NOTE})" if info.pagerank == 0 else format_score(info.pagerank)
         summary = (
-            f"PageRank {format_score(info.pagerank)} · {info.percentile:.1f} pct · "
+            f"PageRank {shown} · {info.percentile:.1f} pct · "
             f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks"
         )
         if data.host_position is not None:
             summary += f" · host #{data.host_position:,}"
+    if data.stale is not None:
+        summary += " · stale ranking"
     items = [_backlink_item(link) for link in data.backlinks]
     backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
@@ -682,9 +698,10 @@ def panel(data: PanelData) -> str:
     if data.since is not None and data.new_backlinks:
         since = escape(proxy_url("/backlinks", url=data.url, since=str(data.since)))
         new = f'<p><a href="{since}">{data.new_backlinks:,} new since build {data.since}</a></p>'
+    stale = "" if data.stale is None else f'<p data-stale="true">Stale: {escape(data.stale)}.</p>'
     return (
         f'<aside id="pagerank-panel" data-pagerank="{score}">'
-        f"<details><summary>{escape(summary)}</summary>{host}{new}"
+        f"<details><summary>{escape(summary)}</summary>{stale}{host}{new}"
         f"<p>Best backlinks by PageRank:</p>{backlinks}"
         f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'
         "</details></aside>"

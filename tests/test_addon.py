@@ -236,6 +236,25 @@ async def test_a_run_of_large_pages_waits_its_turn_and_a_small_page_never_does(a
         assert 50 <= int(waited[1]) <= (2 * len(large) - 1_258_291) / 10e6 * 1000 + 1 <= elapsed * 1000 + 1
 
 
+def test_a_host_ranking_or_an_unknown_one_is_an_options_error_naming_the_page_rankings(store_path, tmp_path):
+    """``mitmdump -s proxy_addon/addon.py --set pagerank_ranking=hostrank``: the addon refuses a ranking of
+    hosts as the ranking of pages, whose scores it looks up by page id."""
+    path = str(tmp_path / "hosts.db")
+    shutil.copy(store_path, path)
+    assert CliRunner().invoke(cli, ["rank", "--store", path, "--level", "host", "-q"]).exit_code == 0
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        refusal = "rankstore: hostrank ranks hosts, not pages: choose a page ranking (pagerank)"
+        with pytest.raises(exceptions.OptionsError, match=re.escape(refusal)):
+            context.configure(addon, rankstore=path, pagerank_ranking="hostrank")
+        assert addon.ranks is None
+        refusal = "rankstore: no ranking 'nosuch' (the store's page rankings: pagerank)"
+        with pytest.raises(exceptions.OptionsError, match=re.escape(refusal)):
+            context.configure(addon, rankstore=path, pagerank_ranking="nosuch")
+        context.configure(addon, rankstore=path, pagerank_ranking="pagerank")
+        assert addon.ranks is not None
+
+
 def test_missing_ranking_is_an_options_error(store_path, tmp_path):
     unranked = str(tmp_path / "unranked.db")
     with Store(store_path, readonly=True) as source, Store(unranked) as store:

@@ -62,7 +62,8 @@ def origin():
 
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory) -> str:
-    """A small crawl built and ranked: a good store for the tests of the proxy's start and its arguments."""
+    """A small crawl built and ranked (its pages, and its hosts as ``hostrank``): a good store for the tests of
+    the proxy's start and its arguments."""
     from click.testing import CliRunner
 
     from rankstore.cli import cli
@@ -70,7 +71,7 @@ def small_store(tmp_path_factory) -> str:
     from conftest import data
 
     store = str(tmp_path_factory.mktemp("small") / "s.db")
-    for command in (["build", data("small.warc.gz")], ["rank"]):
+    for command in (["build", data("small.warc.gz")], ["rank"], ["rank", "--level", "host"]):
         assert CliRunner().invoke(cli, [*command, "--store", store, "-q"]).exit_code == 0
     return store
 
@@ -340,8 +341,93 @@ def test_listening_is_said_once_listening_and_never_on_a_port_taken(small_store)
     finally:
         said = running.stop()
     assert said.count("pagerank-proxy: listening on") == 1
-    assert done.returncode == 1 and "address already in use" in done.stdout + done.stderr
+    assert done.returncode == 1 and "is taken (another program listens there)" in done.stderr
     assert "pagerank-proxy: listening" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["--ranking", "hostrank"], "hostrank ranks hosts, not pages: choose a page ranking (pagerank)"),
+        (["--", "--set", "pagerank_ranking=hostrank"], "hostrank ranks hosts, not pages: choose a page ranking"),
+        (["--ranking", "nosuch"], "no ranking 'nosuch' (the store's page rankings: pagerank)"),
+    ],
+)
+def test_a_host_ranking_or_none_is_refused_as_the_page_ranking_in_one_line_before_listening(
+    arguments, says, small_store
+):
+    """Host scores are by host number: read by page id they would be another page's score.  An unknown name
+    lists the page rankings there are to choose from (hostrank is not among them)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy_addon.cli", "--store", small_store, "--port", "1", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"pagerank-proxy: error: {says}")
+
+
+def test_mitmdump_with_the_addon_script_refuses_a_host_ranking(small_store):
+    import os
+    import subprocess
+    import sys
+
+    from test_proxy_e2e import free_port
+
+    from conftest import ROOT
+
+    mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
+    done = subprocess.run(
+        [mitmdump, "-q", "-s", os.path.join(ROOT, "proxy_addon", "addon.py"), "-p", str(free_port())]
+        + ["--set", f"rankstore={small_store}", "--set", "pagerank_ranking=hostrank"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "rankstore: hostrank ranks hosts, not pages: choose a page ranking (pagerank)" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("how", ["--port", "-p", "--listen-host"])
+def test_a_taken_port_is_one_line_of_ours(small_store, how):
+    """A real socket listens on the port: the proxy says so in one line that names our own option, rather than
+    mitmproxy's two that suggest one of its own (``--mode regular@...``)."""
+    import socket
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        arguments = {
+            "--port": ["--port", str(port)],
+            "-p": ["--port", "1", "--", "-p", str(port)],  # the port mitmdump is told last
+            "--listen-host": ["--port", str(port), "--listen-host", "0.0.0.0"],  # every address: this one too
+        }[how]
+        done = subprocess.run(
+            [sys.executable, "-m", "proxy_addon.cli", "--store", small_store, *arguments],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    host = "0.0.0.0" if how == "--listen-host" else "127.0.0.1"
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"pagerank-proxy: error: port {port} on {host} is taken (another program listens there): "
+        "choose another with --port\n"
+    )
 
 
 def test_listening_names_the_port_mitmdump_took_and_is_not_said_when_an_addon_fails_at_start(small_store, tmp_path):

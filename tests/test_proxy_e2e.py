@@ -51,10 +51,10 @@ class Proxy:
     """pagerank-proxy on a free port; its output goes to a file (a pipe nobody reads would fill up after a few
     hundred flows' log lines, and mitmdump's event loop would then wait on it)."""
 
-    def __init__(self, store: str, *extra: str):
+    def __init__(self, store: str, *extra: str, port: int | None = None):
         import tempfile
 
-        self.port = free_port()
+        self.port = port or free_port()  # a port of its own: one given again serves a browser already pointed there
         self.output = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", str(self.port), *extra],

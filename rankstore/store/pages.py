@@ -585,6 +585,11 @@ class PagesMixin(StoreBase):
         row = self.db.execute("SELECT id FROM pages WHERE url = ?", (url,)).fetchone()
         return row[0] if row else None
 
+    def last_page_id(self) -> int:
+        """The largest page id, which is the store's page count (ids are dense from 1): a ranking version of
+        fewer pages predates the pages past its count."""
+        return self.db.execute("SELECT max(id) FROM pages").fetchone()[0] or 0
+
     def page_ids_for(self, urls: Sequence[str]) -> dict[str, int]:
         """{url: page id} for the URLs in the store."""
         return self._ids_by_url(list(dict.fromkeys(urls)))
