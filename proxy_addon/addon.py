@@ -169,6 +169,10 @@ class PageRankProxy:
             # the first test is cheap and answers most flows (the host of a proxy request's URL)
             self._prepare_panel(flow)
             self.deadline.request(flow)
+            if flow.request.headers.get("sec-fetch-dest") in _DOCUMENTS:
+                # a copy the browser kept may hold another ranking's bars: never let the origin's 304 revive it
+                for name in _CONDITIONALS:
+                    flow.request.headers.pop(name, None)
             return
         # answered here whatever happens: no request ever leaves for the reserved host
         flow.metadata["pagerank"] = "own-page"
@@ -333,6 +337,15 @@ class PageRankProxy:
         names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
         if b"transfer-encoding" not in names:
             response.headers["content-length"] = str(len(new_body))
+        # The bars are the store's as it is now, not the origin's: a validator of the origin's would let a
+        # browser keep this copy across a new ranking (its 304 brings back the old bars), so none is left and
+        # the browser must ask again each time.
+        for name in (b"etag", b"last-modified"):
+            if name in names:
+                del response.headers[name.decode()]
+        caching = response.headers.get("cache-control")
+        if caching is None or "no-cache" not in caching.lower():
+            response.headers["cache-control"] = f"{caching}, no-cache" if caching else "no-cache"
         for name in CSP_HEADERS:
             if name.encode() in names:
                 policies = response.headers.get_all(name)
@@ -393,6 +406,10 @@ class PageRankProxy:
         if self.workers is not None:
             workers, self.workers = self.workers, None
             await workers.aclose()
+
+
+_DOCUMENTS = ("document", "iframe", "frame")  # Sec-Fetch-Dest of a request for a page a person sees
+_CONDITIONALS = ("if-none-match", "if-modified-since")
 
 
 def _own_error(status: int, message: str) -> http.Response:

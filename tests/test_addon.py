@@ -1089,3 +1089,35 @@ async def test_the_cli_puts_the_addon_in_mitmdumps_chain_where_a_scripts_addons_
     assert names.count("PageRankProxy") == 1  # one addon, at the top of the chain: no level to walk down
     assert names.index("PageRankProxy") == names.index("ScriptLoader") - 1  # before any script given after --
     assert "rankstore" in master.options and "pagerank_idle_timeout" in master.options  # loaded: options exist
+
+
+async def test_a_rewritten_page_keeps_no_validator_of_the_origins(either, site):
+    """The bars are the store's: an ETag or Last-Modified of the origin's would let a browser revalidate its copy
+    after a new ranking, get a 304 and show the old bars without a word."""
+    flow = make_flow(
+        site + "index.html",
+        headers=[
+            ("etag", '"abc"'),
+            ("last-modified", "Mon, 01 Jan 2024 00:00:00 GMT"),
+            ("cache-control", "max-age=60"),
+        ],
+    )
+    await run_hooks(either, flow)
+    assert "data-pagerank" in flow.response.text
+    assert "etag" not in flow.response.headers and "last-modified" not in flow.response.headers
+    assert flow.response.headers["cache-control"] == "max-age=60, no-cache"
+
+
+async def test_a_page_request_is_never_conditional(either, site):
+    """A copy the browser kept before (with the origin's validators) is fetched whole, never revived by a 304."""
+    flow = make_flow(site + "index.html")
+    flow.request.headers["sec-fetch-dest"] = "document"
+    flow.request.headers["if-none-match"] = '"abc"'
+    flow.request.headers["if-modified-since"] = "Mon, 01 Jan 2024 00:00:00 GMT"
+    image = make_flow(site + "logo.png")
+    image.request.headers["sec-fetch-dest"] = "image"
+    image.request.headers["if-none-match"] = '"abc"'
+    await either.request(flow)
+    await either.request(image)
+    assert "if-none-match" not in flow.request.headers and "if-modified-since" not in flow.request.headers
+    assert image.request.headers["if-none-match"] == '"abc"'
