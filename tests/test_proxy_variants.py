@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from test_proxy_e2e import Proxy, browser, free_port
 
 from rankstore.cli import cli
+from rankstore.store import Store
+from rankstore.urls import canonical
 
 PAGE = "library/functions.html"
 ZERO = "PageRank 0: the rank source never reaches this page"
@@ -82,8 +84,8 @@ def bars_of(driver) -> list[dict]:
 def test_every_positive_score_of_every_variant_gets_a_visible_bar(variant_store, python_doc_crawl, port, driver, name):
     proxy = Proxy(variant_store, "--ranking", name, port=port)
     try:
-        # the page as another ranking's proxy rewrote it would come back from the cache (the origin says 304)
-        driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+        # the browser's cache is kept from variant to variant: the page another ranking's proxy rewrote must
+        # not come back from it (the proxy leaves no validator of the origin's to revalidate it with)
         driver.get(python_doc_crawl.base_url + PAGE)
         bars = [bar for bar in bars_of(driver) if bar["shown"]]  # links in hidden menus are not drawn
         panel = driver.execute_script("return document.getElementById('pagerank-panel').dataset.pagerank")
@@ -100,6 +102,9 @@ def test_every_positive_score_of_every_variant_gets_a_visible_bar(variant_store,
     assert all(bar["bar"] > 10 for bar in bars)  # the style applies: every bar's box is drawn
     assert all(bar["fill"] >= 1 for bar in positive), [bar for bar in positive if bar["fill"] < 1][:3]
     assert panel not in (None, "unranked")
+    with Store(variant_store, readonly=True) as store:  # this ranking's score, not a copy kept from another's
+        url = canonical(python_doc_crawl.base_url + PAGE)
+        assert panel == repr(store.lookup([url], name)[url]["pagerank"])
     zeros = [bar for bar in bars if bar["score"] == "0.0"]
     assert zeros  # the page links to a page that no rank source reaches (only nofollow links lead there)
     assert all(bar["fill"] == 0 and bar["title"].startswith(ZERO) for bar in zeros)  # empty, and says why
