@@ -161,7 +161,7 @@ def table_lines(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
     cells = [[_cell(c, row) for c in numeric] for row in rows]
     widths = [min(max(len(c), *(len(line[i]) for line in cells)), _WIDEST) for i, c in enumerate(numeric)]
     right = [c != "bar" for c in numeric]
-    texts = [c for c in columns if c in TEXT_COLUMNS and c not in ("kind", "nofollow")]
+    texts = [c for c in columns if c in TEXT_COLUMNS]  # every column is named, the flags' too
 
     def line(values: Sequence[str], text: str) -> str:
         shown = [(v[:w].rjust(w) if r else v[:w].ljust(w)) for v, w, r in zip(values, widths, right)]
