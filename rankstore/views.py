@@ -52,6 +52,7 @@ __all__ = [
     "lost_view",
     "referring_hosts_view",
     "intersect_view",
+    "intersect_rankings",
     "anchors_view",
     "builds_view",
     "export_columns",
@@ -322,17 +323,24 @@ def intersect_view(
     offset: int = 0,
 ) -> Table:
     """Who links to every target and not to mine: pages by a page ranking, or hosts by the host ranking
-    (``name`` itself when it ranks hosts)."""
-    ranking = store.ranking(name)
+    (``name`` itself when it ranks hosts, else ``hostrank``)."""
+    ranking, host_ranking = intersect_rankings(store, name, by_host)
+    notes = stale_notes(store, ranking) if ranking is not None else []
     if by_host:
-        host_ranking = name if ranking.level == "host" else "hostrank"
         rows = store.intersect(targets, mine, name, True, limit, offset, host_ranking=host_ranking)
-        used = store.host_ranking(host_ranking)
-        notes = stale_notes(store, store.ranking(host_ranking)) if used is not None else []
         return Table(rows, INTERSECT_HOST_COLUMNS, notes)
-    ranking = store.page_ranking(name)
+    assert ranking is not None
     rows = decorate(store.intersect(targets, mine, name, False, limit, offset), *store.score_range(ranking))
-    return Table(rows, page_columns(rows, PAGE_EXTRA), stale_notes(store, ranking))
+    return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
+
+
+def intersect_rankings(store: Store, name: str, by_host: bool) -> tuple[Ranking | None, str]:
+    """The ranking that orders an intersect (None: linking hosts without a host ranking, in no order of
+    rank), and the name of the host ranking that orders linking hosts."""
+    if not by_host:
+        return store.page_ranking(name), "hostrank"
+    host_ranking = name if store.ranking(name).level == "host" else "hostrank"
+    return (store.ranking(host_ranking) if store.host_ranking(host_ranking) is not None else None), host_ranking
 
 
 def anchors_view(store: Store, url: str, name: str, limit: int) -> Table:
