@@ -15,6 +15,7 @@ __all__ = [
     "LEVELS",
     "ENGINES",
     "OUTPUT_FORMATS",
+    "INFO_FORMATS",
     "GROUPS",
     "EXPORT_WHAT",
     "EXPORT_TABLES",
@@ -27,6 +28,7 @@ METHODS = ("bicgstab", "power")  # the scipy engine's solvers, the default first
 LEVELS = ("page", "host")  # rank pages, or the host graph
 ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark past it
 OUTPUT_FORMATS = ("table", "csv", "json")  # how the CLI writes a view's rows
+INFO_FORMATS = ("table", "json")  # how `rankstore info` writes the store's description (not rows: no CSV)
 GROUPS = ("page", "host")  # a view's rows: one per linking page, or per linking host
 EXPORT_TABLES = ("links", "pages", "hosts")  # the whole store's tables
 EXPORT_WHAT = ("scores", *EXPORT_TABLES)  # ...and a ranking's scores

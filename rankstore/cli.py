@@ -11,8 +11,19 @@ from collections.abc import Sequence
 
 import click
 
-from . import __version__, views
-from .choices import DANGLING, ENGINES, EXPORT_FORMATS, EXPORT_WHAT, GROUPS, LEVELS, METHODS, OUTPUT_FORMATS, SCHEMES
+from . import __version__, output, views
+from .choices import (
+    DANGLING,
+    ENGINES,
+    EXPORT_FORMATS,
+    EXPORT_WHAT,
+    GROUPS,
+    INFO_FORMATS,
+    LEVELS,
+    METHODS,
+    OUTPUT_FORMATS,
+    SCHEMES,
+)
 from .sources import FORMATS, SourceError
 from .store import Store, StoreError
 from .store.analysis import SORTS
@@ -179,21 +190,29 @@ def _build_progress(state, seconds: float) -> str:
 
 @cli.command(context_settings=CONTEXT)
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def info(store_path, as_json):
-    """Counts, builds, rankings and size on disk of the store.
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(INFO_FORMATS),
+    default="table",
+    show_default=True,
+    help="Lines to read, or JSON (--json says the same).",
+)
+@click.option("--json", "as_json", is_flag=True, hidden=True)
+def info(store_path, fmt, as_json):
+    """Counts, builds, rankings (with their level, and whether a newer build makes them stale) and size on disk.
 
     \b
     Example:
-        rankstore info --store site.db
+        rankstore info --store site.db --format json
     """
     store = open_store(store_path, readonly=True)
     try:
         details = store.info()
     finally:
         store.close()
-    if as_json:
-        click.echo(json.dumps(details, indent=2))
+    if as_json or fmt == "json":
+        click.echo(json.dumps(details, indent=2, ensure_ascii=False))
         return
     click.echo(
         f"store:    {details['path']} ({_human_bytes(details['size_bytes'])}, schema {details['schema_version']})"
@@ -212,10 +231,14 @@ def info(store_path, as_json):
         )
     click.echo(f"rankings: {len(details['rankings'])}")
     for item in details["rankings"]:
+        nodes = "hosts" if item["level"] == "host" else "pages"
+        built = f" of build {item['build']}" if item["build"] is not None else ""
         click.echo(
-            f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} pages, "
+            f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} {nodes}{built}, "
             f"{item['iterations']} iterations"
         )
+        if item["stale"]:
+            click.echo(f"    stale: {item['stale']}")
 
 
 @cli.command(context_settings=CONTEXT)
@@ -552,7 +575,7 @@ def format_option(function):
         type=click.Choice(OUTPUT_FORMATS),
         default="table",
         show_default=True,
-        help="Output format.",
+        help="Output format: an aligned table, or CSV or JSON with the same columns (shares as fractions).",
     )(function)
 
 
@@ -562,53 +585,33 @@ def ranking_option(function):
     )(function)
 
 
-def _emit(rows: list[dict], fmt: str, extra: Sequence[str] = ("spam_mass", "nofollow", "anchor")) -> None:
-    import csv
+def limit_option(default: int):
+    """``-n``: the rows to give, the same in every format; 0 for all of them."""
 
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    columns = views.page_columns(rows, extra)
-    if fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([row[c] for c in columns])
-        return
-    extra = columns[len(views.PAGE_COLUMNS) :]
-    if not rows:
-        click.echo("(nothing)")
-        return
-    shares = "share" in extra
-    click.echo(
-        f"{'rank':>7}  {'pagerank':>10}  {'pct':>7}  {'tb':>2}  {'in':>6}  "
-        + (f"{'share':>7}  " if shares else "")
-        + f"bar{' ' * 18}url / title"
-    )
-    for row in rows:
-        if row.get("url") is None:  # a share of the PageRank from elsewhere than the rows
-            share = f"{row['share']:.2%}" if row.get("share") is not None else "-"
-            click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {share:>7}  {'':<20} ({row['kind']})")
-            continue
-        bar = "█" * max(row["bar"], 0)
-        score = f"{row['pagerank']:.4e}" if row["pagerank"] is not None else "-"
-        rank_text = str(row["rank"]) if row["rank"] is not None else "-"
-        pct = f"{row['percentile']:.2f}" if row["percentile"] is not None else "-"
-        inlinks = row["inlinks"] if row["inlinks"] is not None else "-"
-        share = ""
-        if shares:
-            share = f"{row['share']:>7.2%}  " if row.get("share") is not None else f"{'-':>7}  "
-        flag = " (nofollow)" if row.get("kind") == "nofollow" else ""
-        if row.get("host_rank") is not None:
-            flag += f"  [host #{row['host_rank']:,}]"
-        if row.get("lost_in") is not None:
-            flag += f"  (lost in build {row['lost_in']}; seen in builds {row['first_seen']}-{row['last_seen']})"
-        click.echo(
-            f"{rank_text:>7}  {score:>10}  {pct:>7}  {row['toolbar']:>2}  {inlinks:>6}  {share}{bar:<20} "
-            f"{row['url']}{flag}"
-        )
-        if row["title"]:
-            click.echo(f"{'':>7}  {'':>10}  {'':>7}  {'':>2}  {'':>6}  {'':<20} {row['title'][:100]}")
+    def decorate(function):
+        return click.option(
+            "-n",
+            "--limit",
+            type=click.IntRange(0),
+            default=default,
+            show_default=True,
+            callback=lambda ctx, param, value: views.ALL_ROWS if value == 0 else value,
+            help="Rows to give, in every format (table, CSV, JSON); 0 for all.",
+        )(function)
+
+    return decorate
+
+
+def _emit(table: views.Table, fmt: str) -> None:
+    """A view's rows on stdout in ``fmt``; what goes with them (a stale ranking, a level) on stderr, so that
+    CSV and JSON stay clean."""
+    for note in table.notes:
+        click.echo(f"note: {note}", err=True)
+    if fmt == "table":
+        for line in output.table_lines(table.rows, table.columns):
+            click.echo(line)
+    else:
+        click.echo(output.render(table.rows, table.columns, fmt), nl=False)
 
 
 @contextlib.contextmanager
@@ -626,10 +629,14 @@ def reading(store_path: str):
 @cli.command(context_settings=CONTEXT)
 @store_option
 @ranking_option
-@click.option("-n", "--limit", type=click.IntRange(1), default=15, show_default=True)
+@limit_option(15)
 @format_option
 def top(store_path, ranking_name, limit, fmt):
-    """The best pages by PageRank (the paper's Table 1).
+    """The best pages by PageRank (the paper's Table 1); of a host ranking, the best hosts.
+
+    A page scored 0 (one that a personalised ranking's rank source cannot
+    reach) has an empty bar, said in words in the table.  A ranking older
+    than the newest build is named as such on stderr.
 
     \b
     Examples:
@@ -638,12 +645,8 @@ def top(store_path, ranking_name, limit, fmt):
         rankstore top --ranking hostrank       # hosts, after `rankstore rank --level host`
     """
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        if ranking.level == "host":
-            _emit_table(store.top_hosts(ranking_name, limit), fmt, ["rank", "hostrank", "host", "pages", "inlinks"])
-            return
-        rows = views.decorate(store.top(ranking_name, limit), *store.score_range(ranking))
-    _emit(rows, fmt)
+        table = views.top_view(store, ranking_name, limit)
+    _emit(table, fmt)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -652,31 +655,33 @@ def top(store_path, ranking_name, limit, fmt):
 @ranking_option
 @format_option
 def show(urls, store_path, ranking_name, fmt):
-    """PageRank, percentile, toolbar score and in-links of pages.
+    """PageRank, percentile, toolbar score and in-links of pages (and their host's rank, once hosts are ranked).
+
+    Given a host ranking (--ranking hostrank), each URL is answered by its
+    host's rank, in a row that names the host.  A page added by a build newer
+    than the ranking is listed as not ranked yet.  Exit status 1 when a URL
+    is not in the store or not ranked yet.
 
     \b
     Example:
         rankstore show http://127.0.0.1:8000/library/functions.html --format json
     """
-    from .urls import canonical, host_of
+    from .urls import canonical
 
+    normal = []
+    for url in urls:
+        if canonical(url) is None:
+            raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URLS")
+        normal.append(canonical(url))
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        normal = []
-        for url in urls:
-            if canonical(url) is None:
-                raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URLS")
-            normal.append(canonical(url))
-        found = store.lookup(normal, ranking_name)
-        missing = [url for url, n in zip(urls, normal) if n not in found]
-        rows = views.decorate([found[n] for n in normal if n in found], *store.score_range(ranking))
-        hosts = store.host_ranks([host_of(row["url"]) for row in rows])
-    if hosts:  # host rank beside page rank, once the hosts are ranked
-        for row in rows:
-            row["hostrank"], row["host_rank"] = hosts.get(host_of(row["url"]), (None, None))
-    _emit(rows, fmt, extra=("spam_mass", "hostrank", "host_rank"))
-    if missing:
-        click.echo(f"not in the store: {', '.join(missing)}", err=True)
+        table = views.show_view(store, normal, ranking_name)
+    _emit(table, fmt)
+    if table.unranked:
+        click.echo(f"not ranked yet: {', '.join(table.unranked)}", err=True)
+    if table.missing:
+        asked = dict(zip(normal, urls))
+        click.echo(f"not in the store: {', '.join(asked[url] for url in table.missing)}", err=True)
+    if table.missing or table.unranked:
         sys.exit(1)
 
 
@@ -684,7 +689,7 @@ def show(urls, store_path, ranking_name, fmt):
 @click.argument("url", metavar="TARGET")
 @store_option
 @ranking_option
-@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
+@limit_option(50)
 @click.option("--offset", type=click.IntRange(0), default=0)
 @click.option(
     "--sort",
@@ -718,43 +723,40 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
     """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
 
     Each link shows its contribution, d·PR(v)·w/W(v), what it passes to URL,
-    and its share of URL's PageRank; the table ends with the shares of the
-    links not listed, of the random jump and of pages without out-links (for a
-    whole host: and of its internal links), which add up to 1 with the rows.
-    Nofollow links are listed apart: they give nothing.  --since lists the
-    links first seen after a build; --lost those that a recrawl no longer
-    found.  --group-by host folds the linking pages into linking hosts, ranked
-    by host rank (`rankstore rank --level host`) where there is one.
+    and its share of URL's PageRank, the build that first saw it, its anchor
+    text and its host's rank (once hosts are ranked), in the table as in CSV
+    and JSON; the rows end with the shares of the links not listed, of URL's
+    links to itself (never listed as backlinks), of the random jump and of
+    pages without out-links (for a whole host: and of its internal links),
+    which add up to 1 with the rows.  Nofollow links are listed apart: they
+    give nothing.  --since lists the links first seen after a build; --lost
+    those that a recrawl no longer found.  --group-by host folds the linking
+    pages into linking hosts, ranked by host rank (`rankstore rank --level
+    host`) where there is one.  The ranking must rank pages (a host ranking is
+    refused).  A ranking older than the newest build is named on stderr, and
+    links it did not rank are listed without contribution or share.
 
     \b
     Examples:
-        rankstore backlinks https://competitor.example/ --format csv > backlinks.csv
+        rankstore backlinks https://competitor.example/ --format csv -n 0 > all-backlinks.csv
         rankstore backlinks https://competitor.example/ --sort contribution -n 10
         rankstore backlinks https://competitor.example/ --since 2024-05-01
         rankstore backlinks https://competitor.example/ --lost --since 3
         rankstore backlinks competitor.example --host --group-by host
     """
     target, host = _target(url, whole_host)
+    if lost and (host is not None or group_by == "host"):
+        raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
         after = store.since_build(since) if since is not None else None
-        lowest, highest = store.score_range(ranking)
         if lost:
-            if host is not None or group_by == "host":
-                raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
-            rows = views.link_columns(store.lost_backlinks(target, ranking_name, after, limit, offset), lowest, highest)
-            _emit(rows, fmt, extra=views.LOST_EXTRA)
-            return
-        if group_by == "host":
-            _emit_table(
-                store.referring_hosts(target, host, ranking_name, sort, after, limit, offset), fmt, views.HOST_COLUMNS
-            )
-            return
-        report = store.backlink_report(target, ranking_name, sort, after, limit, offset, host=host)
-    rows = views.link_columns(report.rows, lowest, highest) + views.link_columns(report.nofollow_rows, lowest, highest)
-    if after is None:  # the shares that are not pages, which add up to 1 with the rows
-        rows += views.share_rows(report, rows, host is not None)
-    _emit(rows, fmt, extra=views.BACKLINK_EXTRA)
+            assert target is not None
+            table = views.lost_view(store, target, ranking_name, after, limit, offset)
+        elif group_by == "host":
+            table = views.referring_hosts_view(store, target, host, ranking_name, sort, after, limit, offset)
+        else:
+            table, _ = views.backlinks_view(store, target, host, ranking_name, sort, after, limit, offset)
+    _emit(table, fmt)
 
 
 def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
@@ -777,36 +779,6 @@ def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
     return normal, None
 
 
-def _emit_table(rows: list[dict], fmt: str, columns: list[str]) -> None:
-    """Rows of any view: a JSON list, CSV with ``columns`` as its header, or an aligned table."""
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    if fmt == "csv":
-        import csv
-
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([row.get(c) for c in columns] for row in rows)
-        return
-    if not rows:
-        click.echo("(nothing)")
-        return
-
-    def shown(value) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.4e}"
-        return f"{value:,}" if isinstance(value, int) else str(value)
-
-    cells = [[shown(row.get(c)) for c in columns] for row in rows]
-    widths = [min(max(len(c), *(len(line[i]) for line in cells)), 60) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    for line in cells:
-        click.echo("  ".join(value[:w].ljust(w) for value, w in zip(line, widths)).rstrip())
-
-
 @cli.command(context_settings=CONTEXT)
 @store_option
 @format_option
@@ -822,27 +794,8 @@ def builds(store_path, fmt):
         rankstore builds --format json
     """
     with reading(store_path) as store:
-        rows = store.build_history()
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        return
-    columns = views.BUILD_COLUMNS
-    if fmt == "csv":
-        import csv
-
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([row[c] for c in columns] for row in rows)
-        return
-    click.echo(
-        f"{'build':>5}  {'started':<20}  {'status':<9}  {'pages':>10}  {'links':>12}  {'new links':>12}  "
-        f"{'lost links':>10}"
-    )
-    for row in rows:
-        click.echo(
-            f"{row['build']:>5}  {row['started_at']:<20}  {row['status']:<9}  {row['pages']:>10,}  "
-            f"{row['links']:>12,}  {row['new_links']:>12,}  {row['lost_links']:>10,}"
-        )
+        table = views.builds_view(store)
+    _emit(table, fmt)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -859,7 +812,7 @@ def builds(store_path, fmt):
 )
 @store_option
 @ranking_option
-@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
+@limit_option(50)
 @click.option("--offset", type=click.IntRange(0), default=0)
 @format_option
 def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, limit, offset, fmt):
@@ -867,7 +820,9 @@ def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, lim
 
     The pages (or hosts, with --group-by host) that link to all the given
     URLs (or hosts, with --host), and to none of --not: the backlinks your
-    competitors have won and you have not.
+    competitors have won and you have not.  Linking pages come by a page
+    ranking (a host ranking is refused); linking hosts by host rank (the
+    ranking `hostrank`, or --ranking when it ranks hosts).
 
     \b
     Examples:
@@ -877,54 +832,52 @@ def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, lim
     chosen = [_target(value, whole_host) for value in targets]
     excluded = [_target(value, whole_host) for value in mine]
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        rows = store.intersect(chosen, excluded, ranking_name, group_by == "host", limit, offset)
-        lowest, highest = store.score_range(ranking)
-    if group_by == "host":
-        _emit_table(rows, fmt, views.INTERSECT_HOST_COLUMNS)
-    else:
-        _emit(views.decorate(rows, lowest, highest), fmt)
+        table = views.intersect_view(store, chosen, excluded, ranking_name, group_by == "host", limit, offset)
+    _emit(table, fmt)
 
 
 @cli.command(context_settings=CONTEXT)
 @click.argument("words", nargs=-1, required=True)
 @store_option
 @ranking_option
-@click.option("-n", "--limit", type=click.IntRange(1), default=20, show_default=True)
+@limit_option(20)
 @click.option("--offset", type=click.IntRange(0), default=0)
 @format_option
 def search(words, store_path, ranking_name, limit, offset, fmt):
     """Pages whose title has every word, best PageRank first (the paper's title search, §5.1).
+
+    The ranking must rank pages (a host ranking is refused).
 
     \b
     Example:
         rankstore search sqlite tutorial -n 10
     """
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        rows = store.search_titles(list(words), ranking_name, limit, offset)
-        lowest, highest = store.score_range(ranking)
-    _emit(views.decorate(rows, lowest, highest), fmt)
+        table = views.search_view(store, words, ranking_name, limit, offset)
+    _emit(table, fmt)
 
 
 @cli.command(context_settings=CONTEXT)
 @click.argument("url")
 @store_option
 @ranking_option
-@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
+@limit_option(50)
 @format_option
 def anchors(url, store_path, ranking_name, limit, fmt):
     """The anchor texts of the links to URL, grouped, by the PageRank their links pass on.
+
+    The ranking must rank pages (a host ranking is refused); URL's links to
+    itself are left out.
 
     \b
     Example:
         rankstore anchors https://competitor.example/ --format csv
     """
     target, _ = _target(url, False)
+    assert target is not None
     with reading(store_path) as store:
-        store.ranking(ranking_name)
-        rows = store.anchors(target, ranking_name, limit)
-    _emit_table(rows, fmt, ["anchor", "links", "contribution"])
+        table = views.anchors_view(store, target, ranking_name, limit)
+    _emit(table, fmt)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -938,70 +891,61 @@ def anchors(url, store_path, ranking_name, limit, fmt):
     help="Which table: the ranking's scores, or the whole store's links, pages or hosts.",
 )
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv].")
-def export(store_path, ranking_name, what, fmt, output):
+@click.option(
+    "-o", "--output", "path", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv]."
+)
+def export(store_path, ranking_name, what, fmt, path):
     """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages or hosts.
+
+    Every row, in the CSV dialect of every command (true/false, an empty
+    field where a value is not known).  A host ranking's scores are its hosts.
 
     \b
     Columns:
-      scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title
+      scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title (+ spam_mass for TrustRank)
+              of a host ranking: host, host_pagerank, algorithm1, percentile, toolbar, host_rank, pages, inlinks
       links   src, dst (page ids), weight, nofollow, first_build
       pages   id, url, host, host_id, title, crawled, status, first_build, last_build
-      hosts   id, name, pages, hostrank, host_position
+      hosts   id, name, pages, host_pagerank, host_rank
 
     \b
     Examples:
         rankstore export > ranks.csv
         rankstore export --format parquet -o ranks.parquet
+        rankstore export --ranking hostrank > hosts.csv
         rankstore export --what links --format parquet -o links.parquet
         duckdb -c "SELECT count(*) FROM 'links.parquet' WHERE NOT nofollow"
     """
-    import csv
-
-    from . import display
-
-    if fmt == "parquet" and not output:
+    if fmt == "parquet" and not path:
         raise click.UsageError("--format parquet needs --output FILE")
     if what != "scores":
         from .export import SCHEMAS, batches, write
 
         with reading(store_path) as store:
-            sink = output if output else sys.stdout.buffer
+            sink = path if path else sys.stdout.buffer
             rows = write(batches(store, what), SCHEMAS[what], sink, fmt)
-        if output:
-            click.echo(f"wrote {rows:,} {what} rows to {output}", err=True)
+        if path:
+            click.echo(f"wrote {rows:,} {what} rows to {path}", err=True)
         return
     with reading(store_path) as store:
         ranking = store.ranking(ranking_name)
-        rows = store.export_rows(ranking)
-    scores = [row[1] for row in rows]
-    positions = [row[2] for row in rows]
-    columns = {
-        "url": [row[0] for row in rows],
-        "pagerank": scores,
-        "algorithm1": display.algorithm1(scores, ranking.pages).tolist(),
-        "percentile": display.percentile(positions, ranking.pages).round(4).tolist(),
-        "toolbar": display.toolbar(scores, ranking.pages).tolist(),
-        "rank": [p + 1 for p in positions],
-        "inlinks": [row[3] for row in rows],
-        "title": [row[4] for row in rows],
-    }
+        notes = views.stale_notes(store, ranking)
+        columns = views.export_columns(store, ranking)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    count = len(next(iter(columns.values())))
     if fmt == "parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError as error:
-            raise click.ClickException("parquet needs pyarrow: pip install pyarrow") from error
-        pq.write_table(pa.table(columns), output)
-        click.echo(f"wrote {len(rows):,} rows to {output}", err=True)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table(columns), path)
+        click.echo(f"wrote {count:,} rows to {path}", err=True)
         return
-    handle = open(output, "w", newline="", encoding="utf-8") if output else sys.stdout
+    handle = open(path, "w", newline="", encoding="utf-8") if path else sys.stdout
     try:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(list(columns))
-        writer.writerows(zip(*columns.values()))
+        output.write_csv(handle, list(columns), zip(*columns.values()))
     finally:
-        if output:
+        if path:
             handle.close()
 
 

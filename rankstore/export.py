@@ -4,16 +4,21 @@ Each table comes as a stream of :class:`pyarrow.RecordBatch` with a fixed
 schema, so that a graph of any size is written to Parquet (or CSV) a block at
 a time.  Pages and hosts are named by id (``pages.id``, ``hosts.id``); a link
 row names its two pages.  ``first_build`` is the build that first saw a link
-(null where the store does not know: links loaded before schema 6).
+(null where the store does not know: links loaded before schema 6).  A host's
+score in the newest ``hostrank`` is ``host_pagerank``, its position + 1
+``host_rank``, as in every view.  CSV is written in the dialect of every
+command (:mod:`rankstore.output`).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 
+from . import output
 from .choices import EXPORT_TABLES
 from .store import Store
 
@@ -49,8 +54,8 @@ SCHEMAS = {
             ("id", pa.int32()),
             ("name", pa.string()),
             ("pages", pa.int64()),
-            ("hostrank", pa.float64()),
-            ("host_position", pa.int64()),
+            ("host_pagerank", pa.float64()),
+            ("host_rank", pa.int64()),
         ]
     ),
 }
@@ -150,15 +155,32 @@ def _hosts(store: Store) -> Iterator[pa.RecordBatch]:
 
 def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -> int:
     """Write the batches to ``sink`` (a path, or a binary file for CSV) as Parquet or CSV; returns rows written."""
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
 
-    rows = 0
-    writer = pq.ParquetWriter(sink, schema) if fmt == "parquet" else pacsv.CSVWriter(sink, schema)
+        rows = 0
+        writer = pq.ParquetWriter(sink, schema)
+        try:
+            for batch in source:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        finally:
+            writer.close()
+        return rows
+    handle = open(sink, "w", newline="", encoding="utf-8") if isinstance(sink, str) else _text(sink)
     try:
-        for batch in source:
-            writer.write_batch(batch)
-            rows += batch.num_rows
+        return output.write_csv(handle, schema.names, (row for batch in source for row in _rows(batch)))
     finally:
-        writer.close()
-    return rows
+        handle.flush()
+        if isinstance(sink, str):
+            handle.close()
+        else:
+            handle.detach()  # the caller's binary file stays open
+
+
+def _text(binary) -> io.TextIOWrapper:
+    return io.TextIOWrapper(binary, encoding="utf-8", newline="", write_through=True)
+
+
+def _rows(batch: pa.RecordBatch) -> Iterator[tuple]:
+    return zip(*(column.to_pylist() for column in batch.columns))

@@ -3,69 +3,134 @@
 The library computes each view once as rows (:mod:`rankstore.store.queries`,
 :mod:`rankstore.store.analysis`); this module adds what both renderers show
 (rank, percentile, toolbar, bar width, a link's kind, the shares that are not
-pages) and names the columns of each view.  ``rankstore``'s table/CSV/JSON
-and the proxy's own pages (``format=csv|json`` too) render these same rows:
-``tests/test_analyst_pages.py`` compares the two downloads byte for byte.
+pages, host rank beside page rank), names the columns of each view and says
+what goes with the rows (:class:`Table` ``notes``: a stale ranking, a host
+ranking answering for a page's host).  ``rankstore``'s table/CSV/JSON and the
+proxy's own pages (``format=csv|json`` too) render these same rows through
+:mod:`rankstore.output`: ``tests/test_analyst_pages.py`` compares the two
+downloads byte for byte.
+
+Column names, one scheme everywhere: a page's score is ``pagerank`` and its
+position + 1 ``rank``; a host's score is ``host_pagerank`` and its position +
+1 ``host_rank``, whether the row is a host or a page shown with its host.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from . import display
+from .store import BacklinkReport, Ranking, Store
+from .urls import host_of
 
 __all__ = [
+    "ALL_ROWS",
+    "Table",
     "PAGE_COLUMNS",
-    "BACKLINK_EXTRA",
     "PAGE_EXTRA",
+    "BACKLINK_EXTRA",
     "LOST_EXTRA",
     "HOST_COLUMNS",
     "INTERSECT_HOST_COLUMNS",
+    "HOST_RANKING_COLUMNS",
+    "SHOW_HOST_COLUMNS",
+    "ANCHOR_COLUMNS",
     "BUILD_COLUMNS",
+    "EXPORT_COLUMNS",
+    "EXPORT_HOST_COLUMNS",
     "decorate",
+    "decorate_hosts",
     "link_columns",
     "share_rows",
     "page_columns",
+    "stale_notes",
+    "top_view",
+    "show_view",
+    "search_view",
+    "backlinks_view",
+    "lost_view",
+    "referring_hosts_view",
+    "intersect_view",
+    "intersect_rankings",
+    "anchors_view",
+    "builds_view",
+    "export_columns",
 ]
 
-PAGE_COLUMNS = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "url", "title"]
-BACKLINK_EXTRA = ("kind", "contribution", "share", "first_seen", "nofollow", "anchor", "target")
-LOST_EXTRA = ("first_seen", "last_seen", "lost_in")
-PAGE_EXTRA = ("spam_mass", "nofollow", "anchor")
-HOST_COLUMNS = [
+ALL_ROWS = 1 << 40  # a limit that is no limit: ``-n 0``
+
+PAGE_COLUMNS = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "bar", "url", "title"]
+PAGE_EXTRA = ("spam_mass", "host_pagerank", "host_rank", "nofollow", "anchor")
+BACKLINK_EXTRA = (
+    "kind",
+    "contribution",
+    "share",
+    "first_seen",
+    "host_pagerank",
+    "host_rank",
+    "nofollow",
+    "anchor",
+    "target",
+)
+LOST_EXTRA = ("first_seen", "last_seen", "lost_in", "host_pagerank", "host_rank")
+HOST_COLUMNS = [  # referring hosts
     "host",
     "pages",
     "links",
-    "hostrank",
-    "host_position",
+    "host_pagerank",
+    "host_rank",
     "contribution",
     "share",
     "best_url",
     "best_pagerank",
 ]
-INTERSECT_HOST_COLUMNS = ["host", "hostrank", "host_position"]
+INTERSECT_HOST_COLUMNS = ["host", "host_pagerank", "host_rank"]
+HOST_RANKING_COLUMNS = ["host_rank", "host_pagerank", "percentile", "toolbar", "inlinks", "pages", "bar", "host"]
+SHOW_HOST_COLUMNS = [*HOST_RANKING_COLUMNS[:-1], "url", "host"]  # a page answered by its host's rank
+ANCHOR_COLUMNS = ["anchor", "links", "contribution"]
 BUILD_COLUMNS = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
-_CSV_BAR_PX = 20  # the CLI's bar column
+EXPORT_COLUMNS = ["url", "pagerank", "algorithm1", "percentile", "toolbar", "rank", "inlinks", "title"]
+EXPORT_HOST_COLUMNS = ["host", "host_pagerank", "algorithm1", "percentile", "toolbar", "host_rank", "pages", "inlinks"]
+_BAR_PX = 20  # the CLI's bar column
+_PERCENTILE_DIGITS = 4
+
+
+@dataclass
+class Table:
+    """A view: its rows, its columns, and what must be said beside them (a stale ranking, a level)."""
+
+    rows: list[dict]
+    columns: list[str]
+    notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # asked for, not in the store
+    unranked: list[str] = field(default_factory=list)  # in the store, added since the ranking
+
+
+def _percentiles(positions, pages: int) -> list[float]:
+    return display.percentile(positions, pages).round(_PERCENTILE_DIGITS).tolist()
 
 
 def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
-    """Store rows -> rank, percentile, toolbar and bar columns beside the row's own."""
+    """Store rows -> rank, percentile, toolbar and bar columns beside the row's own; a page added since the
+    ranking (no score) has none of them."""
     if not rows:
         return []
     scores = [row["pagerank"] or 0.0 for row in rows]
     pages = rows[0]["pages"]
     positions = [row["position"] if row["position"] is not None else pages for row in rows]
-    percentiles = display.percentile(positions, pages)
+    percentiles = _percentiles(positions, pages)
     toolbars = display.toolbar(scores, pages)
-    widths = display.bar_width(scores, lowest, highest, _CSV_BAR_PX)
+    widths = display.bar_width(scores, lowest, highest, _BAR_PX)
     out = []
     for row, pct, tb, width in zip(rows, percentiles, toolbars, widths):
+        ranked = row["pagerank"] is not None
         item = {
             "url": row["url"],
             "title": row["title"],
             "pagerank": row["pagerank"],
-            "percentile": round(float(pct), 3) if row["pagerank"] is not None else None,
-            "toolbar": int(tb),
+            "percentile": pct if ranked else None,
+            "toolbar": int(tb) if ranked else None,
             "rank": (row["position"] + 1) if row["position"] is not None else None,
             "inlinks": row["inlinks"],
             "bar": int(width),
@@ -79,50 +144,244 @@ def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
     return out
 
 
+def decorate_hosts(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
+    """Host rows of a host ranking (``Store.top_hosts``, ``lookup_hosts``) -> host rank, score, percentile,
+    toolbar and bar among the ranking's hosts, with the host's pages and in-links."""
+    if not rows:
+        return []
+    hosts = rows[0]["hosts"]
+    scores = [row["pagerank"] or 0.0 for row in rows]
+    positions = [row["position"] if row["position"] is not None else hosts for row in rows]
+    percentiles = _percentiles(positions, hosts)
+    toolbars = display.toolbar(scores, hosts)
+    widths = display.bar_width(scores, lowest, highest, _BAR_PX)
+    return [
+        {
+            "host_rank": row["position"] + 1 if row["position"] is not None else None,
+            "host_pagerank": row["pagerank"],
+            "percentile": pct if row["pagerank"] is not None else None,
+            "toolbar": int(tb) if row["pagerank"] is not None else None,
+            "inlinks": row["inlinks"],
+            "pages": row["pages"],
+            "bar": int(width),
+            "host": row["host"],
+        }
+        for row, pct, tb, width in zip(rows, percentiles, toolbars, widths)
+    ]
+
+
 def link_columns(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
     """Backlink rows (a report's, or lost links'): kind, contribution, share and builds beside the page's."""
     decorated = decorate(rows, lowest, highest)
     for item, row in zip(decorated, rows):
         item["kind"] = "nofollow" if row.get("nofollow") else "link"
-        for key in ("contribution", "share", "first_seen", "last_seen", "lost_in"):
+        for key in ("contribution", "share", "first_seen", "last_seen", "lost_in", "target"):
             if key in row:
                 item[key] = row[key]
     return decorated
 
 
 def _share_row(kind: str, value: float | None) -> dict:
-    return {
-        "rank": None,
-        "pagerank": None,
-        "percentile": None,
-        "toolbar": None,
-        "inlinks": None,
-        "url": None,
-        "title": None,
-        "bar": 0,
-        "kind": kind,
-        "contribution": None,
-        "share": value,
-        "first_seen": None,
-        "nofollow": None,
-        "anchor": None,
-    }
+    return {"url": None, "kind": kind, "share": value, "bar": 0}
 
 
-def share_rows(report, listed: Sequence[dict], whole_host: bool) -> list[dict]:
-    """The lines that are not pages: the shares of the backlinks not listed, of the random jump and of pages
-    without out-links (with a whole host's internal links); with ``listed`` they add up to 1."""
+def share_rows(report: BacklinkReport, listed: Sequence[dict], whole_host: bool) -> list[dict]:
+    """The lines that are not pages: the shares of the backlinks not listed, of the page's links to itself
+    (never listed as backlinks), of the random jump and of pages without out-links (with a whole host's
+    internal links); with ``listed`` they add up to 1."""
     if report.links_share is None:
         return []
     rest = report.links_share - sum(row["share"] for row in listed if row.get("share"))
     sinks = "internal links and pages without out-links" if whole_host else "pages without out-links"
-    return [
-        _share_row("other backlinks", 0.0 if abs(rest) < 1e-12 else rest),
-        _share_row("random jump", report.jump_share),
-        _share_row(sinks, report.sinks_share),
-    ]
+    out = [_share_row("other backlinks", 0.0 if abs(rest) < 1e-12 else rest)]
+    if report.self_share:
+        out.append(_share_row("its links to itself", report.self_share))
+    out += [_share_row("random jump", report.jump_share), _share_row(sinks, report.sinks_share)]
+    return out
 
 
 def page_columns(rows: Sequence[dict], extra: Sequence[str]) -> list[str]:
-    """The CSV header of decorated rows: the page columns, then those of ``extra`` the first row has."""
-    return PAGE_COLUMNS + [key for key in extra if rows and key in rows[0]]
+    """The columns of decorated rows: the page columns, then those of ``extra`` that any row has."""
+    present = {key for row in rows for key in row}
+    return PAGE_COLUMNS + [key for key in extra if key in present]
+
+
+def with_host_ranks(store: Store, rows: list[dict]) -> list[dict]:
+    """Each page row with its host's score and rank (``host_pagerank``, ``host_rank``), once the hosts are
+    ranked; the rows as they are before."""
+    pages = [row for row in rows if row.get("url") is not None]
+    ranks = store.host_ranks([host_of(row["url"]) for row in pages])
+    if ranks:
+        for row in pages:
+            row["host_pagerank"], row["host_rank"] = ranks.get(host_of(row["url"]), (None, None))
+    return rows
+
+
+def stale_notes(store: Store, ranking: Ranking) -> list[str]:
+    note = store.stale_note(ranking)
+    return [note] if note else []
+
+
+# ------------------------------------------------------------------ the views, as the CLI and the pages ask
+
+
+def top_view(store: Store, name: str, limit: int) -> Table:
+    """The best pages of a page ranking, or the best hosts of a host ranking."""
+    ranking = store.ranking(name)
+    notes = stale_notes(store, ranking)
+    if ranking.level == "host":
+        rows = decorate_hosts(store.top_hosts(name, limit), *store.score_range(ranking))
+        return Table(rows, HOST_RANKING_COLUMNS, notes)
+    rows = decorate(store.top(name, limit), *store.score_range(ranking))
+    return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
+
+
+def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
+    """Pages (URLs in normal form) with their scores; a host ranking answers for each page's host."""
+    ranking = store.ranking(name)
+    notes = stale_notes(store, ranking)
+    if ranking.level == "host":
+        hosts = {url: host_of(url) for url in urls}
+        found = store.lookup_hosts(list(hosts.values()), name)
+        asked = [url for url in urls if hosts[url] in found]
+        rows = decorate_hosts([found[hosts[url]] for url in asked], *store.score_range(ranking))
+        for row, url in zip(rows, asked):
+            row["url"] = url
+        unranked = [url for url, row in zip(asked, rows) if row["host_pagerank"] is None]
+        notes.append(f"{name} ranks hosts: each URL is answered by its host's rank")
+        missing = [url for url in urls if hosts[url] not in found]
+        return Table(rows, SHOW_HOST_COLUMNS, notes, missing, unranked)
+    found = store.lookup(urls, name)
+    rows = with_host_ranks(store, decorate([found[url] for url in urls if url in found], *store.score_range(ranking)))
+    unranked = [row["url"] for row in rows if row["pagerank"] is None]
+    return Table(rows, page_columns(rows, PAGE_EXTRA), notes, [url for url in urls if url not in found], unranked)
+
+
+def search_view(store: Store, words: Sequence[str], name: str, limit: int, offset: int = 0) -> Table:
+    ranking = store.page_ranking(name)
+    rows = decorate(store.search_titles(list(words), name, limit, offset), *store.score_range(ranking))
+    return Table(rows, page_columns(rows, PAGE_EXTRA), stale_notes(store, ranking))
+
+
+def backlinks_view(
+    store: Store,
+    url: str | None,
+    host: str | None,
+    name: str,
+    sort: str,
+    since: int | None,
+    limit: int,
+    offset: int = 0,
+) -> tuple[Table, BacklinkReport]:
+    """A page's (or a whole host's) backlinks with contribution, share, first build and host rank, then the
+    shares that are not pages (without ``since``)."""
+    ranking = store.page_ranking(name)
+    lowest, highest = store.score_range(ranking)
+    report = store.backlink_report(url, name, sort, since, limit, offset, host=host)
+    rows = link_columns(report.rows, lowest, highest) + link_columns(report.nofollow_rows, lowest, highest)
+    with_host_ranks(store, rows)
+    if since is None:
+        rows += share_rows(report, rows, host is not None)
+    notes = stale_notes(store, ranking)
+    if report.unranked:
+        notes.append(
+            f"{report.unranked:,} backlinks first seen after build {report.ranked_build} are not in the graph "
+            f"{ranking.label} ranked: listed without contribution or share, which are that graph's"
+        )
+    return Table(rows, page_columns(rows, BACKLINK_EXTRA), notes), report
+
+
+def lost_view(store: Store, url: str, name: str, since: int | None, limit: int, offset: int = 0) -> Table:
+    ranking = store.page_ranking(name)
+    found = store.lost_backlinks(url, name, since, limit, offset)
+    rows = with_host_ranks(store, link_columns(found, *store.score_range(ranking)))
+    return Table(rows, page_columns(rows, LOST_EXTRA), stale_notes(store, ranking))
+
+
+def referring_hosts_view(
+    store: Store,
+    url: str | None,
+    host: str | None,
+    name: str,
+    sort: str,
+    since: int | None,
+    limit: int,
+    offset: int = 0,
+) -> Table:
+    ranking = store.page_ranking(name)
+    rows = store.referring_hosts(url, host, name, sort, since, limit, offset)
+    return Table(rows, HOST_COLUMNS, stale_notes(store, ranking))
+
+
+def intersect_view(
+    store: Store,
+    targets: Sequence[tuple[str | None, str | None]],
+    mine: Sequence[tuple[str | None, str | None]],
+    name: str,
+    by_host: bool,
+    limit: int,
+    offset: int = 0,
+) -> Table:
+    """Who links to every target and not to mine: pages by a page ranking, or hosts by the host ranking
+    (``name`` itself when it ranks hosts, else ``hostrank``)."""
+    ranking, host_ranking = intersect_rankings(store, name, by_host)
+    notes = stale_notes(store, ranking) if ranking is not None else []
+    if by_host:
+        rows = store.intersect(targets, mine, name, True, limit, offset, host_ranking=host_ranking)
+        return Table(rows, INTERSECT_HOST_COLUMNS, notes)
+    assert ranking is not None
+    rows = decorate(store.intersect(targets, mine, name, False, limit, offset), *store.score_range(ranking))
+    return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
+
+
+def intersect_rankings(store: Store, name: str, by_host: bool) -> tuple[Ranking | None, str]:
+    """The ranking that orders an intersect (None: linking hosts without a host ranking, in no order of
+    rank), and the name of the host ranking that orders linking hosts."""
+    if not by_host:
+        return store.page_ranking(name), "hostrank"
+    host_ranking = name if store.ranking(name).level == "host" else "hostrank"
+    return (store.ranking(host_ranking) if store.host_ranking(host_ranking) is not None else None), host_ranking
+
+
+def anchors_view(store: Store, url: str, name: str, limit: int) -> Table:
+    ranking = store.page_ranking(name)
+    return Table(store.anchors(url, name, limit), ANCHOR_COLUMNS, stale_notes(store, ranking))
+
+
+def builds_view(store: Store) -> Table:
+    return Table(store.build_history(), BUILD_COLUMNS)
+
+
+def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
+    """Every page (or host, for a host ranking) of a ranking, best first, as columns (``EXPORT_COLUMNS``,
+    with ``spam_mass`` where the ranking has it; ``EXPORT_HOST_COLUMNS``)."""
+    if ranking.level == "host":
+        rows = store.top_hosts(ranking.name, ALL_ROWS)
+        scores = [row["pagerank"] for row in rows]
+        positions = [row["position"] for row in rows]
+        return {
+            "host": [row["host"] for row in rows],
+            "host_pagerank": scores,
+            "algorithm1": display.algorithm1(scores, ranking.pages).tolist(),
+            "percentile": _percentiles(positions, ranking.pages),
+            "toolbar": display.toolbar(scores, ranking.pages).tolist(),
+            "host_rank": [p + 1 for p in positions],
+            "pages": [row["pages"] for row in rows],
+            "inlinks": [row["inlinks"] for row in rows],
+        }
+    found = store.export_rows(ranking)
+    scores = [row[1] for row in found]
+    positions = [row[2] for row in found]
+    columns = {
+        "url": [row[0] for row in found],
+        "pagerank": scores,
+        "algorithm1": display.algorithm1(scores, ranking.pages).tolist(),
+        "percentile": _percentiles(positions, ranking.pages),
+        "toolbar": display.toolbar(scores, ranking.pages).tolist(),
+        "rank": [p + 1 for p in positions],
+        "inlinks": [row[3] for row in found],
+        "title": [row[4] for row in found],
+    }
+    if any(row[5] is not None for row in found):
+        columns["spam_mass"] = [row[5] for row in found]
+    return columns

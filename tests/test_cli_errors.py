@@ -61,16 +61,16 @@ BAD_OPTIONS = {
         ["--master", "local[2]"],
     ],
     "upgrade": [["--nope"]],
-    "info": [["--nope"]],
-    "top": [["--limit", "0"], ["--format", "xml"]],
+    "info": [["--nope"], ["--format", "csv"]],
+    "top": [["--limit", "-1"], ["--format", "xml"]],
     "show": [["--format", "xml"]],
     "backlinks": [["--limit", "-1"], ["--offset", "-3"], ["--sort", "name"]],
     "stats": [["--nope"]],
     "export": [["--format", "xml"]],
     "builds": [["--format", "xml"]],
-    "intersect": [["--group-by", "site"], ["--limit", "0"]],
-    "search": [["--limit", "0"]],
-    "anchors": [["--limit", "0"]],
+    "intersect": [["--group-by", "site"], ["--limit", "-1"]],
+    "search": [["--limit", "-1"]],
+    "anchors": [["--limit", "-1"]],
 }
 
 

@@ -111,7 +111,7 @@ def test_referring_hosts_of_a_whole_site(sites):
             links_by_host[_host(source)] += 1
     assert {row["host"]: row["pages"] for row in rows} == {h: len(p) for h, p in pages_by_host.items()}
     assert {row["host"]: row["links"] for row in rows} == dict(links_by_host)
-    positions = [row["host_position"] for row in rows]
+    positions = [row["host_rank"] for row in rows]
     assert positions == sorted(positions)  # best host first
     for row in rows:
         assert row["best_url"] in pages_by_host[row["host"]]
@@ -162,10 +162,10 @@ def test_host_rank_agrees_with_networkx_on_the_host_graph(sites):
     expected = nx.pagerank(graph, weight="weight", tol=1e-14)
     rows = json.loads(run("top", "--ranking", "hostrank", "--format", "json", "--store", store))
     assert {row["host"]: pytest.approx(expected[row["host"]], abs=1e-9) for row in rows} == {
-        row["host"]: row["hostrank"] for row in rows
+        row["host"]: row["host_pagerank"] for row in rows
     }
     shown = json.loads(run("show", urls["a"] + "p1.html", "--format", "json", "--store", store))[0]
-    assert shown["hostrank"] == pytest.approx(expected[_host(urls["a"])], abs=1e-9)
+    assert shown["host_pagerank"] == pytest.approx(expected[_host(urls["a"])], abs=1e-9)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -195,7 +195,7 @@ def test_export_tables_hold_the_whole_store(sites, tmp_path, fmt):
     assert {int(row["id"]): row["url"] for row in pages} == urls_by_id
     hosts = table("hosts")
     assert {row["name"] for row in hosts} == {_host(u) for u in urls.values()}
-    assert sum(float(row["hostrank"]) for row in hosts) == pytest.approx(1.0)
+    assert sum(float(row["host_pagerank"]) for row in hosts) == pytest.approx(1.0)
 
 
 def test_a_graph_of_hosts_is_its_own_host_graph(tmp_path):
@@ -215,7 +215,7 @@ def test_a_graph_of_hosts_is_its_own_host_graph(tmp_path):
         for row in json.loads(run("top", "-n", "10", "--format", "json", "--store", store))
     }
     hosts = {
-        row["host"]: row["hostrank"]
+        row["host"]: row["host_pagerank"]
         for row in json.loads(run("top", "--ranking", "hostrank", "-n", "10", "--format", "json", "--store", store))
     }
     graph = nx.DiGraph(

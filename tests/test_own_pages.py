@@ -181,9 +181,9 @@ def test_backlinks_csv_within_the_deadline(ranks, target):
     status, headers, body = respond("GET", "/backlinks", {"url": [target], "format": ["csv"]}, ranks)
     assert status == 200 and headers["Content-Type"].startswith("text/csv")
     lines = body.decode().splitlines()
-    # the CLI's columns (`rankstore backlinks --format csv`): every name the download had before is among them
+    # the CLI's columns (`rankstore backlinks --format csv`), the bar among them as in JSON
     assert lines[0] == (
-        "rank,pagerank,percentile,toolbar,inlinks,url,title,kind,contribution,share,first_seen,nofollow,anchor"
+        "rank,pagerank,percentile,toolbar,inlinks,bar,url,title,kind,contribution,share,first_seen,nofollow,anchor"
     )
     assert len(lines) > 10
     assert "X-Backlinks-Truncated" not in headers

@@ -9,6 +9,15 @@
 ``/builds``      the builds with their new and lost links
 ``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
 
+Every page takes ``ranking=`` (the proxy's own ranking by default): a host
+ranking lists hosts on ``/top``, answers for the page's host on ``/page`` and
+links hosts on ``/compare?group=host``; the pages about pages refuse it in
+words (400).  A parameter a page does not read is a 400 too, never ignored.
+``/top``, ``/search``, ``/page``, ``/backlinks``, ``/compare`` and ``/builds``
+take ``format=csv|json``: the CLI's rows, columns and dialect
+(:mod:`rankstore.output`).  A ranking older than the newest build is named in
+a notice at the top of every page that uses it.
+
 One module a job: :mod:`.layout` (style, policy, frame, tables), :mod:`.params`
 (bounded parameters), :mod:`.browse`,
 :mod:`.backlinks`, :mod:`.compare`, :mod:`.builds` (the pages); this module
@@ -36,7 +45,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from rankstore.store import StoreError
+from rankstore.store import RankingLevelError, StoreError
 
 from ..ranks import Ranks
 from .backlinks import backlinks
@@ -44,7 +53,7 @@ from .browse import index, page_view, search, top
 from .builds import builds
 from .compare import compare
 from .layout import CSP, BadRequest, NotFound, error
-from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE
+from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE, known, level_message
 
 __all__ = ["respond", "PAGE_SIZE", "QUERY_DEADLINE", "CSP", "MAX_PARAM", "MAX_QUERY", "MAX_WORDS", "ROUTES"]
 
@@ -61,6 +70,15 @@ ROUTES = {
     "/compare": compare,
     "/builds": builds,
     "/page": page_view,
+}
+PARAMETERS = {  # what each page reads; any other parameter is a 400
+    "/": ("ranking",),
+    "/top": ("n", "ranking", "format"),
+    "/search": ("q", "page", "ranking", "format"),
+    "/backlinks": ("url", "host", "sort", "since", "lost", "group", "page", "ranking", "format"),
+    "/compare": ("target", "not", "host", "group", "page", "ranking", "format"),
+    "/builds": ("url", "host", "ranking", "format"),
+    "/page": ("url", "ranking", "format"),
 }
 
 
@@ -83,10 +101,13 @@ def respond(
     if any(len(key) > MAX_PARAM or any(len(value) > MAX_PARAM for value in values) for key, values in query.items()):
         return error(400, f"A parameter can be at most {MAX_PARAM:,} characters long.")
     try:
+        known(query, path, PARAMETERS[path])
         with _deadline(ranks, deadline):
             return handler(ranks, query)
     except BadRequest as problem:
         return error(400, str(problem))
+    except RankingLevelError as problem:  # a page's question asked of a host ranking
+        return error(400, level_message(problem))
     except NotFound as problem:
         return error(404, str(problem))
     except sqlite3.OperationalError as problem:

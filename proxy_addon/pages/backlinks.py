@@ -10,6 +10,7 @@ One page, several views of the same target, each a shareable URL:
 ``&group=host``                      referring hosts: linking pages, best page, host rank, summed contribution
 ``&host=1``                          U is a host (or any URL of it): the backlinks of the whole site
 ``&format=csv|json``                 the same view as the CLI's ``--format csv|json`` writes it, same columns
+``&ranking=NAME``                    another page ranking than the proxy's own (a host ranking is refused)
 
 Rows come from :meth:`~rankstore.store.Store.backlink_report`,
 :meth:`~rankstore.store.Store.lost_backlinks` and
@@ -27,8 +28,19 @@ from rankstore.urls import host_of
 
 from ..ranks import Ranks
 from ..rewrite import bar, escape, format_score, proxy_url
-from .layout import FORMATS, BadRequest, NotFound, download, html_response, infos, page_cell, score, share
-from .params import CSV_ROWS, MAX_SINCE, PAGE_SIZE, Query, choice, first, flag, number, target
+from .layout import (
+    FORMATS,
+    BadRequest,
+    NotFound,
+    download,
+    html_response,
+    infos,
+    page_cell,
+    score,
+    share,
+    unreached,
+)
+from .params import CSV_ROWS, MAX_SINCE, PAGE_SIZE, Query, choice, first, flag, number, page_ranking, target
 
 __all__ = ["backlinks", "View", "parse_since"]
 
@@ -49,10 +61,16 @@ class View:
     group: str = "page"
     page: int = 1
     fmt: str = "html"
+    ranking: str = ""  # a page ranking other than the proxy's own, named in every link; "" for its own
 
     @property
     def target(self) -> str:
         return self.url or self.host or ""
+
+    @property
+    def extra(self) -> dict[str, str]:
+        """What every link from this view carries besides its own parameters: the ranking, if not the proxy's."""
+        return {"ranking": self.ranking} if self.ranking else {}
 
     def link(self, **changes) -> str:
         """The URL of this view with ``changes`` (escaped for an attribute); another view starts at page 1."""
@@ -72,7 +90,7 @@ class View:
             params["page"] = str(view.page)
         if view.fmt != "html":
             params["format"] = view.fmt
-        return escape(proxy_url("/backlinks", **params))
+        return escape(proxy_url("/backlinks", **params, **view.extra))
 
 
 def parse_since(store, text: str) -> int | None:
@@ -109,6 +127,8 @@ def _parse(ranks: Ranks, query: Query) -> View:
     if view.lost and (host is not None or view.group == "host"):
         raise BadRequest("lost=1 lists the pages that linked to one URL: not with host=1 or group=host.")
     store = ranks.store()
+    chosen = page_ranking(query, store, ranks.ranking)
+    view = replace(view, ranking="" if chosen.name == ranks.ranking else chosen.name)
     if (url is not None and store.page_id(url) is None) or (host is not None and store.host_id(host) is None):
         raise NotFound(f"{view.target} is not in the store.")
     return replace(view, since=parse_since(store, view.since_text))
@@ -126,26 +146,21 @@ def backlinks(ranks: Ranks, query: Query):
 # ------------------------------------------------------------------ the views
 
 
-def _range(ranks: Ranks) -> tuple[float, float]:
-    store = ranks.store()
-    return ranks.score_range(store, store.ranking_head(ranks.ranking)[0])
+def _name(ranks: Ranks, view: View) -> str:
+    return view.ranking or ranks.ranking
 
 
 def _report(ranks: Ranks, view: View):
     store = ranks.store()
+    name = _name(ranks, view)
     if view.fmt != "html":
-        report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, CSV_ROWS, 0, host=view.host)
-        lowest, highest = _range(ranks)
-        rows = views.link_columns(report.rows, lowest, highest)
-        rows += views.link_columns(report.nofollow_rows, lowest, highest)
-        if view.since is None:
-            rows += views.share_rows(report, rows, view.host is not None)
+        table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, CSV_ROWS)
         shown = len(report.rows) + len(report.nofollow_rows)
-        said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks gives all"
+        said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks -n 0 gives all"
         note = said if shown < report.backlinks else None
-        return download(view.fmt, views.page_columns(rows, views.BACKLINK_EXTRA), rows, "backlinks", note)
+        return download(view.fmt, table.columns, table.rows, "backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
-    report = store.backlink_report(view.url, ranks.ranking, view.sort, view.since, PAGE_SIZE, offset, host=view.host)
+    table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE, offset)
     listed = report.rows + report.nofollow_rows
     hosts = store.host_ranks([host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
     own = hosts.get(view.host or host_of(view.target))
@@ -172,20 +187,23 @@ def _report(ranks: Ranks, view: View):
         body.append(_link_table(ranks, view, report.nofollow_rows, hosts, 1, nofollow=True))
     body.append(_pager(view, len(report.rows) == PAGE_SIZE))
     title = "New backlinks" if view.since is not None else "Backlinks"
-    return html_response(f"{title} by {'PageRank' if view.sort == 'pagerank' else 'contribution'}", "".join(body))
+    return html_response(
+        f"{title} by {'PageRank' if view.sort == 'pagerank' else 'contribution'}", "".join(body), table.notes
+    )
 
 
 def _lost(ranks: Ranks, view: View):
     store = ranks.store()
+    name = _name(ranks, view)
     assert view.url is not None
     if view.fmt != "html":
-        found = store.lost_backlinks(view.url, ranks.ranking, view.since, CSV_ROWS + 1, 0)
-        rows = views.link_columns(found[:CSV_ROWS], *_range(ranks))
-        said = f"the best {CSV_ROWS} by PageRank; rankstore backlinks --lost gives all"
-        note = said if len(found) > CSV_ROWS else None
-        return download(view.fmt, views.page_columns(rows, views.LOST_EXTRA), rows, "lost-backlinks", note)
+        table = views.lost_view(store, view.url, name, view.since, CSV_ROWS + 1)
+        said = f"the best {CSV_ROWS} by PageRank; rankstore backlinks --lost -n 0 gives all"
+        note = said if len(table.rows) > CSV_ROWS else None
+        return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "lost-backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
-    found = store.lost_backlinks(view.url, ranks.ranking, view.since, PAGE_SIZE + 1, offset)
+    found = store.lost_backlinks(view.url, name, view.since, PAGE_SIZE + 1, offset)
+    notes = views.stale_notes(store, store.page_ranking(name))
     rows = found[:PAGE_SIZE]
     about = (
         "Links that a recrawl of their page no longer found (and that have not come back)"
@@ -198,32 +216,34 @@ def _lost(ranks: Ranks, view: View):
             "<table><tr><th>#</th><th>PageRank</th><th>First seen</th><th>Last seen</th><th>Lost in</th>"
             "<th>Linking page</th></tr>"
         ]
-        for at, (row, info) in enumerate(zip(rows, infos(ranks, rows)), offset + 1):
+        for at, (row, info) in enumerate(zip(rows, infos(ranks, rows, store.page_ranking(name))), offset + 1):
             lines.append(
                 f'<tr data-pagerank="{_data(row["pagerank"])}" data-url="{escape(row["url"])}"><td class="n">{at}</td>'
-                f'<td class="n">{bar(info)}{format_score(info.pagerank)}</td>'
+                f'<td class="n">{bar(info)}{format_score(info.pagerank)}{unreached(info)}</td>'
                 f'<td class="n">{_build(row["first_seen"])}</td><td class="n">{_build(row["last_seen"])}</td>'
-                f'<td class="n">{_build(row["lost_in"])}</td>' + page_cell(row) + "</tr>"
+                f'<td class="n">{_build(row["lost_in"])}</td>' + page_cell(row, ranking=view.extra) + "</tr>"
             )
         lines.append("</table>")
         body.append("".join(lines))
     else:
         body.append("<p>No lost backlinks in this view.</p>")
     body.append(_pager(view, len(found) > PAGE_SIZE))
-    return html_response("Lost backlinks", "".join(body))
+    return html_response("Lost backlinks", "".join(body), notes)
 
 
 def _hosts(ranks: Ranks, view: View):
     store = ranks.store()
+    name = _name(ranks, view)
     if view.fmt != "html":
-        found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, CSV_ROWS + 1, 0)
-        said = f"the best {CSV_ROWS} hosts; rankstore backlinks --group-by host gives all"
-        note = said if len(found) > CSV_ROWS else None
-        return download(view.fmt, views.HOST_COLUMNS, found[:CSV_ROWS], "referring-hosts", note)
+        table = views.referring_hosts_view(store, view.url, view.host, name, view.sort, view.since, CSV_ROWS + 1)
+        said = f"the best {CSV_ROWS} hosts; rankstore backlinks --group-by host -n 0 gives all"
+        note = said if len(table.rows) > CSV_ROWS else None
+        return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "referring-hosts", note)
     offset = (view.page - 1) * PAGE_SIZE
-    found = store.referring_hosts(view.url, view.host, ranks.ranking, view.sort, view.since, PAGE_SIZE + 1, offset)
+    table = views.referring_hosts_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE + 1, offset)
+    found = table.rows
     rows = found[:PAGE_SIZE]
-    ranked = any(row["hostrank"] is not None for row in rows)
+    ranked = any(row["host_pagerank"] is not None for row in rows)
     order = (
         "the hosts that give the most first"
         if view.sort == "contribution"
@@ -243,12 +263,12 @@ def _hosts(ranks: Ranks, view: View):
             "<th>Contribution</th><th>Share</th><th>Best linking page</th></tr>"
         ]
         for at, row in enumerate(rows, offset + 1):
-            its = escape(proxy_url("/backlinks", url=row["host"], host="1"))
-            position = _DASH if row["host_position"] is None else f"#{row['host_position']:,}"
+            its = escape(proxy_url("/backlinks", url=row["host"], host="1", **view.extra))
+            position = _DASH if row["host_rank"] is None else f"#{row['host_rank']:,}"
             lines.append(
                 f'<tr data-host="{escape(row["host"])}" data-contribution="{_data(row["contribution"])}">'
                 f'<td class="n">{at}</td><td>{escape(row["host"])}<br><small><a href="{its}">its backlinks</a>'
-                f'</small></td><td class="n">{position}<br><small>{score(row["hostrank"])}</small></td>'
+                f'</small></td><td class="n">{position}<br><small>{score(row["host_pagerank"])}</small></td>'
                 f'<td class="n">{row["pages"]:,}</td><td class="n">{row["links"]:,}</td>'
                 f'<td class="n">{score(row["contribution"])}</td><td class="n">{share(row["share"])}</td>'
                 f'<td><a href="{escape(row["best_url"])}">{escape(row["best_url"])}</a>'
@@ -259,7 +279,7 @@ def _hosts(ranks: Ranks, view: View):
     else:
         body.append("<p>No referring hosts in this view.</p>")
     body.append(_pager(view, len(found) > PAGE_SIZE))
-    return html_response("Referring hosts", "".join(body))
+    return html_response("Referring hosts", "".join(body), table.notes)
 
 
 # ------------------------------------------------------------------ parts
@@ -300,7 +320,7 @@ def _views(view: View) -> str:
     if view.host is None:
         assert view.url is not None
         modes.append(item("Whole site", False, url=None, host=host_of(view.url), lost=False))
-    whole = {"host": "1"} if view.host is not None else {}
+    whole = ({"host": "1"} if view.host is not None else {}) | view.extra
     modes.append(f'<a href="{escape(proxy_url("/compare", target=view.target, **whole))}">Compare</a>')
     modes.append(f'<a href="{escape(proxy_url("/builds", url=view.target, **whole))}">Builds</a>')
     modes.append(f'<a href="{view.link(fmt="csv")}">Download CSV</a>')
@@ -310,6 +330,7 @@ def _views(view: View) -> str:
     hidden += [("sort", view.sort)] if view.sort != "pagerank" else []
     hidden += [("lost", "1")] if view.lost else []
     hidden += [("group", view.group)] if view.group != "page" else []
+    hidden += list(view.extra.items())
     fields = "".join(f'<input type="hidden" name="{name}" value="{escape(value)}">' for name, value in hidden)
     label = "Lost after" if view.lost else "New since"
     form = (
@@ -329,7 +350,8 @@ def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: 
         + ("<th>Host rank</th>" if with_hosts else "")
         + "<th>Contribution</th><th>Share</th><th>First seen</th><th>Linking page</th></tr>"
     ]
-    for at, (row, info) in enumerate(zip(rows, infos(ranks, rows)), start):
+    ranking = ranks.store().page_ranking(_name(ranks, view))
+    for at, (row, info) in enumerate(zip(rows, infos(ranks, rows, ranking)), start):
         host = hosts.get(host_of(row["url"]))
         new = view.since is not None and row["first_seen"] is not None and row["first_seen"] > view.since
         extra = ""
@@ -341,7 +363,8 @@ def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: 
             f'<tr data-pagerank="{_data(row["pagerank"])}" data-contribution="{_data(row["contribution"])}" '
             f'data-url="{escape(row["url"])}"'
             + (' data-new="true"' if new else "")
-            + f'><td class="n">{at}</td><td class="n">{bar(info, nofollow)}{format_score(info.pagerank)}</td>'
+            + f'><td class="n">{at}</td><td class="n">{bar(info, nofollow)}{format_score(info.pagerank)}'
+            + f"{unreached(info)}</td>"
             + (
                 (f'<td class="n">#{host[1]:,}<br><small>{format_score(host[0])}</small></td>' if host else "<td></td>")
                 if with_hosts
@@ -349,7 +372,7 @@ def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: 
             )
             + f'<td class="n">{score(row["contribution"])}</td><td class="n">{share(row["share"])}</td>'
             f'<td class="n">{_build(row["first_seen"])}{" <mark class=new>new</mark>" if new else ""}</td>'
-            + page_cell(row, extra)
+            + page_cell(row, extra, view.extra)
             + "</tr>"
         )
     lines.append("</table>")

@@ -1,35 +1,70 @@
-"""The pages for browsing the store: the index, the top pages, title search and one page's view."""
+"""The pages for browsing the store: the index, the top pages, title search and one page's view.
+
+Each takes ``ranking=`` (the proxy's own by default) and ``format=csv|json``
+(but the index): the rows of :mod:`rankstore.views`, as ``rankstore top``,
+``search`` and ``show`` write them.
+"""
 
 from __future__ import annotations
 
+from rankstore import views
+from rankstore.store import Ranking
 from rankstore.store.queries import SEARCH_SCAN
 from rankstore.urls import host_of
 
 from ..ranks import Ranks
 from ..rewrite import LinkInfo, bar, escape, format_score, proxy_url
-from .layout import BadRequest, NotFound, html_response, rows_table
-from .params import MAX_QUERY, MAX_WORDS, PAGE_SIZE, Query, first, number, url_param
+from .layout import (
+    FORMATS,
+    BadRequest,
+    NotFound,
+    download,
+    host_infos,
+    host_table,
+    html_response,
+    infos,
+    rows_table,
+    unreached,
+    with_ranking,
+)
+from .params import MAX_QUERY, MAX_WORDS, PAGE_SIZE, Query, choice, first, number, page_ranking, ranking, url_param
 
 __all__ = ["index", "top", "search", "page_view"]
 
 
 def index(ranks: Ranks, query: Query):
+    chosen = ranking(query, ranks.store(), ranks.ranking)
+    extra = "".join(
+        f'<input type="hidden" name="ranking" value="{escape(value)}">'
+        for value in with_ranking(ranks, chosen.name).values()
+    )
     body = (
         f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
-        'placeholder="words in the title" aria-label="Search titles"> <button>Search</button></form>'
+        f'placeholder="words in the title" aria-label="Search titles">{extra} <button>Search</button></form>'
         f'<form action="{proxy_url("/backlinks")}" method="get"><input type="url" name="url" '
-        'placeholder="https://example.com/" aria-label="Backlinks of"> <button>Backlinks</button></form>'
-        f'<p><a href="{proxy_url("/top")}">The top pages</a> of ranking <b>{escape(ranks.ranking)}</b> · '
+        f'placeholder="https://example.com/" aria-label="Backlinks of">{extra} <button>Backlinks</button></form>'
+        f'<p><a href="{escape(proxy_url("/top", **with_ranking(ranks, chosen.name)))}">The top '
+        f"{'hosts' if chosen.level == 'host' else 'pages'}</a> of ranking <b>{escape(chosen.name)}</b> · "
         f'<a href="{proxy_url("/compare")}">Link intersect</a>: who links to your competitors and not to you · '
         f'<a href="{proxy_url("/builds")}">Builds</a>, with their new and lost links.</p>'
     )
-    return html_response("PageRank proxy", body)
+    return html_response("PageRank proxy", body, views.stale_notes(ranks.store(), chosen))
 
 
 def top(ranks: Ranks, query: Query):
     limit = number(query, "n", 100, 1, 1000)
-    rows = ranks.store().top(ranks.ranking, limit)
-    return html_response(f"Top {limit} pages by PageRank", rows_table(ranks, rows))
+    fmt = choice(query, "format", FORMATS)
+    store = ranks.store()
+    chosen = ranking(query, store, ranks.ranking)
+    if fmt != "html":
+        table = views.top_view(store, chosen.name, limit)
+        return download(fmt, table.columns, table.rows, "top")
+    notes = views.stale_notes(store, chosen)
+    if chosen.level == "host":
+        rows = store.top_hosts(chosen.name, limit)
+        return html_response(f"Top {limit} hosts by {chosen.name}", host_table(ranks, store, rows, chosen), notes)
+    rows = store.top(chosen.name, limit)
+    return html_response(f"Top {limit} pages by {chosen.name}", rows_table(ranks, rows, chosen), notes)
 
 
 def search(ranks: Ranks, query: Query):
@@ -40,14 +75,26 @@ def search(ranks: Ranks, query: Query):
     if len(words) > MAX_WORDS:
         raise BadRequest(f"A search can have at most {MAX_WORDS} words.")
     page = number(query, "page", 1, 1, SEARCH_SCAN // PAGE_SIZE)
-    rows = ranks.store().search_titles(words, ranks.ranking, PAGE_SIZE, (page - 1) * PAGE_SIZE) if words else []
+    fmt = choice(query, "format", FORMATS)
+    store = ranks.store()
+    chosen = page_ranking(query, store, ranks.ranking)
+    offset = (page - 1) * PAGE_SIZE
+    if fmt != "html":
+        found = views.search_view(store, words, chosen.name, PAGE_SIZE, offset)
+        return download(fmt, found.columns, found.rows, "search")
+    rows = store.search_titles(words, chosen.name, PAGE_SIZE, offset) if words else []
+    hidden = "".join(
+        f'<input type="hidden" name="ranking" value="{escape(value)}">'
+        for value in with_ranking(ranks, chosen.name).values()
+    )
     form = (
         f'<form action="{proxy_url("/search")}" method="get"><input type="search" name="q" '
-        f'value="{escape(" ".join(words))}" aria-label="Search titles"> <button>Search</button></form>'
+        f'value="{escape(" ".join(words))}" aria-label="Search titles">{hidden} <button>Search</button></form>'
     )
     more = ""
     if len(rows) == PAGE_SIZE and page * PAGE_SIZE < SEARCH_SCAN:
-        more = f'<p><a href="{escape(proxy_url("/search", q=" ".join(words), page=str(page + 1)))}">Next page</a></p>'
+        params = with_ranking(ranks, chosen.name, q=" ".join(words), page=str(page + 1))
+        more = f'<p><a href="{escape(proxy_url("/search", **params))}">Next page</a></p>'
     title = f"Titles with: {' '.join(words)}" if words else "Search titles"
     note = (
         (
@@ -57,36 +104,76 @@ def search(ranks: Ranks, query: Query):
         if words
         else ""
     )
-    return html_response(
-        title, form + note + (rows_table(ranks, rows, (page - 1) * PAGE_SIZE + 1) if words else "") + more
-    )
+    table = rows_table(ranks, rows, chosen, offset + 1) if words else ""
+    return html_response(title, form + note + table + more, views.stale_notes(store, chosen))
 
 
 def page_view(ranks: Ranks, query: Query):
     url = url_param(query)
     if url is None:
         raise BadRequest("Give an http(s) URL: /page?url=https://example.com/")
+    fmt = choice(query, "format", FORMATS)
     store = ranks.store()
-    found = store.lookup([url], ranks.ranking).get(url)
-    if found is None:
+    chosen = ranking(query, store, ranks.ranking)
+    table = views.show_view(store, [url], chosen.name)
+    if table.missing:
         raise NotFound(f"{url} is not in the store.")
-    info: LinkInfo = ranks.infos([found], *ranks.score_range(store, store.ranking_head(ranks.ranking)[0]))[0]
+    if fmt != "html":
+        return download(fmt, table.columns, table.rows, "page")
+    if chosen.level == "host":
+        return _host_of_page(ranks, url, chosen, table.notes)
+    found = store.lookup([url], chosen.name)[url]
+    notes = views.stale_notes(store, chosen)
+    if found["pagerank"] is None:  # added by a build newer than the ranking
+        body = (
+            f'<p><a href="{escape(url)}">{escape(found["title"] or url)}</a><br><small>{escape(url)}</small></p>'
+            f"<p>{bar(LinkInfo(None))} Not ranked yet: a build newer than ranking {escape(chosen.label)} "
+            "added this page.</p>"
+        )
+        return html_response("Page", body, notes)
+    info: LinkInfo = infos(ranks, [found], chosen)[0]
     host = host_of(url)
     hostrank = store.host_ranks([host]).get(host)
-    outgoing = store.out_links_ranked(url, ranks.ranking, 200)
-    incoming = store.backlinks(url, ranks.ranking, 20)
+    outgoing = store.out_links_ranked(url, chosen.name, 200)
+    incoming = store.backlinks(url, chosen.name, 20)
+    links = with_ranking(ranks, chosen.name, url=url)
     body = (
         f'<p><a href="{escape(url)}">{escape(found["title"] or url)}</a><br><small>{escape(url)}</small></p>'
-        f"<p>{bar(info)} PageRank {format_score(info.pagerank)} (sum-to-1 scale; "
+        f"<p>{bar(info)} PageRank {format_score(info.pagerank)}{unreached(info)} (sum-to-1 scale; "
         f"{info.pagerank * found['pages']:.3g} in the notes' sum-to-N scale) · {info.percentile:.2f} percentile · "
         f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
         + (f" · host {escape(host)}: host rank #{hostrank[1]:,} ({format_score(hostrank[0])})" if hostrank else "")
         + "</p>"
-        f'<h2>Best backlinks</h2><p><a href="{escape(proxy_url("/backlinks", url=url))}">all {info.inlinks:,}</a> · '
-        f'<a href="{escape(proxy_url("/backlinks", url=url, sort="contribution"))}">by contribution</a> · '
-        f'<a href="{escape(proxy_url("/backlinks", url=url, group="host"))}">referring hosts</a></p>'
-        + rows_table(ranks, incoming)
+        f'<h2>Best backlinks</h2><p><a href="{escape(proxy_url("/backlinks", **links))}">all {info.inlinks:,}</a> · '
+        f'<a href="{escape(proxy_url("/backlinks", **links, sort="contribution"))}">by contribution</a> · '
+        f'<a href="{escape(proxy_url("/backlinks", **links, group="host"))}">referring hosts</a> · '
+        f'<a href="{escape(proxy_url("/page", **links, format="csv"))}">Download CSV</a> · '
+        f'<a href="{escape(proxy_url("/page", **links, format="json"))}">JSON</a></p>'
+        + rows_table(ranks, incoming, chosen)
         + f"<h2>Out-links ({len(outgoing)})</h2>"
-        + rows_table(ranks, [row for row in outgoing if row["pagerank"] is not None])
+        + rows_table(ranks, [row for row in outgoing if row["pagerank"] is not None], chosen)
     )
-    return html_response("Page", body)
+    return html_response("Page", body, notes)
+
+
+def _host_of_page(ranks: Ranks, url: str, chosen: Ranking, notes: list[str]):
+    """/page with a host ranking: the page's host, by its host rank (the ranking has no page scores)."""
+    store = ranks.store()
+    host = host_of(url)
+    row = store.lookup_hosts([host], chosen.name)[host]
+    info = host_infos(ranks, store, [row], chosen)[0]
+    pages = escape(proxy_url("/page", url=url, **with_ranking(ranks, ranks.ranking)))
+    if info.pagerank is None:
+        said = f"Not ranked yet: a build newer than ranking {escape(chosen.label)} added this host."
+    else:
+        said = (
+            f"{bar(info)} host rank #{row['position'] + 1:,} of {row['hosts']:,} hosts · host PageRank "
+            f"{format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · toolbar "
+            f"{info.toolbar}/10 · {info.inlinks:,} hosts link to it · {row['pages']:,} pages"
+        )
+    body = (
+        f'<p><a href="{escape(url)}">{escape(url)}</a></p>'
+        f"<p>Host <b>{escape(host)}</b>: {said}</p>"
+        f'<p><a href="{pages}">This page by {escape(ranks.ranking)}</a></p>'
+    )
+    return html_response(f"Host of the page, by {chosen.name}", body, notes)

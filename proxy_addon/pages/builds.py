@@ -10,8 +10,8 @@ from rankstore import views
 
 from ..ranks import Ranks
 from ..rewrite import escape, proxy_url
-from .layout import FORMATS, NotFound, download, html_response
-from .params import Query, choice, first, flag, target
+from .layout import FORMATS, NotFound, download, html_response, with_ranking
+from .params import Query, choice, first, flag, ranking, target
 
 __all__ = ["builds"]
 
@@ -21,20 +21,23 @@ def builds(ranks: Ranks, query: Query):
     value = first(query, "url").strip()
     fmt = choice(query, "format", FORMATS)
     store = ranks.store()
+    extra = with_ranking(ranks, ranking(query, store, ranks.ranking).name)  # carried to the backlinks' links
     url = host = None
     if value:
         url, host = target(value, whole)
         if (store.page_id(url) if url is not None else store.host_id(host or "")) is None:
             raise NotFound(f"{url or host} is not in the store.")
-    rows = store.build_history()
-    if fmt != "html":  # the CLI's JSON of builds escapes non-ASCII
-        return download(fmt, views.BUILD_COLUMNS, rows, "builds", ascii_only=True)
+    view = views.builds_view(store)
+    rows = view.rows
+    if fmt != "html":
+        return download(fmt, view.columns, rows, "builds")
     subject = url or host
     form = (
         f'<form action="{proxy_url("/builds")}" method="get"><input type="url" name="url" '
         f'value="{escape(value)}" placeholder="https://example.com/" aria-label="Backlinks of"> '
         f'<label><input type="checkbox" name="host" value="1"{" checked" if whole else ""}> whole site</label> '
-        "<button>Show its new and lost backlinks</button></form>"
+        + "".join(f'<input type="hidden" name="{key}" value="{escape(value)}">' for key, value in extra.items())
+        + "<button>Show its new and lost backlinks</button></form>"
     )
     head = (
         "<table><tr><th>Build</th><th>Started</th><th>Finished</th><th>Status</th><th>Pages</th><th>Links</th>"
@@ -47,7 +50,7 @@ def builds(ranks: Ranks, query: Query):
     for row in rows:
         cell = ""
         if subject:
-            params = {"url": subject} | ({"host": "1"} if host else {})
+            params = {"url": subject} | ({"host": "1"} if host else {}) | extra
             if previous is None:
                 cell = f'<td><a href="{escape(proxy_url("/backlinks", **params))}">all</a></td>'
             else:

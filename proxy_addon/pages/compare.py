@@ -1,7 +1,9 @@
 """/compare: link intersect, the pages (or hosts) that link to every target and to none of mine.
 
-``/compare?target=A&target=B[&not=MINE][&host=1][&group=host][&format=csv|json]``: the rows of
-:meth:`~rankstore.store.Store.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
+``/compare?target=A&target=B[&not=MINE][&host=1][&group=host][&format=csv|json][&ranking=NAME]``: the rows
+of :meth:`~rankstore.store.Store.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
+Linking pages come by a page ranking (a host ranking is refused), linking hosts by host rank (``ranking=``
+itself when it ranks hosts).
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from rankstore import views
 
 from ..ranks import Ranks
 from ..rewrite import escape, format_score, proxy_url
-from .backlinks import _range
-from .layout import FORMATS, NotFound, download, html_response, rows_table
+from .layout import FORMATS, NotFound, download, html_response, rows_table, with_ranking
 from .params import (
     CSV_ROWS,
     MAX_NOT,
@@ -23,6 +24,8 @@ from .params import (
     choice,
     flag,
     number,
+    page_ranking,
+    ranking,
     target,
     values,
 )
@@ -37,12 +40,15 @@ def compare(ranks: Ranks, query: Query):
     group = choice(query, "group", ("page", "host"))
     page = number(query, "page", 1)
     fmt = choice(query, "format", FORMATS)
-    form = _form(targets, mine, whole, group)
+    store = ranks.store()
+    by_host = group == "host"
+    chosen_ranking = ranking(query, store, ranks.ranking) if by_host else page_ranking(query, store, ranks.ranking)
+    extra = with_ranking(ranks, chosen_ranking.name)
+    form = _form(targets, mine, whole, group, extra)
     if not targets:
         return html_response("Link intersect", form + "<p>Give one target or more.</p>")
     chosen = [target(value, whole) for value in targets]
     excluded = [target(value, whole) for value in mine]
-    store = ranks.store()
     missing = [
         url or host or ""
         for url, host in chosen + excluded
@@ -50,16 +56,15 @@ def compare(ranks: Ranks, query: Query):
     ]
     if missing:
         raise NotFound(f"Not in the store: {', '.join(missing)}.")
-    by_host = group == "host"
+    name = chosen_ranking.name
     if fmt != "html":
-        found = store.intersect(chosen, excluded, ranks.ranking, by_host, CSV_ROWS + 1, 0)
-        note = f"the best {CSV_ROWS}; rankstore intersect gives all" if len(found) > CSV_ROWS else None
-        if by_host:
-            return download(fmt, views.INTERSECT_HOST_COLUMNS, found[:CSV_ROWS], "intersect", note)
-        rows = views.decorate(found[:CSV_ROWS], *_range(ranks))
-        return download(fmt, views.page_columns(rows, views.PAGE_EXTRA), rows, "intersect", note)
+        table = views.intersect_view(store, chosen, excluded, name, by_host, CSV_ROWS + 1)
+        note = f"the best {CSV_ROWS}; rankstore intersect -n 0 gives all" if len(table.rows) > CSV_ROWS else None
+        return download(fmt, table.columns, table.rows[:CSV_ROWS], "intersect", note)
     offset = (page - 1) * PAGE_SIZE
-    found = store.intersect(chosen, excluded, ranks.ranking, by_host, PAGE_SIZE + 1, offset)
+    ordering, host_ranking = views.intersect_rankings(store, name, by_host)
+    notes = views.stale_notes(store, ordering) if ordering is not None else []
+    found = store.intersect(chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=host_ranking)
     rows = found[:PAGE_SIZE]
     names = [url or host or "" for url, host in chosen]
     others = [url or host or "" for url, host in excluded]
@@ -73,6 +78,7 @@ def compare(ranks: Ranks, query: Query):
     params = {"target": targets, "not": mine}
     flags = {"host": "1"} if whole else {}
     flags |= {"group": "host"} if by_host else {}
+    flags |= extra
 
     def link(**more: str) -> str:
         return escape(_url(params, flags | more))
@@ -84,9 +90,9 @@ def compare(ranks: Ranks, query: Query):
         f'<a href="{link(format="json")}">JSON</a></p>',
     ]
     if by_host:
-        body.append(_host_table(rows, offset + 1))
+        body.append(_host_table(rows, offset + 1, extra))
     else:
-        body.append(rows_table(ranks, rows, offset + 1))
+        body.append(rows_table(ranks, rows, chosen_ranking, offset + 1))
     pager = []
     if page > 1:
         pager.append(f'<a href="{link(page=str(page - 1))}">Previous</a>')
@@ -94,7 +100,7 @@ def compare(ranks: Ranks, query: Query):
         pager.append(f'<a href="{link(page=str(page + 1))}">Next</a>')
     if pager:
         body.append(f"<p>Page {page}. {' · '.join(pager)}</p>")
-    return html_response("Link intersect", "".join(body))
+    return html_response("Link intersect", "".join(body), notes)
 
 
 def _url(repeated: dict[str, list[str]], single: dict[str, str]) -> str:
@@ -103,14 +109,14 @@ def _url(repeated: dict[str, list[str]], single: dict[str, str]) -> str:
     return proxy_url("/compare") + ("?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in pairs) if pairs else "")
 
 
-def _host_table(rows: list[dict], start: int) -> str:
+def _host_table(rows: list[dict], start: int, extra: dict[str, str]) -> str:
     if not rows:
         return "<p>Nothing found.</p>"
     lines = ["<table><tr><th>#</th><th>Host</th><th>Host rank</th><th>Host PageRank</th></tr>"]
     for at, row in enumerate(rows, start):
         its = escape(proxy_url("/backlinks", url=row["host"], host="1"))
-        position = "&#8211;" if row["host_position"] is None else f"#{row['host_position']:,}"
-        value = "&#8211;" if row["hostrank"] is None else format_score(row["hostrank"])
+        position = "&#8211;" if row["host_rank"] is None else f"#{row['host_rank']:,}"
+        value = "&#8211;" if row["host_pagerank"] is None else format_score(row["host_pagerank"])
         lines.append(
             f'<tr data-host="{escape(row["host"])}"><td class="n">{at}</td><td>{escape(row["host"])} '
             f'<small><a href="{its}">its backlinks</a></small></td><td class="n">{position}</td>'
@@ -120,7 +126,7 @@ def _host_table(rows: list[dict], start: int) -> str:
     return "".join(lines)
 
 
-def _form(targets: list[str], mine: list[str], whole: bool, group: str) -> str:
+def _form(targets: list[str], mine: list[str], whole: bool, group: str, extra: dict[str, str]) -> str:
     shown = targets + [""] * max(0, min(MAX_TARGETS, max(2, len(targets) + 1)) - len(targets))
     excluded = mine + [""] * max(0, min(MAX_NOT, len(mine) + 1) - len(mine))
     fields = "".join(
@@ -139,5 +145,7 @@ def _form(targets: list[str], mine: list[str], whole: bool, group: str) -> str:
         f'<p><label><input type="checkbox" name="host" value="1"{" checked" if whole else ""}> '
         "targets are whole sites (hosts)</label> "
         f'<label><input type="checkbox" name="group" value="host"{" checked" if group == "host" else ""}> '
-        "linking hosts, not pages</label></p><button>Compare</button></form>"
+        "linking hosts, not pages</label></p>"
+        + "".join(f'<input type="hidden" name="{key}" value="{escape(value)}">' for key, value in extra.items())
+        + "<button>Compare</button></form>"
     )

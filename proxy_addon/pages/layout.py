@@ -8,11 +8,11 @@ only this module's hashed style, so even a missed escape could run nothing.
 from __future__ import annotations
 
 import base64
-import csv
 import hashlib
-import io
-import json
 from collections.abc import Sequence
+
+from rankstore import output
+from rankstore.store import Ranking, Store
 
 from ..ranks import Ranks
 from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, proxy_url
@@ -27,7 +27,10 @@ __all__ = [
     "download",
     "FORMATS",
     "rows_table",
+    "host_table",
     "infos",
+    "score_range",
+    "unreached",
     "share",
     "score",
 ]
@@ -52,6 +55,7 @@ PAGE_STYLE = STYLE + (
     "tr.share td{color:#555;border-bottom:none}tr.total td{font-weight:bold}"
     "mark.new{background:#fd0;color:#000;border-radius:3px;padding:0 4px;font-size:.8em}"
     "form.wide input[type=text],form.wide input[type=url]{width:45%;padding:3px;margin:2px 0}"
+    "p.note{background:#fff4d6;border:1px solid #e0b040;border-radius:4px;padding:6px 10px}"
 )
 _STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(PAGE_STYLE.encode()).digest()).decode()
 CSP = (
@@ -67,7 +71,10 @@ HEADERS = {
 }
 
 
-def layout(title: str, body: str) -> bytes:
+def layout(title: str, body: str, notes: Sequence[str] = ()) -> bytes:
+    """A page of ours: the navigation, the title, what must be said first (``notes``: a stale ranking, a
+    level; text, escaped here), then ``body`` (markup already escaped)."""
+    said = "".join(f'<p class="note" role="status">{escape(note)}</p>' for note in notes)
     nav = (
         f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
         f'<a href="{proxy_url("/search")}">Search titles</a><a href="{proxy_url("/compare")}">Compare</a>'
@@ -75,12 +82,12 @@ def layout(title: str, body: str) -> bytes:
     )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-        f"<style>{PAGE_STYLE}</style></head><body>{nav}<h1>{escape(title)}</h1>{body}</body></html>"
+        f"<style>{PAGE_STYLE}</style></head><body>{nav}<h1>{escape(title)}</h1>{said}{body}</body></html>"
     ).encode()
 
 
-def html_response(title: str, body: str) -> tuple[int, dict, bytes]:
-    return 200, dict(HEADERS), layout(title, body)
+def html_response(title: str, body: str, notes: Sequence[str] = ()) -> tuple[int, dict, bytes]:
+    return 200, dict(HEADERS), layout(title, body, notes)
 
 
 def error(status: int, message: str) -> tuple[int, dict, bytes]:
@@ -91,21 +98,12 @@ FORMATS = ("html", "csv", "json")  # format=: the page, or its rows as the CLI's
 
 
 def download(
-    fmt: str, columns: Sequence[str], rows: Sequence[dict], name: str, truncated: str | None = None, ascii_only=False
+    fmt: str, columns: Sequence[str], rows: Sequence[dict], name: str, truncated: str | None = None
 ) -> tuple[int, dict, bytes]:
-    """Rows as the CLI writes them: CSV with ``columns`` as its header (None as an empty field), or the JSON
-    list of the rows (``ascii_only`` where the CLI escapes non-ASCII)."""
-    if fmt == "json":
-        text = json.dumps(list(rows), indent=2, ensure_ascii=ascii_only) + "\n"
-        kind = "application/json"
-    else:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([row.get(c) for c in columns] for row in rows)
-        text, kind = out.getvalue(), "text/csv"
+    """Rows as the CLI writes them (:func:`rankstore.output.render`: the same columns, CSV dialect and JSON)."""
+    text = output.render(rows, columns, fmt)
     headers = {
-        "Content-Type": f"{kind}; charset=utf-8",
+        "Content-Type": f"{'application/json' if fmt == 'json' else 'text/csv'}; charset=utf-8",
         "X-Content-Type-Options": "nosniff",
         "Content-Disposition": f'attachment; filename="{name}.{fmt}"',
         "Cache-Control": "no-store",
@@ -115,15 +113,27 @@ def download(
     return 200, headers, text.encode()
 
 
-def infos(ranks: Ranks, rows: Sequence[dict]) -> list[LinkInfo]:
+def score_range(ranks: Ranks, store: Store, ranking: Ranking) -> tuple[float, float]:
+    """(lowest positive, highest) score of ``ranking``: the proxy's own ranking's is kept per version."""
+    if ranking.name == ranks.ranking:
+        return ranks.score_range(store, ranking.id)
+    return store.score_range(ranking)
+
+
+def infos(ranks: Ranks, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
     """What a bar shows for each store row; a page newer than the ranking version is unranked."""
     ranked = [row.get("pagerank") is not None and row.get("position") is not None for row in rows]
     if not any(ranked):
         return [LinkInfo(None) for _ in rows]
-    store = ranks.store()
-    lowest, highest = ranks.score_range(store, store.ranking_head(ranks.ranking)[0])
+    lowest, highest = score_range(ranks, ranks.store(), ranking)
     found = iter(ranks.infos([row for row, known in zip(rows, ranked) if known], lowest, highest))
     return [next(found) if known else LinkInfo(None) for known in ranked]
+
+
+def unreached(info: LinkInfo) -> str:
+    """Words beside a bar that is empty because its page scored 0 (a personalised ranking's rank source does
+    not reach it); nothing otherwise."""
+    return " <small>0: unreached by the rank source</small>" if info.pagerank == 0 else ""
 
 
 def score(value: float | None) -> str:
@@ -134,19 +144,27 @@ def share(value: float | None) -> str:
     return "&#8211;" if value is None else f"{value:.2%}"
 
 
-def page_cell(row: dict, extra: str = "") -> str:
-    """A page's title (linked), its URL and a link to its details; ``extra`` is markup already escaped."""
+def with_ranking(ranks: Ranks, ranking: str, **query: str) -> dict[str, str]:
+    """A link's parameters with ``ranking=`` added when it is not the proxy's own."""
+    return query | ({"ranking": ranking} if ranking != ranks.ranking else {})
+
+
+def page_cell(row: dict, extra: str = "", ranking: dict[str, str] | None = None) -> str:
+    """A page's title (linked), its URL and a link to its details; ``extra`` is markup already escaped;
+    ``ranking``: ``{"ranking": name}`` for a ranking other than the proxy's own."""
     title = row.get("title") or row["url"]
+    details = proxy_url("/page", url=row["url"], **(ranking or {}))
     return (
         f'<td><a href="{escape(row["url"])}">{escape(title)}</a>{extra}<br><small>{escape(row["url"])}</small> · '
-        f'<a href="{escape(proxy_url("/page", url=row["url"]))}">details</a></td>'
+        f'<a href="{escape(details)}">details</a></td>'
     )
 
 
-def rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
+def rows_table(ranks: Ranks, rows: Sequence[dict], ranking: Ranking, start: int = 1) -> str:
     if not rows:
         return "<p>Nothing found.</p>"
-    found = infos(ranks, rows)
+    found = infos(ranks, rows, ranking)
+    chosen = with_ranking(ranks, ranking.name)
     lines = [
         "<table><tr><th>#</th><th>PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th><th>Page</th></tr>"
     ]
@@ -157,9 +175,43 @@ def rows_table(ranks: Ranks, rows: Sequence[dict], start: int = 1) -> str:
             f'<tr data-pagerank="{"unranked" if info.pagerank is None else repr(info.pagerank)}" '
             f'data-url="{escape(row["url"])}">'
             f'<td class="n">{number}</td>'
-            f'<td class="n">{bar(info, nofollow)}{format_score(info.pagerank)}</td>'
+            f'<td class="n">{bar(info, nofollow)}{format_score(info.pagerank)}{unreached(info)}</td>'
             f'<td class="n">{percentile}</td><td class="n">{info.toolbar}</td>'
-            f'<td class="n">{info.inlinks:,}</td>' + page_cell(row) + "</tr>"
+            f'<td class="n">{info.inlinks:,}</td>' + page_cell(row, ranking=chosen) + "</tr>"
+        )
+    lines.append("</table>")
+    return "".join(lines)
+
+
+def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
+    """What a bar shows for each host row of a host ranking (``Store.top_hosts``, ``lookup_hosts``)."""
+    as_pages = [
+        {"pagerank": row["pagerank"], "position": row["position"], "inlinks": row["inlinks"], "pages": row["hosts"]}
+        for row in rows
+    ]
+    ranked = [row["pagerank"] is not None for row in as_pages]
+    found = iter(ranks.infos([row for row, known in zip(as_pages, ranked) if known], *store.score_range(ranking)))
+    return [next(found) if known else LinkInfo(None) for known in ranked]
+
+
+def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking, start: int = 1) -> str:
+    """Hosts of a host ranking, with their bars: host rank, score, percentile, toolbar, in-links, pages."""
+    if not rows:
+        return "<p>Nothing found.</p>"
+    lines = [
+        "<table><tr><th>#</th><th>Host PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th>"
+        "<th>Pages</th><th>Host</th></tr>"
+    ]
+    for number, (row, info) in enumerate(zip(rows, host_infos(ranks, store, rows, ranking)), start):
+        percentile = "&#8211;" if info.percentile is None else f"{info.percentile:.2f}"
+        backlinks = escape(proxy_url("/backlinks", url=row["host"], host="1"))
+        lines.append(
+            f'<tr data-pagerank="{"unranked" if info.pagerank is None else repr(info.pagerank)}" '
+            f'data-host="{escape(row["host"])}"><td class="n">{number}</td>'
+            f'<td class="n">{bar(info)}{format_score(info.pagerank)}{unreached(info)}</td>'
+            f'<td class="n">{percentile}</td><td class="n">{info.toolbar}</td><td class="n">{info.inlinks:,}</td>'
+            f'<td class="n">{row["pages"]:,}</td><td>{escape(row["host"])} '
+            f'<small><a href="{backlinks}">its backlinks</a></small></td></tr>'
         )
     lines.append("</table>")
     return "".join(lines)

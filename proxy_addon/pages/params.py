@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rankstore.store import Ranking, RankingLevelError, RankingNotFound, Store
 from rankstore.urls import canonical, host_of
 
 from .layout import BadRequest
 
-__all__ = ["first", "values", "number", "choice", "flag", "url_param", "target"]
+__all__ = ["first", "values", "number", "choice", "flag", "url_param", "target", "ranking", "page_ranking", "known"]
 
 MAX_PARAM = 2048  # characters in any one parameter: the longest URL browsers and servers agree on
 MAX_PARAMS = 16  # parameters in one request: well past what any page reads
 MAX_PAGE = 10_000  # pages of a view: the deepest a person pages to by hand
 PAGE_SIZE = 50  # rows on a page of any view
-CSV_ROWS = 20_000  # rows in one download: within the deadline; the CLI gives them all
+CSV_ROWS = 20_000  # rows in one download: within the deadline; the CLI's -n 0 gives them all
 MAX_QUERY = 200  # characters in a search
 MAX_WORDS = 8  # words in a search: each is one more FTS5 doclist to intersect
 MAX_SINCE = 40  # characters of since=BUILD|DATE
@@ -73,3 +74,38 @@ def target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
     if normal is None:
         raise BadRequest("Give an http(s) URL, or add host=1 for a whole site.")
     return normal, None
+
+
+def known(query: Query, path: str, allowed: Sequence[str]) -> None:
+    """A 400 for a parameter the page does not read: one it would ignore would leave the reader believing
+    it had been applied (``ranking=`` most of all)."""
+    unknown = sorted(key for key in query if key not in allowed)
+    if unknown:
+        raise BadRequest(
+            f"{path} does not take {', '.join(key[:40] for key in unknown[:4])}; it takes: {', '.join(allowed)}."
+        )
+
+
+def ranking(query: Query, store: Store, default: str) -> Ranking:
+    """The ranking ``ranking=`` names (the proxy's own by default), of any level."""
+    name = first(query, "ranking").strip() or default
+    try:
+        return store.ranking(name)
+    except RankingNotFound:
+        names = [found.name for found in store.rankings()]
+        raise BadRequest(f"No ranking {name!r}; the store has: {', '.join(names) or 'none'}.") from None
+
+
+def page_ranking(query: Query, store: Store, default: str) -> Ranking:
+    """The ranking ``ranking=`` names, which must rank pages: a host ranking is refused in words."""
+    chosen = ranking(query, store, default)
+    try:
+        return store.page_ranking(chosen.name)
+    except RankingLevelError as problem:
+        raise BadRequest(level_message(problem)) from None
+
+
+def level_message(problem: RankingLevelError) -> str:
+    name = problem.ranking.name
+    instead = f"ranking={problem.page_rankings[0]}" if problem.page_rankings else "a page ranking"
+    return f"{name} ranks hosts, not pages: choose {instead}, or see /top?ranking={name} for its hosts."

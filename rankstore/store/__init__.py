@@ -24,7 +24,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from . import migrations
-from .analysis import BacklinkReport, HostAnalysisMixin
+from .analysis import BacklinkReport, HostAnalysisMixin, TargetLinks
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -39,6 +39,7 @@ from .errors import (
 )
 from .graph import InLinks
 from .pages import PageData, builds_json, url_key
+from .queries import RankingLevelError
 from .rankings import Ranking, RankingArrays
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 
@@ -47,6 +48,8 @@ __all__ = [
     "BacklinkReport",
     "StoreError",
     "RankingNotFound",
+    "RankingLevelError",
+    "TargetLinks",
     "NotAStore",
     "StoreMissing",
     "StoreBusy",
@@ -224,11 +227,15 @@ class Store(HostAnalysisMixin):
             )
         )
         rankings = [
-            dict(zip(("name", "version", "iterations", "created_at", "pages"), row))
+            dict(zip(("name", "version", "level", "build", "iterations", "created_at", "pages"), row))
             for row in self.db.execute(
-                "SELECT name, version, iterations, created_at, pages FROM rankings ORDER BY name, version"
+                "SELECT name, version, level, build, iterations, created_at, pages FROM rankings ORDER BY name, version"
             )
         ]
+        newest = {ranking.name: ranking for ranking in self.rankings()}
+        for item in rankings:  # only a ranking's newest version is read, and only it can be stale
+            current = newest.get(item["name"])
+            item["stale"] = self.stale_note(current) if current and current.version == item["version"] else None
         links, nofollow = self.graph_counts()
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return {

@@ -8,6 +8,13 @@ out-links; 1/C(v) unweighted), read as ``votes[v]·w`` from the version; its
 (1-d)·E(u), and from what pages without out-links pass on; the shares of
 every followed backlink and those two add up to 1.  Nofollow links (unless
 the ranking counted them) are listed apart, with contribution 0.
+
+A page's links to itself are never listed as its backlinks: what they give
+it is a share of its own (``self_share``).  A ranking ranked the graph of
+one build (:attr:`~.rankings.Ranking.build`); when a later build has added
+links, a link the ranked graph did not have is listed with no contribution
+or share (``unranked``), and every contribution and share is that ranked
+graph's, never the old scores spread over the new links.
 """
 
 from __future__ import annotations
@@ -24,9 +31,9 @@ from .errors import StoreError
 from .graph import INLINE_BYTES
 from .hosts import HostsMixin
 from .queries import QueriesMixin
-from .rankings import RankingArrays
+from .rankings import Ranking, RankingArrays
 
-__all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "SORTS"]
+__all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "TargetLinks", "SORTS"]
 
 SORTS = ("pagerank", "contribution")
 
@@ -52,6 +59,31 @@ class InSlice:
         return source if isinstance(source, np.ndarray) else source()
 
 
+def _subset(links: InSlice, keep: np.ndarray) -> InSlice:
+    """The links at ``keep`` (a mask), their first builds still read only when asked for."""
+    source = links.born_source
+    born: np.ndarray | Callable[[], np.ndarray] = (
+        source[keep] if isinstance(source, np.ndarray) else (lambda: links.born[keep])
+    )
+    return InSlice(
+        links.sources[keep],
+        None if links.nofollow is None else links.nofollow[keep],
+        None if links.weights is None else links.weights[keep],
+        born,
+        links.uniform,
+    )
+
+
+@dataclass
+class TargetLinks:
+    """The in-links of a target (a page, or every page of a host) that an analyst's views list."""
+
+    links: InSlice  # from other pages (for a host: from other hosts)
+    targets: np.ndarray  # each link's target page index
+    pages: np.ndarray  # the target's page indices
+    itself: InSlice | None = None  # a page's links to itself: not backlinks, though they give it rank
+
+
 @dataclass
 class BacklinkReport:
     """A page's backlinks as an analyst reads them (see the module docstring)."""
@@ -64,6 +96,16 @@ class BacklinkReport:
     links_share: float | None = None  # of PR(u), from every followed backlink (not only those shown)
     jump_share: float | None = None  # of PR(u), from the random jump (1-d)E(u)
     sinks_share: float | None = None  # of PR(u), what pages without out-links pass on (and rounding)
+    self_share: float | None = None  # of PR(u), from its own links to itself (never listed as backlinks)
+    unranked: int = 0  # backlinks new since the ranked build: listed without contribution or share
+    ranked_build: int | None = None  # the build whose graph the ranking ranked
+
+
+def _voting(links: InSlice, params: dict) -> np.ndarray | None:
+    """Which links cast a vote in a ranking of ``params`` (None: all): nofollow ones only if it counted them."""
+    if links.nofollow is not None and not params.get("include_nofollow", False):
+        return ~links.nofollow
+    return None
 
 
 def _largest(values: np.ndarray, positions_of, candidates: np.ndarray, count: int) -> np.ndarray:
@@ -159,16 +201,22 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         row = self.db.execute("SELECT max(id) FROM builds WHERE started_at < ?", (moment,)).fetchone()
         return row[0] or 0
 
-    def target_links(self, url: str | None = None, host: str | None = None) -> tuple[InSlice, np.ndarray, np.ndarray]:
-        """The in-links of a page, or of every page of a host (links from the host itself left out):
-        (the links, the target page index of each, the target pages)."""
+    def target_links(self, url: str | None = None, host: str | None = None) -> TargetLinks:
+        """The in-links of a page (its links to itself apart), or of every page of a host (links from the host
+        itself left out)."""
         if host is None:
             assert url is not None
             page = self.page_id(url)
             if page is None:
                 raise StoreError(f"{url}: not in the store")
             links = self.in_slice(page)
-            return links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1])
+            own = links.sources == page - 1
+            itself = None
+            if own.any():
+                itself, links = _subset(links, own), _subset(links, ~own)
+            return TargetLinks(
+                links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1]), itself
+            )
         number = self.host_id(host)
         if number is None:
             raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
@@ -194,7 +242,23 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             None if weights is None else weights[outside],
             born[outside],
         )
-        return links, targets[outside].astype(np.int64), pages
+        return TargetLinks(links, targets[outside].astype(np.int64), pages)
+
+    def _graph_build(self) -> int | None:
+        """The build whose graph the in-link arrays hold."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'graph_build'").fetchone()
+        return int(row[0]) if row and row[0] else None
+
+    def _unranked_links(self, ranking: Ranking, links: InSlice) -> np.ndarray | None:
+        """Which links the ranked graph did not have (first seen after the build it ranked), or None when it
+        had them all.  A ranking whose build is not known is taken to have had them."""
+        graph = self._graph_build()
+        if ranking.build is None or graph is None or ranking.build >= graph:
+            return None
+        if links.uniform is not None:
+            return None if links.uniform <= ranking.build else np.ones(len(links.sources), dtype=bool)
+        fresh = links.born > ranking.build
+        return fresh if fresh.any() else None
 
     def backlink_report(
         self,
@@ -211,34 +275,45 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         if sort not in SORTS:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
         with self.snapshot():
-            ranking_id, _ = self.ranking_head(name)
+            ranking = self.page_ranking(name)
+            ranking_id = ranking.id
             arrays = self.ranking_arrays(ranking_id)
             params = self.ranking_params(ranking_id)
-            links, targets, pages = self.target_links(url, host)
-            counted = None  # every link votes
-            if links.nofollow is not None and not params.get("include_nofollow", False):
-                counted = ~links.nofollow
+            found = self.target_links(url, host)
+            links, targets, pages = found.links, found.targets, found.pages
+            counted = _voting(links, params)  # None: every link votes
+            unranked = self._unranked_links(ranking, links)
             ranked = pages[pages < arrays.pages]
             pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
-            report = BacklinkReport(url or host or "", pagerank, 0, [])
+            report = BacklinkReport(url or host or "", pagerank, 0, [], ranked_build=ranking.build)
+            report.unranked = int(unranked.sum()) if unranked is not None else 0
             # every link's contribution is needed to sort by it, and for a whole host (whose internal links
             # give it rank too); for one page, the version keeps what all its backlinks give it together
             contribution = None
             weighted = links.weights is not None and params.get("weighted", True)
             # unweighted, a link from v gives votes[v]: sorted by contribution is sorted by the sources' votes
-            by_votes = sort == "contribution" and host is None and arrays.linked is not None and not weighted
+            by_votes = (
+                sort == "contribution"
+                and host is None
+                and arrays.linked is not None
+                and not weighted
+                and unranked is None
+            )
             if (sort == "contribution" and not by_votes) or host is not None or arrays.linked is None:
-                contribution = self._contributions(arrays, links, counted, params)
+                contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
             if arrays.votes is not None and pagerank:
-                if contribution is not None:
-                    given = float(contribution.sum())
+                itself = self._given_by_itself(arrays, ranking, found.itself, params)
+                report.self_share = itself / pagerank if itself else None
+                if host is None and arrays.linked is not None:
+                    # what the ranked graph's backlinks gave the page, those lost since among them
+                    given = float(arrays.linked[ranked].sum()) - itself
                 else:
-                    assert arrays.linked is not None
-                    given = float(arrays.linked[ranked].sum())
+                    assert contribution is not None
+                    given = float(contribution.sum())
                 report.links_share = given / pagerank
                 jump = self._jump(ranking_id, ranked, arrays.pages, params)
                 report.jump_share = jump / pagerank
-                rest = 1.0 - report.links_share - report.jump_share
+                rest = 1.0 - report.links_share - report.jump_share - (report.self_share or 0.0)
                 report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
             if since is None:
                 chosen = None
@@ -268,13 +343,30 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
                 at = np.arange(len(picked))
             else:
                 at = picked
-            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets, at)
+            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets, at, unranked)
             if counted is not None:
                 others = np.flatnonzero(~counted if chosen is None else chosen & ~counted)
                 if len(others):
                     best = arrays.best_of(links.sources[others], limit)
-                    report.nofollow_rows = self._link_rows(arrays, links, others[best], None, pagerank, targets)
+                    report.nofollow_rows = self._link_rows(
+                        arrays, links, others[best], None, pagerank, targets, None, unranked
+                    )
         return report
+
+    def _ranked_votes(self, ranking: Ranking, links: InSlice, params: dict) -> np.ndarray | None:
+        """Which links give their target rank in ``ranking``: those that vote and that its graph had."""
+        voting = _voting(links, params)
+        fresh = self._unranked_links(ranking, links)
+        if fresh is not None:
+            voting = ~fresh if voting is None else voting & ~fresh
+        return voting
+
+    def _given_by_itself(self, arrays: RankingArrays, ranking: Ranking, itself: InSlice | None, params: dict) -> float:
+        """What a page's links to itself gave it in the ranked graph (0 without any)."""
+        if itself is None:
+            return 0.0
+        own = self._contributions(arrays, itself, self._ranked_votes(ranking, itself, params), params)
+        return float(own.sum()) if own is not None else 0.0
 
     def _contributions_at(
         self, arrays: RankingArrays, links: InSlice, picked: np.ndarray, params: dict
@@ -321,9 +413,11 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         pagerank: float | None,
         targets: np.ndarray,
         where: np.ndarray | None = None,
+        unranked: np.ndarray | None = None,
     ) -> list[dict]:
         """Rows for the links at ``picked``; their contributions are ``contribution[where]`` (``picked`` by
-        default: ``contribution`` may hold every link's, or only the picked ones')."""
+        default: ``contribution`` may hold every link's, or only the picked ones').  A link that ``unranked``
+        marks (new since the ranked build) has no contribution or share."""
         where = picked if where is None else where
         indices = links.sources[picked].tolist()
         rows = self._rows(arrays, indices)
@@ -347,6 +441,8 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
             row["anchor"] = anchors.get(pair)
             value = float(contribution[slot]) if contribution is not None else (0.0 if row["nofollow"] else None)
+            if unranked is not None and unranked[at]:
+                value = None
             row["contribution"] = value
             row["share"] = value / pagerank if value is not None and pagerank else None
             row["first_seen"] = int(born) or None
@@ -457,14 +553,12 @@ class HostAnalysisMixin(AnalysisMixin):
         page, their host rank and the PageRank their links pass on, best first (by host rank where there is
         a host ranking, else by best page; or by summed contribution)."""
         with self.snapshot():
-            ranking_id, _ = self.ranking_head(name)
-            arrays = self.ranking_arrays(ranking_id)
-            params = self.ranking_params(ranking_id)
-            links, _, pages = self.target_links(url, host)
-            counted = np.ones(len(links.sources), dtype=bool)
-            if links.nofollow is not None and not params.get("include_nofollow", False):
-                counted = ~links.nofollow
-            contribution = self._contributions(arrays, links, counted, params)
+            ranking = self.page_ranking(name)
+            arrays = self.ranking_arrays(ranking.id)
+            params = self.ranking_params(ranking.id)
+            found = self.target_links(url, host)
+            links, pages = found.links, found.pages
+            contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
             if since is None or (links.uniform is not None and links.uniform > since):
                 sources, values = links.sources, contribution
             else:
@@ -521,8 +615,8 @@ class HostAnalysisMixin(AnalysisMixin):
                     "links": int(ends[at] - starts[at]),
                     "best_url": page["url"],
                     "best_pagerank": page["pagerank"],
-                    "hostrank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
-                    "host_position": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
+                    "host_pagerank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
+                    "host_rank": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
                     "contribution": value,
                     "share": value / total if value is not None and total else None,
                 }
@@ -545,15 +639,16 @@ class HostAnalysisMixin(AnalysisMixin):
         by_host: bool = False,
         limit: int = 50,
         offset: int = 0,
+        host_ranking: str = "hostrank",
     ) -> list[dict]:
-        """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first."""
+        """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first:
+        pages by page ranking ``name``, hosts by host ranking ``host_ranking`` (where there is one)."""
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            arrays = None if by_host else self.ranking_arrays(self._page_head(name)[0])
             hosts = self.page_hosts() if by_host else None
 
             def linking(target: tuple[str | None, str | None]) -> np.ndarray:
-                links, _, _ = self.target_links(*target)
-                sources = links.sources.astype(np.int64)
+                sources = self.target_links(*target).links.sources.astype(np.int64)
                 return np.unique(hosts[sources] if hosts is not None else sources)
 
             common = None
@@ -563,10 +658,10 @@ class HostAnalysisMixin(AnalysisMixin):
             common = common if common is not None else np.zeros(0, dtype=np.int64)
             for target in mine:
                 common = np.setdiff1d(common, linking(target), assume_unique=True)
-            if not by_host:
+            if arrays is not None:
                 chosen = common[arrays.best_of(common, offset + limit)[offset:]]
                 return self._rows(arrays, chosen.tolist())
-            ranked = self.host_ranking()
+            ranked = self.host_ranking(host_ranking)
             if ranked is not None:
                 positions = np.where(
                     (common > 0) & (common <= ranked[1].pages),
@@ -580,10 +675,8 @@ class HostAnalysisMixin(AnalysisMixin):
             return [
                 {
                     "host": names.get(int(h), ""),
-                    "hostrank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
-                    "host_position": int(ranked[1].position[h - 1]) + 1
-                    if ranked and 0 < h <= ranked[1].pages
-                    else None,
+                    "host_pagerank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
+                    "host_rank": int(ranked[1].position[h - 1]) + 1 if ranked and 0 < h <= ranked[1].pages else None,
                 }
                 for h in chosen.tolist()
             ]
@@ -591,17 +684,14 @@ class HostAnalysisMixin(AnalysisMixin):
     def anchors(self, url: str, name: str = "pagerank", limit: int = 50) -> list[dict]:
         """The anchor texts of the links to ``url``, grouped (case and spacing folded), by summed contribution."""
         with self.snapshot():
-            ranking_id, _ = self.ranking_head(name)
-            arrays = self.ranking_arrays(ranking_id)
-            params = self.ranking_params(ranking_id)
+            ranking = self.page_ranking(name)
+            arrays = self.ranking_arrays(ranking.id)
+            params = self.ranking_params(ranking.id)
             target = self.page_id(url)
             if target is None:
                 raise StoreError(f"{url}: not in the store")
             links = self.in_slice(target)
-            counted = np.ones(len(links.sources), dtype=bool)
-            if links.nofollow is not None and not params.get("include_nofollow", False):
-                counted = ~links.nofollow
-            contribution = self._contributions(arrays, links, counted, params)
+            contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
             by_source = dict(
                 zip(
                     (links.sources + 1).tolist(),
@@ -610,7 +700,7 @@ class HostAnalysisMixin(AnalysisMixin):
             )
             groups: dict[str, dict] = {}
             for src, anchor in self.db.execute(
-                "SELECT src, anchor FROM link_notes WHERE dst = ? AND anchor IS NOT NULL", (target,)
+                "SELECT src, anchor FROM link_notes WHERE dst = ?1 AND src != ?1 AND anchor IS NOT NULL", (target,)
             ):
                 text = " ".join(anchor.split())
                 group = groups.setdefault(text.casefold(), {"anchor": text, "links": 0, "contribution": 0.0})
@@ -621,33 +711,57 @@ class HostAnalysisMixin(AnalysisMixin):
         rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
         return rows[:limit]
 
-    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
-        """The best hosts of a host-level ranking."""
-        with self.snapshot():
-            ranking_id, _ = self.ranking_head(name)
-            arrays = self.ranking_arrays(ranking_id)
-            chosen = arrays.best[offset : offset + limit].tolist()
-            names = self.host_names([i + 1 for i in chosen])
-            pages = (
-                dict(
-                    self.db.execute(
-                        f"SELECT id, pages FROM hosts WHERE id IN ({','.join('?' * len(chosen))})",
-                        [i + 1 for i in chosen],
-                    )
+    def host_level_ranking(self, name: str = "hostrank") -> Ranking:
+        """The newest version of ranking ``name``, which must rank hosts."""
+        ranking = self.ranking(name)
+        if ranking.level != "host":
+            raise StoreError(f"{name} ranks pages, not hosts: `rankstore rank --level host` ranks the hosts")
+        return ranking
+
+    def _host_rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+        """Rows of hosts by index in a host ranking (host id - 1): ``host``, ``pagerank``, ``position``,
+        ``inlinks`` (None for a host newer than the version), ``pages`` (its pages) and ``hosts`` (ranked)."""
+        ids = [i + 1 for i in indices]
+        known: dict[int, tuple[str, int]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            known.update(
+                (row[0], row[1:])
+                for row in self.db.execute(
+                    f"SELECT id, name, pages FROM hosts WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 )
-                if chosen
-                else {}
             )
-        return [
-            {
-                "rank": offset + k + 1,
-                "hostrank": float(arrays.scores[i]),
-                "host": names.get(i + 1, ""),
-                "pages": pages.get(i + 1),
-                "inlinks": int(arrays.inlinks[i]),
-            }
-            for k, i in enumerate(chosen)
-        ]
+        rows = []
+        for index in indices:
+            name, pages = known.get(index + 1, ("", 0))
+            ranked = index < arrays.pages
+            rows.append(
+                {
+                    "host": name,
+                    "pagerank": float(arrays.scores[index]) if ranked else None,
+                    "position": int(arrays.position[index]) if ranked else None,
+                    "inlinks": int(arrays.inlinks[index]) if ranked else None,
+                    "pages": pages,
+                    "hosts": arrays.pages,
+                }
+            )
+        return rows
+
+    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
+        """The best hosts of a host ranking (rows of :meth:`_host_rows`)."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.host_level_ranking(name).id)
+            return self._host_rows(arrays, arrays.best[offset : offset + limit].tolist())
+
+    def lookup_hosts(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, dict]:
+        """Rows of :meth:`_host_rows` for hosts by name, from host ranking ``name``; hosts not in the store
+        are left out."""
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.host_level_ranking(name).id)
+            ids = {host: self.host_id(host) for host in dict.fromkeys(hosts)}
+            present = {host: number for host, number in ids.items() if number is not None}
+            rows = self._host_rows(arrays, [number - 1 for number in present.values()])
+        return dict(zip(present, rows))
 
     def host_ranks(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
         """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""

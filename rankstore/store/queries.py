@@ -4,7 +4,14 @@ Each answer comes from one ranking version: a query reads the version's head
 and arrays inside one read transaction (:meth:`~rankstore.store.Store.snapshot`).
 Rows are dicts with the same keys everywhere (``url``, ``title``,
 ``pagerank``, ``position``, ``inlinks``, ``extra``, ``crawled``, ``pages``;
-links add ``nofollow`` and ``anchor``).
+links add ``nofollow`` and ``anchor``).  A page added since the version has
+``pagerank``, ``position`` and ``inlinks`` None: it is not ranked yet.
+
+A ranking has a level (:attr:`~.rankings.Ranking.level`): a host ranking's
+arrays are by host id, so every question about pages asks for a page ranking
+(:meth:`QueriesMixin.page_ranking`) and is refused one of hosts
+(:class:`RankingLevelError`), never answered with a host's score read as a
+page's.  A page's links to itself are never listed among its backlinks.
 """
 
 from __future__ import annotations
@@ -14,11 +21,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .errors import StoreError
 from .graph import GraphMixin
 from .pages import PagesMixin, url_keys
-from .rankings import RankingArrays, RankingsMixin
+from .rankings import Ranking, RankingArrays, RankingsMixin
 
-__all__ = ["QueriesMixin"]
+__all__ = ["QueriesMixin", "RankingLevelError"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
@@ -40,10 +48,50 @@ def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, cr
     }
 
 
+class RankingLevelError(StoreError):
+    """A question about pages asked of a ranking of hosts (its scores are by host, not by page)."""
+
+    def __init__(self, ranking: Ranking, page_rankings: Sequence[str]):
+        self.ranking = ranking
+        self.page_rankings = list(page_rankings)  # the store's page rankings, ``pagerank`` first
+        instead = f"use --ranking {self.page_rankings[0]}" if self.page_rankings else "rank pages with `rankstore rank`"
+        hosts = f"`rankstore top --ranking {ranking.name}` for its hosts"
+        super().__init__(f"{ranking.name} ranks hosts, not pages: {instead}, or {hosts}")
+
+
 class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     """Read-only views of a store; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection
+
+    def page_rankings(self) -> list[str]:
+        """The names of the store's page rankings, ``pagerank`` first."""
+        names = [
+            row[0]
+            for row in self.db.execute(
+                "SELECT DISTINCT name FROM rankings r WHERE level = 'page'"
+                " AND version = (SELECT max(version) FROM rankings WHERE name = r.name) ORDER BY name"
+            )
+        ]
+        return sorted(names, key=lambda name: name != "pagerank")
+
+    def page_ranking(self, name: str = "pagerank") -> Ranking:
+        """The newest version of ranking ``name``, which must rank pages: :class:`RankingLevelError` for a host
+        ranking, :class:`~.errors.RankingNotFound` for none."""
+        ranking = self.ranking(name)
+        if ranking.level != "page":
+            raise RankingLevelError(ranking, self.page_rankings())
+        return ranking
+
+    def _page_head(self, name: str) -> tuple[int, int]:
+        """(id, pages) of the newest version of page ranking ``name``: :meth:`ranking_head` with the level checked."""
+        row = self.db.execute(
+            "SELECT id, pages, level FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
+        if row is not None and row[2] == "page":
+            return row[0], row[1]
+        self.page_ranking(name)  # raises, saying why: no such ranking, or one of hosts
+        raise StoreError(f"ranking {name!r} changed while it was read")
 
     def _rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
         pages = {row[0]: row[1:] for row in self.pages_by_id("url, title, crawled", [i + 1 for i in indices])}
@@ -51,11 +99,14 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
 
     def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            arrays = self.ranking_arrays(self._page_head(name)[0])
             return self._rows(arrays, arrays.best[offset : offset + limit].tolist())
 
     def export_rows(self, ranking) -> list[tuple]:
-        """(url, score, position, inlinks, title) of every page of a ranking, best first."""
+        """(url, score, position, inlinks, title, extra) of every page of a page ranking, best first (extra:
+        the variant's value, spam mass, or None)."""
+        if ranking.level != "page":
+            raise RankingLevelError(ranking, self.page_rankings())
         with self.snapshot():
             arrays = self.ranking_arrays(ranking.id)
             urls, titles = [None] * arrays.pages, [None] * arrays.pages
@@ -65,22 +116,26 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
                 urls[page_id - 1], titles[page_id - 1] = url, title
         best = arrays.best.tolist()
         scores, inlinks = arrays.scores.tolist(), arrays.inlinks.tolist()
-        return [(urls[i], scores[i], position, inlinks[i], titles[i]) for position, i in enumerate(best)]
+        extra = arrays.extra.tolist() if arrays.extra is not None else [None] * arrays.pages
+        return [
+            (urls[i], scores[i], position, inlinks[i], titles[i], None if extra[i] != extra[i] else extra[i])
+            for position, i in enumerate(best)
+        ]
 
     def lookup(self, urls: Sequence[str], name: str = "pagerank") -> dict[str, dict]:
-        """Scores and titles of many URLs (already canonical); absent URLs are left out."""
+        """Scores and titles of many URLs (already canonical); absent URLs are left out, a page added since
+        the version is there with no score (not ranked yet)."""
         urls = list(dict.fromkeys(urls))
         found: dict[str, dict] = {}
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            arrays = self.ranking_arrays(self._page_head(name)[0])
             for start in range(0, len(urls), _IN_CHUNK):
                 chunk = urls[start : start + _IN_CHUNK]
                 marks = ",".join("?" * len(chunk))
                 for page_id, url, title, crawled in self.db.execute(
                     f"SELECT id, url, title, crawled FROM pages WHERE url IN ({marks})", chunk
                 ):
-                    if page_id <= arrays.pages:
-                        found[url] = _page_row(arrays, page_id - 1, url, title, crawled)
+                    found[url] = _page_row(arrays, page_id - 1, url, title, crawled)
         return found
 
     def scores_by_url(self, urls: Sequence[str], name: str = "pagerank") -> tuple[dict[str, tuple], int]:
@@ -90,7 +145,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         query per 2,000 URLs, then the version's arrays.
         """
         with self.snapshot():
-            ranking_id, pages = self.ranking_head(name)
+            ranking_id, pages = self._page_head(name)
             return self.scores_in(ranking_id, urls), pages
 
     def scores_in(self, ranking_id: int, urls: Sequence[str]) -> dict[str, tuple]:
@@ -122,8 +177,13 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         )
 
     def _backlink_indices(self, arrays: RankingArrays, target: int, count: int) -> tuple[list[int], list[bool]]:
-        """The best ``count`` pages linking to page id ``target``, and whether each link is nofollow."""
+        """The best ``count`` pages linking to page id ``target`` (not the page itself), and whether each link is
+        nofollow."""
         sources, nofollow = self.in_links_of(target)
+        others = sources != target - 1
+        if not others.all():  # a page's link to itself is no backlink
+            sources = sources[others]
+            nofollow = nofollow[others] if nofollow is not None else None
         chosen = arrays.best_of(sources, count)
         flags = nofollow[chosen].tolist() if nofollow is not None else [False] * len(chosen)
         return sources[chosen].tolist(), flags
@@ -131,7 +191,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     def backlinks(self, url: str, name: str = "pagerank", limit: int = 50, offset: int = 0) -> list[dict]:
         """Pages linking to ``url``, best PageRank first (the paper's section 7.4)."""
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            arrays = self.ranking_arrays(self._page_head(name)[0])
             target = self.page_id(url)
             if target is None:
                 return []
@@ -173,11 +233,11 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
 
     def backlink_count(self, url: str, name: str = "pagerank") -> int:
         found = self.lookup([url], name).get(url)
-        return found["inlinks"] if found else 0
+        return (found or {}).get("inlinks") or 0
 
     def out_links_ranked(self, url: str, name: str = "pagerank", limit: int = 200) -> list[dict]:
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            arrays = self.ranking_arrays(self._page_head(name)[0])
             source = self.page_id(url)
             if source is None:
                 return []
@@ -217,7 +277,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         if not query or offset >= SEARCH_SCAN:
             return []
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
+            arrays = self.ranking_arrays(self._page_head(name)[0])
             ids = np.fromiter(
                 (
                     row[0]

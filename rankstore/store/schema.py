@@ -38,8 +38,10 @@ Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   holds the rank source E where it is not uniform (page ids and weights);
   ``rankings.build`` the build whose graph the version ranked (a newer
   build makes it stale).  The ``scores`` view reads the
-  blocks as one row per page; ``current_scores`` is each ranking's newest
-  version with the pages' URLs and titles.
+  blocks as one row per page (per host, ``page_id`` then the host's id, for a
+  host ranking); ``current_scores`` is each ranking's newest version with its
+  ``level``, joined to the pages (URL and title) or, for a host ranking, to
+  the hosts: ``name`` is the page's URL or the host's name.
 
 Packed arrays are big-endian so that the views can read them with SQLite's
 own functions (``hex``, ``instr``, ``pow``): plain ``sqlite3``, sqlite-utils
@@ -212,10 +214,15 @@ SELECT b.ranking_id AS ranking_id, b.first + c.k + 1 AS page_id, {sql_float64("b
        CASE WHEN b.extra IS NULL THEN NULL ELSE {sql_float64("b.extra", "c.k")} END AS extra
 FROM ranking_blocks b JOIN counter c ON c.k < length(b.scores) / 8;
 CREATE VIEW IF NOT EXISTS current_scores AS
-SELECT r.name AS ranking, r.version AS version, p.id AS page_id, p.url AS url, p.title AS title,
-       s.score AS pagerank, s.inlinks AS inlinks, s.extra AS extra
+SELECT r.name AS ranking, r.version AS version, r.level AS level, r.build AS build, p.id AS page_id,
+       NULL AS host_id, p.url AS name, p.url AS url, p.title AS title, s.score AS pagerank, s.inlinks AS inlinks,
+       s.extra AS extra
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN pages p ON p.id = s.page_id
-WHERE r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
+WHERE r.level = 'page' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name)
+UNION ALL
+SELECT r.name, r.version, r.level, r.build, NULL, h.id, h.name, NULL, NULL, s.score, s.inlinks, s.extra
+FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN hosts h ON h.id = s.page_id
+WHERE r.level = 'host' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
 """
 
 COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)

@@ -1,0 +1,177 @@
+"""One dialect for every view's rows: CSV, JSON and the aligned table, for the CLI and the proxy's own pages.
+
+``rankstore``'s commands and the downloads of the own pages write rows
+through these functions only, so that a view reads the same wherever it
+comes from:
+
+* **columns**: the view's column names (:mod:`rankstore.views`), the same in
+  CSV, JSON and the table's header; a JSON row holds exactly those keys, in
+  that order.
+* **CSV**: Python's ``csv`` dialect (a field is quoted only where it holds a
+  comma, quote or line break), ``\\n`` line ends, ``true``/``false`` for
+  booleans, an empty field for a value that is not known, numbers as Python
+  writes them (``repr``: every digit of a float).
+* **JSON**: a list of objects, two-space indent, UTF-8 text (nothing
+  escaped), ``null`` for a value that is not known (a NaN too), booleans and
+  numbers as JSON has them.
+* **numbers**: shares and contributions are fractions (of 1) in CSV and JSON;
+  only the table shows a share as a percentage.  A percentile is on its own
+  0-100 scale everywhere (it is one, as the paper shows it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+
+__all__ = ["csv_text", "json_text", "render", "write_csv", "table_lines", "TEXT_COLUMNS"]
+
+
+def _plain(value: Any) -> Any:
+    """A value as both writers take it: NaN is not known (None); numpy scalars as Python's."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    item = getattr(value, "item", None)  # a numpy scalar
+    return item() if callable(item) and not isinstance(value, (str, bytes)) else value
+
+
+def _csv_field(value: Any) -> Any:
+    value = _plain(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def write_csv(handle: IO[str], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """Rows (sequences in the order of ``columns``) as CSV under a header; returns the rows written."""
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(columns)
+    count = 0
+    for row in rows:
+        writer.writerow([_csv_field(value) for value in row])
+        count += 1
+    return count
+
+
+def csv_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    out = io.StringIO()
+    write_csv(out, columns, ([row.get(c) for c in columns] for row in rows))
+    return out.getvalue()
+
+
+def json_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    return json.dumps([{c: _plain(row.get(c)) for c in columns} for row in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+def render(rows: Sequence[dict], columns: Sequence[str], fmt: str) -> str:
+    """The rows as ``fmt`` (``csv`` or ``json``) writes them."""
+    if fmt == "json":
+        return json_text(rows, columns)
+    if fmt == "csv":
+        return csv_text(rows, columns)
+    raise ValueError(f"format must be csv or json, not {fmt!r}")
+
+
+# ------------------------------------------------------------------ the table
+
+# Columns said after the numbers, as text: the row's subject (the first of these in the view), then the others.
+TEXT_COLUMNS = ("url", "host", "best_url", "title", "anchor", "target", "kind", "nofollow")
+_SCORES = {"pagerank", "host_pagerank", "contribution", "best_pagerank"}
+_BUILDS = {"build", "first_seen", "last_seen", "lost_in"}  # numbers that name a build: no thousands separator
+_BAR_CHAR = "█"
+_WIDEST = 60  # characters of a cell before it is cut
+
+
+def _cell(column: str, row: dict) -> str:
+    value = _plain(row.get(column))
+    if column == "bar":
+        return _bar_text(row)
+    if value is None:
+        return "" if _is_share_line(row) else "-"
+    if column == "share":
+        return f"{value:.2%}"
+    if column == "percentile":
+        return f"{value:.2f}"
+    if column in _SCORES:
+        return f"{value:.4e}"
+    if column == "spam_mass":
+        return f"{value:.4f}"
+    if column == "host_rank":
+        return f"#{value:,}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and column not in _BUILDS:
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4e}"
+    return str(value)
+
+
+def _is_share_line(row: dict) -> bool:
+    """A backlink report's line that is no page: a share of the PageRank from elsewhere."""
+    return "kind" in row and row.get("url") is None
+
+
+def _bar_text(row: dict) -> str:
+    """The bar in characters; a row scored 0 or not ranked says so in words, as its empty bar cannot."""
+    score = row["pagerank"] if "pagerank" in row else row.get("host_pagerank")
+    if _is_share_line(row):
+        return ""
+    if score is None:
+        return "not ranked yet"
+    if not score > 0:
+        return "0 (unreached by the rank source)"
+    return _BAR_CHAR * max(int(row.get("bar") or 0), 1)
+
+
+def _text(columns: Sequence[str], row: dict) -> tuple[str, str | None]:
+    """The row's text after its numbers: its subject with what else is said of it, and its title (or None)."""
+    subject = next((c for c in columns if c in ("url", "host", "best_url")), None)
+    parts = []
+    if subject is not None and row.get(subject) is not None:
+        parts.append(str(row[subject]))
+    elif row.get("kind") is not None:
+        parts.append(f"({row['kind']})")
+    kind = row.get("kind")
+    if kind == "nofollow" or ("kind" not in columns and "nofollow" in columns and row.get("nofollow")):
+        parts.append("(nofollow)")
+    for column in columns:
+        if column in (subject, "title", "kind", "nofollow") or column not in TEXT_COLUMNS:
+            continue
+        value = row.get(column)
+        if value is None:
+            continue
+        parts.append(f"“{value}”" if column == "anchor" else f"{column} {value}")
+    title = row.get("title") if "title" in columns else None
+    return "  ".join(parts), (str(title)[:100] if title else None)
+
+
+def table_lines(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
+    """The rows as an aligned table: the view's columns as its header, the numbers first, then each row's
+    subject (URL or host) with its other text, and a page's title on a line of its own."""
+    if not rows:
+        return ["(nothing)"]
+    numeric = [c for c in columns if c not in TEXT_COLUMNS and c != "bar"] + (["bar"] if "bar" in columns else [])
+    cells = [[_cell(c, row) for c in numeric] for row in rows]
+    widths = [min(max(len(c), *(len(line[i]) for line in cells)), _WIDEST) for i, c in enumerate(numeric)]
+    right = [c != "bar" for c in numeric]
+    texts = [c for c in columns if c in TEXT_COLUMNS]  # every column is named, the flags' too
+
+    def line(values: Sequence[str], text: str) -> str:
+        shown = [(v[:w].rjust(w) if r else v[:w].ljust(w)) for v, w, r in zip(values, widths, right)]
+        return "  ".join([*shown, text]).rstrip()
+
+    out = [line(numeric, " / ".join(texts))]
+    blank = [""] * len(numeric)
+    for row, values in zip(rows, cells):
+        text, title = _text(columns, row)
+        out.append(line(values, text))
+        if title:
+            out.append(line(blank, title))
+    return out

@@ -1,0 +1,93 @@
+"""A page is never listed as its own backlink (issue 36, 8), though its links to itself count in its rank.
+
+The python docs have pages that link to themselves (a link to the page's own
+URL, not to a fragment of it).  As in networkx's ``pagerank`` (a self-loop
+is an ordinary edge) the ranking counts such a link: it is one of the page's
+out-links and passes it its share.  The listings of backlinks leave the page
+out, and the backlink report gives what those links pass as a share of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rankstore.cli import cli
+from rankstore.solver import Graph, pagerank
+from rankstore.store import Store
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def self_linked(python_doc_store, tmp_path_factory):
+    """(store, a crawled page that links to itself, among the best such by backlinks)."""
+    path = str(tmp_path_factory.mktemp("self-links") / "py.db")
+    shutil.copy(python_doc_store, path)
+    run("rank", "--store", path, "-q")
+    with sqlite3.connect(path) as db:
+        url = db.execute(
+            "SELECT p.url FROM links l JOIN pages p ON p.id = l.src WHERE l.src = l.dst AND p.crawled"
+            " AND NOT l.nofollow ORDER BY (SELECT count(*) FROM links b WHERE b.dst = p.id) DESC LIMIT 1"
+        ).fetchone()[0]
+    return path, url
+
+
+def test_backlinks_leave_the_page_itself_out(self_linked):
+    store, url = self_linked
+    rows = json.loads(run("backlinks", url, "-n", "100000", "--format", "json", "--store", store))
+    listed = [row["url"] for row in rows if row["url"] is not None]
+    assert url not in listed
+    with sqlite3.connect(store) as db:
+        others = {
+            row[0]
+            for row in db.execute(
+                "SELECT s.url FROM links l JOIN pages s ON s.id = l.src JOIN pages t ON t.id = l.dst"
+                " WHERE t.url = ? AND l.src != l.dst",
+                (url,),
+            )
+        }
+    assert set(listed) == others
+    with Store(store, readonly=True) as opened:
+        ranking = opened.ranking()
+        arrays = opened.ranking_arrays(ranking.id)
+        page = opened.page_id(url)
+        assert url not in [row[0] for row in opened.top_backlinks(ranking.id, url, 10_000)]  # the panel's query
+        own = float(arrays.votes[page - 1]) / float(arrays.scores[page - 1])  # an unweighted link: votes[v]
+        hosts = opened.referring_hosts(url, limit=1000)
+        anchors = opened.anchors(url, limit=10_000)
+    shares = {row["kind"]: row["share"] for row in rows if row["url"] is None}
+    assert shares["its links to itself"] == pytest.approx(own, rel=1e-12)
+    assert sum(row["share"] or 0.0 for row in rows) == pytest.approx(1.0, abs=1e-9)
+    host = url.split("/")[2]
+    same_host = [row for row in hosts if row["host"] == host]
+    assert same_host and same_host[0]["pages"] == sum(1 for other in others if other.split("/")[2] == host)
+    with sqlite3.connect(store) as db:
+        (noted,) = db.execute(
+            "SELECT count(*) FROM link_notes n JOIN pages t ON t.id = n.dst WHERE t.url = ? AND n.src != n.dst"
+            " AND n.anchor IS NOT NULL",
+            (url,),
+        ).fetchone()
+    assert sum(row["links"] for row in anchors) == noted
+
+
+def test_a_link_to_itself_is_an_edge_as_in_networkx():
+    """The contract the listing leaves alone: the solver counts a self-link as networkx does."""
+    edges = [(0, 0), (0, 1), (1, 2), (2, 0), (2, 1), (3, 3), (3, 2)]
+    graph = Graph.from_edges([s for s, _ in edges], [d for _, d in edges], n=4)
+    ours = pagerank(graph, tol=1e-14, max_iter=10_000).scores
+    expected = nx.pagerank(nx.DiGraph(edges), tol=1e-15, max_iter=10_000)
+    assert np.allclose(ours, [expected[i] for i in range(4)], atol=1e-12)
+    without = [(s, d) for s, d in edges if s != d]
+    plain = pagerank(Graph.from_edges([s for s, _ in without], [d for _, d in without], n=4), tol=1e-14).scores
+    assert not np.allclose(ours, plain, atol=1e-6)  # the self-links were counted, not dropped
