@@ -16,7 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from rankstore import display
-from rankstore.store import Ranking, RankingNotFound, Store, StoreError
+from rankstore.store import Ranking, RankingLevelError, RankingNotFound, Store, StoreError
 from rankstore.urls import host_of
 
 from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
@@ -41,21 +41,19 @@ def page_ranking(store: Store, name: str) -> Ranking:
     for a name the store has not.
     """
     try:
-        ranking: Ranking | None = store.ranking(name)
+        return store.page_ranking(name)
+    except RankingLevelError as error:  # the CLI's words name its options; the proxy's name the choice alone
+        pages = error.page_rankings
+        raise StoreError(
+            f"{name} ranks {error.ranking.level}s, not pages: "
+            + (f"choose a page ranking ({', '.join(pages)})" if pages else "rank the pages first (`rankstore rank`)")
+        ) from None
     except RankingNotFound:
-        ranking = None
-    if ranking is not None and ranking.level == "page":
-        return ranking
-    pages = [other.name for other in store.rankings() if other.level == "page"]
-    choices = ", ".join(pages)
-    if ranking is None:
+        pages = store.page_rankings()
         raise RankingNotFound(
-            f"no ranking {name!r} " + (f"(the store's page rankings: {choices})" if pages else "(run `rankstore rank`)")
-        )
-    raise StoreError(
-        f"{name} ranks {ranking.level}s, not pages: "
-        + (f"choose a page ranking ({choices})" if pages else "rank the pages first (`rankstore rank`)")
-    )
+            f"no ranking {name!r} "
+            + (f"(the store's page rankings: {', '.join(pages)})" if pages else "(run `rankstore rank`)")
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -371,9 +369,10 @@ class PageView:
             return [], [], 0, since
         links = self.store.in_slice(page)  # the library's read of the page's in-links, with each link's build
         arrays = self.store.ranking_arrays(self.ranking_id)
-        chosen = arrays.best_of(links.sources, limit)
-        chosen = chosen[links.sources[chosen] < arrays.pages]  # a page newer than the version has no score yet
-        fresh = self.store.new_in_links(page, links)
+        chosen = arrays.best_of(links.sources, limit + 1)
+        # a page newer than the version has no score yet; a page is never its own backlink
+        chosen = chosen[(links.sources[chosen] < arrays.pages) & (links.sources[chosen] != page - 1)][:limit]
+        fresh = self.store.new_in_links(page, links) & (links.sources != page - 1)
         new = fresh[chosen]
         count = int(np.count_nonzero(fresh))
         if count:

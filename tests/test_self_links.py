@@ -91,3 +91,25 @@ def test_a_link_to_itself_is_an_edge_as_in_networkx():
     without = [(s, d) for s, d in edges if s != d]
     plain = pagerank(Graph.from_edges([s for s, _ in without], [d for _, d in without], n=4), tol=1e-14).scores
     assert not np.allclose(ours, plain, atol=1e-6)  # the self-links were counted, not dropped
+
+
+def test_the_panel_leaves_the_page_itself_out_once_links_differ_in_age(self_linked, tmp_path):
+    """With a second build the panel reads the page's in-links itself (to mark the new ones): the page's links to
+    itself stay out of its backlinks and of its count of new ones."""
+    from proxy_addon.ranks import Ranks
+
+    store, url = self_linked
+    path = str(tmp_path / "two-builds.db")
+    shutil.copy(store, path)
+    edges = tmp_path / "edges.tsv"
+    edges.write_text(f"http://elsewhere.example/\t{url}\n")
+    run("build", str(edges), "--store", path, "-q")
+    run("rank", "--store", path, "-q")
+    ranks = Ranks(path, panel_size=10_000)
+    try:
+        panel = ranks.panel(url)
+    finally:
+        ranks.close()
+    listed = [backlink.url for backlink in panel.backlinks]
+    assert "http://elsewhere.example/" in listed and url not in listed
+    assert panel.new_backlinks == 1
