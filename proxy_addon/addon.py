@@ -340,9 +340,9 @@ class PageRankProxy:
         # The bars are the store's as it is now, not the origin's: a validator of the origin's would let a
         # browser keep this copy across a new ranking (its 304 brings back the old bars), so none is left and
         # the browser must ask again each time.
-        for name in (b"etag", b"last-modified"):
-            if name in names:
-                del response.headers[name.decode()]
+        for validator in ("etag", "last-modified"):
+            if validator.encode() in names:
+                del response.headers[validator]
         caching = response.headers.get("cache-control")
         if caching is None or "no-cache" not in caching.lower():
             response.headers["cache-control"] = f"{caching}, no-cache" if caching else "no-cache"

@@ -169,7 +169,7 @@ def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -
         return rows
     handle = open(sink, "w", newline="", encoding="utf-8") if isinstance(sink, str) else _text(sink)
     try:
-        return output.write_csv(handle, schema.names, (row for batch in source for row in _rows(batch)))
+        return output.write_csv_columns(handle, schema.names, ([c.to_pylist() for c in b.columns] for b in source))
     finally:
         handle.flush()
         if isinstance(sink, str):
@@ -179,8 +179,4 @@ def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -
 
 
 def _text(binary) -> io.TextIOWrapper:
-    return io.TextIOWrapper(binary, encoding="utf-8", newline="", write_through=True)
-
-
-def _rows(batch: pa.RecordBatch) -> Iterator[tuple]:
-    return zip(*(column.to_pylist() for column in batch.columns))
+    return io.TextIOWrapper(binary, encoding="utf-8", newline="")

@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
-__all__ = ["csv_text", "json_text", "render", "write_csv", "table_lines", "TEXT_COLUMNS"]
+__all__ = ["csv_text", "json_text", "render", "write_csv", "write_csv_columns", "table_lines", "TEXT_COLUMNS"]
 
 
 def _plain(value: Any) -> Any:
@@ -57,6 +57,30 @@ def write_csv(handle: IO[str], columns: Sequence[str], rows: Iterable[Sequence[A
         writer.writerow([_csv_field(value) for value in row])
         count += 1
     return count
+
+
+def write_csv_columns(handle: IO[str], columns: Sequence[str], batches: Iterable[Sequence[list]]) -> int:
+    """Batches of columns (one list of Python values a column) as :func:`write_csv` writes their rows.
+
+    The whole store's tables go this way: a column of booleans or of floats
+    (NaN) is put in the dialect's form once, and every other value goes to
+    the csv module's own loop, which writes None as empty as the dialect does.
+    """
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(columns)
+    count = 0
+    for batch in batches:
+        cells = [_csv_column(values) for values in batch]
+        writer.writerows(zip(*cells))
+        count += len(cells[0]) if cells else 0
+    return count
+
+
+def _csv_column(values: list) -> list:
+    kinds = {type(value) for value in values}
+    if bool in kinds or (float in kinds and any(value != value for value in values if type(value) is float)):
+        return [_csv_field(value) for value in values]
+    return values
 
 
 def csv_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
