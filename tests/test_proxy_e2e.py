@@ -64,6 +64,17 @@ class Proxy:
             text=True,
         )
         wait_for_port(self.port, self.process)
+        # the port is bound before the addons' running hooks end (the ranking read, the workers up): the
+        # banner says when the proxy serves pages as it means to
+        deadline = time.monotonic() + 30
+        while "(ranking " not in self.said() and self.process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def said(self) -> str:
+        """What it has written so far, read without moving the file offset it shares with the process."""
+        self.output.flush()
+        fd = self.output.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     def stop(self) -> str:
         self.process.terminate()
