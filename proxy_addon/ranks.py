@@ -143,7 +143,7 @@ class Ranks:
         if head is None or head.data_version != version:
             with store.snapshot():
                 # once per commit: what every page until the next one shows beside its scores
-                ranking = store.ranking(self.ranking)
+                ranking = store.page_ranking(self.ranking)  # a version of hosts is never read by page
                 head = local.head = _Head(
                     version, ranking.id, ranking.pages, store.last_page_id(), store.stale_note(ranking)
                 )

@@ -449,9 +449,7 @@ def rank(
         rankstore rank --level host            # the ranking 'hostrank'
         rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
-    from .ranking import RankingError, RankOptions, Seeds, Unchanged, check_seeds, load_graph, load_host_graph
-    from .ranking import rank as run_rank
-    from .solver import ConvergenceError
+    from .ranking import RankingError, RankOptions, Seeds, check_seeds, load_graph, load_host_graph
 
     given = click.core.ParameterSource.COMMANDLINE
     if engine == "spark" and ctx.get_parameter_source("method") == given:
@@ -515,42 +513,55 @@ def rank(
                 f"graph: {loaded.graph.n:,} {nodes}, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)",
                 err=True,
             )
-        for options in jobs:
-
-            def show(iteration: int, residual: float, name: str = options.name) -> None:
-                if not quiet:
-                    click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
-
-            def say(step: str) -> None:
-                click.echo(f"  {step}", err=True)
-
-            try:
-                outcome = run_rank(store, options, show, loaded, solver, None if quiet else say)
-            except ConvergenceError as error:
-                raise click.ClickException(f"{error} (raise --max-iter or --tol)") from error
-            if isinstance(outcome, Unchanged):
-                click.echo(outcome.message)
-                continue
-            result = outcome.result
-            warm = ""
-            if outcome.warm_from is not None:
-                saved = outcome.iterations_saved
-                warm = f"; warm start from v{outcome.warm_from}"
-                if saved is not None and saved > 0:
-                    warm += f": {saved} iterations saved against a cold start"
-                elif saved is not None:  # a warm start far from the answer can take longer than a cold one
-                    warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
-            click.echo(
-                f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} {nodes} in "
-                f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
-                f"{outcome.seconds:.2f} s, written in {outcome.write_seconds:.2f} s{warm}"
-            )
+        # several topics are written all or none: one that fails leaves those ranked before it unwritten
+        said: list[str] = []
+        with store.transaction() if len(jobs) > 1 else contextlib.nullcontext():
+            for options in jobs:
+                said.append(_rank_one(store, options, loaded, solver, nodes, quiet))
+        for line in said:
+            click.echo(line)
     except (RankingError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     finally:
         if solver is not None:
             solver.close()
         store.close()
+
+
+def _rank_one(store: Store, options, loaded, solver, nodes: str, quiet: bool) -> str:
+    """Rank one job of ``rank``; returns the line that says what was written."""
+    from .ranking import Unchanged
+    from .ranking import rank as run_rank
+    from .solver import ConvergenceError
+
+    def show(iteration: int, residual: float, name: str = options.name) -> None:
+        if not quiet:
+            click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
+
+    def say(step: str) -> None:
+        click.echo(f"  {step}", err=True)
+
+    try:
+        outcome = run_rank(store, options, show, loaded, solver, None if quiet else say)
+    except ConvergenceError as error:
+        written = ": no ranking of this run was written" if store.db.in_transaction else ""
+        raise click.ClickException(f"{error} (raise --max-iter or --tol){written}") from error
+    if isinstance(outcome, Unchanged):
+        return outcome.message
+    result = outcome.result
+    warm = ""
+    if outcome.warm_from is not None:
+        saved = outcome.iterations_saved
+        warm = f"; warm start from v{outcome.warm_from}"
+        if saved is not None and saved > 0:
+            warm += f": {saved} iterations saved against a cold start"
+        elif saved is not None:  # a warm start far from the answer can take longer than a cold one
+            warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
+    return (
+        f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} {nodes} in "
+        f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
+        f"{outcome.seconds:.2f} s, written in {outcome.write_seconds:.2f} s{warm}"
+    )
 
 
 def _spark_conf(values: Sequence[str]) -> dict[str, str]:

@@ -355,10 +355,22 @@ def _indicator(page_ids: np.ndarray, seeds: Seeds) -> np.ndarray:
     return vector
 
 
-def _warm_start(store: Store, name: str, page_ids: np.ndarray) -> tuple[np.ndarray | None, Ranking | None]:
+def _warm_start(
+    store: Store, name: str, page_ids: np.ndarray, teleport: tuple[np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray | None, Ranking | None]:
+    """The previous version's scores as the start, when it had the same rank source E.
+
+    Under another E the pages that this one never reaches held rank: a start
+    there is not 0, and the solve leaves rounding errors of either sign where
+    the answer is exactly 0 (from 0 every iterate stays 0 there: the pages E
+    reaches link only to pages E reaches).
+    """
     try:
         previous = store.ranking(name)
     except RankingNotFound:
+        return None, None
+    before = store.teleport_of(previous.id)
+    if not _same_teleport(before, teleport):
         return None, None
     old_ids, old_scores = store.scores_of(previous.id)
     if len(old_ids) == 0:
@@ -406,6 +418,12 @@ def rank(
             raise RankingError(f"engine {options.engine!r} needs its solver (rankstore.spark.engine.SparkSolver)")
         solver = scipy_solver(options.method)
     method = options.method if options.engine == "scipy" else "power"
+    try:
+        level = store.ranking(options.name).level
+    except RankingNotFound:
+        level = options.level
+    if level != options.level:  # its readers would look one level's ids up as the other's
+        raise RankingError(f"{options.name} ranks {level}s: give another --name for a ranking of {options.level}s")
     if options.level == "host":
         if options.sources or options.source_roots or options.trusted or options.flagged:
             raise RankingError("--level host ranks hosts with a uniform rank source: no --source, --trusted, --flagged")
@@ -466,11 +484,15 @@ def rank(
             return Unchanged(same)
     start, previous = (None, None)
     if options.warm_start:
-        start, previous = _warm_start(store, options.name, page_ids)
+        start, previous = _warm_start(store, options.name, page_ids, teleport)
     problem = Problem(
         graph, options.damping, personalization, dangling, options.tol, options.max_iter, start, options.weighted
     )
     result = solver(problem, callback)
+    # PageRank is never negative: a Krylov solve can leave a rounding error of either sign where the exact
+    # score is 0 (a page the rank source never reaches), and a bar or a warm start must not read it as a score
+    if bool((result.scores < 0).any()):
+        result.scores = np.maximum(result.scores, 0.0)
     extra = None
     if kind == "trust":
         extra = spam_mass(problem, result.scores, options.good_fraction, solver)
@@ -524,13 +546,14 @@ def _same_as_newest(
     ranked = {key: value for key, value in newest.params.items() if key not in _RUN_FIELDS}
     if ranked != params:
         return None
-    before = store.teleport_of(newest.id)
-    if (before is None) != (teleport is None):
-        return None
-    if before is not None and teleport is not None:
-        if not (np.array_equal(before[0], teleport[0]) and np.array_equal(before[1], teleport[1])):
-            return None
-    return newest
+    return newest if _same_teleport(store.teleport_of(newest.id), teleport) else None
+
+
+def _same_teleport(before: tuple[np.ndarray, np.ndarray] | None, after: tuple[np.ndarray, np.ndarray] | None) -> bool:
+    """Whether two rank sources E (page ids and weights, None for uniform) are the same."""
+    if before is None or after is None:
+        return before is after
+    return bool(np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1]))
 
 
 def link_votes(graph: Graph, scores: np.ndarray, damping: float, weighted: bool) -> np.ndarray:

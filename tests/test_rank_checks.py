@@ -261,3 +261,63 @@ def test_stats_plot_draws_the_newest_version_with_a_history(store, tmp_path):
     left = image[:, : image.shape[1] // 2]
     line = np.all(np.abs(left - np.array([0x1F, 0x77, 0xB4]) / 255) < 0.08, axis=-1)  # matplotlib's first colour
     assert line.sum() > 200, line.sum()  # the residuals are drawn, not an empty axis
+
+
+# ------------------------------------------------------------ what a review of the above found
+
+
+def test_a_ranking_keeps_its_level(store):
+    """A name that ranks pages never gets a version of hosts, nor the reverse: its readers (the proxy among them,
+    which reads each new version as it comes) would look one level's ids up as the other's."""
+    refused = run("rank", "--store", store, "-q", "--level", "host", "--name", "pagerank", ok=False)
+    assert refused.exit_code == 1
+    assert refused.output == "Error: pagerank ranks pages: give another --name for a ranking of hosts\n"
+    run("rank", "--store", store, "-q", "--level", "host")
+    refused = run("rank", "--store", store, "-q", "--name", "hostrank", ok=False)
+    assert refused.output == "Error: hostrank ranks hosts: give another --name for a ranking of pages\n"
+    assert versions(store, "pagerank") == [1] and versions(store, "hostrank") == [1]
+
+
+def test_a_new_rank_source_starts_cold_and_leaves_no_rounding_error_as_a_score(store, site):
+    """Ranked again under another E, a name's previous scores are no start: the pages the new E never reaches
+    would keep rounding errors of either sign (bars drawn for them, and a negative start the next time)."""
+    run("rank", "--store", store, "-q", "--source-roots")
+    run("rank", "--store", store, "-q", "--source", f"{site}library/functions.html")
+    with Store(store, readonly=True) as reader:
+        ranking = reader.ranking("personalized")
+        _, scores = reader.scores_of(ranking.id)
+    assert ranking.params["warm_from"] is None
+    assert scores.min() == 0.0 and np.count_nonzero(scores == 0) > 100  # unreached pages: exactly 0
+    assert scores[scores > 0].min() > 1e-9  # nothing that is only rounding
+    run("rank", "--store", store, "-q", "--source-roots")  # from those scores again: no negative start
+
+
+def test_several_topics_are_written_all_or_none(store, site, tmp_path):
+    """A topic that fails after another was ranked (here: it does not converge) leaves that one unwritten."""
+    easy, hard = tmp_path / "easy.txt", tmp_path / "hard.txt"
+    easy.write_text(f"{site}library/functions.html\n")
+    hard.write_text(f"{site}index.html\n")
+    args = ("rank", "--store", store, "-q", "--method", "power", "--topic", f"a={easy}", "--topic", f"b={hard}")
+    failed = run(*args, "--max-iter", "3", ok=False)
+    assert failed.exit_code == 1 and "no ranking of this run was written" in failed.output
+    assert "ranked topic:a" not in failed.output
+    assert versions(store, "topic:a") == [] and versions(store, "topic:b") == []
+    done = run(*args)
+    assert done.output.startswith("ranked topic:a v1") and "ranked topic:b v1" in done.output
+
+
+def test_a_stale_variant_is_told_how_it_was_made(store, site, tmp_path):
+    """`rankstore rank` ranks pagerank alone: the note on a stale variant points to what made it."""
+    run("rank", "--store", store, "-q", "--source", f"{site}index.html")
+    edges = tmp_path / "edges.tsv"
+    edges.write_text(f"http://elsewhere.example/\t{site}index.html\n")
+    run("build", str(edges), "--store", store, "-q")
+    with Store(store, readonly=True) as reader:
+        build = reader.newest_build()
+        assert (
+            reader.stale_note(reader.ranking()) == f"ranking pagerank v1 predates build {build}: run `rankstore rank`"
+        )
+        assert reader.stale_note(reader.ranking("personalized")) == (
+            f"ranking personalized v1 predates build {build}: rank it again as it was made"
+            " (`rankstore stats --ranking personalized` shows how)"
+        )

@@ -225,7 +225,15 @@ class RankingsMixin(StoreBase):
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
-            row = self.db.execute("SELECT max(version) FROM rankings WHERE name = ?", (name,)).fetchone()
+            row = self.db.execute(
+                "SELECT max(version), (SELECT level FROM rankings WHERE name = ?1 ORDER BY version DESC LIMIT 1)"
+                " FROM rankings WHERE name = ?1",
+                (name,),
+            ).fetchone()
+            if row[1] is not None and row[1] != level:  # a reader would look one level's ids up as the other's
+                raise StoreError(
+                    f"{name} ranks {row[1]}s: a ranking keeps its level (give another name for a {level} ranking)"
+                )
             version = (row[0] or 0) + 1
             cursor = self.db.execute(
                 "INSERT INTO rankings (name, version, params, iterations, residuals, created_at, pages, seconds,"
@@ -302,16 +310,22 @@ class RankingsMixin(StoreBase):
         return self.ranking(ranking.name, row[0]) if row else None
 
     def newest_build(self) -> int | None:
-        """The newest build that finished (None before the first)."""
-        return self.db.execute("SELECT max(id) FROM builds WHERE status = 'complete'").fetchone()[0]
+        """The newest build, finished or not (None before the first): one cut short has changed pages too, and
+        ``rank`` derives the graph of what it left (its number is then the version's ``build``)."""
+        return self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
 
     def stale_note(self, ranking: Ranking) -> str | None:
         """What to say when a newer build than the one ``ranking`` ranked exists; None while it is current."""
         newest = self.newest_build()
         if newest is None or (ranking.build is not None and ranking.build >= newest):
             return None
-        command = "rankstore rank --level host" if ranking.level == "host" else "rankstore rank"
-        return f"ranking {ranking.label} predates build {newest}: run `{command}`"
+        if ranking.level == "host":
+            cure = "run `rankstore rank --level host`"
+        elif ranking.name == "pagerank" and ranking.params.get("kind", "pagerank") == "pagerank":
+            cure = "run `rankstore rank`"
+        else:  # a variant: its seeds and options made it, and only they make it again
+            cure = f"rank it again as it was made (`rankstore stats --ranking {ranking.name}` shows how)"
+        return f"ranking {ranking.label} predates build {newest}: {cure}"
 
     def ranking_params(self, ranking_id: int) -> dict:
         row = self.db.execute("SELECT params FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
