@@ -45,6 +45,7 @@ __all__ = [
     "share_rows",
     "page_columns",
     "stale_notes",
+    "host_level_note",
     "top_view",
     "show_view",
     "search_view",
@@ -217,6 +218,11 @@ def with_host_ranks(store: Store, rows: list[dict]) -> list[dict]:
     return rows
 
 
+def host_level_note(name: str) -> str:
+    """What is said beside pages answered by a host ranking (``show``, the own /page)."""
+    return f"{name} ranks hosts: each URL is answered by its host's rank"
+
+
 def stale_notes(store: Store, ranking: Ranking) -> list[str]:
     note = store.stale_note(ranking)
     return [note] if note else []
@@ -241,15 +247,19 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     ranking = store.ranking(name)
     notes = stale_notes(store, ranking)
     if ranking.level == "host":
-        hosts = {url: host_of(url) for url in urls}
-        found = store.lookup_hosts(list(hosts.values()), name)
-        asked = [url for url in urls if hosts[url] in found]
+        # a URL the store has not is not in the store at every level: its host's rank would be an answer
+        # about another page
+        with store.snapshot():
+            pages = store.page_ids_for(urls)
+            hosts = {url: host_of(url) for url in urls if url in pages}
+            found = store.lookup_hosts(list(hosts.values()), name)
+        asked = [url for url in urls if url in hosts and hosts[url] in found]
         rows = decorate_hosts([found[hosts[url]] for url in asked], *store.score_range(ranking))
         for row, url in zip(rows, asked):
             row["url"] = url
         unranked = [url for url, row in zip(asked, rows) if row["host_pagerank"] is None]
-        notes.append(f"{name} ranks hosts: each URL is answered by its host's rank")
-        missing = [url for url in urls if hosts[url] not in found]
+        notes.append(host_level_note(name))
+        missing = [url for url in urls if url not in asked]
         return Table(rows, SHOW_HOST_COLUMNS, notes, missing, unranked)
     found = store.lookup(urls, name)
     rows = with_host_ranks(store, decorate([found[url] for url in urls if url in found], *store.score_range(ranking)))
