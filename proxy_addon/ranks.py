@@ -45,8 +45,9 @@ def page_ranking(store: Store, name: str) -> Ranking:
     except RankingLevelError as error:  # the CLI's words name its options; the proxy's name the choice alone
         pages = error.page_rankings
         raise StoreError(
-            f"{name} ranks {error.ranking.level}s, not pages: "
-            + (f"choose a page ranking ({', '.join(pages)})" if pages else "rank the pages first (`rankstore rank`)")
+            error.refusal(
+                f"choose a page ranking ({', '.join(pages)})" if pages else "rank the pages first (`rankstore rank`)"
+            )
         ) from None
     except RankingNotFound:
         pages = store.page_rankings()

@@ -45,6 +45,7 @@ __all__ = [
     "share_rows",
     "page_columns",
     "stale_notes",
+    "host_level_note",
     "top_view",
     "show_view",
     "search_view",
@@ -53,6 +54,7 @@ __all__ = [
     "referring_hosts_view",
     "intersect_view",
     "intersect_rankings",
+    "IntersectOrder",
     "anchors_view",
     "builds_view",
     "export_columns",
@@ -217,6 +219,11 @@ def with_host_ranks(store: Store, rows: list[dict]) -> list[dict]:
     return rows
 
 
+def host_level_note(name: str) -> str:
+    """What is said beside pages answered by a host ranking (``show``, the own /page)."""
+    return f"{name} ranks hosts: each URL is answered by its host's rank"
+
+
 def stale_notes(store: Store, ranking: Ranking) -> list[str]:
     note = store.stale_note(ranking)
     return [note] if note else []
@@ -241,15 +248,19 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     ranking = store.ranking(name)
     notes = stale_notes(store, ranking)
     if ranking.level == "host":
-        hosts = {url: host_of(url) for url in urls}
-        found = store.lookup_hosts(list(hosts.values()), name)
-        asked = [url for url in urls if hosts[url] in found]
+        # a URL the store has not is not in the store at every level: its host's rank would be an answer
+        # about another page
+        with store.snapshot():
+            pages = store.page_ids_for(urls)
+            hosts = {url: host_of(url) for url in urls if url in pages}
+            found = store.lookup_hosts(list(hosts.values()), name)
+        asked = [url for url in urls if url in hosts and hosts[url] in found]
         rows = decorate_hosts([found[hosts[url]] for url in asked], *store.score_range(ranking))
         for row, url in zip(rows, asked):
             row["url"] = url
         unranked = [url for url, row in zip(asked, rows) if row["host_pagerank"] is None]
-        notes.append(f"{name} ranks hosts: each URL is answered by its host's rank")
-        missing = [url for url in urls if hosts[url] not in found]
+        notes.append(host_level_note(name))
+        missing = [url for url in urls if url not in asked]
         return Table(rows, SHOW_HOST_COLUMNS, notes, missing, unranked)
     found = store.lookup(urls, name)
     rows = with_host_ranks(store, decorate([found[url] for url in urls if url in found], *store.score_range(ranking)))
@@ -324,23 +335,33 @@ def intersect_view(
 ) -> Table:
     """Who links to every target and not to mine: pages by a page ranking, or hosts by the host ranking
     (``name`` itself when it ranks hosts, else ``hostrank``)."""
-    ranking, host_ranking = intersect_rankings(store, name, by_host)
-    notes = stale_notes(store, ranking) if ranking is not None else []
+    order = intersect_rankings(store, name, by_host)
+    notes = stale_notes(store, order.ranking) if order.ranking is not None else []
     if by_host:
-        rows = store.intersect(targets, mine, name, True, limit, offset, host_ranking=host_ranking)
+        rows = store.intersect(targets, mine, name, True, limit, offset, host_ranking=order.host_ranking)
         return Table(rows, INTERSECT_HOST_COLUMNS, notes)
-    assert ranking is not None
-    rows = decorate(store.intersect(targets, mine, name, False, limit, offset), *store.score_range(ranking))
+    assert order.ranking is not None
+    rows = decorate(store.intersect(targets, mine, name, False, limit, offset), *store.score_range(order.ranking))
     return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
 
-def intersect_rankings(store: Store, name: str, by_host: bool) -> tuple[Ranking | None, str]:
-    """The ranking that orders an intersect (None: linking hosts without a host ranking, in no order of
-    rank), and the name of the host ranking that orders linking hosts."""
+@dataclass(frozen=True)
+class IntersectOrder:
+    """What orders an intersect (:func:`intersect_rankings`)."""
+
+    ranking: Ranking | None  # the page ranking, or the host ranking of linking hosts (None: there is none,
+    # and they come in no order of rank)
+    host_ranking: str  # the name of the host ranking that orders linking hosts
+
+
+def intersect_rankings(store: Store, name: str, by_host: bool) -> IntersectOrder:
+    """The rankings that order an intersect by ranking ``name``: pages by it, linking hosts by it when it ranks
+    hosts, else by ``hostrank``."""
     if not by_host:
-        return store.page_ranking(name), "hostrank"
+        return IntersectOrder(store.page_ranking(name), "hostrank")
     host_ranking = name if store.ranking(name).level == "host" else "hostrank"
-    return (store.ranking(host_ranking) if store.host_ranking(host_ranking) is not None else None), host_ranking
+    ranked = store.ranking(host_ranking) if store.host_ranking(host_ranking) is not None else None
+    return IntersectOrder(ranked, host_ranking)
 
 
 def anchors_view(store: Store, url: str, name: str, limit: int) -> Table:
@@ -359,29 +380,31 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
         rows = store.top_hosts(ranking.name, ALL_ROWS)
         scores = [row["pagerank"] for row in rows]
         positions = [row["position"] for row in rows]
-        return {
-            "host": [row["host"] for row in rows],
-            "host_pagerank": scores,
-            "algorithm1": display.algorithm1(scores, ranking.pages).tolist(),
-            "percentile": _percentiles(positions, ranking.pages),
-            "toolbar": display.toolbar(scores, ranking.pages).tolist(),
-            "host_rank": [p + 1 for p in positions],
-            "pages": [row["pages"] for row in rows],
-            "inlinks": [row["inlinks"] for row in rows],
-        }
+        values = [  # in the order of EXPORT_HOST_COLUMNS
+            [row["host"] for row in rows],
+            scores,
+            display.algorithm1(scores, ranking.pages).tolist(),
+            _percentiles(positions, ranking.pages),
+            display.toolbar(scores, ranking.pages).tolist(),
+            [p + 1 for p in positions],
+            [row["pages"] for row in rows],
+            [row["inlinks"] for row in rows],
+        ]
+        return dict(zip(EXPORT_HOST_COLUMNS, values, strict=True))
     found = store.export_rows(ranking)
-    scores = [row[1] for row in found]
-    positions = [row[2] for row in found]
-    columns = {
-        "url": [row[0] for row in found],
-        "pagerank": scores,
-        "algorithm1": display.algorithm1(scores, ranking.pages).tolist(),
-        "percentile": _percentiles(positions, ranking.pages),
-        "toolbar": display.toolbar(scores, ranking.pages).tolist(),
-        "rank": [p + 1 for p in positions],
-        "inlinks": [row[3] for row in found],
-        "title": [row[4] for row in found],
-    }
-    if any(row[5] is not None for row in found):
-        columns["spam_mass"] = [row[5] for row in found]
+    scores = [row.score for row in found]
+    positions = [row.position for row in found]
+    values = [  # in the order of EXPORT_COLUMNS
+        [row.url for row in found],
+        scores,
+        display.algorithm1(scores, ranking.pages).tolist(),
+        _percentiles(positions, ranking.pages),
+        display.toolbar(scores, ranking.pages).tolist(),
+        [p + 1 for p in positions],
+        [row.inlinks for row in found],
+        [row.title for row in found],
+    ]
+    columns = dict(zip(EXPORT_COLUMNS, values, strict=True))
+    if any(row.extra is not None for row in found):
+        columns["spam_mass"] = [row.extra for row in found]
     return columns

@@ -73,6 +73,20 @@ def test_show_with_a_host_ranking_answers_for_the_pages_host(two_sites):
     assert host_of(python_page) in table and "host_rank" in table.splitlines()[0]
 
 
+def test_a_url_not_in_the_store_is_not_in_it_at_any_level(two_sites):
+    """A host ranking answers for the pages the store has, not for any URL of a host it has."""
+    store, python_page, _ = two_sites
+    nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
+    with Store(store, readonly=True) as opened:
+        assert opened.page_id(nowhere) is None and host_of(nowhere) in opened.host_ranks([host_of(nowhere)])
+    for ranking in ("pagerank", "hostrank"):
+        result = invoke("show", nowhere, "--ranking", ranking, "--store", store)
+        assert result.exit_code == 1, (ranking, result.output)
+        assert f"not in the store: {nowhere}" in result.stderr and "host_rank" not in result.stdout, ranking
+        result = invoke("show", python_page, nowhere, "--ranking", ranking, "--format", "json", "--store", store)
+        assert result.exit_code == 1 and [row["url"] for row in json.loads(result.stdout)] == [python_page]
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -205,6 +219,11 @@ def test_own_pages_read_a_host_ranking_at_its_level(ranks, two_sites):
     assert status == 200
     score, position = host_numbers(store, python_page)
     assert f"host rank #{position:,}" in body and host_of(python_page) in body
+    nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
+    for params in ({}, {"format": "json"}, {"format": "csv"}):
+        for name in ("pagerank", "hostrank"):
+            status, body = get(ranks, "/page", url=nowhere, ranking=name, **params)
+            assert status == 404 and "is not in the store" in body, (name, params)
     for path, params in [
         ("/search", {"q": "functions"}),
         ("/backlinks", {"url": python_page}),

@@ -9,9 +9,12 @@ out, and the backlink report gives what those links pass as a share of its own.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import sqlite3
+from urllib.parse import urldefrag, urljoin
 
 import networkx as nx
 import numpy as np
@@ -21,6 +24,8 @@ from click.testing import CliRunner
 from rankstore.cli import cli
 from rankstore.solver import Graph, pagerank
 from rankstore.store import Store
+
+from conftest import PYTHON_DOC
 
 
 def run(*args: str) -> str:
@@ -113,3 +118,85 @@ def test_the_panel_leaves_the_page_itself_out_once_links_differ_in_age(self_link
     listed = [backlink.url for backlink in panel.backlinks]
     assert "http://elsewhere.example/" in listed and url not in listed
     assert panel.new_backlinks == 1
+
+
+# ------------------------------------------------------------------ lost links: a page's own is no lost backlink
+
+BASE = "http://python.local/"
+
+
+def _drop_links_to(site, page: str, url: str) -> None:
+    """Take out of ``page`` (a URL of the site) every link that resolves to ``url``."""
+    path = site / page[len(BASE) :]
+    own_file = "file://" + str(PYTHON_DOC) + "/" + url[len(BASE) :]
+
+    def unlink(match: re.Match) -> str:
+        href = html.unescape(match.group(1))
+        to = urldefrag(urljoin(page, href)).url
+        return "data-dropped" if to == url or urldefrag(href).url == own_file else match.group(0)
+
+    text = path.read_text(encoding="utf-8")
+    edited = re.sub(r'href="([^"]*)"', unlink, text)
+    assert edited != text, page
+    path.write_text(edited, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def recrawled(tmp_path_factory):
+    """(store, a page that linked to itself, another page that linked to it): a second build of the site found
+    neither link."""
+    work = tmp_path_factory.mktemp("lost-self-links")
+    site = work / "site"
+    shutil.copytree(PYTHON_DOC, site, ignore=shutil.ignore_patterns("_sources", "_downloads", "_images", "_static"))
+    store = str(work / "s.db")
+    run("build", str(site), "--base-url", BASE, "--store", store, "-q")
+    run("rank", "--store", store, "-q")
+    with sqlite3.connect(store) as db:
+        url, other = db.execute(
+            "SELECT p.url, o.url FROM links l JOIN pages p ON p.id = l.src JOIN links b ON b.dst = p.id"
+            " JOIN pages o ON o.id = b.src WHERE l.src = l.dst AND p.crawled AND o.crawled AND b.src != b.dst"
+            " AND NOT l.nofollow ORDER BY p.url, o.url LIMIT 1"
+        ).fetchone()
+    for page in (url, other):
+        _drop_links_to(site, page, url)
+    run("build", str(site), "--base-url", BASE, "--store", store, "-q")
+    return store, url, other
+
+
+def test_a_page_is_not_its_own_lost_backlink(recrawled):
+    store, url, other = recrawled
+    with sqlite3.connect(store) as db:  # both links are lost by the second build: the listing leaves one out
+        lost = db.execute(
+            "SELECT s.url FROM lost_links l JOIN pages s ON s.id = l.src JOIN pages t ON t.id = l.dst"
+            " WHERE t.url = ? AND l.lost_build = 2",
+            (url,),
+        ).fetchall()
+    assert {row[0] for row in lost} == {url, other}
+    rows = json.loads(run("backlinks", url, "--lost", "-n", "0", "--format", "json", "--store", store))
+    assert [row["url"] for row in rows] == [other]
+    table = run("backlinks", url, "--lost", "--store", store)
+    assert other in table and url not in table.replace(other, "")
+    from proxy_addon.pages import respond
+    from proxy_addon.ranks import Ranks
+    from proxy_addon.rewrite import escape
+
+    ranks = Ranks(store)
+    try:
+        status, _, body = respond("GET", "/backlinks", {"url": [url], "lost": ["1"]}, ranks)
+    finally:
+        ranks.close()
+    listed = re.findall(r'<tr [^>]*data-url="([^"]*)"', body.decode())
+    assert status == 200 and listed == [escape(other)]
+
+
+def test_referring_hosts_and_intersect_leave_the_page_itself_out(self_linked):
+    store, url = self_linked
+    with Store(store, readonly=True) as opened:
+        linking = {row["url"] for row in opened.intersect([(url, None)], limit=100_000)}
+        hosts = opened.referring_hosts(url, limit=1000)
+    assert linking and url not in linking
+    host = url.split("/")[2]
+    for row in hosts:  # the page's own host counts the other pages of it that link, with their best
+        assert row["best_url"] != url
+        if row["host"] == host:
+            assert row["pages"] == sum(1 for page in linking if page.split("/")[2] == host)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 
 import pytest
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
+from proxy_addon.rewrite import LATER_NOTE, escape
 from rankstore.cli import cli
 from rankstore.store import Store
 
@@ -127,7 +129,24 @@ def test_own_pages_name_a_stale_ranking(ranks, stale):
         assert status == 200, (path, text)
         assert notice in text or NOTE in text.replace("&#x60;", "`"), (path, text)
     status, _, body = respond("GET", "/page", {"url": [pg_page]}, ranks)
-    assert "Not ranked yet" in body.decode() and "not in the store" not in body.decode()
+    text = body.decode()
+    assert "Not ranked yet" in text and not re.search("not in the (pagerank )?store", text, re.IGNORECASE)
+
+
+def test_own_pages_bars_of_pages_added_since_say_not_ranked_yet(ranks, stale):
+    """The bar's tooltip, which is its accessible name (role img), says what the text beside it says."""
+    _, _, pg_page = stale
+    later = escape(f"PageRank: {LATER_NOTE}")
+    for params in ({"url": pg_page}, {"url": pg_page, "since": "1"}):
+        path = "/page" if "since" not in params else "/backlinks"
+        status, _, body = respond("GET", path, {key: [value] for key, value in params.items()}, ranks)
+        text = body.decode()
+        assert status == 200, (path, text)
+        bars = re.findall(r"<pagerank-bar [^>]*>", text)
+        assert bars, (path, text)
+        for found in bars:
+            assert 'data-pagerank="unranked"' in found and f'title="{later}"' in found, (path, found)
+        assert not re.search("not in the (pagerank )?store", text, re.IGNORECASE), path
 
 
 # ------------------------------------------------------------------ shares against the ranked graph

@@ -16,6 +16,7 @@ from ..ranks import Ranks
 from ..rewrite import LinkInfo, bar, escape, format_score, proxy_url
 from .layout import (
     FORMATS,
+    UNRANKED,
     BadRequest,
     NotFound,
     download,
@@ -115,19 +116,21 @@ def page_view(ranks: Ranks, query: Query):
     fmt = choice(query, "format", FORMATS)
     store = ranks.store()
     chosen = ranking(query, store, ranks.ranking)
-    table = views.show_view(store, [url], chosen.name)
-    if table.missing:
-        raise NotFound(f"{url} is not in the store.")
     if fmt != "html":
+        table = views.show_view(store, [url], chosen.name)
+        if table.missing:
+            raise NotFound(f"{url} is not in the store.")
         return download(fmt, table.columns, table.rows, "page")
     if chosen.level == "host":
-        return _host_of_page(ranks, url, chosen, table.notes)
-    found = store.lookup([url], chosen.name)[url]
+        return _host_of_page(ranks, url, chosen)
+    found = store.lookup([url], chosen.name).get(url)
+    if found is None:
+        raise NotFound(f"{url} is not in the store.")
     notes = views.stale_notes(store, chosen)
     if found["pagerank"] is None:  # added by a build newer than the ranking
         body = (
             f'<p><a href="{escape(url)}">{escape(found["title"] or url)}</a><br><small>{escape(url)}</small></p>'
-            f"<p>{bar(LinkInfo(None))} Not ranked yet: a build newer than ranking {escape(chosen.label)} "
+            f"<p>{bar(UNRANKED)} Not ranked yet: a build newer than ranking {escape(chosen.label)} "
             "added this page.</p>"
         )
         return html_response("Page", body, notes)
@@ -156,11 +159,17 @@ def page_view(ranks: Ranks, query: Query):
     return html_response("Page", body, notes)
 
 
-def _host_of_page(ranks: Ranks, url: str, chosen: Ranking, notes: list[str]):
-    """/page with a host ranking: the page's host, by its host rank (the ranking has no page scores)."""
+def _host_of_page(ranks: Ranks, url: str, chosen: Ranking):
+    """/page with a host ranking: the page's host, by its host rank (the ranking has no page scores); a page
+    the store has not is not in it at this level either."""
     store = ranks.store()
     host = host_of(url)
-    row = store.lookup_hosts([host], chosen.name)[host]
+    with store.snapshot():
+        known = store.page_id(url) is not None
+        row = store.lookup_hosts([host], chosen.name).get(host) if known else None
+    if row is None:
+        raise NotFound(f"{url} is not in the store.")
+    notes = [*views.stale_notes(store, chosen), views.host_level_note(chosen.name)]
     info = host_infos(ranks, store, [row], chosen)[0]
     pages = escape(proxy_url("/page", url=url, **with_ranking(ranks, ranks.ranking)))
     if info.pagerank is None:

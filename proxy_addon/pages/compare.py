@@ -62,9 +62,9 @@ def compare(ranks: Ranks, query: Query):
         note = f"the best {CSV_ROWS}; rankstore intersect -n 0 gives all" if len(table.rows) > CSV_ROWS else None
         return download(fmt, table.columns, table.rows[:CSV_ROWS], "intersect", note)
     offset = (page - 1) * PAGE_SIZE
-    ordering, host_ranking = views.intersect_rankings(store, name, by_host)
-    notes = views.stale_notes(store, ordering) if ordering is not None else []
-    found = store.intersect(chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=host_ranking)
+    order = views.intersect_rankings(store, name, by_host)
+    notes = views.stale_notes(store, order.ranking) if order.ranking is not None else []
+    found = store.intersect(chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=order.host_ranking)
     rows = found[:PAGE_SIZE]
     names = [url or host or "" for url, host in chosen]
     others = [url or host or "" for url, host in excluded]

@@ -29,6 +29,7 @@ __all__ = [
     "rows_table",
     "host_table",
     "infos",
+    "UNRANKED",
     "score_range",
     "unreached",
     "share",
@@ -120,14 +121,19 @@ def score_range(ranks: Ranks, store: Store, ranking: Ranking) -> tuple[float, fl
     return store.score_range(ranking)
 
 
+# A row of the store without a score: in the store, added by a build newer than the ranking's version, so "not
+# ranked yet" (which `rankstore rank` cures) in its bar's tooltip and accessible name, never "not in the store"
+UNRANKED = LinkInfo(None, later=True)
+
+
 def infos(ranks: Ranks, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
     """What a bar shows for each store row; a page newer than the ranking version is unranked."""
     ranked = [row.get("pagerank") is not None and row.get("position") is not None for row in rows]
     if not any(ranked):
-        return [LinkInfo(None) for _ in rows]
+        return [UNRANKED for _ in rows]
     lowest, highest = score_range(ranks, ranks.store(), ranking)
     found = iter(ranks.infos([row for row, known in zip(rows, ranked) if known], lowest, highest))
-    return [next(found) if known else LinkInfo(None) for known in ranked]
+    return [next(found) if known else UNRANKED for known in ranked]
 
 
 def unreached(info: LinkInfo) -> str:
@@ -191,7 +197,7 @@ def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
     ]
     ranked = [row["pagerank"] is not None for row in as_pages]
     found = iter(ranks.infos([row for row, known in zip(as_pages, ranked) if known], *store.score_range(ranking)))
-    return [next(found) if known else LinkInfo(None) for known in ranked]
+    return [next(found) if known else UNRANKED for known in ranked]
 
 
 def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking, start: int = 1) -> str:

@@ -106,6 +106,6 @@ def page_ranking(query: Query, store: Store, default: str) -> Ranking:
 
 
 def level_message(problem: RankingLevelError) -> str:
-    name = problem.ranking.name
+    """The refusal of a host ranking with the pages' cure: their parameter, and the page of its hosts."""
     instead = f"ranking={problem.page_rankings[0]}" if problem.page_rankings else "a page ranking"
-    return f"{name} ranks hosts, not pages: choose {instead}, or see /top?ranking={name} for its hosts."
+    return problem.refusal(f"choose {instead}, or see /top?ranking={problem.ranking.name} for its hosts.")

@@ -454,15 +454,16 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
         self, url: str, name: str = "pagerank", since: int | None = None, limit: int = 50, offset: int = 0
     ) -> list[dict]:
         """Links to ``url`` that a recrawl of their source page no longer found (and that have not come back),
-        lost after build ``since`` if given; best PageRank of the source first."""
+        lost after build ``since`` if given; best PageRank of the source first.  A page's lost link to itself
+        is no lost backlink, as its link to itself is no backlink."""
         with self.snapshot():
             arrays = self.ranking_arrays(self.ranking_head(name)[0])
             target = self.page_id(url)
             if target is None:
                 raise StoreError(f"{url}: not in the store")
             lost = self.db.execute(
-                "SELECT src, first_build, last_build, lost_build FROM lost_links WHERE dst = ? AND lost_build > ?"
-                " ORDER BY lost_build DESC",
+                "SELECT src, first_build, last_build, lost_build FROM lost_links"
+                " WHERE dst = ? AND src != dst AND lost_build > ? ORDER BY lost_build DESC",
                 (target, since or 0),
             ).fetchall()
             present = set((self.in_slice(target).sources + 1).tolist())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from .graph import GraphMixin
 from .pages import PagesMixin, url_keys
 from .rankings import Ranking, RankingArrays, RankingsMixin
 
-__all__ = ["QueriesMixin", "RankingLevelError"]
+__all__ = ["QueriesMixin", "RankingLevelError", "ExportRow"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
@@ -49,14 +50,33 @@ def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, cr
 
 
 class RankingLevelError(StoreError):
-    """A question about pages asked of a ranking of hosts (its scores are by host, not by page)."""
+    """A question about pages asked of a ranking of hosts (its scores are by host, not by page).
+
+    Its message is the CLI's.  Every audience refuses in the words of
+    :meth:`refusal` and names its own cure: the CLI its options (here), the
+    proxy and its own pages their choice of ranking.
+    """
 
     def __init__(self, ranking: Ranking, page_rankings: Sequence[str]):
         self.ranking = ranking
         self.page_rankings = list(page_rankings)  # the store's page rankings, ``pagerank`` first
         instead = f"use --ranking {self.page_rankings[0]}" if self.page_rankings else "rank pages with `rankstore rank`"
-        hosts = f"`rankstore top --ranking {ranking.name}` for its hosts"
-        super().__init__(f"{ranking.name} ranks hosts, not pages: {instead}, or {hosts}")
+        super().__init__(self.refusal(f"{instead}, or `rankstore top --ranking {ranking.name}` for its hosts"))
+
+    def refusal(self, cure: str) -> str:
+        """The refusal, then ``cure``: how the asker chooses a page ranking where it asked."""
+        return f"{self.ranking.name} ranks {self.ranking.level}s, not pages: {cure}"
+
+
+class ExportRow(NamedTuple):
+    """A page of a page ranking, as :meth:`QueriesMixin.export_rows` lists them."""
+
+    url: str
+    score: float
+    position: int  # 0 for the best page
+    inlinks: int
+    title: str | None
+    extra: float | None  # the variant's value (spam mass), None where it has none
 
 
 class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
@@ -102,9 +122,8 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
             arrays = self.ranking_arrays(self._page_head(name)[0])
             return self._rows(arrays, arrays.best[offset : offset + limit].tolist())
 
-    def export_rows(self, ranking) -> list[tuple]:
-        """(url, score, position, inlinks, title, extra) of every page of a page ranking, best first (extra:
-        the variant's value, spam mass, or None)."""
+    def export_rows(self, ranking: Ranking) -> list[ExportRow]:
+        """Every page of a page ranking, best first."""
         if ranking.level != "page":
             raise RankingLevelError(ranking, self.page_rankings())
         with self.snapshot():
@@ -118,7 +137,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         scores, inlinks = arrays.scores.tolist(), arrays.inlinks.tolist()
         extra = arrays.extra.tolist() if arrays.extra is not None else [None] * arrays.pages
         return [
-            (urls[i], scores[i], position, inlinks[i], titles[i], None if extra[i] != extra[i] else extra[i])
+            ExportRow(urls[i], scores[i], position, inlinks[i], titles[i], None if extra[i] != extra[i] else extra[i])
             for position, i in enumerate(best)
         ]
 
@@ -230,10 +249,6 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
             (row["url"], row["title"], row["pagerank"], row["position"], row["inlinks"], int(nofollow))
             for row, nofollow in zip(rows, flags)
         ]
-
-    def backlink_count(self, url: str, name: str = "pagerank") -> int:
-        found = self.lookup([url], name).get(url)
-        return (found or {}).get("inlinks") or 0
 
     def out_links_ranked(self, url: str, name: str = "pagerank", limit: int = 200) -> list[dict]:
         with self.snapshot():
