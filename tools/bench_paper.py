@@ -69,7 +69,9 @@ def main() -> None:
             flush=True,
         )
     if not args.reads_only:
-        seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "rank", "--store", args.store, "-q"])
+        seconds, peak, output = run_measured(
+            [sys.executable, "-m", "rankstore", "rank", "--store", args.store, "-q", "--force"]
+        )
         print(
             f"rank: {seconds / 60:.2f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 5 min, <= 12 GiB)\n  "
             + output.strip().replace("\n", "\n  "),
@@ -182,7 +184,7 @@ def analysis(store, args, url: str, inlinks: int) -> None:
         flush=True,
     )
     seconds, peak, output = run_measured(
-        [sys.executable, "-m", "rankstore", "rank", "--level", "host", "--store", args.store, "-q"]
+        [sys.executable, "-m", "rankstore", "rank", "--level", "host", "--store", args.store, "-q", "--force"]
     )
     print(
         f"rank --level host: {seconds / 60:.2f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 2 min)\n  "

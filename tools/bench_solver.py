@@ -330,7 +330,7 @@ def end_to_end_from_store(label: str, store_path: str, repeat: int = 3) -> None:
         with Store(store_path, readonly=True) as store:
             return float(np.abs(store.scores_of(store.ranking().id)[1] - reference).sum())
 
-    command = [sys.executable, "-m", "rankstore", "rank", "--store", store_path, "-q", "--cold"]
+    command = [sys.executable, "-m", "rankstore", "rank", "--store", store_path, "-q", "--cold", "--force"]
     for tol in (1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11):
         timed_process(command + ["--tol", str(tol)])
         if ours_error() <= TARGET:

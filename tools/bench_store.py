@@ -233,7 +233,7 @@ def bench_ranking_read(source: str, passes: int) -> None:
         for _ in range(passes):
             for label, read in (("in a thread", in_thread), ("in the loop", in_loop)):
                 subprocess.run(
-                    [sys.executable, "-m", "rankstore", "rank", "--store", path, "-q"],
+                    [sys.executable, "-m", "rankstore", "rank", "--store", path, "-q", "--force"],
                     check=True,
                     cwd=ROOT,
                     stdout=subprocess.DEVNULL,
