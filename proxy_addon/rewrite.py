@@ -610,6 +610,12 @@ def escape(value: str) -> str:
     return html.escape(value, quote=True).encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
+def prose(value: str) -> str:
+    """:func:`escape` for a sentence of the store's (a stale ranking's note): its `commands` in quotes, as a
+    page reads them, where a terminal shows the backticks."""
+    return re.sub(r"`([^`]*)`", "&#8220;\\1&#8221;", escape(value))
+
+
 def format_score(value: float | None) -> str:
     if value is None:
         return "unranked"
@@ -698,7 +704,7 @@ def panel(data: PanelData) -> str:
     if data.since is not None and data.new_backlinks:
         since = escape(proxy_url("/backlinks", url=data.url, since=str(data.since)))
         new = f'<p><a href="{since}">{data.new_backlinks:,} new since build {data.since}</a></p>'
-    stale = "" if data.stale is None else f'<p data-stale="true">Stale: {escape(data.stale)}.</p>'
+    stale = "" if data.stale is None else f'<p data-stale="true">Stale: {prose(data.stale)}.</p>'
     return (
         f'<aside id="pagerank-panel" data-pagerank="{score}">'
         f"<details><summary>{escape(summary)}</summary>{stale}{host}{new}"

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from proxy_addon import options
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import LinkInfo, panel
+from proxy_addon.rewrite import LinkInfo, panel, prose
 from proxy_addon.worker import _ranks_for, preload, rewrite_page
 from rankstore.cli import cli
 from rankstore.store import Store
@@ -76,7 +76,7 @@ def test_a_running_proxy_names_the_stale_ranking_and_a_new_page_not_ranked_yet(s
     after = ranks.panel(site + "index.html")
     assert after.stale == STALE and after.info == before.info
     shown = panel(after)
-    assert f'<p data-stale="true">Stale: {STALE}.</p>' in shown
+    assert f'<p data-stale="true">Stale: {prose(STALE)}.</p>' in shown
     assert "stale ranking" in re.search(r"<summary>(.*?)</summary>", shown)[1]
     new = panel(ranks.panel(NEW))
     assert LATER in re.search(r"<summary>(.*?)</summary>", new)[1] and "not in the store" not in new

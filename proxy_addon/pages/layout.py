@@ -15,7 +15,7 @@ from rankstore import output
 from rankstore.store import Ranking, Store
 
 from ..ranks import Ranks
-from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, proxy_url
+from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, prose, proxy_url
 
 __all__ = [
     "CSP",
@@ -75,7 +75,7 @@ HEADERS = {
 def layout(title: str, body: str, notes: Sequence[str] = ()) -> bytes:
     """A page of ours: the navigation, the title, what must be said first (``notes``: a stale ranking, a
     level; text, escaped here), then ``body`` (markup already escaped)."""
-    said = "".join(f'<p class="note" role="status">{escape(note)}</p>' for note in notes)
+    said = "".join(f'<p class="note" role="status">{prose(note)}</p>' for note in notes)
     nav = (
         f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
         f'<a href="{proxy_url("/search")}">Search titles</a><a href="{proxy_url("/compare")}">Compare</a>'
