@@ -22,6 +22,22 @@ def data(name: str) -> str:
     return os.path.join(DATA, name)
 
 
+def invoke(*args: str):
+    """``rankstore ARGS`` through click's CliRunner, its exceptions raised."""
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def run(*args: str) -> str:
+    """``rankstore ARGS``, which must succeed; its standard output."""
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 def _need(path: str) -> None:
     if not os.path.isdir(path):
         pytest.fail(f"{path} is missing: run tools/setup.sh (apt-get install python3.11-doc postgresql-doc-15)")

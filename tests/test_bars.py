@@ -16,20 +16,14 @@ import shutil
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from rankstore.cli import cli
 from rankstore.store import Store
 
+from conftest import run
+
 EVERY = "100000"  # more than the store's pages: every row
-
-
-def run(*args: str) -> str:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.stdout
 
 
 @pytest.fixture(scope="module")

@@ -17,27 +17,15 @@ import shutil
 import sqlite3
 
 import pytest
-from click.testing import CliRunner
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from rankstore.cli import cli
 from rankstore.store import Store, StoreError
 from rankstore.urls import host_of
 
-from conftest import POSTGRES_DOC
+from conftest import POSTGRES_DOC, invoke, run
 
 PG = "http://postgres.local/docs/"
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def run(*args: str) -> str:
-    result = invoke(*args)
-    assert result.exit_code == 0, result.output
-    return result.stdout
 
 
 @pytest.fixture(scope="module")

@@ -19,19 +19,11 @@ from urllib.parse import urldefrag, urljoin
 import networkx as nx
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from rankstore.cli import cli
 from rankstore.solver import Graph, pagerank
 from rankstore.store import Store
 
-from conftest import PYTHON_DOC
-
-
-def run(*args: str) -> str:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.stdout
+from conftest import PYTHON_DOC, run
 
 
 @pytest.fixture(scope="module")

@@ -16,28 +16,16 @@ import re
 import shutil
 
 import pytest
-from click.testing import CliRunner
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from proxy_addon.rewrite import LATER_NOTE, escape
-from rankstore.cli import cli
 from rankstore.store import Store
 
-from conftest import POSTGRES_DOC, PYTHON_DOC
+from conftest import POSTGRES_DOC, PYTHON_DOC, invoke, run
 
 PG = "http://postgres.local/docs/"
 NOTE = "ranking pagerank v1 predates build 2: run `rankstore rank`"
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def run(*args: str) -> str:
-    result = invoke(*args)
-    assert result.exit_code == 0, result.output
-    return result.stdout
 
 
 @pytest.fixture(scope="module")
