@@ -321,3 +321,23 @@ def test_a_stale_variant_is_told_how_it_was_made(store, site, tmp_path):
             f"ranking personalized v1 predates build {build}: rank it again as it was made"
             " (`rankstore stats --ranking personalized` shows how)"
         )
+
+
+def test_a_build_cut_short_makes_the_ranking_stale_and_is_ranked_again(store, site, tmp_path):
+    """A build that was killed has changed pages as much as one that finished: the ranking is stale, and ranking
+    again is not "unchanged" (the graph is derived again from what it left)."""
+    import sqlite3
+
+    edges = tmp_path / "edges.tsv"
+    edges.write_text(f"http://elsewhere.example/\t{site}index.html\n")
+    run("build", str(edges), "--store", store, "-q")
+    run("rank", "--store", store, "-q")
+    with sqlite3.connect(store) as db:  # as a killed build leaves it: begun, pages written, never finished
+        db.execute("UPDATE builds SET status = 'running', finished_at = NULL WHERE id = (SELECT max(id) FROM builds)")
+        db.execute("INSERT INTO builds (started_at, status, sources) VALUES ('2026-11-26T12:00:00Z', 'running', '[]')")
+    with Store(store, readonly=True) as reader:
+        build = reader.newest_build()
+        assert (
+            reader.stale_note(reader.ranking()) == f"ranking pagerank v2 predates build {build}: run `rankstore rank`"
+        )
+    assert "ranked pagerank v3" in run("rank", "--store", store, "-q").output
