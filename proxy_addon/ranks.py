@@ -137,10 +137,7 @@ class Ranks:
         store = self.store()
         local = self._local
         head = local.head
-        # Asked of SQLite, never read from its -shm file: opening and closing that file would drop every
-        # POSIX lock this process holds on it (SQLite's among them), and another process would then
-        # take the store for its own, reset the wal-index under this one, and truncate the file.
-        version = store.db.execute("PRAGMA data_version").fetchone()[0]
+        version = store.data_version()  # of SQLite, never of its -shm file (Store.data_version says why)
         if head is None or head.data_version != version:
             with store.snapshot():
                 # once per commit: what every page until the next one shows beside its scores
@@ -170,7 +167,7 @@ class Ranks:
         the store's ``data_version``, and the ranking's head only if something was committed since this
         thread's last page."""
         store = self.store()
-        version = store.db.execute("PRAGMA data_version").fetchone()[0]
+        version = store.data_version()
         head = getattr(self._local, "head", None)
         ranking_id = (
             head.ranking_id
@@ -226,15 +223,14 @@ class PageView:
 
     def _reading(self) -> None:
         """Before a query: the page's read transaction, if it is not begun yet."""
-        if self._lazy and not self._begun and not self.store.db.in_transaction:
-            self.store.db.execute("BEGIN")
-            self._begun = True
+        if self._lazy and not self._begun:
+            self._begun = self.store.begin_read()
 
     def end(self) -> None:
         """End the read transaction begun for this page, if any."""
         if self._begun:
             self._begun = False
-            self.store.db.execute("COMMIT")
+            self.store.end_read()
 
     def keep(self, key: Hashable, make: Callable[[], T]) -> tuple[T, bool]:
         """(``make()``, False), or (what it gave for ``key`` on an earlier page, True) if nothing has been
@@ -349,12 +345,8 @@ class PageView:
     def _heads(self) -> tuple[int | None, int | None]:
         """In one query: the build before the one the in-link arrays reflect (None while they reflect the first
         build: no link can be new), and the newest version of the host ranking (None where there is none)."""
-        row = self.store.db.execute(
-            "SELECT (SELECT max(id) FROM builds WHERE id <"
-            " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
-            " (SELECT id FROM rankings WHERE name = 'hostrank' AND level = 'host' ORDER BY version DESC LIMIT 1)"
-        ).fetchone()
-        return row[0], row[1]
+        heads = self.store.panel_heads()
+        return heads.previous_build, heads.host_ranking
 
     def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int, int | None]:
         """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new (first
@@ -452,7 +444,7 @@ class PageView:
             return True
         lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
         if most >= arrays.pages:  # the whole version: one pass over its pages
-            rows = self.store.db.execute("SELECT id, url FROM pages WHERE id <= ?", (arrays.pages,)).fetchall()
+            rows = self.store.page_urls(arrays.pages)
         else:
             rows = list(self.store.pages_by_id("url", (arrays.best[:most] + 1).tolist()))
         if not rows:

@@ -517,7 +517,7 @@ def rank(
         said: list[str] = []
         with store.transaction() if len(jobs) > 1 else contextlib.nullcontext():
             for options in jobs:
-                said.append(_rank_one(store, options, loaded, solver, nodes, quiet))
+                said.append(_rank_one(store, options, loaded, solver, nodes, quiet, together=len(jobs) > 1))
         for line in said:
             click.echo(line)
     except (RankingError, ValueError) as error:
@@ -528,8 +528,9 @@ def rank(
         store.close()
 
 
-def _rank_one(store: Store, options, loaded, solver, nodes: str, quiet: bool) -> str:
-    """Rank one job of ``rank``; returns the line that says what was written."""
+def _rank_one(store: Store, options, loaded, solver, nodes: str, quiet: bool, together: bool) -> str:
+    """Rank one job of ``rank`` (``together``: one of several written all or none); returns the line that says
+    what was written."""
     from .ranking import Unchanged
     from .ranking import rank as run_rank
     from .solver import ConvergenceError
@@ -544,7 +545,7 @@ def _rank_one(store: Store, options, loaded, solver, nodes: str, quiet: bool) ->
     try:
         outcome = run_rank(store, options, show, loaded, solver, None if quiet else say)
     except ConvergenceError as error:
-        written = ": no ranking of this run was written" if store.db.in_transaction else ""
+        written = ": no ranking of this run was written" if together else ""
         raise click.ClickException(f"{error} (raise --max-iter or --tol){written}") from error
     if isinstance(outcome, Unchanged):
         return outcome.message

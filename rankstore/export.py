@@ -77,23 +77,20 @@ def batches(store: Store, table: str) -> Iterator[pa.RecordBatch]:
 
 def _links(store: Store) -> Iterator[pa.RecordBatch]:
     """Every link in in-link order (by target, then source), one in_links block at a time."""
-    uniform = store._graph_born() or None
+    uniform = store.graph_born() or None
     schema = SCHEMAS["links"]
-    for first, offsets, sources, nofollow, weights, born in store.db.execute(
-        "SELECT first, offsets, sources, nofollow, weights, born FROM in_links ORDER BY first"
-    ):
-        counts = np.diff(np.frombuffer(offsets, dtype=np.int32)).astype(np.int64)
-        src = np.frombuffer(sources, dtype=np.int32) + 1
+    for block in store.in_link_blocks():
+        src = block.sources + 1
         if not len(src):
             continue
-        dst = np.repeat(np.arange(first + 1, first + 1 + len(counts), dtype=np.int32), counts)
+        dst = np.repeat(np.arange(block.first + 1, block.first + 1 + len(block.counts), dtype=np.int32), block.counts)
         columns = [
             pa.array(src, pa.int32()),
             pa.array(dst, pa.int32()),
-            pa.array(np.frombuffer(weights, dtype=np.float64) if weights else np.ones(len(src))),
-            pa.array(np.frombuffer(nofollow, dtype=bool) if nofollow else np.zeros(len(src), dtype=bool)),
-            pa.array(np.frombuffer(born, dtype=">i4").astype(np.int32), pa.int32())
-            if born
+            pa.array(block.weights if block.weights is not None else np.ones(len(src))),
+            pa.array(block.nofollow if block.nofollow is not None else np.zeros(len(src), dtype=bool)),
+            pa.array(block.born, pa.int32())
+            if block.born is not None
             else pa.nulls(len(src), pa.int32())
             if uniform is None
             else pa.array(np.full(len(src), uniform, dtype=np.int32)),
@@ -103,26 +100,22 @@ def _links(store: Store) -> Iterator[pa.RecordBatch]:
 
 def _pages(store: Store) -> Iterator[pa.RecordBatch]:
     hosts = store.page_hosts()
-    cursor = store.db.execute(
-        "SELECT id, url, host, title, crawled, status, first_build, build_id FROM pages ORDER BY id"
-    )
-    while rows := cursor.fetchmany(_ROWS):
-        ids, urls, names, titles, crawled, status, first, last = zip(*rows)
-        index = np.asarray(ids, dtype=np.int64) - 1
-        host_ids = np.zeros(len(ids), dtype=np.int32)
+    for batch in store.page_batches(_ROWS):
+        index = np.asarray(batch.ids, dtype=np.int64) - 1
+        host_ids = np.zeros(len(index), dtype=np.int32)
         known = index < len(hosts)
         host_ids[known] = hosts[index[known]]
         yield pa.RecordBatch.from_arrays(
             [
-                pa.array(ids, pa.int32()),
-                pa.array(urls, pa.string()),
-                pa.array(names, pa.string()),
+                pa.array(batch.ids, pa.int32()),
+                pa.array(batch.urls, pa.string()),
+                pa.array(batch.hosts, pa.string()),
                 pa.array(host_ids, pa.int32(), mask=host_ids == 0),
-                pa.array(titles, pa.string()),
-                pa.array([bool(c) for c in crawled], pa.bool_()),
-                pa.array(status, pa.int32()),
-                pa.array(first, pa.int32()),
-                pa.array(last, pa.int32()),
+                pa.array(batch.titles, pa.string()),
+                pa.array([bool(c) for c in batch.crawled], pa.bool_()),
+                pa.array(batch.status, pa.int32()),
+                pa.array(batch.first_build, pa.int32()),
+                pa.array(batch.last_build, pa.int32()),
             ],
             schema=SCHEMAS["pages"],
         )
@@ -130,9 +123,8 @@ def _pages(store: Store) -> Iterator[pa.RecordBatch]:
 
 def _hosts(store: Store) -> Iterator[pa.RecordBatch]:
     ranked = store.host_ranking()
-    cursor = store.db.execute("SELECT id, name, pages FROM hosts ORDER BY id")
-    while rows := cursor.fetchmany(_ROWS):
-        ids, names, pages = zip(*rows)
+    for batch in store.host_batches(_ROWS):
+        ids, names, pages = batch.ids, batch.names, batch.pages
         scores: list[float | None] = [None] * len(ids)
         positions: list[int | None] = [None] * len(ids)
         if ranked is not None:

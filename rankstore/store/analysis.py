@@ -164,7 +164,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             if weights_size:
                 weight = np.frombuffer(self.in_links_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
         if not born:
-            uniform = self._graph_born()
+            uniform = self.graph_born()
             return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
 
         def births() -> np.ndarray:
@@ -175,7 +175,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
 
         return InSlice(found, flags, weight, births)
 
-    def _graph_born(self) -> int:
+    def graph_born(self) -> int:
         """The build that first saw every link, while one did (0 when the store does not know)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'graph_born'").fetchone()
         return int(row[0]) if row and row[0] else 0
@@ -487,7 +487,7 @@ class AnalysisMixin(QueriesMixin, HostsMixin):
             if blob:
                 for build, count in zip(*np.unique(np.frombuffer(blob, dtype=">i4"), return_counts=True)):
                     born[int(build)] = born.get(int(build), 0) + int(count)
-        uniform = self._graph_born()
+        uniform = self.graph_born()
         if uniform:
             total = self.db.execute("SELECT value FROM meta WHERE key = 'graph_links'").fetchone()
             born[uniform] = born.get(uniform, 0) + (int(total[0]) if total else 0)

@@ -47,3 +47,24 @@ class StoreBase:
     def snapshot(self) -> Transaction:
         """A read transaction: every query inside sees one version of the store."""
         return Transaction(self.db, "BEGIN")
+
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: it moves with every commit another connection makes to the store.
+
+        Asked of SQLite, never read from the ``-shm`` file: opening and closing
+        that file would drop every POSIX lock the process holds on it (SQLite's
+        among them), and another process would then take the store for its own.
+        """
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def begin_read(self) -> bool:
+        """Begin a read transaction unless one is open (a reader's that spans several calls, ended by
+        :meth:`end_read`); whether it began one."""
+        if self.db.in_transaction:
+            return False
+        self.db.execute("BEGIN")
+        return True
+
+    def end_read(self) -> None:
+        """End the read transaction :meth:`begin_read` began."""
+        self.db.execute("COMMIT")

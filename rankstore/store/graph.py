@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from .base import StoreBase
 if TYPE_CHECKING:
     from .analysis import InSlice
 
-__all__ = ["GraphMixin", "InLinks"]
+__all__ = ["GraphMixin", "InLinkBlock", "InLinks"]
 
 BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
 BLOCK_MAX_PAGES = 1 << 13
@@ -31,6 +32,18 @@ _ROWS = 1 << 18  # out_links rows read at once
 _IN_CHUNK = 500  # ids a query names at most
 READ_THREADS = 8  # connections that read a big graph at once (they wait on the disk, not on a core)
 PARALLEL_BYTES = 1 << 26  # link sources from which the graph is read by READ_THREADS connections
+
+
+@dataclass(frozen=True)
+class InLinkBlock:
+    """One block of the in-link CSR: the pages from index ``first`` on and their linking pages' indices."""
+
+    first: int  # page index of the block's first target
+    counts: np.ndarray  # int64: in-links of each target page of the block
+    sources: np.ndarray  # int32 page indices, target by target
+    nofollow: np.ndarray | None  # bool per link; None: every link is followed
+    weights: np.ndarray | None  # float64 per link; None: every link weighs 1
+    born: np.ndarray | None  # int32 first build per link; None: the store's ``graph_born`` for every link
 
 
 @dataclass
@@ -255,6 +268,20 @@ class GraphMixin(StoreBase):
                 [np.frombuffer(w, dtype=np.float64) if w is not None else np.ones(k) for w, k in zip(weights, offsets)]
             )
         return InLinks(n, indptr, indices, nofollow, weight)
+
+    def in_link_blocks(self) -> Iterator[InLinkBlock]:
+        """The in-link CSR a block at a time, in target order (``rankstore export --what links``)."""
+        for first, offsets, sources, nofollow, weights, born in self.db.execute(
+            "SELECT first, offsets, sources, nofollow, weights, born FROM in_links ORDER BY first"
+        ):
+            yield InLinkBlock(
+                first,
+                np.diff(np.frombuffer(offsets, dtype=np.int32)).astype(np.int64),
+                np.frombuffer(sources, dtype=np.int32),
+                np.frombuffer(nofollow, dtype=bool) if nofollow else None,
+                np.frombuffer(weights, dtype=np.float64) if weights else None,
+                np.frombuffer(born, dtype=">i4").astype(np.int32) if born else None,
+            )
 
     def _in_link_rows(self) -> tuple[list[tuple], int]:
         """(offsets, sources, nofollow, weights) of every ``in_links`` block in order, and the graph's pages.

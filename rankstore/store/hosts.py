@@ -15,13 +15,14 @@ such page links (followed ones, unless the ranking counts nofollow links).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from .graph import GraphMixin
 
-__all__ = ["HostsMixin", "HostGraph", "HOST_BLOCK"]
+__all__ = ["HostsMixin", "HostBatch", "HostGraph", "HOST_BLOCK"]
 
 HOST_BLOCK = 1 << 14  # pages per page_hosts row
 
@@ -34,6 +35,15 @@ class HostGraph:
     indptr: np.ndarray
     indices: np.ndarray  # int32 host indices
     weights: np.ndarray | None  # float64: page links from that host to this one; None when each is one link
+
+
+@dataclass(frozen=True)
+class HostBatch:
+    """Hosts as columns, in id order."""
+
+    ids: tuple[int, ...]
+    names: tuple[str, ...]
+    pages: tuple[int, ...]
 
 
 class HostsMixin(GraphMixin):
@@ -104,6 +114,12 @@ class HostsMixin(GraphMixin):
         hosts = np.frombuffer(b"".join(blobs), dtype=">i4").astype(np.int32)
         self._page_hosts = (key, hosts)
         return hosts
+
+    def host_batches(self, size: int = 1 << 16) -> Iterator[HostBatch]:
+        """Every host in id order, ``size`` at a time, as columns (``rankstore export --what hosts``)."""
+        cursor = self.db.execute("SELECT id, name, pages FROM hosts ORDER BY id")
+        while rows := cursor.fetchmany(size):
+            yield HostBatch(*zip(*rows))
 
     def host_id(self, name: str) -> int | None:
         row = self.db.execute("SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()

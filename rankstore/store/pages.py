@@ -30,7 +30,7 @@ from ..urls import host_of
 from .base import StoreBase
 from .schema import PART_LINKS
 
-__all__ = ["PageData", "PagesMixin", "capture_time", "url_key", "url_keys"]
+__all__ = ["PageBatch", "PageData", "PagesMixin", "capture_time", "url_key", "url_keys"]
 
 _IN_CHUNK = 500
 _URL_CACHE_LIMIT = 2_000_000
@@ -101,6 +101,20 @@ def pack_targets(targets: np.ndarray) -> list[bytes]:
 
 def unpack_targets(parts: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(parts), dtype=">i4").astype(np.int64)
+
+
+@dataclass(frozen=True)
+class PageBatch:
+    """Pages as columns, in id order: what ``rankstore export --what pages`` writes."""
+
+    ids: tuple[int, ...]
+    urls: tuple[str, ...]
+    hosts: tuple[str, ...]
+    titles: tuple[str | None, ...]
+    crawled: tuple[int, ...]
+    status: tuple[int | None, ...]
+    first_build: tuple[int | None, ...]
+    last_build: tuple[int | None, ...]
 
 
 class PagesMixin(StoreBase):
@@ -611,6 +625,18 @@ class PagesMixin(StoreBase):
         if page_id is None:
             return []
         return sorted(self.urls_of(self.out_link_ids(page_id).tolist()).values())
+
+    def page_urls(self, last: int) -> list[tuple[int, str]]:
+        """(id, url) of every page up to id ``last``, in one pass."""
+        return self.db.execute("SELECT id, url FROM pages WHERE id <= ?", (last,)).fetchall()
+
+    def page_batches(self, size: int = 1 << 16) -> Iterator[PageBatch]:
+        """Every page in id order, ``size`` at a time, as columns (``rankstore export --what pages``)."""
+        cursor = self.db.execute(
+            "SELECT id, url, host, title, crawled, status, first_build, build_id FROM pages ORDER BY id"
+        )
+        while rows := cursor.fetchmany(size):
+            yield PageBatch(*zip(*rows))
 
     def pages_by_id(self, columns: str, ids: Sequence[int]) -> Iterator[tuple]:
         """Rows ``(id, <columns>)`` of the pages with these ids, a query per 500."""

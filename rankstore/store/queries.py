@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -27,7 +28,7 @@ from .graph import GraphMixin
 from .pages import PagesMixin, url_keys
 from .rankings import Ranking, RankingArrays, RankingsMixin
 
-__all__ = ["QueriesMixin", "RankingLevelError", "ExportRow"]
+__all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
@@ -79,6 +80,14 @@ class ExportRow(NamedTuple):
     extra: float | None  # the variant's value (spam mass), None where it has none
 
 
+@dataclass(frozen=True)
+class PanelHeads:
+    """What a page's panel asks besides its own links, in one query."""
+
+    previous_build: int | None  # the build before the one the in-link arrays reflect (None: they reflect the first)
+    host_ranking: int | None  # the newest version of ``hostrank`` (None: hosts are not ranked)
+
+
 class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     """Read-only views of a store; part of :class:`~rankstore.store.Store`."""
 
@@ -112,6 +121,15 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
             return row[0], row[1]
         self.page_ranking(name)  # raises, saying why: no such ranking, or one of hosts
         raise StoreError(f"ranking {name!r} changed while it was read")
+
+    def panel_heads(self) -> PanelHeads:
+        """The previous build (links first seen after it may be new) and the host ranking's newest version."""
+        row = self.db.execute(
+            "SELECT (SELECT max(id) FROM builds WHERE id <"
+            " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
+            " (SELECT id FROM rankings WHERE name = 'hostrank' AND level = 'host' ORDER BY version DESC LIMIT 1)"
+        ).fetchone()
+        return PanelHeads(row[0], row[1])
 
     def _rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
         pages = {row[0]: row[1:] for row in self.pages_by_id("url, title, crawled", [i + 1 for i in indices])}
