@@ -25,7 +25,7 @@ __all__ = [
 
 DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-links does with its rank
 METHODS = ("bicgstab", "power")  # the scipy engine's solvers, the default first
-LEVELS = ("page", "host")  # rank pages, or the host graph
+LEVELS = ("page", "host", "site")  # rank pages, the host graph, or the site (registered domain) graph
 ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark past it
 OUTPUT_FORMATS = ("table", "csv", "json")  # how the CLI writes a view's rows
 INFO_FORMATS = ("table", "json")  # how `rankstore info` writes the store's description (not rows: no CSV)

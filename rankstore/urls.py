@@ -33,7 +33,7 @@ from functools import lru_cache
 # 7.1 us for ada_url.URL(url).href).  A private module: pyproject.toml holds ada-url to one major version.
 from ada_url._ada_wrapper import ffi, lib  # compiled by cffi, no stubs
 
-__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "resolver"]
+__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "site_of", "resolver"]
 
 MAX_URL_LENGTH = 4096
 
@@ -231,6 +231,32 @@ def host_of(url: str) -> str:
     start = url.index("//") + 2
     end = url.find("/", start)
     return url[start:end] if end >= 0 else url[start:]
+
+
+_IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+\Z")  # what the URL Standard leaves of any IPv4 host
+
+
+@lru_cache(maxsize=1)
+def _suffixes():
+    # the bundled Public Suffix List (ICANN and private sections): nothing is fetched at run time
+    from publicsuffixlist import PublicSuffixList
+
+    return PublicSuffixList(only_icann=False)
+
+
+@lru_cache(maxsize=1 << 16)
+def site_of(host: str) -> str:
+    """The site of a host (with its port, as ``host_of`` gives it): its registered domain, the Public Suffix
+    List's eTLD+1 with the list's private section, as browsers define a site (``user.github.io``;
+    ``example.co.uk`` for ``a.b.example.co.uk``), the port dropped.  A host with no registered domain stands
+    as its own site, port and all: an IP address, ``localhost``, a public suffix itself, a single label."""
+    if host.startswith("["):  # IPv6
+        return host
+    name = host.rsplit(":", 1)[0] if ":" in host else host
+    if _IPV4.match(name):
+        return host
+    site = _suffixes().privatesuffix(name)
+    return site if site else host
 
 
 # base directory -> {href: canonical URL}, shared across pages: most links of a

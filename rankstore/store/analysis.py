@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import StoreError
 from .graph import INLINE_BYTES
-from .hosts import HostsMixin
+from .sites import SitesMixin
 from .queries import QueriesMixin
 from .rankings import Ranking, RankingArrays
 
@@ -120,7 +120,7 @@ def _largest(values: np.ndarray, positions_of, candidates: np.ndarray, count: in
     return near[order[:count]]
 
 
-class AnalysisMixin(QueriesMixin, HostsMixin):
+class AnalysisMixin(QueriesMixin, SitesMixin):
     """Backlink analysis; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection

@@ -5,6 +5,8 @@
   (``rankings.build``); for older versions, the last build finished before
   the version was made.  The views are made again (``current_scores`` gained
   the ranking's level).
+* 7 -> 8: each host's site (registered domain) numbered in ``sites`` and
+  ``host_sites``; ``current_scores`` joins a site ranking to its sites.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -46,6 +48,8 @@ def migrate(store, found: int) -> None:
         store.derive_hosts()
     if found <= 6:
         _ranking_builds(db)
+    if found <= 7:
+        _sites(store)
 
 
 def _renormalise_urls(db: sqlite3.Connection) -> None:
@@ -110,6 +114,18 @@ def _ranking_builds(db: sqlite3.Connection) -> None:
         "UPDATE rankings SET build = (SELECT max(b.id) FROM builds b WHERE b.status = 'complete'"
         " AND b.finished_at <= rankings.created_at) WHERE build IS NULL"
     )
+    for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
+        db.execute(f"DROP VIEW {name}")  # made again from VIEWS by the caller
+
+
+def _sites(store) -> None:
+    """Schema 8: each host's site (registered domain), numbered; the views are made again (``current_scores``
+    joins the sites of a site ranking)."""
+    db = store.db
+    for statement in TABLES.split(";\n"):  # the new tables: sites, host_sites
+        if statement.strip():
+            db.execute(statement)
+    store.derive_sites()
     for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
         db.execute(f"DROP VIEW {name}")  # made again from VIEWS by the caller
 

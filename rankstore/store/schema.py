@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 8; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -26,6 +26,9 @@ Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 * ``hosts``: each host (with its port) once, numbered in order of first
   appearance; ``page_hosts`` each page's host id, in blocks.  A ranking of
   ``level`` 'host' (``rank --level host``) has its arrays by host index.
+* ``sites``: each site (a host's registered domain, :func:`rankstore.urls.site_of`)
+  once, numbered in order of first appearance; ``host_sites`` each host's site
+  id, in blocks.  A ranking of ``level`` 'site' has its arrays by site index.
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results; ``ranking_blocks`` holds one
@@ -41,7 +44,8 @@ Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   blocks as one row per page (per host, ``page_id`` then the host's id, for a
   host ranking); ``current_scores`` is each ranking's newest version with its
   ``level``, joined to the pages (URL and title) or, for a host ranking, to
-  the hosts: ``name`` is the page's URL or the host's name.
+  the hosts or sites: ``name`` is the page's URL or the host's or site's name
+  (``host_id`` holds a host's or a site's id).
 
 Packed arrays are big-endian so that the views can read them with SQLite's
 own functions (``hex``, ``instr``, ``pow``): plain ``sqlite3``, sqlite-utils
@@ -50,7 +54,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -153,6 +157,15 @@ CREATE TABLE IF NOT EXISTS page_hosts (
     first INTEGER PRIMARY KEY,
     hosts BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sites (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE,
+    hosts INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS host_sites (
+    first INTEGER PRIMARY KEY,
+    sites BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS counter (
     k INTEGER PRIMARY KEY
 );
@@ -222,7 +235,11 @@ WHERE r.level = 'page' AND r.version = (SELECT max(version) FROM rankings WHERE 
 UNION ALL
 SELECT r.name, r.version, r.level, r.build, NULL, h.id, h.name, NULL, NULL, s.score, s.inlinks, s.extra
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN hosts h ON h.id = s.page_id
-WHERE r.level = 'host' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
+WHERE r.level = 'host' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name)
+UNION ALL
+SELECT r.name, r.version, r.level, r.build, NULL, t.id, t.name, NULL, NULL, s.score, s.inlinks, s.extra
+FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN sites t ON t.id = s.page_id
+WHERE r.level = 'site' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
 """
 
 COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)

@@ -1,0 +1,128 @@
+"""Sites: each host's registered domain as a number, the level above hosts (``rank --level site``).
+
+A site is what :func:`rankstore.urls.site_of` gives a host: the Public
+Suffix List's eTLD+1 (``example.co.uk``, ``user.github.io``), or the host
+itself, port and all, where it has none (an IP address, ``localhost``).
+Site ids are given in order of first appearance and never change, so a site
+ranking stays valid when later builds add sites.  ``host_sites`` keeps each
+host's site id as big-endian int32 in blocks of :data:`SITE_BLOCK` hosts, as
+``page_hosts`` keeps each page's host; ``sites.hosts`` counts them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..urls import site_of
+from .hosts import HostsMixin
+
+__all__ = ["SitesMixin", "SiteBatch", "SITE_BLOCK"]
+
+SITE_BLOCK = 1 << 14  # hosts per host_sites row
+
+
+@dataclass(frozen=True)
+class SiteBatch:
+    """Sites as columns, in id order."""
+
+    ids: tuple[int, ...]
+    names: tuple[str, ...]
+    hosts: tuple[int, ...]
+
+
+class SitesMixin(HostsMixin):
+    """Sites of hosts; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def derive_hosts(self) -> None:
+        """Number the hosts of pages added since the last time, and their sites (inside a write transaction)."""
+        super().derive_hosts()
+        self.derive_sites()
+
+    def derive_sites(self) -> None:
+        """Number the sites of hosts added since the last time (call inside a write transaction)."""
+        done = self._meta_int("sites_hosts")
+        last = self.host_count()
+        if last <= done:
+            return
+        known = dict(self.db.execute("SELECT name, id FROM sites"))
+        fresh: dict[str, int] = {}
+        start = done - done % SITE_BLOCK  # the first block that changes, written again whole
+        ids = np.zeros(last - start, dtype=np.int32)
+        if start < done:
+            ids[: done - start] = self._site_block(start)[: done - start]
+        cursor = self.db.execute("SELECT id, name FROM hosts WHERE id > ? ORDER BY id", (done,))
+        while rows := cursor.fetchmany(1 << 16):
+            for host_id, host in rows:
+                site = site_of(host)
+                number = known.get(site)
+                if number is None:
+                    number = known[site] = fresh[site] = len(known) + 1
+                ids[host_id - 1 - start] = number
+        self.db.executemany(
+            "INSERT INTO sites (id, name, hosts) VALUES (?, ?, 0)", ((number, name) for name, number in fresh.items())
+        )
+        counts = np.bincount(ids[done - start :], minlength=len(known) + 1)
+        changed = np.flatnonzero(counts)
+        self.db.executemany(
+            "UPDATE sites SET hosts = hosts + ? WHERE id = ?", zip(counts[changed].tolist(), changed.tolist())
+        )
+        self.db.executemany(
+            "INSERT OR REPLACE INTO host_sites (first, sites) VALUES (?, ?)",
+            (
+                (first, ids[first - start : first - start + SITE_BLOCK].astype(">i4").tobytes())
+                for first in range(start, last, SITE_BLOCK)
+            ),
+        )
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_hosts', ?)", (str(last),))
+
+    def _meta_int(self, key: str) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def hosts_behind(self) -> bool:
+        return super().hosts_behind() or self._meta_int("sites_hosts") < self.host_count()
+
+    def _site_block(self, first: int) -> np.ndarray:
+        row = self.db.execute("SELECT sites FROM host_sites WHERE first = ?", (first,)).fetchone()
+        return np.frombuffer(row[0], dtype=">i4").astype(np.int32) if row else np.zeros(0, dtype=np.int32)
+
+    def host_sites(self) -> np.ndarray:
+        """Each host's site id by host index (0 for a host numbered since sites were last numbered)."""
+        key = self.db.execute("SELECT value FROM meta WHERE key = 'sites_hosts'").fetchone()
+        cached = getattr(self, "_host_sites", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        blobs = [row[0] for row in self.db.execute("SELECT sites FROM host_sites ORDER BY first")]
+        sites = np.frombuffer(b"".join(blobs), dtype=">i4").astype(np.int32)
+        self._host_sites = (key, sites)
+        return sites
+
+    def site_batches(self, size: int = 1 << 16) -> Iterator[SiteBatch]:
+        """Every site in id order, ``size`` at a time, as columns."""
+        cursor = self.db.execute("SELECT id, name, hosts FROM sites ORDER BY id")
+        while rows := cursor.fetchmany(size):
+            yield SiteBatch(*zip(*rows))
+
+    def site_id(self, name: str) -> int | None:
+        row = self.db.execute("SELECT id FROM sites WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def site_names(self, ids) -> dict[int, str]:
+        ids = list(ids)
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            found.update(
+                self.db.execute(f"SELECT id, name FROM sites WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            )
+        return found
+
+    def site_count(self) -> int:
+        """How many sites: the largest id, as ids are given one after the other."""
+        return self.db.execute("SELECT coalesce(max(id), 0) FROM sites").fetchone()[0]
