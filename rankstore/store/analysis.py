@@ -29,9 +29,9 @@ import numpy as np
 
 from .errors import StoreError
 from .graph import INLINE_BYTES
-from .sites import SitesMixin
 from .queries import QueriesMixin
 from .rankings import Ranking, RankingArrays
+from .sites import SitesMixin
 
 __all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "TargetLinks", "SORTS"]
 
