@@ -84,3 +84,15 @@ def test_an_upgrade_to_schema_8_numbers_the_sites_of_the_hosts_it_has(tmp_path):
         assert [b.names for b in store.site_batches()] == [("example.com", "x.org")]
         assert store.host_sites().tolist() == [1, 1, 2]
         assert store.db.execute("SELECT count(*) FROM current_scores").fetchone()[0] == 0
+
+
+def test_sites_and_hosts_named_without_pages_are_numbered_after_the_known_ones(tmp_path):
+    path = str(tmp_path / "s.db")
+    edges = _edges(tmp_path, "https://a.example.com/\thttps://x.org/\n")
+    assert CliRunner().invoke(cli, ["build", edges, "--store", path, "-q"]).exit_code == 0
+    with Store(path) as store:
+        with store.transaction():
+            assert store.ensure_sites(["x.org", "new.net", "new.net", "example.com"]).tolist() == [2, 3, 3, 1]
+            assert store.ensure_hosts(["x.org", "www.other.co.uk"]).tolist() == [2, 3]
+        assert [b.names for b in store.site_batches()] == [("example.com", "x.org", "new.net", "other.co.uk")]
+        assert store.host_sites().tolist() == [1, 2, 4]

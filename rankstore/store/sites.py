@@ -12,7 +12,7 @@ host's site id as big-endian int32 in blocks of :data:`SITE_BLOCK` hosts, as
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +80,39 @@ class SitesMixin(HostsMixin):
             ),
         )
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_hosts', ?)", (str(last),))
+
+    def ensure_sites(self, names: Sequence[str]) -> np.ndarray:
+        """The ids of sites named (int64, in order), numbering those the store has not after the known ones:
+        a site may come without a host (a Common Crawl domain graph or ranks file names sites directly).
+        Call inside a write transaction."""
+        return self._ensure_named("sites", "hosts", names)
+
+    def ensure_hosts(self, names: Sequence[str]) -> np.ndarray:
+        """The ids of hosts named (int64, in order), numbering those the store has not after the known ones,
+        with no page (a Common Crawl ranks file names hosts), and their sites.  Call inside a write
+        transaction."""
+        ids = self._ensure_named("hosts", "pages", names)
+        self.derive_sites()
+        return ids
+
+    def _ensure_named(self, table: str, count: str, names: Sequence[str]) -> np.ndarray:
+        ids = np.zeros(len(names), dtype=np.int64)
+        next_id = self.db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0] + 1
+        for start in range(0, len(names), 500):
+            chunk = list(names[start : start + 500])
+            found = dict(
+                self.db.execute(f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk)
+            )
+            fresh = []
+            for offset, name in enumerate(chunk):
+                number = found.get(name)
+                if number is None:
+                    number = found[name] = next_id
+                    fresh.append((next_id, name))
+                    next_id += 1
+                ids[start + offset] = number
+            self.db.executemany(f"INSERT INTO {table} (id, name, {count}) VALUES (?, ?, 0)", fresh)
+        return ids
 
     def _meta_int(self, key: str) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
