@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from .extract import extract
+from .imported import read_cc_ranks_into, write_imported
 from .sources import (
     GONE_STATUSES,
     GRAPH_FORMATS,
+    RANK_FORMATS,
     EdgeBatch,
     Record,
     Skipped,
@@ -38,8 +40,9 @@ from .sources import (
     source_size,
 )
 from .sources.ccgraph import cc_parts
+from .sources.ccranks import ranks_level
 from .sources.htmldir import check_html_dir
-from .store import PageData, Store
+from .store import PageData, Ranking, Store
 from .urls import canonical, canonical_many
 
 __all__ = ["BuildProgress", "BuildReport", "build", "prepare", "check_sources"]
@@ -61,6 +64,7 @@ class BuildReport:
     seconds: float = 0.0
     skipped: Counter = field(default_factory=Counter)
     examples: list[Skipped] = field(default_factory=list)
+    rankings: list[Ranking] = field(default_factory=list)  # versions a ranks file gave (rankstore.imported)
 
     def skip(self, item: Skipped) -> None:
         reason = item.reason.split(" (")[0].split(";")[0]
@@ -124,6 +128,9 @@ def check_sources(sources: Sequence[str], fmt: str | None, base_url: str | None 
     graphs = [path for path, source_format in zip(sources, formats) if source_format == "ccgraph"]
     if graphs:
         cc_parts(graphs)  # both halves of the graph are there
+    for path, source_format in zip(sources, formats):
+        if source_format in RANK_FORMATS:
+            ranks_level(path)  # its header names a level
     return formats
 
 
@@ -155,7 +162,7 @@ def build(
     ``scheme`` is that of the root pages made of a Common Crawl graph's hosts.
     """
     formats = check_sources(sources, fmt, base_url)
-    pages_sources = [(path, f) for path, f in zip(sources, formats) if f not in GRAPH_FORMATS]
+    pages_sources = [(path, f) for path, f in zip(sources, formats) if f not in GRAPH_FORMATS + RANK_FORMATS]
     graph_sources = [(path, f) for path, f in zip(sources, formats) if f in GRAPH_FORMATS]
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1)
@@ -213,12 +220,19 @@ def build(
         for batch in kept(read_cc_sources(web_graph, scheme, advance), web_graph[0]):
             graph.take(batch)
         graph.finish()
+    # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
+    # so that they rank as of it.
+    imported = [
+        read_cc_ranks_into(store, path, report.skip, advance) for path, f in zip(sources, formats) if f in RANK_FORMATS
+    ]
     if progress is not None:
         progress(state)  # the pages' last links, parsed after the input was read
     report.gone = len(store.gone_pages())
     report.older = store.older_captures()
     report.pages = len(store.written_pages()) - report.gone
     store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
+    for scores in imported:
+        report.rankings += write_imported(store, scores)
     report.seconds = time.perf_counter() - started
     return report
 

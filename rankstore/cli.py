@@ -109,7 +109,10 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
     are loaded in, and an older one is kept as history.  A Common Crawl host
     or domain graph is given as its vertices and edges (files, folders of
     parts or *.paths.gz lists) or one folder holding both; each host becomes its root page, https://host/
-    (--scheme http for http://).  Records that cannot be read are reported
+    (--scheme http for http://).  A Common Crawl ranks file (*-ranks.txt.gz, told
+    by its header) becomes two rankings, cc-harmonic and cc-pagerank, of hosts
+    (a host file) or sites (a domain file), without solving; loaded again, a new
+    version of each.  Records that cannot be read are reported
     with their location and skipped; the rest still loads.  Exit status: 0 when
     everything loaded, 3 when some records were skipped, 1 on an error.
 
@@ -121,6 +124,7 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
         rankstore build mirror/ --base-url http://127.0.0.1:8000/
         rankstore build edges.tsv.gz --store graph.db
         rankstore build cc-host-vertices.paths.gz cc-host-edges.paths.gz --store hosts.db
+        rankstore build cc-main-2024-25-dec-jan-feb-host-ranks.txt.gz --store hosts.db
     """
     from .build import BuildProgress, total_size
     from .build import build as run_build
@@ -167,6 +171,11 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
         f"built {store_path}: {report.pages:,} pages, {report.links:,} links from {len(sources)} "
         f"source(s) in {report.seconds:.1f} s ({rate:,.0f} pages/s)"
     )
+    for ranking in report.rankings:
+        click.echo(
+            f"loaded {ranking.label}: {ranking.params['nodes']:,} {ranking.level}s scored by "
+            f"{ranking.params['source']} (not solved: Common Crawl's {ranking.params['measure']})"
+        )
     if report.gone:
         click.echo(f"{report.gone:,} page(s) found gone (404, 410): their links are lost as of this build")
     if report.older:
@@ -1027,3 +1036,4 @@ def stats(store_path, ranking_name, plot):
         figure.tight_layout()
         figure.savefig(plot, dpi=110)
         click.echo(f"wrote {plot}")
+

@@ -22,6 +22,7 @@ __all__ = [
     "SourceError",
     "FORMATS",
     "GRAPH_FORMATS",
+    "RANK_FORMATS",
     "GONE_STATUSES",
     "detect_format",
     "read_source",
@@ -85,8 +86,9 @@ class SourceError(Exception):
 
 Progress = Callable[[int], None]
 
-FORMATS = ("warc", "html", "edges", "ccgraph")
+FORMATS = ("warc", "html", "edges", "ccgraph", "ccranks")
 GRAPH_FORMATS = ("edges", "ccgraph")  # read as EdgeBatch, not as a Record per page
+RANK_FORMATS = ("ccranks",)  # Common Crawl's ranks files: scores of hosts or sites, stored without solving
 
 
 def _sniff(path: str) -> bytes:
@@ -102,8 +104,10 @@ def _sniff(path: str) -> bytes:
 
 
 def detect_format(path: str) -> str:
-    """'warc', 'html' (a directory of saved pages), 'edges' or 'ccgraph' (Common Crawl's web graph), from content."""
+    """'warc', 'html' (a directory of saved pages), 'edges', 'ccgraph' (Common Crawl's web graph) or 'ccranks'
+    (its ranks file, by its header), from content."""
     from .ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices
+    from .ccranks import looks_like_cc_ranks
 
     if os.path.isdir(path):
         try:
@@ -127,6 +131,8 @@ def detect_format(path: str) -> str:
         raise SourceError(f"{path}: not a WARC, HTML directory, edge list or web graph (binary content)")
     if looks_like_cc_vertices(head) or looks_like_cc_edges(head):
         return "ccgraph"
+    if looks_like_cc_ranks(head):
+        return "ccranks"
     return "edges"
 
 
@@ -147,6 +153,8 @@ def read_source(
         from .edgelist import read_edge_list
 
         return read_edge_list(path, progress)
+    if fmt in RANK_FORMATS:
+        raise SourceError(f"{path}: a Common Crawl ranks file is read as rankings (rankstore.imported)")
     if fmt == "ccgraph":
         raise SourceError(
             f"{path}: a Common Crawl graph is read from its vertices and edges together (read_graph_sources)"

@@ -221,7 +221,7 @@ class RankingsMixin(StoreBase):
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
-            table = "hosts" if level == "host" else "pages"
+            table = {"host": "hosts", "site": "sites"}.get(level, "pages")
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
@@ -316,6 +316,8 @@ class RankingsMixin(StoreBase):
 
     def stale_note(self, ranking: Ranking) -> str | None:
         """What to say when a newer build than the one ``ranking`` ranked exists; None while it is current."""
+        if ranking.params.get("kind") == "imported":  # another's ranking of another graph: no build of ours ages it
+            return None
         newest = self.newest_build()
         if newest is None or (ranking.build is not None and ranking.build >= newest):
             return None
