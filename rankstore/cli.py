@@ -1037,3 +1037,37 @@ def stats(store_path, ranking_name, plot):
         figure.savefig(plot, dpi=110)
         click.echo(f"wrote {plot}")
 
+
+# ------------------------------------------------------------------ comparing rankings
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("rankings", nargs=-1, required=True, metavar="RANKING_A [RANKING_B]")
+@store_option
+@format_option
+def compare(rankings, store_path, fmt):
+    """How far two rankings of one level agree: Spearman's rho, Kendall's tau-b, and the top 10/100/1,000 overlap.
+
+    A ranking is NAME (its newest version) or NAME@VERSION; given one alone,
+    its version before the newest is compared with the newest.  Over the
+    nodes (pages, hosts or sites) both score above 0: a node Common Crawl's
+    ranks file does not name scores 0.  top_k is the share of A's k best of
+    those nodes that are among B's k best (empty: fewer than k in common).
+
+    \b
+    Examples:
+        rankstore compare hostrank cc-pagerank         # ours against Common Crawl's
+        rankstore compare pagerank                     # the version before against the newest
+        rankstore compare pagerank@3 pagerank --format json
+    """
+    from .compare import CompareError, RankingRef
+
+    if len(rankings) > 2:
+        raise click.UsageError("give one ranking (its two newest versions) or two: RANKING_A [RANKING_B]")
+    refs = [RankingRef.parse(text) for text in rankings]
+    with reading(store_path) as store:
+        try:
+            table = views.compare_view(store, refs[0], refs[1] if len(refs) > 1 else None)
+        except CompareError as error:
+            raise click.ClickException(str(error)) from error
+    _emit(table, fmt)

@@ -108,6 +108,7 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str) -> str:
 TEXT_COLUMNS = ("url", "host", "best_url", "title", "anchor", "target", "kind", "nofollow")
 _SCORES = {"pagerank", "host_pagerank", "contribution", "best_pagerank"}
 _BUILDS = {"build", "first_seen", "last_seen", "lost_in"}  # numbers that name a build: no thousands separator
+_AGREEMENTS = {"spearman", "kendall", "top_10", "top_100", "top_1000"}  # correlations and overlaps, within -1..1
 _BAR_CHAR = "█"
 _WIDEST = 60  # characters of a cell before it is cut
 
@@ -124,7 +125,7 @@ def _cell(column: str, row: dict) -> str:
         return f"{value:.2f}"
     if column in _SCORES:
         return f"{value:.4e}"
-    if column == "spam_mass":
+    if column == "spam_mass" or column in _AGREEMENTS:
         return f"{value:.4f}"
     if column == "host_rank":
         return f"#{value:,}"

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import display
+from .compare import TOP_KS, RankingRef, compare_rankings
 from .store import BacklinkReport, Ranking, Store
 from .urls import host_of
 
@@ -58,6 +59,8 @@ __all__ = [
     "anchors_view",
     "builds_view",
     "export_columns",
+    "COMPARE_COLUMNS",
+    "compare_view",
 ]
 
 ALL_ROWS = 1 << 40  # a limit that is no limit: ``-n 0``
@@ -93,6 +96,17 @@ SHOW_HOST_COLUMNS = [*HOST_RANKING_COLUMNS[:-1], "url", "host"]  # a page answer
 ANCHOR_COLUMNS = ["anchor", "links", "contribution"]
 BUILD_COLUMNS = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
 EXPORT_COLUMNS = ["url", "pagerank", "algorithm1", "percentile", "toolbar", "rank", "inlinks", "title"]
+COMPARE_COLUMNS = [
+    "ranking_a",
+    "ranking_b",
+    "level",
+    "scored_a",
+    "scored_b",
+    "common",
+    "spearman",
+    "kendall",
+    *(f"top_{k}" for k in TOP_KS),
+]
 EXPORT_HOST_COLUMNS = ["host", "host_pagerank", "algorithm1", "percentile", "toolbar", "host_rank", "pages", "inlinks"]
 _BAR_PX = 20  # the CLI's bar column
 _PERCENTILE_DIGITS = 4
@@ -408,3 +422,26 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
     if any(row.extra is not None for row in found):
         columns["spam_mass"] = [row.extra for row in found]
     return columns
+
+
+def compare_view(store: Store, a: RankingRef, b: RankingRef | None) -> Table:
+    """One row: how far ranking ``a`` agrees with ``b`` (:func:`rankstore.compare.compare_rankings`; ``b`` None:
+    the version before ``a`` against it), with how many nodes each scores and how many they share."""
+    found = compare_rankings(store, a, b)
+    row = {
+        "ranking_a": found.a.label,
+        "ranking_b": found.b.label,
+        "level": found.a.level,
+        "scored_a": found.scored_a,
+        "scored_b": found.scored_b,
+        "common": found.agreement.nodes,
+        "spearman": found.agreement.spearman,
+        "kendall": found.agreement.kendall,
+    }
+    for top in found.agreement.tops:
+        row[f"top_{top.k}"] = top.overlap
+    notes = [
+        f"over the {found.agreement.nodes:,} {found.a.level}s both score above 0; top_k: the share of A's k best "
+        "that are among B's k best"
+    ]
+    return Table([row], COMPARE_COLUMNS, notes)

@@ -40,6 +40,7 @@ COMMANDS = {
     "intersect": ([URL, "http://127.0.0.1:1/other.html"], False),
     "search": (["python"], False),
     "anchors": ([URL], False),
+    "compare": (["pagerank", "pagerank"], False),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -71,6 +72,7 @@ BAD_OPTIONS = {
     "intersect": [["--group-by", "site"], ["--limit", "-1"]],
     "search": [["--limit", "-1"]],
     "anchors": [["--limit", "-1"]],
+    "compare": [["--format", "xml"], ["pagerank"]],  # a third ranking
 }
 
 
