@@ -134,7 +134,7 @@ def write_imported(store: Store, scores: ImportedScores) -> list[Ranking]:
         count = store.host_count() if scores.level == "host" else store.site_count()
         for name, measure, values in (
             (CC_HARMONIC, "harmonic centrality", scores.harmonic),
-            (CC_PAGERANK, "pagerank", scores.pagerank),
+            (CC_PAGERANK, "PageRank", scores.pagerank),
         ):
             full = np.zeros(count)
             full[: len(values)] = values
