@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 8; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -43,6 +43,10 @@ Layout (schema 7; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   ``level``, joined to the pages (URL and title) or, for a host ranking, to
   the hosts: ``name`` is the page's URL or the host's name.
 
+* ``source_files``: each file at a URL a build took whole (name, size,
+  checksum, build, when, records or lines it could not read), so that a
+  build of the same sources skips it (:mod:`.sources`).
+
 Packed arrays are big-endian so that the views can read them with SQLite's
 own functions (``hex``, ``instr``, ``pow``): plain ``sqlite3``, sqlite-utils
 and datasette see tables and views, no extension needed.
@@ -50,7 +54,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -80,6 +84,16 @@ def sql_float64(blob: str, index: str) -> str:
         f"(CASE WHEN {exponent} = 2047 THEN NULL WHEN {exponent} = 0 THEN {sign} * {mantissa} * pow(2, -1074)"
         f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)"
     )
+
+
+SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
+    name       TEXT PRIMARY KEY,
+    size       INTEGER NOT NULL,
+    checksum   TEXT NOT NULL,
+    build      INTEGER NOT NULL,
+    taken_at   TEXT NOT NULL,
+    unreadable INTEGER NOT NULL DEFAULT 0
+)"""
 
 
 PAGES = """CREATE TABLE IF NOT EXISTS {name} (
@@ -172,6 +186,7 @@ CREATE TABLE IF NOT EXISTS builds (
     skipped     INTEGER NOT NULL DEFAULT 0,
     skip_reasons TEXT
 );
+{SOURCE_FILES};
 CREATE TABLE IF NOT EXISTS rankings (
     id         INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
@@ -224,5 +239,6 @@ SELECT r.name, r.version, r.level, r.build, NULL, h.id, h.name, NULL, NULL, s.sc
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN hosts h ON h.id = s.page_id
 WHERE r.level = 'host' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
 """
+
 
 COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)
