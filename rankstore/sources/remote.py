@@ -161,6 +161,7 @@ class RemoteFile(io.RawIOBase):
         self._first = first
         self._closed = closed
         self._response: http.client.HTTPResponse | None = None
+        self._response_end: int | None = None  # where the answer being read ends, by its Content-Length
         self._hash = xxhash.xxh3_64()
 
     def readable(self) -> bool:
@@ -214,18 +215,18 @@ class RemoteFile(io.RawIOBase):
             self._hash.update(memoryview(buffer)[:count])
             self.position += count
             return count
-        if self.length is not None and self.position < self.length:
-            raise http.client.IncompleteRead(b"", self.length - self.position)
+        if self._response_end is not None and self.position < self._response_end:
+            # http.client's readinto says a connection closed early as an end: the length says otherwise
+            raise http.client.IncompleteRead(b"", self._response_end - self.position)
         self._drop()
         self.complete = self._first is None
         return 0
 
     def _connect(self) -> None:
         headers = {"User-Agent": f"rankstore/{__version__}", "Accept-Encoding": "identity"}
-        if self.position:
-            headers["Range"] = f"bytes={self.position}-"
-        elif self._first is not None:
-            headers["Range"] = f"bytes=0-{self._first - 1}"
+        if self.position or self._first is not None:
+            last = "" if self._first is None else self._first - 1
+            headers["Range"] = f"bytes={self.position}-{last}"
         try:
             response = urllib.request.urlopen(
                 urllib.request.Request(self.url, headers=headers), timeout=self.policy.timeout
@@ -240,16 +241,17 @@ class RemoteFile(io.RawIOBase):
             raise TransferError(self.url, str(error)) from error
         self._response = response
         length = response.headers.get("Content-Length")
-        total = int(length) if length and length.isdigit() else None
+        count = int(length) if length and length.isdigit() else None
         if response.status == 206:
             start, size = _content_range(response.headers.get("Content-Range", ""))
-            if start != (self.position if self.position else 0):
+            if start != self.position:
                 raise _Retry("the server resumed at another place than asked")
+            self._response_end = None if count is None else start + count
             if self._first is None:
                 self.length = size if size is not None else self.length
             return
         # the whole file again: what was given already is read past, unseen by the reader
-        self.length = total
+        self.length = self._response_end = count
         skip = self.position
         while skip:
             dropped = response.read(min(skip, 1 << 20))
