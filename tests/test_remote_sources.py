@@ -26,6 +26,9 @@ from warcio.warcwriter import WARCWriter
 
 from rankstore.build import BuildProgress, build
 from rankstore.cli import EXIT_SKIPPED, _build_progress, cli
+from rankstore.sources import Record, Skipped, SourceError
+from rankstore.sources.warc import read_warc
+from rankstore.sources.warc_stream import read_warc_stream
 from rankstore.store import Store
 
 from conftest import data
@@ -233,6 +236,26 @@ def test_a_warc_by_url_builds_what_the_file_builds(server, tmp_path, name):
     content = file_bytes(server, name)
     assert source_files(remote) == [(server.url + name, len(content), checksum(content), 1, unreadable)]
     assert server.fetched(name) == ["bytes=0-65535", None]  # its head, to tell its format; then the file
+
+
+@pytest.mark.parametrize("name", ["small.warc.gz", "small.warc", "garbage.warc.gz"])
+def test_a_warc_cut_anywhere_streams_the_pages_the_file_reader_reads(tmp_path, name):
+    """The stream reader against the file reader, on the file cut at many points (a transfer or a file cut
+    short): the same pages, whole; the stream reader also names a cut in the first record."""
+    whole = open(data(name), "rb").read()
+    for cut in range(97, len(whole), len(whole) // 40):
+        part = tmp_path / f"cut-{cut}.warc"
+        part.write_bytes(whole[:cut])
+        try:
+            by_file = [item for item in read_warc(str(part)) if isinstance(item, Record)]
+        except SourceError:
+            by_file = []
+        by_stream = [item for item in read_warc_stream(str(part), io.BufferedReader(io.BytesIO(whole[:cut])))]
+        pages = [item for item in by_stream if isinstance(item, Record)]
+        assert [(p.url, p.status, p.body, p.location) for p in pages] == [
+            (p.url, p.status, p.body, p.location) for p in by_file
+        ], cut
+        assert any(isinstance(item, Skipped) for item in by_stream), cut  # the cut is said
 
 
 def test_a_missing_url_is_one_line(server, tmp_path):
