@@ -351,11 +351,14 @@ def build(
                 else:
                     yield item
         except SourceError as error:
-            report.skip(Skipped(path, str(error)))
+            said = str(error)
+            if is_url(path):  # said once, so that the report groups the files missing alike ("HTTP 404 ...")
+                said = said.removeprefix(f"{path}: ")
+            report.skip(Skipped(path, said))
 
     def taken(names: Iterable[str], unreadable: Counter) -> list[TakenFile]:
         """The files at URLs among ``names`` that came whole, as the store notes them."""
-        streams = [fetcher.transfers.get(name) for name in names]
+        streams = [fetcher.transfers.pop(name, None) for name in names]
         return [
             TakenFile(stream.url, stream.position, stream.checksum, unreadable[stream.url])
             for stream in streams

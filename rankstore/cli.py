@@ -88,7 +88,9 @@ def cli():
     metavar="URL",
     help="For a *.paths.gz listing of files at URLs: the URL its paths are resolved against.",
 )
-@click.option("--limit", type=click.IntRange(1), metavar="N", help="Read only the first N files of each listing.")
+@click.option(
+    "--limit", type=click.IntRange(1), metavar="N", help="Read only the first N files of each listing of files at URLs."
+)
 @click.option(
     "--reread", is_flag=True, help="Read again the files at URLs that an earlier build took whole (else passed over)."
 )

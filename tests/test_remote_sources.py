@@ -273,7 +273,7 @@ def test_an_unreachable_base_is_one_line(server, tmp_path):
     result = invoke("build", listing, "--paths-base", f"http://127.0.0.1:{port}/", "--store", tmp_path / "s.db")
     assert result.exit_code == 1
     first = f"http://127.0.0.1:{port}/{warc_paths([0])[0]}"
-    assert result.output == f"Error: {first}: cannot connect (Connection refused) (4 attempts)\n"
+    assert result.output == f"Error: {first}: cannot connect: Connection refused (4 attempts)\n"
 
 
 # ------------------------------------------------------------------ listings
@@ -413,7 +413,8 @@ def test_a_missing_file_of_a_listing_is_reported_and_the_build_goes_on(server, t
     store = str(tmp_path / "s.db")
     result = invoke("build", listing, "--paths-base", server.url, "--store", store)
     assert result.exit_code == EXIT_SKIPPED
-    assert f"at {server.url}{names[1]}: {server.url}{names[1]}: HTTP 404 Not Found" in result.output
+    assert "         1  HTTP 404 Not Found\n" in result.output
+    assert f"at {server.url}{names[1]}: HTTP 404 Not Found\n" in result.output
     assert [name for name, *_ in source_files(store)] == [server.url + names[0], server.url + names[2]]
     # the file is there now: a re-run reads it alone
     server.reset()

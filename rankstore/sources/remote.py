@@ -125,7 +125,7 @@ class _Retry(Exception):
 def _describe(error: BaseException) -> str:
     if isinstance(error, urllib.error.URLError) and not isinstance(error, urllib.error.HTTPError):
         reason = error.reason
-        return f"cannot connect ({reason.strerror if isinstance(reason, OSError) and reason.strerror else reason})"
+        return f"cannot connect: {reason.strerror if isinstance(reason, OSError) and reason.strerror else reason}"
     if isinstance(error, http.client.IncompleteRead):
         return "connection closed in the middle of the file"
     if isinstance(error, socket.timeout | TimeoutError):
@@ -305,12 +305,10 @@ def _read_all(stream: io.RawIOBase, most: int | None = None) -> bytes:
 
 @dataclass(frozen=True)
 class Listing:
-    """What a ``*.paths.gz`` listing names: ``files``, URLs (in the listing's order, at most ``limit``), and
-    how many it names in all."""
+    """What a ``*.paths.gz`` listing names: ``files``, URLs in the listing's order (at most ``limit``)."""
 
     name: str
     files: list[str]
-    named: int
 
 
 def read_listing(
@@ -343,7 +341,7 @@ def read_listing(
         raise SourceError(f"{name}: the listing names no files")
     base = paths_base if paths_base.endswith("/") else paths_base + "/"
     files = [line if is_url(line) else urllib.parse.urljoin(base, line.lstrip("/")) for line in lines]
-    return Listing(name, files[:limit] if limit else files, len(files))
+    return Listing(name, files[:limit] if limit else files)
 
 
 @dataclass
