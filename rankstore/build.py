@@ -8,15 +8,26 @@ graphs) yield links in bulk (:class:`~rankstore.sources.EdgeBatch`): each
 distinct URL is put in normal form once, and links are stored as arrays.
 SQLite writes happen on a writer thread, one transaction per batch, while
 the next batch is read.
+
+A source may be at a URL, or be a ``*.paths.gz`` listing of files at URLs
+(:mod:`~rankstore.sources.remote`): each file is streamed, never saved.  A
+page file at a URL is noted in the store once its pages are committed (the
+parsers are drained at its end), a web graph's files once the whole graph
+is; a later build of the same sources passes over the files noted, and a
+build cut short is continued by the next run of its sources.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
+import re
+import tempfile
 import threading
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,17 +46,35 @@ from .sources import (
     Skipped,
     SourceError,
     detect_format,
-    read_cc_sources,
+    read_remote,
     read_source,
     source_size,
 )
-from .sources.ccgraph import cc_parts
+from .sources.ccgraph import (
+    _kind,
+    _listed,
+    _parts_of,
+    cc_parts,
+    looks_like_cc_edges,
+    looks_like_cc_vertices,
+    read_cc_graph,
+)
 from .sources.ccranks import ranks_level
 from .sources.htmldir import check_html_dir
-from .store import PageData, Ranking, Store
+from .sources.remote import (
+    DEFAULT_PATHS_BASE,
+    Fetcher,
+    RetryPolicy,
+    TransferError,
+    is_listing,
+    is_url,
+    read_head,
+    read_listing,
+)
+from .store import PageData, Ranking, Store, TakenFile
 from .urls import canonical, canonical_many
 
-__all__ = ["BuildProgress", "BuildReport", "build", "prepare", "check_sources"]
+__all__ = ["BuildProgress", "BuildReport", "PlannedSource", "build", "prepare", "check_sources", "is_remote_source"]
 
 _CHUNK = 32
 _BATCH_LINKS = 200_000
@@ -64,6 +93,9 @@ class BuildReport:
     seconds: float = 0.0
     skipped: Counter = field(default_factory=Counter)
     examples: list[Skipped] = field(default_factory=list)
+    files_taken: int = 0  # files at URLs this run took whole (noted in the store)
+    files_before: int = 0  # files at URLs an earlier build took whole: not read again
+    continued: bool = False  # this run went on with a build of the same sources that was cut short
     rankings: list[Ranking] = field(default_factory=list)  # versions a ranks file gave (rankstore.imported)
 
     def skip(self, item: Skipped) -> None:
@@ -113,10 +145,55 @@ def _prepare_chunk(records: Sequence[Record]) -> list[tuple[PageData | None, lis
     return [prepare(record) for record in records]
 
 
-def check_sources(sources: Sequence[str], fmt: str | None, base_url: str | None = None) -> list[str]:
-    """The format of each source; SourceError for one that cannot be used at all."""
-    formats = []
+@dataclass
+class PlannedSource:
+    """A source as the build will read it: the name given, its format and, for a source at URLs (a URL, or a
+    ``*.paths.gz`` listing of files at URLs), ``files``, the URLs to read (at most ``--limit`` of a
+    listing's); ``kind``, 'vertices' or 'edges', for a Common Crawl graph's files at URLs."""
+
+    name: str
+    format: str
+    files: list[str] | None = None
+    kind: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.files is not None
+
+
+def is_remote_source(name: str) -> bool:
+    """Whether a source is read over HTTP: a URL, or a listing whose first line names no file beside it (a
+    local listing of parts on disk is read as a Common Crawl graph's parts, as it always was)."""
+    if is_url(name):
+        return True
+    if not (is_listing(name) and os.path.isfile(name)):
+        return False
+    try:
+        parts = _listed(name)
+    except SourceError:
+        return False
+    return not parts or not os.path.exists(parts[0])
+
+
+def check_sources(
+    sources: Sequence[str],
+    fmt: str | None,
+    base_url: str | None = None,
+    paths_base: str = DEFAULT_PATHS_BASE,
+    limit: int | None = None,
+    policy: RetryPolicy | None = None,
+) -> list[PlannedSource]:
+    """Each source as it will be read; SourceError (one line) for one that cannot be used at all.
+
+    A source at URLs is asked for its listing and the head of its first file
+    (a later one if that one is missing): a base that cannot be reached is
+    said here, before the build begins.
+    """
+    planned = []
     for path in sources:
+        if is_remote_source(path):
+            planned.append(_plan_remote(path, fmt, paths_base, limit, policy))
+            continue
         if not os.path.exists(path):
             raise SourceError(f"{path}: no such file or directory")
         if not os.access(path, os.R_OK):
@@ -124,14 +201,83 @@ def check_sources(sources: Sequence[str], fmt: str | None, base_url: str | None 
         source_format = fmt or detect_format(path)
         if source_format == "html":
             check_html_dir(path, base_url)
-        formats.append(source_format)
-    graphs = [path for path, source_format in zip(sources, formats) if source_format == "ccgraph"]
+        planned.append(PlannedSource(path, source_format))
+    graphs = [source for source in planned if source.format == "ccgraph"]
     if graphs:
-        cc_parts(graphs)  # both halves of the graph are there
-    for path, source_format in zip(sources, formats):
-        if source_format in RANK_FORMATS:
-            ranks_level(path)  # its header names a level
-    return formats
+        _graph_parts(graphs)  # both halves of the graph are there
+    for source in planned:
+        if source.format in RANK_FORMATS:
+            ranks_level(source.name)  # its header names a level
+    return planned
+
+
+_HEAD_TRIES = 3  # files of a listing asked for its format before giving up: one may be missing
+
+
+def _plan_remote(
+    name: str, fmt: str | None, paths_base: str, limit: int | None, policy: RetryPolicy | None
+) -> PlannedSource:
+    files = read_listing(name, paths_base, limit, policy).files if is_listing(name) else [name]
+    head, missing = None, None
+    for url in files[:_HEAD_TRIES]:
+        try:
+            head = read_head(url, policy)
+            break
+        except TransferError as error:
+            if error.status is None or len(files) == 1:  # unreachable, or the one file named
+                raise SourceError(str(error)) from error
+            missing = error
+    if head is None:
+        raise SourceError(f"{name}: none of its first {_HEAD_TRIES} files can be read ({missing})")
+    source_format = fmt or _format_of_head(url, head)
+    kind = None
+    if source_format == "ccgraph":
+        text = _gunzipped(head)
+        kind = "vertices" if looks_like_cc_vertices(text) else "edges" if looks_like_cc_edges(text) else None
+        if kind is None:
+            raise SourceError(f"{url}: neither the vertices nor the edges of a Common Crawl graph")
+    if source_format not in ("warc", "edges", "ccgraph"):
+        raise SourceError(f"{name}: a {source_format} source is not read from a URL (give it as a file)")
+    return PlannedSource(name, source_format, files, kind)
+
+
+def _format_of_head(url: str, head: bytes) -> str:
+    """The format of a file at a URL, told as :func:`detect_format` tells a file's: from its first bytes,
+    in a small file of their own named as the URL's last segment."""
+    suffix = "-" + os.path.basename(url.split("?")[0].split("#")[0])[-80:]
+    with tempfile.NamedTemporaryFile(suffix=suffix) as sample:
+        sample.write(head)
+        sample.flush()
+        try:
+            return detect_format(sample.name)
+        except SourceError as error:
+            raise SourceError(str(error).replace(sample.name, url)) from error
+
+
+def _gunzipped(head: bytes) -> bytes:
+    if head[:2] != b"\x1f\x8b":
+        return head
+    try:
+        return zlib.decompressobj(31).decompress(head, 4096)
+    except zlib.error:
+        return b""
+
+
+def _graph_parts(graphs: Sequence[PlannedSource]) -> tuple[list[str], list[str]]:
+    """(vertex parts, edge parts) of a Common Crawl graph's sources: paths or URLs, in order."""
+    if not any(source.remote for source in graphs):
+        return cc_parts([source.name for source in graphs])
+    found: dict[str, list[str]] = {"vertices": [], "edges": []}
+    for source in graphs:
+        parts = source.files if source.files is not None else _parts_of(source.name)
+        kind = source.kind if source.remote else _kind(source.name, parts)
+        if kind is None:
+            raise SourceError(f"{source.name}: neither the vertices nor the edges of a Common Crawl graph")
+        found[kind].extend(parts)
+    for kind in ("vertices", "edges"):
+        if not found[kind]:
+            raise SourceError(f"{graphs[0].name}: no Common Crawl {kind} parts found")
+    return found["vertices"], found["edges"]
 
 
 @dataclass
@@ -142,6 +288,9 @@ class BuildProgress:
     pages: int = 0  # pages read (a page source's records; a graph's pages given their links)
     links: int = 0  # links parsed (before repeats within a page are dropped), or a graph's links stored
     graph: bool = False  # a graph source is being read: its links are the count that moves
+    files: int = 0  # files read or passed over: each file at a URL, each other source as one
+    files_total: int = 0
+    remote: bool = False  # some files are at URLs: their sizes are not known ahead, their count is
 
 
 ProgressCallback = Callable[[BuildProgress], None]
@@ -156,75 +305,160 @@ def build(
     jobs: int | None = None,
     commit_every: int = 20000,
     scheme: str = "https",
+    paths_base: str = DEFAULT_PATHS_BASE,
+    limit: int | None = None,
+    reread: bool = False,
+    planned: list[PlannedSource] | None = None,
+    policy: RetryPolicy | None = None,
 ) -> BuildReport:
     """Load ``sources`` into ``store``; ``progress`` is called with a :class:`BuildProgress` as input is read.
 
     ``scheme`` is that of the root pages made of a Common Crawl graph's hosts.
+    Sources at URLs: a listing's paths are resolved against ``paths_base``,
+    and only its first ``limit`` files are read; files an earlier build took
+    whole are passed over unless ``reread``.  ``planned``: what
+    :func:`check_sources` made of ``sources``, if the caller asked already.
     """
-    formats = check_sources(sources, fmt, base_url)
-    pages_sources = [(path, f) for path, f in zip(sources, formats) if f not in GRAPH_FORMATS + RANK_FORMATS]
-    graph_sources = [(path, f) for path, f in zip(sources, formats) if f in GRAPH_FORMATS]
+    if planned is None:
+        planned = check_sources(sources, fmt, base_url, paths_base, limit, policy)
+    pages_sources = [source for source in planned if source.format not in GRAPH_FORMATS + RANK_FORMATS]
+    graph_sources = [source for source in planned if source.format in GRAPH_FORMATS]
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1)
-    report = BuildReport(store.begin_build(sources))
+    remote_files = [url for source in planned if source.files is not None for url in source.files]
+    before = set() if reread else store.taken_files(remote_files)
+    resumed = store.interrupted_build(sources) if remote_files else None
+    report = BuildReport(resumed if resumed is not None else store.begin_build(sources), continued=resumed is not None)
+    if resumed is not None:
+        report.links = store.continue_build(resumed)
     started = time.perf_counter()
-    state = BuildProgress()
+    state = BuildProgress(
+        files_total=len(remote_files) + sum(1 for source in planned if not source.remote), remote=bool(remote_files)
+    )
 
     def advance(count: int) -> None:
         state.bytes_read += count
         if progress is not None:
             progress(state)
 
-    def kept(read: Iterator, path: str) -> Iterator[Any]:
+    def file_done(count: int = 1) -> None:
+        state.files += count
+        if progress is not None:
+            progress(state)
+
+    fetcher = Fetcher(policy or RetryPolicy.from_env(), closed=lambda _: file_done())
+
+    def kept(read: Iterator, path: str, unreadable: Counter | None = None) -> Iterator[Any]:
         try:
             for item in read:
                 if isinstance(item, Skipped):
                     report.skip(item)
+                    if unreadable is not None:
+                        unreadable[_file_of(item.where)] += item.count
                 else:
                     yield item
         except SourceError as error:
-            report.skip(Skipped(path, str(error)))
+            said = str(error)
+            if is_url(path):  # said once, so that the report groups the files missing alike ("HTTP 404 ...")
+                said = said.removeprefix(f"{path}: ")
+            report.skip(Skipped(path, said))
 
-    def items(chosen: list[tuple[str, str]]) -> Iterator[Record]:
-        for path, source_format in chosen:
-            for record in kept(read_source(path, source_format, base_url, advance), path):
-                state.pages += 1  # counted as read, with the bytes: the parsers' answers come a pool's work later
-                yield record
+    def taken(names: Iterable[str], unreadable: Counter) -> list[TakenFile]:
+        """The files at URLs among ``names`` that came whole, as the store notes them."""
+        streams = [fetcher.transfers.pop(name, None) for name in names]
+        return [
+            TakenFile(stream.url, stream.position, stream.checksum, unreadable[stream.url])
+            for stream in streams
+            if stream is not None and stream.complete
+        ]
 
-    if pages_sources:
-        writer = _Writer(store, report)
-        try:
-            _load_pages(
-                items(pages_sources),
-                writer,
-                report,
-                jobs,
-                commit_every,
-                state,
-                lambda: progress(state) if progress is not None else None,
-            )
-        finally:
-            writer.close()
-    # Graphs are written from this thread while the readers take the next block apart in a thread
-    # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
-    state.graph = bool(graph_sources)
-    for path, source_format in graph_sources:
-        if source_format == "edges":
-            graph = _GraphLoader(store, report, state, progress)
-            for batch in kept(read_source(path, "edges", progress=advance), path):
-                graph.take(batch)
-            graph.finish()
-    web_graph = [path for path, source_format in graph_sources if source_format == "ccgraph"]
-    if web_graph:
-        graph = _GraphLoader(store, report, state, progress)
-        for batch in kept(read_cc_sources(web_graph, scheme, advance), web_graph[0]):
-            graph.take(batch)
-        graph.finish()
+    def items(chosen: list[PlannedSource]) -> Iterator[Record | TakenFile]:
+        for source in chosen:
+            if source.files is None:
+                for record in kept(read_source(source.name, source.format, base_url, advance), source.name):
+                    state.pages += 1  # counted as read, with the bytes: the parsers' answers come a pool's work later
+                    yield record
+                file_done()
+                continue
+            for url in source.files:
+                if url in before:
+                    report.files_before += 1
+                    file_done()
+                    continue
+                unreadable: Counter = Counter()
+                for record in kept(read_remote(url, source.format, advance), url, unreadable):
+                    state.pages += 1
+                    yield record
+                yield from taken([url], unreadable)  # after its pages: noted once they are committed
+
+    def note(files: list[TakenFile]) -> None:
+        store.record_taken_files(files, report.build_id)
+        report.files_taken += len(files)
+
+    with fetcher.active():
+        if pages_sources:
+            writer = _Writer(store, report)
+            try:
+                _load_pages(
+                    items(pages_sources),
+                    writer,
+                    report,
+                    jobs,
+                    commit_every,
+                    state,
+                    lambda: progress(state) if progress is not None else None,
+                    note,
+                )
+            finally:
+                writer.close()
+        # Graphs are written from this thread while the readers take the next block apart in a thread
+        # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
+        state.graph = bool(graph_sources)
+        for source in graph_sources:
+            if source.format != "edges":
+                continue
+            for name in source.files if source.files is not None else [source.name]:
+                if name in before:
+                    report.files_before += 1
+                    file_done()
+                    continue
+                unreadable: Counter = Counter()
+                graph = _GraphLoader(store, report, state, progress)
+                read = (
+                    read_remote(name, "edges", advance)
+                    if source.remote
+                    else read_source(name, "edges", progress=advance)
+                )
+                for batch in kept(read, name, unreadable):
+                    graph.take(batch)
+                graph.finish()
+                note(taken([name], unreadable))
+                if not source.remote:
+                    file_done()
+        web_graph = [source for source in graph_sources if source.format == "ccgraph"]
+        if web_graph:
+            vertices, edges = _graph_parts(web_graph)
+            urls = [part for part in vertices + edges if is_url(part)]
+            local = len(vertices) + len(edges) - len(urls)
+            if urls and not local and all(url in before for url in urls):
+                # the whole graph was taken before (a graph is read whole: its edges need every vertex part)
+                report.files_before += len(urls)
+                file_done(len(urls))
+            else:
+                unreadable = Counter()
+                graph = _GraphLoader(store, report, state, progress)
+                for batch in kept(read_cc_graph(vertices, edges, scheme, advance), web_graph[0].name, unreadable):
+                    graph.take(batch)
+                graph.finish()
+                note(taken(urls, unreadable))
+                file_done(sum(1 for source in web_graph if not source.remote))
     # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
     # so that they rank as of it.
-    imported = [
-        read_cc_ranks_into(store, path, report.skip, advance) for path, f in zip(sources, formats) if f in RANK_FORMATS
-    ]
+    imported = []
+    for source in planned:
+        if source.format in RANK_FORMATS:
+            imported.append(read_cc_ranks_into(store, source.name, report.skip, advance))
+            file_done()
     if progress is not None:
         progress(state)  # the pages' last links, parsed after the input was read
     report.gone = len(store.gone_pages())
@@ -237,17 +471,27 @@ def build(
     return report
 
 
+_WHERE = re.compile(r"(@\d+|:\d+(-\d+)?)$")  # a reader's offset in a file, or its lines
+
+
+def _file_of(where: str) -> str:
+    """The file a reader's report names: its ``where`` without the offset or lines."""
+    return _WHERE.sub("", where)
+
+
 def _load_pages(
-    records: Iterator[Record],
+    records: Iterator[Record | TakenFile],
     writer: _Writer,
     report: BuildReport,
     jobs: int,
     commit_every: int,
     state: BuildProgress,
     progress: Callable[[], None],
+    note: Callable[[list[TakenFile]], None],
 ) -> None:
     """Records -> pages with canonical URLs (in worker processes) -> the writer, in batches; ``state``
-    counts the links as they come from the parsers."""
+    counts the links as they come from the parsers.  A file taken whole (:class:`TakenFile`, after its
+    records) is noted once everything before it is parsed and written: the parsers are drained first."""
     pending: list[PageData] = []
     pending_links = 0
 
@@ -269,18 +513,25 @@ def _load_pages(
         if len(pending) >= commit_every or pending_links >= _BATCH_LINKS:
             flush()
 
-    if jobs <= 1:
+    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        inflight: deque = deque()
+
+        def drain() -> None:
+            while inflight:
+                take(inflight.popleft().get())
+
         for chunk in _chunks(records, _CHUNK):
-            take(_prepare_chunk(chunk))
-    else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            inflight: deque = deque()
-            for chunk in _chunks(records, _CHUNK):
+            if isinstance(chunk, TakenFile):
+                drain()
+                flush()
+                writer.call(note, [chunk])
+            elif pool is None:
+                take(_prepare_chunk(chunk))
+            else:
                 inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
                 if len(inflight) >= jobs * 8:
                     take(inflight.popleft().get())
-            while inflight:
-                take(inflight.popleft().get())
+        drain()
     flush()
 
 
@@ -376,9 +627,16 @@ class _Writer:
             raise self.error
 
 
-def _chunks(items: Iterable, size: int) -> Iterator[list]:
-    chunk = []
+def _chunks(items: Iterable, size: int) -> Iterator[list | TakenFile]:
+    """Lists of at most ``size`` records; a file taken whole comes between them, as itself."""
+    chunk: list = []
     for item in items:
+        if isinstance(item, TakenFile):
+            if chunk:
+                yield chunk
+                chunk = []
+            yield item
+            continue
         chunk.append(item)
         if len(chunk) >= size:
             yield chunk
@@ -388,4 +646,5 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 def total_size(sources: Sequence[str]) -> int:
-    return sum(source_size(path) for path in sources)
+    """Bytes of the sources on disk (those at URLs are not counted: their size is known as they come)."""
+    return sum(source_size(path) for path in sources if not is_remote_source(path))

@@ -25,6 +25,7 @@ from .choices import (
     SCHEMES,
 )
 from .sources import FORMATS, SourceError
+from .sources.remote import DEFAULT_PATHS_BASE
 from .store import Store, StoreError
 from .store.analysis import SORTS
 
@@ -80,6 +81,19 @@ def cli():
 @store_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Source format (default: detected from content).")
 @click.option("--base-url", help="For a directory of saved HTML: the URL its root was saved from.")
+@click.option(
+    "--paths-base",
+    default=DEFAULT_PATHS_BASE,
+    show_default=True,
+    metavar="URL",
+    help="For a *.paths.gz listing of files at URLs: the URL its paths are resolved against.",
+)
+@click.option(
+    "--limit", type=click.IntRange(1), metavar="N", help="Read only the first N files of each listing of files at URLs."
+)
+@click.option(
+    "--reread", is_flag=True, help="Read again the files at URLs that an earlier build took whole (else passed over)."
+)
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), help="Parser processes (default: up to 2 cores).")
 @click.option(
     "--commit-every",
@@ -99,7 +113,9 @@ def cli():
 @click.option("--rank", "then_rank", is_flag=True, help="Then rank the store, as `rankstore rank` with no options.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.pass_context
-def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, then_rank, quiet):
+def build(
+    ctx, sources, store_path, fmt, base_url, paths_base, limit, reread, jobs, commit_every, scheme, then_rank, quiet
+):
     """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists, Common Crawl web graphs) into the store.
 
     Formats are detected from content; a recrawled page's out-links replace its
@@ -116,6 +132,16 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
     with their location and skipped; the rest still loads.  Exit status: 0 when
     everything loaded, 3 when some records were skipped, 1 on an error.
 
+    A source may be an http(s) URL, or a *.paths.gz listing of files at URLs
+    (Common Crawl's warc.paths.gz, a graph's vertices.paths.gz and
+    edges.paths.gz), its paths resolved against --paths-base: each file is
+    streamed, never saved, and retried with back-off when the connection
+    fails (resumed where it broke off, if the server allows).  A file that
+    is missing (404) is reported and passed over.  The store notes each file
+    at a URL it took whole (name, size, checksum; `rankstore info` lists
+    them): building the same sources again reads only the files it lacks,
+    and goes on with a build that was cut short.
+
     \b
     Examples:
         wget --mirror --warc-file=site http://127.0.0.1:8000/
@@ -125,16 +151,23 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
         rankstore build edges.tsv.gz --store graph.db
         rankstore build cc-host-vertices.paths.gz cc-host-edges.paths.gz --store hosts.db
         rankstore build cc-main-2024-25-dec-jan-feb-host-ranks.txt.gz --store hosts.db
+        rankstore build https://data.commoncrawl.org/crawl-data/CC-MAIN-2024-51/warc.paths.gz --limit 2
     """
-    from .build import BuildProgress, total_size
+    from .build import BuildProgress, check_sources, is_remote_source, total_size
     from .build import build as run_build
 
     for source in sources:
-        if not os.path.exists(source):
+        if not is_remote_source(source) and not os.path.exists(source):
             raise click.ClickException(f"{source}: no such file or directory")
-    store = open_store(store_path, create=True)
     try:
-        total = total_size(sources) if not quiet else 0
+        planned = check_sources(sources, fmt, base_url, paths_base, limit)
+    except SourceError as error:
+        raise click.ClickException(str(error)) from error
+    store = open_store(store_path, create=True)
+    by_files = any(source.remote for source in planned)  # the size of a file at a URL is known as it comes
+    try:
+        files = sum(len(source.files) if source.files is not None else 1 for source in planned)
+        total = 0 if quiet else files if by_files else total_size(sources)
     except OSError:
         total = 0
     started = time.perf_counter()
@@ -151,15 +184,31 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
     def progress(state: BuildProgress) -> None:
         nonlocal done
         if show:
-            bar.update(state.bytes_read - done, state)
-            if state.bytes_read == done:
+            if by_files:
+                bar.length = max(state.files_total, 1)
+            moved = state.files if by_files else state.bytes_read
+            bar.update(moved - done, state)
+            if moved == done:
                 bar.render_progress()  # the counts moved without the input (the last pages parsed)
-            done = state.bytes_read
+            done = moved
 
     try:
         if show:
             bar.__enter__()
-        report = run_build(store, sources, fmt, base_url, progress, jobs, commit_every, scheme)
+        report = run_build(
+            store,
+            sources,
+            fmt,
+            base_url,
+            progress,
+            jobs,
+            commit_every,
+            scheme,
+            paths_base=paths_base,
+            limit=limit,
+            reread=reread,
+            planned=planned,
+        )
     except SourceError as error:
         raise click.ClickException(str(error)) from error
     finally:
@@ -167,6 +216,8 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
             bar.__exit__(None, None, None)
         store.close()
     rate = report.pages / report.seconds if report.seconds else 0
+    if report.continued:
+        click.echo(f"build #{report.build_id} was cut short: continued")
     click.echo(
         f"built {store_path}: {report.pages:,} pages, {report.links:,} links from {len(sources)} "
         f"source(s) in {report.seconds:.1f} s ({rate:,.0f} pages/s)"
@@ -175,6 +226,15 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
         click.echo(
             f"loaded {ranking.label}: {ranking.params['nodes']:,} {ranking.level}s scored by "
             f"{ranking.params['source']} (not solved: Common Crawl's {ranking.params['measure']})"
+        )
+    if report.files_taken or report.files_before:
+        click.echo(
+            f"{report.files_taken:,} file(s) at URLs taken whole"
+            + (
+                f"; {report.files_before:,} taken by an earlier build, not read again (--reread reads them)"
+                if report.files_before
+                else ""
+            )
         )
     if report.gone:
         click.echo(f"{report.gone:,} page(s) found gone (404, 410): their links are lost as of this build")
@@ -191,10 +251,30 @@ def build(ctx, sources, store_path, fmt, base_url, jobs, commit_every, scheme, t
         sys.exit(EXIT_SKIPPED)
 
 
+_FILES_SHOWN = 10  # files at URLs listed for a build in `info`'s table (all of them in its JSON)
+
+
+def _echo_files(files: list[dict]) -> None:
+    """The files at URLs a build took whole, under it in `info`'s table."""
+    if not files:
+        return
+    size = sum(item["size"] for item in files)
+    unreadable = sum(1 for item in files if item["unreadable"])
+    damaged = f", {unreadable:,} with records that could not be read" if unreadable else ""
+    click.echo(f"    {len(files):,} file(s) at URLs taken whole ({_human_bytes(size)}{damaged}):")
+    for item in files[:_FILES_SHOWN]:
+        note = f", {item['unreadable']:,} unreadable" if item["unreadable"] else ""
+        click.echo(f"      {item['name']} ({item['size']:,} bytes, {item['checksum']}{note})")
+    if len(files) > _FILES_SHOWN:
+        click.echo(f"      ... and {len(files) - _FILES_SHOWN:,} more (--format json lists them all)")
+
+
 def _build_progress(state, seconds: float) -> str:
-    """The progress bar's words: pages and links so far, and the rate of what moves (links, for a graph)."""
+    """The progress bar's words: files and bytes read (when some are at URLs), pages and links so far, and the
+    rate of what moves (links, for a graph)."""
     moving, unit = (state.links, "links") if state.graph else (state.pages, "pages")
-    return f"{state.pages:,} pages, {state.links:,} links, {moving / max(seconds, 1e-9):,.0f} {unit}/s"
+    files = f"{state.files:,}/{state.files_total:,} files, {_human_bytes(state.bytes_read)}, " if state.remote else ""
+    return f"{files}{state.pages:,} pages, {state.links:,} links, {moving / max(seconds, 1e-9):,.0f} {unit}/s"
 
 
 @cli.command(context_settings=CONTEXT)
@@ -238,6 +318,7 @@ def info(store_path, fmt, as_json):
             f"  #{item['id']} {item['started_at']} {item['status']}: {item['pages']:,} pages, "
             f"{item['links']:,} links{skipped} from {', '.join(item['sources'])}"
         )
+        _echo_files(item["files"])
     click.echo(f"rankings: {len(details['rankings'])}")
     for item in details["rankings"]:
         nodes = "hosts" if item["level"] == "host" else "pages"

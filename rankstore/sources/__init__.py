@@ -25,7 +25,9 @@ __all__ = [
     "RANK_FORMATS",
     "GONE_STATUSES",
     "detect_format",
+    "open_part",
     "read_source",
+    "read_remote",
 ]
 
 # The answers that say a page is no more (Not Found, Gone): a recrawl that gets one drops the page's links.
@@ -160,6 +162,34 @@ def read_source(
             f"{path}: a Common Crawl graph is read from its vertices and edges together (read_graph_sources)"
         )
     raise SourceError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def open_part(name: str):
+    """A file a reader reads, by path or by URL: a binary stream with ``read`` and ``peek``.  A URL is streamed
+    (through the build's :class:`~rankstore.sources.remote.Fetcher`) and connected to at its first read, so
+    that a part that cannot be fetched is reported where a part that cannot be read is."""
+    from .remote import active_fetcher
+
+    return active_fetcher().open(name)
+
+
+def read_remote(url: str, fmt: str, progress: Progress | None = None) -> Iterator[Record | EdgeBatch | Skipped]:
+    """One file at its URL, streamed, never saved: a WARC's pages, or an edge list's links."""
+    if fmt == "warc":
+        from .remote import active_fetcher
+        from .warc_stream import read_warc_stream
+
+        return _closing(active_fetcher().open(url), lambda stream: read_warc_stream(url, stream, progress))
+    if fmt == "edges":
+        from .edgelist import read_edge_list
+
+        return read_edge_list(url, progress)
+    raise SourceError(f"{url}: a {fmt} source is not read from a URL (give it as a file)")
+
+
+def _closing(stream, read: Callable[..., Iterator]) -> Iterator:
+    with stream:
+        yield from read(stream)
 
 
 def read_cc_sources(paths: list[str], scheme: str = "https", progress: Progress | None = None):

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from . import EdgeBatch, Skipped, SourceError
+from . import EdgeBatch, Skipped, SourceError, open_part
 from .textblocks import line_blocks
 
 __all__ = ["REPORTED", "cc_parts", "looks_like_cc_edges", "looks_like_cc_vertices", "read_cc_graph"]
@@ -209,8 +209,7 @@ class _Text:
     def __init__(self, handle, progress: Callable[[int], None] | None):
         self._handle = handle
         self._progress = progress
-        gzipped = handle.read(2) == b"\x1f\x8b"
-        handle.seek(0)
+        gzipped = handle.peek(2)[:2] == b"\x1f\x8b"  # peeked: a part at a URL is a stream
         self._zlib = zlib.decompressobj(31) if gzipped else None
         self._input = b""
         self._in_member = False  # a gzip member has begun and not yet ended
@@ -284,7 +283,7 @@ def _part_blocks(
     for path in parts:
         report = _Reporter(path)
         try:
-            handle = open(path, "rb")
+            handle = open_part(path)
         except OSError as error:
             raise SourceError(f"{path}: cannot open: {error.strerror}") from error
         line = 1

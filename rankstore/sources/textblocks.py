@@ -12,7 +12,7 @@ import gzip
 import io
 from collections.abc import Callable, Iterator
 
-from . import SourceError
+from . import SourceError, open_part
 
 __all__ = ["open_text", "line_blocks"]
 
@@ -37,14 +37,13 @@ class _Counting(io.RawIOBase):
 
 
 def open_text(path: str, progress: Callable[[int], None] | None = None):
-    """(raw file, stream of its text): gunzipped when it starts with gzip's magic bytes."""
+    """(raw file, stream of its text): gunzipped when it starts with gzip's magic bytes; ``path`` may be a URL."""
     try:
-        raw = open(path, "rb")
+        raw = open_part(path)  # a path, or a URL streamed
+        gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
     except OSError as error:
         raise SourceError(f"{path}: cannot open: {error.strerror}") from error
     counted = io.BufferedReader(_Counting(raw, progress), 1 << 20)
-    gzipped = raw.read(2) == b"\x1f\x8b"
-    raw.seek(0)
     return raw, (gzip.GzipFile(fileobj=counted) if gzipped else counted)
 
 

@@ -42,6 +42,7 @@ from .pages import PageData, builds_json, url_key
 from .queries import RankingLevelError
 from .rankings import Ranking, RankingArrays
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
+from .sources import SourceFilesMixin, TakenFile
 
 __all__ = [
     "Store",
@@ -61,6 +62,7 @@ __all__ = [
     "RankingArrays",
     "InLinks",
     "PageData",
+    "TakenFile",
     "SCHEMA_VERSION",
     "url_key",
 ]
@@ -81,7 +83,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(HostAnalysisMixin):
+class Store(SourceFilesMixin, HostAnalysisMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True, arrays: dict | None = None):
@@ -202,6 +204,27 @@ class Store(HostAnalysisMixin):
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
+    def continue_build(self, build_id: int) -> int:
+        """Go on with a build cut short (:meth:`interrupted_build`): as :meth:`begin_build`, with the pages it
+        wrote counted as this run's (a page captured again is weighed against them, a graph's links to
+        them merged); returns the links it had written."""
+        self._reset_page_cache()
+        self._note_build_start()
+        self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
+        written = [row[0] for row in self.db.execute("SELECT id FROM pages WHERE build_id = ?", (build_id,))]
+        self._written.update(written)
+        self._gone.update(
+            row[0]
+            for row in self.db.execute(
+                "SELECT id FROM pages WHERE build_id = ? AND NOT crawled AND status IN (404, 410)", (build_id,)
+            )
+        )
+        return self.db.execute(
+            "SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links WHERE src IN"
+            " (SELECT id FROM pages WHERE build_id = ?)",
+            (build_id,),
+        ).fetchone()[0]
+
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
         """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
         with self.transaction():
@@ -232,6 +255,12 @@ class Store(HostAnalysisMixin):
                 "SELECT name, version, level, build, iterations, created_at, pages FROM rankings ORDER BY name, version"
             )
         ]
+        files = self.files_of_builds()
+        for build in builds:
+            build["files"] = [
+                {"name": f.name, "size": f.size, "checksum": f.checksum, "unreadable": f.unreadable}
+                for f in files.get(build["id"], [])
+            ]
         newest = {ranking.name: ranking for ranking in self.rankings()}
         for item in rankings:  # only a ranking's newest version is read, and only it can be stale
             current = newest.get(item["name"])

@@ -6,7 +6,9 @@
   the version was made.  The views are made again (``current_scores`` gained
   the ranking's level).
 * 7 -> 8: each host's site (registered domain) numbered in ``sites`` and
-  ``host_sites``; ``current_scores`` joins a site ranking to its sites.
+  ``host_sites``; ``current_scores`` joins a site ranking to its sites;
+  ``source_files``, the files at URLs that builds took whole (a build of the
+  same sources skips them), empty in an older store.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -21,7 +23,7 @@ import sqlite3
 import numpy as np
 
 from .rankings import ranking_rows
-from .schema import PAGES, PART_LINKS, TABLES, VIEWS
+from .schema import PAGES, PART_LINKS, SOURCE_FILES, TABLES, VIEWS
 
 __all__ = ["schema_version", "migrate"]
 
@@ -49,6 +51,7 @@ def migrate(store, found: int) -> None:
     if found <= 6:
         _ranking_builds(db)
     if found <= 7:
+        _source_files(db)
         _sites(store)
 
 
@@ -128,6 +131,11 @@ def _sites(store) -> None:
     store.derive_sites()
     for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
         db.execute(f"DROP VIEW {name}")  # made again from VIEWS by the caller
+
+
+def _source_files(db: sqlite3.Connection) -> None:
+    """Schema 8: ``source_files``, empty: no earlier build read files at URLs."""
+    db.execute(SOURCE_FILES)
 
 
 def _packed_arrays(store) -> None:

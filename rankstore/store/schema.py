@@ -47,6 +47,10 @@ Layout (schema 8; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   the hosts or sites: ``name`` is the page's URL or the host's or site's name
   (``host_id`` holds a host's or a site's id).
 
+* ``source_files``: each file at a URL a build took whole (name, size,
+  checksum, build, when, records or lines it could not read), so that a
+  build of the same sources skips it (:mod:`.sources`).
+
 Packed arrays are big-endian so that the views can read them with SQLite's
 own functions (``hex``, ``instr``, ``pow``): plain ``sqlite3``, sqlite-utils
 and datasette see tables and views, no extension needed.
@@ -84,6 +88,16 @@ def sql_float64(blob: str, index: str) -> str:
         f"(CASE WHEN {exponent} = 2047 THEN NULL WHEN {exponent} = 0 THEN {sign} * {mantissa} * pow(2, -1074)"
         f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)"
     )
+
+
+SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
+    name       TEXT PRIMARY KEY,
+    size       INTEGER NOT NULL,
+    checksum   TEXT NOT NULL,
+    build      INTEGER NOT NULL,
+    taken_at   TEXT NOT NULL,
+    unreadable INTEGER NOT NULL DEFAULT 0
+)"""
 
 
 PAGES = """CREATE TABLE IF NOT EXISTS {name} (
@@ -185,6 +199,7 @@ CREATE TABLE IF NOT EXISTS builds (
     skipped     INTEGER NOT NULL DEFAULT 0,
     skip_reasons TEXT
 );
+{SOURCE_FILES};
 CREATE TABLE IF NOT EXISTS rankings (
     id         INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
@@ -241,5 +256,6 @@ SELECT r.name, r.version, r.level, r.build, NULL, t.id, t.name, NULL, NULL, s.sc
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN sites t ON t.id = s.page_id
 WHERE r.level = 'site' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
 """
+
 
 COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)
