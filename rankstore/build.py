@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .extract import extract
+from .extract import extract, resolve_listed
 from .sources import (
     GONE_STATUSES,
     GRAPH_FORMATS,
@@ -92,6 +92,11 @@ def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
         target = canonical(record.location, url)
         if target is not None:
             page.links.append((target, False, 1.0, None))
+    elif record.listed is not None:  # a WAT's: parsed where the WAT was made
+        parsed = resolve_listed(record.listed, url)
+        page.title = parsed.title
+        page.canonical_url = parsed.canonical_url
+        page.links = [(link.url, link.nofollow, 1.0, link.anchor_text) for link in parsed.links]
     elif record.body is not None:
         if _looks_binary(record.body):
             return None, [Skipped(record.where, "binary content labelled as HTML")]
