@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .extract import extract
+from .extract import extract, resolve_listed
 from .imported import read_cc_ranks_into, write_imported
 from .sources import (
     GONE_STATUSES,
@@ -128,6 +128,11 @@ def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
         target = canonical(record.location, url)
         if target is not None:
             page.links.append((target, False, 1.0, None))
+    elif record.listed is not None:  # a WAT's: parsed where the WAT was made
+        parsed = resolve_listed(record.listed, url)
+        page.title = parsed.title
+        page.canonical_url = parsed.canonical_url
+        page.links = [(link.url, link.nofollow, 1.0, link.anchor_text) for link in parsed.links]
     elif record.body is not None:
         if _looks_binary(record.body):
             return None, [Skipped(record.where, "binary content labelled as HTML")]
@@ -236,7 +241,7 @@ def _plan_remote(
         kind = "vertices" if looks_like_cc_vertices(text) else "edges" if looks_like_cc_edges(text) else None
         if kind is None:
             raise SourceError(f"{url}: neither the vertices nor the edges of a Common Crawl graph")
-    if source_format not in ("warc", "edges", "ccgraph"):
+    if source_format not in ("warc", "wat", "edges", "ccgraph"):
         raise SourceError(f"{name}: a {source_format} source is not read from a URL (give it as a file)")
     return PlannedSource(name, source_format, files, kind)
 

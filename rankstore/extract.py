@@ -15,9 +15,19 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser
 
+from .sources import ListedPage
 from .urls import canonical, resolver
 
-__all__ = ["Link", "Page", "decode_html", "extract", "sniff_charset", "MAX_TITLE", "MAX_ANCHOR"]
+__all__ = [
+    "Link",
+    "Page",
+    "decode_html",
+    "extract",
+    "resolve_listed",
+    "sniff_charset",
+    "MAX_TITLE",
+    "MAX_ANCHOR",
+]
 
 MAX_TITLE = 500
 MAX_ANCHOR = 200
@@ -108,6 +118,22 @@ def _clean_text(text: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
 
+def _robots_nofollow(content: str) -> bool:
+    """Whether a robots meta tag's ``content`` tells robots not to follow the page's links."""
+    content = content.lower()
+    return "nofollow" in content or "none" in [part.strip() for part in content.split(",")]
+
+
+def _no_vote(rel: str | None) -> bool:
+    """Whether a link's ``rel`` says it casts no vote (nofollow, ugc, sponsored)."""
+    return bool(rel and _NO_VOTE_RELS.intersection(rel.lower().split()))
+
+
+def _is_fragment(href: str) -> bool:
+    """An empty href, or a link to a fragment of the page itself: in-page navigation, not a link."""
+    return not href or href[0] == "#" or href.lstrip().startswith("#")
+
+
 def extract(body: bytes | str, url: str, content_type: str | None = None) -> Page:
     """Parse one HTML page fetched from ``url`` (already canonical)."""
     if isinstance(body, bytes):
@@ -134,10 +160,9 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
         attrs = node.attributes
         if tag == "a" or tag == "area":
             href = attrs.get("href")
-            if not href or href[0] == "#" or href.lstrip().startswith("#"):
+            if not href or _is_fragment(href):
                 continue
-            rel = attrs.get("rel")
-            nofollow = bool(rel and _NO_VOTE_RELS.intersection(rel.lower().split()))
+            nofollow = _no_vote(attrs.get("rel"))
             seen = hrefs.get(href)
             if seen is not None:
                 seen[0] = seen[0] and nofollow
@@ -159,9 +184,7 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
                 base_href = attrs.get("href")
         elif tag == "meta":
             if (attrs.get("name") or "").strip().lower() == "robots":
-                content = (attrs.get("content") or "").lower()
-                if "nofollow" in content or "none" in [part.strip() for part in content.split(",")]:
-                    page_nofollow = True
+                page_nofollow = page_nofollow or _robots_nofollow(attrs.get("content") or "")
         elif tag == "link" and page.canonical_url is None:
             if "canonical" in (attrs.get("rel") or "").lower().split():
                 page.canonical_url = canonical(attrs.get("href"), url)  # resolved below if <base>
@@ -176,6 +199,38 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
                 page.canonical_url = canonical(node.attributes.get("href"), base)
                 break
 
+    page.links = _resolved(hrefs, base, page_nofollow)
+    return page
+
+
+def resolve_listed(listed: ListedPage, url: str) -> Page:
+    """A page whose links were listed where it was parsed (a WAT's), read by the rules of :func:`extract`:
+    ``<base href>`` honoured, in-page links left out, a link nofollow only if every occurrence is (or the
+    robots meta tag says so), the first anchor text that says something."""
+    page = Page(title=_clean_text(listed.title or "", MAX_TITLE) or None)
+    hrefs: dict[str, list] = {}
+    for link in listed.links:
+        if _is_fragment(link.href):
+            continue
+        nofollow = _no_vote(link.rel)
+        anchor = _clean_text(link.anchor_text, MAX_ANCHOR)
+        seen = hrefs.get(link.href)
+        if seen is None:
+            hrefs[link.href] = [nofollow, anchor]
+        else:
+            seen[0] = seen[0] and nofollow
+            seen[1] = seen[1] or anchor
+    base = url
+    if listed.base is not None:
+        base = canonical(listed.base, url) or url
+    if listed.canonical is not None:
+        page.canonical_url = canonical(listed.canonical, base)
+    page.links = _resolved(hrefs, base, any(_robots_nofollow(content) for content in listed.robots))
+    return page
+
+
+def _resolved(hrefs: dict[str, list], base: str, page_nofollow: bool) -> list[Link]:
+    """Hrefs as written (href -> [nofollow on every occurrence, anchor text]) -> the page's set of links."""
     resolve = resolver(base)
     found: dict[str, Link] = {}
     for href, (nofollow, anchor) in hrefs.items():
@@ -189,5 +244,4 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
             existing.nofollow = existing.nofollow and nofollow
             if not existing.anchor_text:
                 existing.anchor_text = anchor
-    page.links = list(found.values())
-    return page
+    return list(found.values())

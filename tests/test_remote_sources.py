@@ -32,6 +32,7 @@ from rankstore.sources.warc_stream import read_warc_stream
 from rankstore.store import Store
 
 from conftest import data
+from watgen import write_wat
 
 HTML = [("Content-Type", "text/html; charset=utf-8")]
 CRAWL = "crawl-data/CC-MAIN-TEST"
@@ -145,6 +146,9 @@ def served(tmp_path_factory):
     (warcs / "cut-00001.warc.gz").write_bytes(whole[: len(whole) * 2 // 3])
     for name in WARCS:
         shutil.copy(data(name), root / name)
+    for name in WHIRLWIND:  # Common Crawl's own WARC, WAT and WET of one page
+        shutil.copy(data(f"whirlwind/{name}"), root / name)
+    write_wat(data("small.warc.gz"), str(root / "small.warc.wat.gz"))
     graph = root / CRAWL / "host"
     shutil.copytree(data("ccgraph/host/vertices"), graph / "vertices")
     shutil.copytree(data("ccgraph/host/edges"), graph / "edges")
@@ -221,6 +225,29 @@ def local_warc_listing(tmp_path, server: _Server, names: list[str]) -> str:
 
 
 WARCS = ["small.warc.gz", "small.warc", "truncated.warc.gz", "garbage.warc.gz", "garbage.warc"]
+WHIRLWIND = ["whirlwind.warc.gz", "whirlwind.warc.wat.gz", "whirlwind.warc.wet.gz"]
+
+
+@pytest.mark.parametrize("name", [*WHIRLWIND, "small.warc.wat.gz"])
+def test_common_crawls_files_by_url_read_as_their_files_do(server, tmp_path, name):
+    """A WARC streamed in passes over its request and metadata records, not read past as damage; a WAT
+    streams in as its file reads; a WET says in one line that it holds no page, as its file does."""
+    local, remote = str(tmp_path / "local.db"), str(tmp_path / "remote.db")
+    by_file = invoke("build", os.path.join(server.root, name), "--store", local)
+    by_url = invoke("build", server.url + name, "--store", remote)
+    assert by_url.exit_code == by_file.exit_code, by_url.output
+    assert "unreadable" not in by_url.output
+    assert dump(remote) == dump(local)
+    said = [line.replace(server.url, "").replace(server.root + "/", "") for line in by_url.output.splitlines()]
+    assert [line for line in said if "no HTML responses" in line] == [
+        line.replace(server.root + "/", "")
+        for line in by_file.output.splitlines()
+        if "no HTML responses" in line
+    ]
+    # the WET holds no page, nor the sample WAT (its one envelope describes the request record)
+    with Store(remote, readonly=True) as opened:
+        crawled = opened.db.execute("SELECT count(*) FROM pages WHERE crawled").fetchone()[0]
+    assert crawled == {"whirlwind.warc.gz": 1, "small.warc.wat.gz": 8}.get(name, 0)
 
 
 @pytest.mark.parametrize("name", WARCS)

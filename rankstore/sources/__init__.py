@@ -8,15 +8,18 @@ opened at all raises :class:`SourceError`.
 
 from __future__ import annotations
 
-import gzip
 import os
+import re
+import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = [
     "Record",
+    "ListedLink",
+    "ListedPage",
     "EdgeBatch",
     "Skipped",
     "SourceError",
@@ -36,13 +39,37 @@ GONE_STATUSES = frozenset({404, 410})
 
 
 @dataclass(slots=True)
+class ListedLink:
+    """A link as the page wrote it, from metadata that lists a page's links: ``href`` and ``rel`` as
+    written, the anchor's text."""
+
+    href: str
+    rel: str = ""
+    anchor_text: str = ""
+
+
+@dataclass(slots=True)
+class ListedPage:
+    """What a page holds, parsed where the crawl's metadata was made (a WAT), as the page wrote it: its
+    title, links, ``<base href>``, ``<link rel=canonical href>`` and the content of its robots meta tags.
+    ``rankstore.extract.resolve_listed`` reads them by the rules ``extract`` reads a page's HTML by."""
+
+    title: str | None = None
+    links: list[ListedLink] = field(default_factory=list)
+    base: str | None = None
+    canonical: str | None = None
+    robots: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class Record:
     """One page of a crawl.
 
-    ``body`` holds an HTML page to parse; ``location`` a redirect's target;
-    neither, for a page that is gone (``status`` in :data:`GONE_STATUSES`).
-    ``fetched_at`` is the capture's time as the crawl recorded it (WARC-Date),
-    None where the source does not say.
+    ``body`` holds an HTML page to parse, or ``listed`` its links already
+    listed; ``location`` a redirect's target; none of them, for a page that is
+    gone (``status`` in :data:`GONE_STATUSES`).  ``fetched_at`` is the
+    capture's time as the crawl recorded it (WARC-Date), None where the source
+    does not say.
     """
 
     url: str
@@ -52,6 +79,7 @@ class Record:
     content_type: str | None = None
     location: str | None = None
     fetched_at: str | None = None
+    listed: ListedPage | None = None
 
 
 @dataclass(slots=True)
@@ -88,7 +116,7 @@ class SourceError(Exception):
 
 Progress = Callable[[int], None]
 
-FORMATS = ("warc", "html", "edges", "ccgraph", "ccranks")
+FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks")
 GRAPH_FORMATS = ("edges", "ccgraph")  # read as EdgeBatch, not as a Record per page
 RANK_FORMATS = ("ccranks",)  # Common Crawl's ranks files: scores of hosts or sites, stored without solving
 
@@ -96,18 +124,52 @@ RANK_FORMATS = ("ccranks",)  # Common Crawl's ranks files: scores of hosts or si
 def _sniff(path: str) -> bytes:
     with open(path, "rb") as handle:
         head = handle.read(4096)
-    if head[:2] == b"\x1f\x8b":
+        if head[:2] != b"\x1f\x8b":
+            return head
+        handle.seek(0)
+        out = b""
+        data = b""
+        inflater = zlib.decompressobj(wbits=31)
         try:
-            with gzip.open(path, "rb") as handle:
-                return handle.read(4096)
-        except (OSError, EOFError) as error:
-            raise SourceError(f"{path}: cannot decompress: {error}") from error
-    return head
+            # A member at a time: damage past the first records is the reader's to report, record by record.
+            while len(out) < 4096:
+                if not data:
+                    data = handle.read(65536)
+                    if not data and not out:
+                        raise zlib.error("compressed file ended before the end-of-stream marker was reached")
+                    if not data:
+                        break
+                out += inflater.decompress(data, 4096 - len(out))
+                data = inflater.unconsumed_tail
+                if inflater.eof:
+                    data = inflater.unused_data + data
+                    inflater = zlib.decompressobj(wbits=31)
+        except zlib.error as error:
+            if not out:
+                raise SourceError(f"{path}: cannot decompress: {error}") from error
+        return out
+
+
+_WARC_TYPE = re.compile(rb"(?im)^warc-type:[ \t]*(\w+)")
+_JSON = re.compile(rb"(?im)^content-type:[ \t]*application/json")
+
+
+def _is_wat(head: bytes) -> bool:
+    """Common Crawl's WAT: a WARC whose first records include a metadata record of JSON, and no response."""
+    json_metadata = False
+    for block in head.split(b"\r\n\r\n"):
+        kind = _WARC_TYPE.search(block)
+        if kind is None:
+            continue
+        if kind.group(1).lower() == b"response":
+            return False
+        json_metadata = json_metadata or (kind.group(1).lower() == b"metadata" and _JSON.search(block) is not None)
+    return json_metadata
 
 
 def detect_format(path: str) -> str:
-    """'warc', 'html' (a directory of saved pages), 'edges', 'ccgraph' (Common Crawl's web graph) or 'ccranks'
-    (its ranks file, by its header), from content."""
+    """'warc', 'wat' (Common Crawl's metadata of a WARC), 'html' (a directory of saved pages), 'edges',
+    'ccgraph' (Common Crawl's web graph) or 'ccranks' (its ranks file, by its header), from content."""
     from .ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices
     from .ccranks import looks_like_cc_ranks
 
@@ -126,7 +188,8 @@ def detect_format(path: str) -> str:
     except PermissionError as error:
         raise SourceError(f"{path}: cannot open: {error.strerror}") from error
     if head.startswith(b"WARC/"):
-        return "warc"
+        # The name says WAT where the head holds only the warcinfo record (a long one).
+        return "wat" if _is_wat(head) or path.endswith((".wat.gz", ".wat")) else "warc"
     if not head.strip():
         raise SourceError(f"{path}: empty file")
     if b"\x00" in head:
@@ -147,6 +210,10 @@ def read_source(
         from .warc import read_warc
 
         return read_warc(path, progress)
+    if fmt == "wat":
+        from .wat import read_wat
+
+        return read_wat(path, progress)
     if fmt == "html":
         from .htmldir import read_html_dir
 
@@ -174,12 +241,14 @@ def open_part(name: str):
 
 
 def read_remote(url: str, fmt: str, progress: Progress | None = None) -> Iterator[Record | EdgeBatch | Skipped]:
-    """One file at its URL, streamed, never saved: a WARC's pages, or an edge list's links."""
-    if fmt == "warc":
+    """One file at its URL, streamed, never saved: a WARC's or a WAT's pages, or an edge list's links."""
+    if fmt in ("warc", "wat"):
         from .remote import active_fetcher
         from .warc_stream import read_warc_stream
+        from .wat import WatPages
 
-        return _closing(active_fetcher().open(url), lambda stream: read_warc_stream(url, stream, progress))
+        reader = WatPages() if fmt == "wat" else None
+        return _closing(active_fetcher().open(url), lambda stream: read_warc_stream(url, stream, progress, reader))
     if fmt == "edges":
         from .edgelist import read_edge_list
 

@@ -21,13 +21,14 @@ import bisect
 import io
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 
 from fastwarc.warc import ArchiveIterator
 
 from . import Progress, Record, Skipped, SourceError
 from .remote import TransferError
-from .warc import _WANTED, _page
+from .warc import NO_PAGES, RecordReader, WarcPages
 
 __all__ = ["read_warc_stream"]
 
@@ -230,22 +231,32 @@ class _WarcBytes(io.RawIOBase):
             first = self.produced - len(self._window)
 
 
-def read_warc_stream(name: str, raw, progress: Progress | None = None) -> Iterator[Record | Skipped]:
+def read_warc_stream(
+    name: str, raw, progress: Progress | None = None, reader: RecordReader | None = None
+) -> Iterator[Record | Skipped]:
     """The pages of a WARC or WARC.gz read from ``raw`` (a binary stream with ``read`` and ``peek``), named
-    ``name`` in reports; as :func:`~rankstore.sources.warc.read_warc` reads a file."""
+    ``name`` in reports, as ``reader`` makes them (a WARC's responses by default; a WAT's envelopes with
+    :class:`~rankstore.sources.wat.WatPages`); as :func:`~rankstore.sources.warc.read_records` reads a file."""
+    reader = reader if reader is not None else WarcPages()
     data = _WarcBytes(raw, progress)
     start = 0
     seen = False
+    types: Counter[str] = Counter()
+    found = 0  # pages and records the reader skipped: a file with none holds no page
+    damaged = False
     pending: Record | Skipped | None = None
     while True:
         last_pos: int | None = None
         failure: tuple[int, str] | None = None
         try:
-            for record in ArchiveIterator(data, record_types=_WANTED, parse_http=True):
+            # every record, whatever its type: one the reader passes over must still move the point that
+            # resynchronising starts from, or it would be taken for damage
+            for record in ArchiveIterator(data, parse_http=False):
                 last_pos = record.stream_pos
                 seen = True
+                types[str(record.record_type)] += 1
                 try:
-                    item = _page(record, f"{name}@{data.file_offset(last_pos)}")
+                    item = reader.take(record, f"{name}@{data.file_offset(last_pos)}")
                 except OSError as error:
                     failure = (last_pos, str(error))
                     break
@@ -253,6 +264,7 @@ def read_warc_stream(name: str, raw, progress: Progress | None = None) -> Iterat
                     if pending is not None:
                         yield pending
                     pending = item
+                    found += 1
         except OSError as error:
             failure = (last_pos if last_pos is not None else start, str(error))
         if data.transfer is not None:
@@ -277,6 +289,7 @@ def read_warc_stream(name: str, raw, progress: Progress | None = None) -> Iterat
                 break
             failure = (resume, "a record that cannot be read: truncated or corrupt")
         offset, reason = failure
+        damaged = True
         if pending is not None:
             yield pending
             pending = None
@@ -302,6 +315,8 @@ def read_warc_stream(name: str, raw, progress: Progress | None = None) -> Iterat
         yield Skipped(f"{name}@{data.file_offset(data.position)}", f"{data.transfer}; the rest of the file is lost")
     elif not seen and start == 0:
         raise SourceError(f"{name}: no WARC records found")
+    elif found == 0 and not damaged:
+        yield Skipped(name, f"{NO_PAGES} ({reader.nothing_found(types)})")
 
 
 def _cut_record(data: _WarcBytes, position: int) -> int | None:
