@@ -23,6 +23,7 @@ import xxhash
 from click.testing import CliRunner
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
+from watgen import write_wat
 
 from rankstore.build import BuildProgress, build
 from rankstore.cli import EXIT_SKIPPED, _build_progress, cli
@@ -32,7 +33,6 @@ from rankstore.sources.warc_stream import read_warc_stream
 from rankstore.store import Store
 
 from conftest import data
-from watgen import write_wat
 
 HTML = [("Content-Type", "text/html; charset=utf-8")]
 CRAWL = "crawl-data/CC-MAIN-TEST"
@@ -240,9 +240,7 @@ def test_common_crawls_files_by_url_read_as_their_files_do(server, tmp_path, nam
     assert dump(remote) == dump(local)
     said = [line.replace(server.url, "").replace(server.root + "/", "") for line in by_url.output.splitlines()]
     assert [line for line in said if "no HTML responses" in line] == [
-        line.replace(server.root + "/", "")
-        for line in by_file.output.splitlines()
-        if "no HTML responses" in line
+        line.replace(server.root + "/", "") for line in by_file.output.splitlines() if "no HTML responses" in line
     ]
     # the WET holds no page, nor the sample WAT (its one envelope describes the request record)
     with Store(remote, readonly=True) as opened:
