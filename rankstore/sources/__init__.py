@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -61,6 +61,9 @@ class EdgeBatch:
     ``src``/``dst`` are vertex numbers (int64 arrays of equal length);
     ``weights`` (float64) is None when every link weighs 1.  A batch may carry
     only vertices, or only links.  ``where`` says where the batch was read.
+    ``sites`` holds instead the names of vertices that are sites, not pages
+    (a Common Crawl domain graph's), numbered as ``urls`` are: a graph's
+    vertices are all URLs or all sites.
     """
 
     urls: list[str]
@@ -68,6 +71,7 @@ class EdgeBatch:
     dst: np.ndarray
     weights: np.ndarray | None = None
     where: str = ""
+    sites: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

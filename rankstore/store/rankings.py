@@ -221,7 +221,7 @@ class RankingsMixin(StoreBase):
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
-            table = "hosts" if level == "host" else "pages"
+            table = {"host": "hosts", "site": "sites"}.get(level, "pages")
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
@@ -319,8 +319,9 @@ class RankingsMixin(StoreBase):
         newest = self.newest_build()
         if newest is None or (ranking.build is not None and ranking.build >= newest):
             return None
-        if ranking.level == "host":
-            cure = "run `rankstore rank --level host`"
+        if ranking.level != "page":
+            named = "" if ranking.name == f"{ranking.level}rank" else f" --name {ranking.name}"
+            cure = f"run `rankstore rank --level {ranking.level}{named}`"
         elif ranking.name == "pagerank" and ranking.params.get("kind", "pagerank") == "pagerank":
             cure = "run `rankstore rank`"
         else:  # a variant: its seeds and options made it, and only they make it again
