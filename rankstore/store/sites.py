@@ -68,11 +68,12 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
             ids[: done - start] = self._site_block(start)[: done - start]
         cursor = self.db.execute("SELECT id, name FROM hosts WHERE id > ? ORDER BY id", (done,))
         while rows := cursor.fetchmany(1 << 16):
-            for (host_id, _), site in zip(rows, sites_of([host for _, host in rows])):
-                number = known.get(site)
-                if number is None:
-                    number = known[site] = fresh[site] = len(known) + 1
-                ids[host_id - 1 - start] = number
+            names = sites_of([host for _, host in rows])
+            for site in dict.fromkeys(names):  # in order of first appearance
+                if site not in known:
+                    known[site] = fresh[site] = len(known) + 1
+            first = rows[0][0] - 1 - start  # hosts are numbered one after the other
+            ids[first : first + len(rows)] = np.fromiter(map(known.__getitem__, names), np.int32, len(names))
         self.db.executemany(
             "INSERT INTO sites (id, name, hosts) VALUES (?, ?, 0)", ((number, name) for name, number in fresh.items())
         )
