@@ -541,7 +541,11 @@ def _load_pages(
 
 
 class _GraphLoader:
-    """Graph batches -> pages and links: each new vertex's URL in normal form, once; links as arrays."""
+    """Graph batches -> pages and links: each new vertex's URL in normal form, once; links as arrays.
+
+    A graph whose vertices are sites (a Common Crawl domain graph) becomes sites and site links: its edges
+    are kept as site ids until the whole graph is read, then replace the store's site links at once.
+    """
 
     def __init__(
         self, store: Store, report: BuildReport, state: BuildProgress, progress: ProgressCallback | None = None
@@ -550,13 +554,25 @@ class _GraphLoader:
         self.report = report
         self.state = state
         self.progress = progress  # told after each batch: a reader reads ahead of what is stored
-        self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id; 0 for a vertex not kept
+        self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id (site id); 0 for a vertex not kept
         self.sources: list[np.ndarray] = []  # page ids of the pages whose links were written
+        self.of_sites = False  # the vertices are sites (a domain graph's): its links are site links
+        self.site_links: list[tuple[np.ndarray, np.ndarray]] = []  # (source, target) site ids, batch by batch
 
     def take(self, batch: EdgeBatch) -> None:
         if batch.urls:
             self._add_vertices(batch)
-        if len(batch.src):
+        if batch.sites:
+            with self.store.transaction():
+                sites = self.store.ensure_sites(batch.sites)
+            self.pages = np.concatenate([self.pages, sites])
+            self.of_sites = True
+        if len(batch.src) and self.of_sites:
+            self.site_links.append((self.pages[batch.src].astype(np.int32), self.pages[batch.dst].astype(np.int32)))
+            self.state.links += len(batch.src)
+            if self.progress is not None:
+                self.progress(self.state)
+        elif len(batch.src):
             src, dst = self.pages[batch.src], self.pages[batch.dst]
             kept = (src > 0) & (dst > 0)
             dropped = len(kept) - int(kept.sum())
@@ -572,10 +588,16 @@ class _GraphLoader:
                 self.progress(self.state)
 
     def finish(self) -> None:
-        """Mark the graph's source pages crawled, once the whole graph is read."""
+        """Mark the graph's source pages crawled, or store its site links, once the whole graph is read."""
         if self.sources:
             self.store.mark_crawled(np.concatenate(self.sources), self.report.build_id)
         self.sources = []
+        if self.of_sites:
+            src = np.concatenate([pair[0] for pair in self.site_links]) if self.site_links else np.zeros(0, np.int32)
+            dst = np.concatenate([pair[1] for pair in self.site_links]) if self.site_links else np.zeros(0, np.int32)
+            self.site_links = []
+            with self.store.transaction():
+                self.report.links += self.store.replace_site_links(src, dst, self.store.site_count())
 
     def _add_vertices(self, batch: EdgeBatch) -> None:
         normal = canonical_many(batch.urls)

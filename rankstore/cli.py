@@ -311,6 +311,8 @@ def info(store_path, fmt, as_json):
         f"{details['pages'] - details['crawled_pages']:,} only linked to) on {details['hosts']:,} host(s)"
     )
     click.echo(f"links:    {details['links']:,} ({details['nofollow_links']:,} nofollow)")
+    loaded = f" ({details['site_links']:,} site links from a domain graph)" if details["site_links"] else ""
+    click.echo(f"sites:    {details['sites']:,}{loaded}")
     click.echo(f"builds:   {len(details['builds'])}")
     for item in details["builds"]:
         skipped = f", {item['skipped']:,} skipped" if item["skipped"] else ""
@@ -321,7 +323,7 @@ def info(store_path, fmt, as_json):
         _echo_files(item["files"])
     click.echo(f"rankings: {len(details['rankings'])}")
     for item in details["rankings"]:
-        nodes = "hosts" if item["level"] == "host" else "pages"
+        nodes = f"{item['level']}s"
         built = f" of build {item['build']}" if item["build"] is not None else ""
         click.echo(
             f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} {nodes}{built}, "
@@ -475,7 +477,8 @@ def _read_url_file(path: str, option: str):
     type=click.Choice(LEVELS),
     default="page",
     show_default=True,
-    help="Rank pages, or hosts: one node per host, edges weighted by the page links between them.",
+    help="Rank pages; hosts: one node per host, edges weighted by the page links between them; or sites "
+    "(registered domains): hosts folded into their sites, with a Common Crawl domain graph's edges.",
 )
 @click.option(
     "--engine",
@@ -537,9 +540,10 @@ def rank(
         rankstore rank --topic python=python-urls.txt --topic sql=sql-urls.txt
         rankstore rank --trusted seeds.txt --strict && rankstore top --ranking trust
         rankstore rank --level host            # the ranking 'hostrank'
+        rankstore rank --level site            # the ranking 'siterank'
         rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
-    from .ranking import RankingError, RankOptions, Seeds, check_seeds, load_graph, load_host_graph
+    from .ranking import RankingError, RankOptions, Seeds, check_seeds, load_level_graph
 
     given = click.core.ParameterSource.COMMANDLINE
     if engine == "spark" and ctx.get_parameter_source("method") == given:
@@ -565,8 +569,10 @@ def rank(
         strict=strict,
         force=force,
     )
-    if level == "host" and (sources or source_roots or topics or trusted or flagged):
-        raise click.UsageError("--level host ranks hosts with a uniform rank source: no --source, --topic, --trusted")
+    if level != "page" and (sources or source_roots or topics or trusted or flagged):
+        raise click.UsageError(
+            f"--level {level} ranks {level}s with a uniform rank source: no --source, --topic, --trusted"
+        )
     if topics:
         for topic in topics:
             topic_name, sep, path = topic.partition("=")
@@ -581,7 +587,7 @@ def rank(
     elif flagged:
         jobs.append(RankOptions(name=name or "badrank", flagged=_read_url_file(flagged, "--flagged"), **common))
     else:
-        default = "hostrank" if level == "host" else "personalized" if sources or source_roots else "pagerank"
+        default = f"{level}rank" if level != "page" else "personalized" if sources or source_roots else "pagerank"
         given_sources = Seeds.from_urls("--source", sources) if sources else None
         jobs.append(RankOptions(name=name or default, sources=given_sources, source_roots=source_roots, **common))
 
@@ -596,8 +602,8 @@ def rank(
             from .spark.engine import SparkSolver
 
             solver = SparkSolver(master, spark_conf).start()
-        loaded = (load_host_graph if level == "host" else load_graph)(store, include_nofollow)
-        nodes = "hosts" if level == "host" else "pages"
+        loaded = load_level_graph(store, level, include_nofollow)
+        nodes = f"{level}s"
         if not quiet:
             click.echo(
                 f"graph: {loaded.graph.n:,} {nodes}, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)",
@@ -734,7 +740,7 @@ def reading(store_path: str):
 @limit_option(15)
 @format_option
 def top(store_path, ranking_name, limit, fmt):
-    """The best pages by PageRank (the paper's Table 1); of a host ranking, the best hosts.
+    """The best pages by PageRank (the paper's Table 1); of a host (site) ranking, the best hosts (sites).
 
     A page scored 0 (one that a personalised ranking's rank source cannot
     reach) has an empty bar, said in words in the table.  A ranking older
@@ -745,6 +751,7 @@ def top(store_path, ranking_name, limit, fmt):
         rankstore top -n 15
         rankstore top --ranking trust --format json
         rankstore top --ranking hostrank       # hosts, after `rankstore rank --level host`
+        rankstore top --ranking siterank       # sites, after `rankstore rank --level site`
     """
     with reading(store_path) as store:
         table = views.top_view(store, ranking_name, limit)
@@ -760,13 +767,16 @@ def show(urls, store_path, ranking_name, fmt):
     """PageRank, percentile, toolbar score and in-links of pages (and their host's rank, once hosts are ranked).
 
     Given a host ranking (--ranking hostrank), each URL is answered by its
-    host's rank, in a row that names the host.  A page added by a build newer
-    than the ranking is listed as not ranked yet.  Exit status 1 when a URL
-    is not in the store or not ranked yet.
+    host's rank, in a row that names the host; given a site ranking
+    (--ranking siterank), by its site's rank (a site the store holds, from a
+    crawl or a domain graph, whether or not the page is), naming the site.  A
+    page added by a build newer than the ranking is listed as not ranked yet.
+    Exit status 1 when a URL is not in the store or not ranked yet.
 
     \b
-    Example:
+    Examples:
         rankstore show http://127.0.0.1:8000/library/functions.html --format json
+        rankstore show https://docs.example.co.uk/a --ranking siterank
     """
     from .urls import canonical
 
@@ -990,31 +1000,35 @@ def anchors(url, store_path, ranking_name, limit, fmt):
     type=click.Choice(EXPORT_WHAT),
     default="scores",
     show_default=True,
-    help="Which table: the ranking's scores, or the whole store's links, pages or hosts.",
+    help="Which table: the ranking's scores, or the whole store's links, pages, hosts or sites.",
 )
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True)
 @click.option(
     "-o", "--output", "path", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv]."
 )
 def export(store_path, ranking_name, what, fmt, path):
-    """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages or hosts.
+    """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages, hosts or sites.
 
     Every row, in the CSV dialect of every command (true/false, an empty
-    field where a value is not known).  A host ranking's scores are its hosts.
+    field where a value is not known).  A host (site) ranking's scores are its
+    hosts (sites).
 
     \b
     Columns:
       scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title (+ spam_mass for TrustRank)
               of a host ranking: host, host_pagerank, algorithm1, percentile, toolbar, host_rank, pages, inlinks
+              of a site ranking: site, site_pagerank, algorithm1, percentile, toolbar, site_rank, hosts, inlinks
       links   src, dst (page ids), weight, nofollow, first_build
       pages   id, url, host, host_id, title, crawled, status, first_build, last_build
       hosts   id, name, pages, host_pagerank, host_rank
+      sites   id, name, hosts, site_pagerank, site_rank
 
     \b
     Examples:
         rankstore export > ranks.csv
         rankstore export --format parquet -o ranks.parquet
         rankstore export --ranking hostrank > hosts.csv
+        rankstore export --what sites --format parquet -o sites.parquet
         rankstore export --what links --format parquet -o links.parquet
         duckdb -c "SELECT count(*) FROM 'links.parquet' WHERE NOT nofollow"
     """

@@ -1,12 +1,13 @@
-"""The whole store as tables for pandas, DuckDB and Spark: links, pages and hosts, in Arrow batches.
+"""The whole store as tables for pandas, DuckDB and Spark: links, pages, hosts and sites, in Arrow batches.
 
 Each table comes as a stream of :class:`pyarrow.RecordBatch` with a fixed
 schema, so that a graph of any size is written to Parquet (or CSV) a block at
-a time.  Pages and hosts are named by id (``pages.id``, ``hosts.id``); a link
-row names its two pages.  ``first_build`` is the build that first saw a link
+a time.  Pages, hosts and sites are named by id (``pages.id``, ``hosts.id``,
+``sites.id``); a link row names its two pages.  ``first_build`` is the build that first saw a link
 (null where the store does not know: links loaded before schema 6).  A host's
 score in the newest ``hostrank`` is ``host_pagerank``, its position + 1
-``host_rank``, as in every view.  CSV is written in the dialect of every
+``host_rank``, as in every view; a site's in the newest ``siterank``,
+``site_pagerank`` and ``site_rank``.  CSV is written in the dialect of every
 command (:mod:`rankstore.output`).
 """
 
@@ -58,6 +59,15 @@ SCHEMAS = {
             ("host_rank", pa.int64()),
         ]
     ),
+    "sites": pa.schema(
+        [
+            ("id", pa.int32()),
+            ("name", pa.string()),
+            ("hosts", pa.int64()),
+            ("site_pagerank", pa.float64()),
+            ("site_rank", pa.int64()),
+        ]
+    ),
 }
 
 _ROWS = 1 << 16
@@ -70,7 +80,9 @@ def batches(store: Store, table: str) -> Iterator[pa.RecordBatch]:
     elif table == "pages":
         yield from _pages(store)
     elif table == "hosts":
-        yield from _hosts(store)
+        yield from _nodes(store.host_ranking(), store.host_batches(_ROWS), "pages", SCHEMAS["hosts"])
+    elif table == "sites":
+        yield from _nodes(store.site_ranking(), store.site_batches(_ROWS), "hosts", SCHEMAS["sites"])
     else:
         raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
 
@@ -121,27 +133,27 @@ def _pages(store: Store) -> Iterator[pa.RecordBatch]:
         )
 
 
-def _hosts(store: Store) -> Iterator[pa.RecordBatch]:
-    ranked = store.host_ranking()
-    for batch in store.host_batches(_ROWS):
-        ids, names, pages = batch.ids, batch.names, batch.pages
-        scores: list[float | None] = [None] * len(ids)
-        positions: list[int | None] = [None] * len(ids)
+def _nodes(ranked, found: Iterator, members: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Hosts (or sites) in batches of id, name, their ``members`` (a host's pages, a site's hosts), and their
+    score and rank + 1 in ``ranked``, the newest ``hostrank`` (``siterank``): (id, arrays), or None."""
+    for batch in found:
+        ids = np.asarray(batch.ids, dtype=np.int64)
+        scores = positions = None
         if ranked is not None:
             arrays = ranked[1]
-            for k, host in enumerate(ids):
-                if host <= arrays.pages:
-                    scores[k] = float(arrays.scores[host - 1])
-                    positions[k] = int(arrays.position[host - 1]) + 1
+            inside = ids <= arrays.pages
+            at = np.minimum(ids, arrays.pages) - 1
+            scores = pa.array(arrays.scores[at], pa.float64(), mask=~inside)
+            positions = pa.array(arrays.position[at].astype(np.int64) + 1, pa.int64(), mask=~inside)
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array(ids, pa.int32()),
-                pa.array(names, pa.string()),
-                pa.array(pages, pa.int64()),
-                pa.array(scores, pa.float64()),
-                pa.array(positions, pa.int64()),
+                pa.array(batch.names, pa.string()),
+                pa.array(getattr(batch, members), pa.int64()),
+                scores if scores is not None else pa.nulls(len(ids), pa.float64()),
+                positions if positions is not None else pa.nulls(len(ids), pa.int64()),
             ],
-            schema=SCHEMAS["hosts"],
+            schema=schema,
         )
 
 

@@ -105,8 +105,8 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str) -> str:
 # ------------------------------------------------------------------ the table
 
 # Columns said after the numbers, as text: the row's subject (the first of these in the view), then the others.
-TEXT_COLUMNS = ("url", "host", "best_url", "title", "anchor", "target", "kind", "nofollow")
-_SCORES = {"pagerank", "host_pagerank", "contribution", "best_pagerank"}
+TEXT_COLUMNS = ("url", "host", "site", "best_url", "title", "anchor", "target", "kind", "nofollow")
+_SCORES = {"pagerank", "host_pagerank", "site_pagerank", "contribution", "best_pagerank"}
 _BUILDS = {"build", "first_seen", "last_seen", "lost_in"}  # numbers that name a build: no thousands separator
 _AGREEMENTS = {"spearman", "kendall", "top_10", "top_100", "top_1000"}  # correlations and overlaps, within -1..1
 _BAR_CHAR = "█"
@@ -127,7 +127,7 @@ def _cell(column: str, row: dict) -> str:
         return f"{value:.4e}"
     if column == "spam_mass" or column in _AGREEMENTS:
         return f"{value:.4f}"
-    if column == "host_rank":
+    if column in ("host_rank", "site_rank"):
         return f"#{value:,}"
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -145,7 +145,8 @@ def _is_share_line(row: dict) -> bool:
 
 def _bar_text(row: dict) -> str:
     """The bar in characters; a row scored 0 or not ranked says so in words, as its empty bar cannot."""
-    score = row["pagerank"] if "pagerank" in row else row.get("host_pagerank")
+    level = next((key for key in ("pagerank", "host_pagerank", "site_pagerank") if key in row), "pagerank")
+    score = row.get(level)
     if _is_share_line(row):
         return ""
     if score is None:
@@ -157,7 +158,7 @@ def _bar_text(row: dict) -> str:
 
 def _text(columns: Sequence[str], row: dict) -> tuple[str, str | None]:
     """The row's text after its numbers: its subject with what else is said of it, and its title (or None)."""
-    subject = next((c for c in columns if c in ("url", "host", "best_url")), None)
+    subject = next((c for c in columns if c in ("url", "host", "site", "best_url")), None)
     parts = []
     if subject is not None and row.get(subject) is not None:
         parts.append(str(row[subject]))
@@ -179,7 +180,7 @@ def _text(columns: Sequence[str], row: dict) -> tuple[str, str | None]:
 
 def table_lines(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
     """The rows as an aligned table: the view's columns as its header, the numbers first, then each row's
-    subject (URL or host) with its other text, and a page's title on a line of its own."""
+    subject (URL, host or site) with its other text, and a page's title on a line of its own."""
     if not rows:
         return ["(nothing)"]
     numeric = [c for c in columns if c not in TEXT_COLUMNS and c != "bar"] + (["bar"] if "bar" in columns else [])

@@ -53,9 +53,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .choices import ENGINES
+from .choices import ENGINES, LEVELS
 from .solver import Graph, Result, in_sums, pagerank
 from .store import Ranking, RankingNotFound, Store
+from .store.hosts import LevelGraph
 from .urls import canonical
 
 __all__ = [
@@ -75,6 +76,9 @@ __all__ = [
     "Problem",
     "Solver",
     "load_graph",
+    "load_host_graph",
+    "load_site_graph",
+    "load_level_graph",
     "rank",
     "scipy_solver",
     "RankingError",
@@ -231,7 +235,7 @@ class RankOptions:
     force: bool = False  # rank even when the newest version ranked this graph with these parameters
     warm_start: bool = True
     method: str = "bicgstab"
-    level: str = "page"  # or "host": the host graph (see rankstore.store.hosts)
+    level: str = "page"  # or "host", "site": the host or site graph (see rankstore.store.hosts, .sites)
     engine: str = "scipy"  # which engine solves it; recorded with the version (spark: the power method)
 
 
@@ -336,15 +340,33 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
 def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     """The host graph as the solver's in-link CSR, weighted by the page links between hosts."""
     started = time.perf_counter()
-    hosts = store.host_graph(include_nofollow)
-    if hosts.n == 0:
-        raise RankingError("the store has no pages: run `rankstore build` first")
-    indptr = hosts.indptr.astype(np.int32) if hosts.indptr[-1] < 2**31 - 1 else hosts.indptr
-    weights = hosts.weights
+    return _level_graph(store.host_graph(include_nofollow), "pages", started)
+
+
+def load_site_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
+    """The site graph as the solver's in-link CSR: the host graph folded into sites, with the site links a
+    domain graph loaded (:mod:`rankstore.store.sites`)."""
+    started = time.perf_counter()
+    return _level_graph(store.site_graph(include_nofollow), "sites", started)
+
+
+def load_level_graph(store: Store, level: str, include_nofollow: bool = False) -> LoadedGraph:
+    """The graph of ``level`` (one of :data:`rankstore.choices.LEVELS`) as the solver's in-link CSR."""
+    loaders = {"page": load_graph, "host": load_host_graph, "site": load_site_graph}
+    if level not in loaders:
+        raise RankingError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
+    return loaders[level](store, include_nofollow)
+
+
+def _level_graph(nodes: LevelGraph, what: str, started: float) -> LoadedGraph:
+    if nodes.n == 0:
+        raise RankingError(f"the store has no {what}: run `rankstore build` first")
+    indptr = nodes.indptr.astype(np.int32) if nodes.indptr[-1] < 2**31 - 1 else nodes.indptr
+    weights = nodes.weights
     if weights is not None and bool(np.all(weights == 1.0)):
         weights = None  # the product then keeps no value per link
-    graph = Graph(hosts.n, indptr, hosts.indices, weights)
-    return LoadedGraph(np.arange(1, hosts.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
+    graph = Graph(nodes.n, indptr, nodes.indices, weights)
+    return LoadedGraph(np.arange(1, nodes.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
 
 
 def _indicator(page_ids: np.ndarray, seeds: Seeds) -> np.ndarray:
@@ -424,10 +446,13 @@ def rank(
         level = options.level
     if level != options.level:  # its readers would look one level's ids up as the other's
         raise RankingError(f"{options.name} ranks {level}s: give another --name for a ranking of {options.level}s")
-    if options.level == "host":
+    if options.level != "page":
         if options.sources or options.source_roots or options.trusted or options.flagged:
-            raise RankingError("--level host ranks hosts with a uniform rank source: no --source, --trusted, --flagged")
-        loaded = loaded or load_host_graph(store, options.include_nofollow)
+            raise RankingError(
+                f"--level {options.level} ranks {options.level}s with a uniform rank source: "
+                "no --source, --trusted, --flagged"
+            )
+        loaded = loaded or load_level_graph(store, options.level, options.include_nofollow)
     if any(seeds is not None and not seeds.resolved for seeds in (options.sources, options.trusted, options.flagged)):
         check = check_seeds(store, [options], options.strict)
         options = check.jobs[0]
@@ -505,7 +530,7 @@ def rank(
     cold = store.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:
-        status(f"writing {options.name}: {len(page_ids):,} {'hosts' if options.level == 'host' else 'pages'}")
+        status(f"writing {options.name}: {len(page_ids):,} {options.level}s")
     ranking = store.write_ranking(
         options.name,
         params,

@@ -26,6 +26,7 @@ path ``/``), our normalisations, each because it never names a different page:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 # ada's C API (ada_c.h) through the cffi module the ada-url package builds and its own adapter uses:
@@ -33,7 +34,7 @@ from functools import lru_cache
 # 7.1 us for ada_url.URL(url).href).  A private module: pyproject.toml holds ada-url to one major version.
 from ada_url._ada_wrapper import ffi, lib  # compiled by cffi, no stubs
 
-__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "site_of", "resolver"]
+__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "site_of", "sites_of", "resolver"]
 
 MAX_URL_LENGTH = 4096
 
@@ -234,14 +235,76 @@ def host_of(url: str) -> str:
 
 
 _IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+\Z")  # what the URL Standard leaves of any IPv4 host
+_PARENTS_LIMIT = 1 << 21  # parent names remembered before starting over
+
+
+class _Sites:
+    """The bundled Public Suffix List (ICANN and private sections: nothing is fetched at run time), asked
+    once per parent name rather than once per host.
+
+    The list's answer for ``first.rest`` is its answer for ``rest`` unless a rule names ``first.rest``
+    itself (as a name, ``*.first.rest`` or ``!first.rest``) or a wildcard or exception rule sits on
+    ``rest`` (``*.rest``, ``!rest``): the rules it reads for a name are those of the name's suffixes, longest
+    first.  So a host's site is its parent's site (found the same way), or the host itself where the parent
+    is a public suffix; hosts that share a parent (``a.example.com``, ``b.example.com``) cost a dict look-up,
+    and the list is asked only of names that a rule names or sits above.  The rules come from the parser's
+    own set (a private attribute): without it every name is asked of the list.
+    """
+
+    def __init__(self) -> None:
+        from publicsuffixlist import PublicSuffixList
+
+        self.psl = PublicSuffixList(only_icann=False)
+        rules = getattr(self.psl, "_publicsuffix", None)
+        rules = rules if isinstance(rules, frozenset) else frozenset()
+        self.named = frozenset(rule.removeprefix("!").removeprefix("*.") for rule in rules)
+        self.special = frozenset(rule.removeprefix("!").removeprefix("*.") for rule in rules if rule[0] in "!*")
+        self.shortcut = bool(rules)
+        self.parents: dict[str, str | None] = {}  # name -> its site, None for a public suffix
+
+    def site(self, name: str) -> str | None:
+        """The registered domain of a lower-case host name without port; None where it is a public suffix."""
+        first, _, rest = name.partition(".")
+        if (
+            first
+            and rest
+            and self.shortcut
+            and name not in self.named
+            and rest not in self.special
+            and ".." not in rest
+            and rest[-1] != "."
+        ):
+            parents = self.parents
+            found = parents.get(rest, name)  # a name is never its own parent: the mark of one not seen
+            if found is name:
+                if len(parents) >= _PARENTS_LIMIT:
+                    parents.clear()
+                found = parents[rest] = self.site(rest)
+            return name if found is None else found
+        return self.psl.privatesuffix(name)
+
+    def of(self, host: str) -> str:
+        """:func:`site_of`, uncached; a host whose parent's site is known costs a few look-ups, inline."""
+        if ":" in host or host[-1:].isdigit() or host[:1] == "[":  # an IP address, or a port
+            if host[:1] == "[":  # IPv6
+                return host
+            name = host.rsplit(":", 1)[0] if ":" in host else host
+            if _IPV4.match(name):
+                return host
+        else:
+            name = host.lower()
+            first, _, rest = name.partition(".")
+            # only a name that passed site()'s checks is ever a parent: a hit needs this host's checks alone
+            if first and name not in self.named and rest not in self.special:
+                found = self.parents.get(rest, name)
+                if found is not name:
+                    return name if found is None else found
+        return self.site(name.lower()) or host
 
 
 @lru_cache(maxsize=1)
-def _suffixes():
-    # the bundled Public Suffix List (ICANN and private sections): nothing is fetched at run time
-    from publicsuffixlist import PublicSuffixList
-
-    return PublicSuffixList(only_icann=False)
+def _sites() -> _Sites:
+    return _Sites()
 
 
 @lru_cache(maxsize=1 << 16)
@@ -250,13 +313,13 @@ def site_of(host: str) -> str:
     List's eTLD+1 with the list's private section, as browsers define a site (``user.github.io``;
     ``example.co.uk`` for ``a.b.example.co.uk``), the port dropped.  A host with no registered domain stands
     as its own site, port and all: an IP address, ``localhost``, a public suffix itself, a single label."""
-    if host.startswith("["):  # IPv6
-        return host
-    name = host.rsplit(":", 1)[0] if ":" in host else host
-    if _IPV4.match(name):
-        return host
-    site = _suffixes().privatesuffix(name)
-    return site if site else host
+    return _sites().of(host)
+
+
+def sites_of(hosts: Iterable[str]) -> list[str]:
+    """:func:`site_of` of each host, without its per-call cache (a build's new hosts come once each)."""
+    of = _sites().of
+    return [of(host) for host in hosts]
 
 
 # base directory -> {href: canonical URL}, shared across pages: most links of a

@@ -12,7 +12,8 @@ downloads byte for byte.
 
 Column names, one scheme everywhere: a page's score is ``pagerank`` and its
 position + 1 ``rank``; a host's score is ``host_pagerank`` and its position +
-1 ``host_rank``, whether the row is a host or a page shown with its host.
+1 ``host_rank``, whether the row is a host or a page shown with its host; a
+site's ``site_pagerank`` and ``site_rank`` alike.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from . import display
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .store import BacklinkReport, Ranking, Store
-from .urls import host_of
+from .urls import host_of, site_of
 
 __all__ = [
     "ALL_ROWS",
@@ -34,19 +35,25 @@ __all__ = [
     "LOST_EXTRA",
     "HOST_COLUMNS",
     "INTERSECT_HOST_COLUMNS",
+    "MEMBERS",
     "HOST_RANKING_COLUMNS",
+    "SITE_RANKING_COLUMNS",
+    "LEVEL_COLUMNS",
     "SHOW_HOST_COLUMNS",
+    "SHOW_SITE_COLUMNS",
     "ANCHOR_COLUMNS",
     "BUILD_COLUMNS",
     "EXPORT_COLUMNS",
     "EXPORT_HOST_COLUMNS",
+    "EXPORT_SITE_COLUMNS",
+    "EXPORT_LEVEL_COLUMNS",
     "decorate",
-    "decorate_hosts",
+    "decorate_level",
     "link_columns",
     "share_rows",
     "page_columns",
     "stale_notes",
-    "host_level_note",
+    "level_note",
     "top_view",
     "show_view",
     "search_view",
@@ -91,8 +98,12 @@ HOST_COLUMNS = [  # referring hosts
     "best_pagerank",
 ]
 INTERSECT_HOST_COLUMNS = ["host", "host_pagerank", "host_rank"]
+MEMBERS = {"host": "pages", "site": "hosts"}  # what a host or a site counts of the level below
 HOST_RANKING_COLUMNS = ["host_rank", "host_pagerank", "percentile", "toolbar", "inlinks", "pages", "bar", "host"]
+SITE_RANKING_COLUMNS = ["site_rank", "site_pagerank", "percentile", "toolbar", "inlinks", "hosts", "bar", "site"]
+LEVEL_COLUMNS = {"host": HOST_RANKING_COLUMNS, "site": SITE_RANKING_COLUMNS}
 SHOW_HOST_COLUMNS = [*HOST_RANKING_COLUMNS[:-1], "url", "host"]  # a page answered by its host's rank
+SHOW_SITE_COLUMNS = [*SITE_RANKING_COLUMNS[:-1], "url", "site"]  # a URL answered by its site's rank
 ANCHOR_COLUMNS = ["anchor", "links", "contribution"]
 BUILD_COLUMNS = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
 EXPORT_COLUMNS = ["url", "pagerank", "algorithm1", "percentile", "toolbar", "rank", "inlinks", "title"]
@@ -108,6 +119,8 @@ COMPARE_COLUMNS = [
     *(f"top_{k}" for k in TOP_KS),
 ]
 EXPORT_HOST_COLUMNS = ["host", "host_pagerank", "algorithm1", "percentile", "toolbar", "host_rank", "pages", "inlinks"]
+EXPORT_SITE_COLUMNS = ["site", "site_pagerank", "algorithm1", "percentile", "toolbar", "site_rank", "hosts", "inlinks"]
+EXPORT_LEVEL_COLUMNS = {"host": EXPORT_HOST_COLUMNS, "site": EXPORT_SITE_COLUMNS}
 _BAR_PX = 20  # the CLI's bar column
 _PERCENTILE_DIGITS = 4
 
@@ -160,27 +173,29 @@ def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
     return out
 
 
-def decorate_hosts(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
-    """Host rows of a host ranking (``Store.top_hosts``, ``lookup_hosts``) -> host rank, score, percentile,
-    toolbar and bar among the ranking's hosts, with the host's pages and in-links."""
+def decorate_level(rows: Sequence[dict], level: str, lowest: float, highest: float) -> list[dict]:
+    """Host (or site) rows of a ranking of that level (``Store.top_nodes``, ``lookup_nodes``) -> rank, score,
+    percentile, toolbar and bar among the ranking's hosts (sites), with what each holds of the level below
+    (a host's pages, a site's hosts) and its in-links: the columns of ``LEVEL_COLUMNS[level]``."""
     if not rows:
         return []
-    hosts = rows[0]["hosts"]
+    members = MEMBERS[level]
+    count = rows[0][f"{level}s"]
     scores = [row["pagerank"] or 0.0 for row in rows]
-    positions = [row["position"] if row["position"] is not None else hosts for row in rows]
-    percentiles = _percentiles(positions, hosts)
-    toolbars = display.toolbar(scores, hosts)
+    positions = [row["position"] if row["position"] is not None else count for row in rows]
+    percentiles = _percentiles(positions, count)
+    toolbars = display.toolbar(scores, count)
     widths = display.bar_width(scores, lowest, highest, _BAR_PX)
     return [
         {
-            "host_rank": row["position"] + 1 if row["position"] is not None else None,
-            "host_pagerank": row["pagerank"],
+            f"{level}_rank": row["position"] + 1 if row["position"] is not None else None,
+            f"{level}_pagerank": row["pagerank"],
             "percentile": pct if row["pagerank"] is not None else None,
             "toolbar": int(tb) if row["pagerank"] is not None else None,
             "inlinks": row["inlinks"],
-            "pages": row["pages"],
+            members: row[members],
             "bar": int(width),
-            "host": row["host"],
+            level: row[level],
         }
         for row, pct, tb, width in zip(rows, percentiles, toolbars, widths)
     ]
@@ -233,9 +248,9 @@ def with_host_ranks(store: Store, rows: list[dict]) -> list[dict]:
     return rows
 
 
-def host_level_note(name: str) -> str:
-    """What is said beside pages answered by a host ranking (``show``, the own /page)."""
-    return f"{name} ranks hosts: each URL is answered by its host's rank"
+def level_note(name: str, level: str) -> str:
+    """What is said beside pages answered by a host or site ranking (``show``, the own /page)."""
+    return f"{name} ranks {level}s: each URL is answered by its {level}'s rank"
 
 
 def stale_notes(store: Store, ranking: Ranking) -> list[str]:
@@ -247,18 +262,19 @@ def stale_notes(store: Store, ranking: Ranking) -> list[str]:
 
 
 def top_view(store: Store, name: str, limit: int) -> Table:
-    """The best pages of a page ranking, or the best hosts of a host ranking."""
+    """The best pages of a page ranking, or the best hosts (sites) of a host (site) ranking."""
     ranking = store.ranking(name)
     notes = stale_notes(store, ranking)
-    if ranking.level == "host":
-        rows = decorate_hosts(store.top_hosts(name, limit), *store.score_range(ranking))
-        return Table(rows, HOST_RANKING_COLUMNS, notes)
+    if ranking.level != "page":
+        rows = decorate_level(store.top_nodes(name, ranking.level, limit), ranking.level, *store.score_range(ranking))
+        return Table(rows, LEVEL_COLUMNS[ranking.level], notes)
     rows = decorate(store.top(name, limit), *store.score_range(ranking))
     return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
 
 def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
-    """Pages (URLs in normal form) with their scores; a host ranking answers for each page's host."""
+    """Pages (URLs in normal form) with their scores; a host ranking answers for each page's host (a page of
+    the store), a site ranking for each URL's site (a site of the store)."""
     ranking = store.ranking(name)
     notes = stale_notes(store, ranking)
     if ranking.level == "host":
@@ -269,13 +285,24 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
             hosts = {url: host_of(url) for url in urls if url in pages}
             found = store.lookup_hosts(list(hosts.values()), name)
         asked = [url for url in urls if url in hosts and hosts[url] in found]
-        rows = decorate_hosts([found[hosts[url]] for url in asked], *store.score_range(ranking))
+        rows = decorate_level([found[hosts[url]] for url in asked], "host", *store.score_range(ranking))
         for row, url in zip(rows, asked):
             row["url"] = url
         unranked = [url for url, row in zip(asked, rows) if row["host_pagerank"] is None]
-        notes.append(host_level_note(name))
+        notes.append(level_note(name, "host"))
         missing = [url for url in urls if url not in asked]
         return Table(rows, SHOW_HOST_COLUMNS, notes, missing, unranked)
+    if ranking.level == "site":
+        # a site is in the store without any page of it (a domain graph's): its URLs are answered by its rank
+        sites = {url: site_of(host_of(url)) for url in urls}
+        found = store.lookup_sites(list(sites.values()), name)
+        asked = [url for url in urls if sites[url] in found]
+        rows = decorate_level([found[sites[url]] for url in asked], "site", *store.score_range(ranking))
+        for row, url in zip(rows, asked):
+            row["url"] = url
+        unranked = [url for url, row in zip(asked, rows) if row["site_pagerank"] is None]
+        notes.append(level_note(name, "site"))
+        return Table(rows, SHOW_SITE_COLUMNS, notes, [url for url in urls if url not in asked], unranked)
     found = store.lookup(urls, name)
     rows = with_host_ranks(store, decorate([found[url] for url in urls if url in found], *store.score_range(ranking)))
     unranked = [row["url"] for row in rows if row["pagerank"] is None]
@@ -388,23 +415,24 @@ def builds_view(store: Store) -> Table:
 
 
 def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
-    """Every page (or host, for a host ranking) of a ranking, best first, as columns (``EXPORT_COLUMNS``,
-    with ``spam_mass`` where the ranking has it; ``EXPORT_HOST_COLUMNS``)."""
-    if ranking.level == "host":
-        rows = store.top_hosts(ranking.name, ALL_ROWS)
+    """Every page (or host or site, for a ranking of that level) of a ranking, best first, as columns
+    (``EXPORT_COLUMNS``, with ``spam_mass`` where the ranking has it; ``EXPORT_LEVEL_COLUMNS``)."""
+    if ranking.level != "page":
+        level = ranking.level
+        rows = store.top_nodes(ranking.name, level, ALL_ROWS)
         scores = [row["pagerank"] for row in rows]
         positions = [row["position"] for row in rows]
-        values = [  # in the order of EXPORT_HOST_COLUMNS
-            [row["host"] for row in rows],
+        values = [  # in the order of EXPORT_LEVEL_COLUMNS
+            [row[level] for row in rows],
             scores,
             display.algorithm1(scores, ranking.pages).tolist(),
             _percentiles(positions, ranking.pages),
             display.toolbar(scores, ranking.pages).tolist(),
             [p + 1 for p in positions],
-            [row["pages"] for row in rows],
+            [row[MEMBERS[level]] for row in rows],
             [row["inlinks"] for row in rows],
         ]
-        return dict(zip(EXPORT_HOST_COLUMNS, values, strict=True))
+        return dict(zip(EXPORT_LEVEL_COLUMNS[level], values, strict=True))
     found = store.export_rows(ranking)
     scores = [row.score for row in found]
     positions = [row.position for row in found]

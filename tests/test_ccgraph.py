@@ -81,10 +81,20 @@ def test_parts_named_one_by_one_or_listed_with_a_remote_prefix(tmp_path):
     assert cc_parts([listed, one[0]]) == ([str(tmp_path / "part-00000.gz")], one[:1])
 
 
-def test_domain_graph_and_http_scheme():
-    urls, pairs, skipped = read(*cc_parts([data("ccgraph/domain")]), scheme="http")
-    assert urls == ["http://example.com/", "http://wikipedia.org/", "http://bbc.co.uk/"]
-    assert pairs == [(0, 1), (1, 0), (2, 0), (2, 1)] and skipped == []
+def test_a_domain_graphs_vertices_are_sites_and_a_host_graphs_root_pages_take_the_scheme():
+    """A domain graph (vertices with a third column, the number of hosts) names sites, not root pages."""
+    batches = list(read_cc_graph(*cc_parts([data("ccgraph/domain")]), scheme="http"))
+    assert [item for item in batches if isinstance(item, Skipped)] == []
+    assert [site for batch in batches for site in batch.sites] == ["example.com", "wikipedia.org", "bbc.co.uk"]
+    assert [url for batch in batches for url in batch.urls] == []
+    assert [pair for batch in batches for pair in zip(batch.src.tolist(), batch.dst.tolist())] == [
+        (0, 1),
+        (1, 0),
+        (2, 0),
+        (2, 1),
+    ]
+    urls, _, _ = read(*cc_parts([HOST]), scheme="http")
+    assert urls == [url.replace("https://", "http://") for url in HOST_URLS]
 
 
 def test_batches_hold_at_most_chunk_lines_and_progress_counts_bytes_on_disk():

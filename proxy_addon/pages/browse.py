@@ -10,7 +10,7 @@ from __future__ import annotations
 from rankstore import views
 from rankstore.store import Ranking
 from rankstore.store.queries import SEARCH_SCAN
-from rankstore.urls import host_of
+from rankstore.urls import host_of, site_of
 
 from ..ranks import Ranks
 from ..rewrite import LinkInfo, bar, escape, format_score, proxy_url
@@ -45,7 +45,7 @@ def index(ranks: Ranks, query: Query):
         f'<form action="{proxy_url("/backlinks")}" method="get"><input type="url" name="url" '
         f'placeholder="https://example.com/" aria-label="Backlinks of">{extra} <button>Backlinks</button></form>'
         f'<p><a href="{escape(proxy_url("/top", **with_ranking(ranks, chosen.name)))}">The top '
-        f"{'hosts' if chosen.level == 'host' else 'pages'}</a> of ranking <b>{escape(chosen.name)}</b> · "
+        f"{chosen.level}s</a> of ranking <b>{escape(chosen.name)}</b> · "
         f'<a href="{proxy_url("/compare")}">Link intersect</a>: who links to your competitors and not to you · '
         f'<a href="{proxy_url("/builds")}">Builds</a>, with their new and lost links.</p>'
     )
@@ -61,9 +61,10 @@ def top(ranks: Ranks, query: Query):
         table = views.top_view(store, chosen.name, limit)
         return download(fmt, table.columns, table.rows, "top")
     notes = views.stale_notes(store, chosen)
-    if chosen.level == "host":
-        rows = store.top_hosts(chosen.name, limit)
-        return html_response(f"Top {limit} hosts by {chosen.name}", host_table(ranks, store, rows, chosen), notes)
+    if chosen.level != "page":
+        rows = store.top_nodes(chosen.name, chosen.level, limit)
+        title = f"Top {limit} {chosen.level}s by {chosen.name}"
+        return html_response(title, host_table(ranks, store, rows, chosen), notes)
     rows = store.top(chosen.name, limit)
     return html_response(f"Top {limit} pages by {chosen.name}", rows_table(ranks, rows, chosen), notes)
 
@@ -121,8 +122,8 @@ def page_view(ranks: Ranks, query: Query):
         if table.missing:
             raise NotFound(f"{url} is not in the store.")
         return download(fmt, table.columns, table.rows, "page")
-    if chosen.level == "host":
-        return _host_of_page(ranks, url, chosen)
+    if chosen.level != "page":
+        return _level_of_page(ranks, url, chosen)
     found = store.lookup([url], chosen.name).get(url)
     if found is None:
         raise NotFound(f"{url} is not in the store.")
@@ -159,30 +160,33 @@ def page_view(ranks: Ranks, query: Query):
     return html_response("Page", body, notes)
 
 
-def _host_of_page(ranks: Ranks, url: str, chosen: Ranking):
-    """/page with a host ranking: the page's host, by its host rank (the ranking has no page scores); a page
-    the store has not is not in it at this level either."""
+def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
+    """/page with a host (site) ranking: the page's host (site), by its rank (the ranking has no page
+    scores).  A page the store has not is not in it at the host level either; a site the store holds answers
+    for any URL of it (a domain graph's sites have no pages)."""
     store = ranks.store()
-    host = host_of(url)
+    level = chosen.level
+    name = host_of(url) if level == "host" else site_of(host_of(url))
     with store.snapshot():
-        known = store.page_id(url) is not None
-        row = store.lookup_hosts([host], chosen.name).get(host) if known else None
+        known = level == "site" or store.page_id(url) is not None
+        row = store.lookup_nodes([name], chosen.name, level).get(name) if known else None
     if row is None:
         raise NotFound(f"{url} is not in the store.")
-    notes = [*views.stale_notes(store, chosen), views.host_level_note(chosen.name)]
+    notes = [*views.stale_notes(store, chosen), views.level_note(chosen.name, level)]
     info = host_infos(ranks, store, [row], chosen)[0]
     pages = escape(proxy_url("/page", url=url, **with_ranking(ranks, ranks.ranking)))
+    members = views.MEMBERS[level]
     if info.pagerank is None:
-        said = f"Not ranked yet: a build newer than ranking {escape(chosen.label)} added this host."
+        said = f"Not ranked yet: a build newer than ranking {escape(chosen.label)} added this {level}."
     else:
         said = (
-            f"{bar(info)} host rank #{row['position'] + 1:,} of {row['hosts']:,} hosts · host PageRank "
-            f"{format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · toolbar "
-            f"{info.toolbar}/10 · {info.inlinks:,} hosts link to it · {row['pages']:,} pages"
+            f"{bar(info)} {level} rank #{row['position'] + 1:,} of {row[f'{level}s']:,} {level}s · {level} "
+            f"PageRank {format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · "
+            f"toolbar {info.toolbar}/10 · {info.inlinks:,} {level}s link to it · {row[members]:,} {members}"
         )
     body = (
         f'<p><a href="{escape(url)}">{escape(url)}</a></p>'
-        f"<p>Host <b>{escape(host)}</b>: {said}</p>"
+        f"<p>{level.capitalize()} <b>{escape(name)}</b>: {said}</p>"
         f'<p><a href="{pages}">This page by {escape(ranks.ranking)}</a></p>'
     )
-    return html_response(f"Host of the page, by {chosen.name}", body, notes)
+    return html_response(f"{level.capitalize()} of the page, by {chosen.name}", body, notes)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from rankstore import output
 from rankstore.store import Ranking, Store
+from rankstore.views import MEMBERS
 
 from ..ranks import Ranks
 from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, prose, proxy_url
@@ -190,9 +191,11 @@ def rows_table(ranks: Ranks, rows: Sequence[dict], ranking: Ranking, start: int 
 
 
 def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
-    """What a bar shows for each host row of a host ranking (``Store.top_hosts``, ``lookup_hosts``)."""
+    """What a bar shows for each host (site) row of a host (site) ranking (``Store.top_nodes``,
+    ``lookup_nodes``)."""
+    count = f"{ranking.level}s"
     as_pages = [
-        {"pagerank": row["pagerank"], "position": row["position"], "inlinks": row["inlinks"], "pages": row["hosts"]}
+        {"pagerank": row["pagerank"], "position": row["position"], "inlinks": row["inlinks"], "pages": row[count]}
         for row in rows
     ]
     ranked = [row["pagerank"] is not None for row in as_pages]
@@ -201,23 +204,28 @@ def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
 
 
 def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking, start: int = 1) -> str:
-    """Hosts of a host ranking, with their bars: host rank, score, percentile, toolbar, in-links, pages."""
+    """Hosts (sites) of a host (site) ranking, with their bars: rank, score, percentile, toolbar, in-links,
+    pages (hosts)."""
     if not rows:
         return "<p>Nothing found.</p>"
+    level = ranking.level
+    members = MEMBERS[level]
     lines = [
-        "<table><tr><th>#</th><th>Host PageRank</th><th>Percentile</th><th>Toolbar</th><th>In-links</th>"
-        "<th>Pages</th><th>Host</th></tr>"
+        f"<table><tr><th>#</th><th>{level.capitalize()} PageRank</th><th>Percentile</th><th>Toolbar</th>"
+        f"<th>In-links</th><th>{members.capitalize()}</th><th>{level.capitalize()}</th></tr>"
     ]
     for number, (row, info) in enumerate(zip(rows, host_infos(ranks, store, rows, ranking)), start):
         percentile = "&#8211;" if info.percentile is None else f"{info.percentile:.2f}"
-        backlinks = escape(proxy_url("/backlinks", url=row["host"], host="1"))
+        backlinks = ""
+        if level == "host":  # a host's pages are the whole-site backlinks view's target
+            its = escape(proxy_url("/backlinks", url=row["host"], host="1"))
+            backlinks = f' <small><a href="{its}">its backlinks</a></small>'
         lines.append(
             f'<tr data-pagerank="{"unranked" if info.pagerank is None else repr(info.pagerank)}" '
-            f'data-host="{escape(row["host"])}"><td class="n">{number}</td>'
+            f'data-{level}="{escape(row[level])}"><td class="n">{number}</td>'
             f'<td class="n">{bar(info)}{format_score(info.pagerank)}{unreached(info)}</td>'
             f'<td class="n">{percentile}</td><td class="n">{info.toolbar}</td><td class="n">{info.inlinks:,}</td>'
-            f'<td class="n">{row["pages"]:,}</td><td>{escape(row["host"])} '
-            f'<small><a href="{backlinks}">its backlinks</a></small></td></tr>'
+            f'<td class="n">{row[members]:,}</td><td>{escape(row[level])}{backlinks}</td></tr>'
         )
     lines.append("</table>")
     return "".join(lines)

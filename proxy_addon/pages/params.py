@@ -108,4 +108,6 @@ def page_ranking(query: Query, store: Store, default: str) -> Ranking:
 def level_message(problem: RankingLevelError) -> str:
     """The refusal of a host ranking with the pages' cure: their parameter, and the page of its hosts."""
     instead = f"ranking={problem.page_rankings[0]}" if problem.page_rankings else "a page ranking"
-    return problem.refusal(f"choose {instead}, or see /top?ranking={problem.ranking.name} for its hosts.")
+    return problem.refusal(
+        f"choose {instead}, or see /top?ranking={problem.ranking.name} for its {problem.ranking.level}s."
+    )

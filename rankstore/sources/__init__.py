@@ -92,6 +92,9 @@ class EdgeBatch:
     ``src``/``dst`` are vertex numbers (int64 arrays of equal length);
     ``weights`` (float64) is None when every link weighs 1.  A batch may carry
     only vertices, or only links.  ``where`` says where the batch was read.
+    ``sites`` holds instead the names of vertices that are sites, not pages
+    (a Common Crawl domain graph's), numbered as ``urls`` are: a graph's
+    vertices are all URLs or all sites.
     """
 
     urls: list[str]
@@ -99,6 +102,7 @@ class EdgeBatch:
     dst: np.ndarray
     weights: np.ndarray | None = None
     where: str = ""
+    sites: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -2,14 +2,17 @@
 
 * vertices: ``id<TAB>reversed.host.name`` per line (``com.example.www`` is
   ``www.example.com``; Common Crawl already drops a leading ``www.``, and it
-  is not put back); domain graphs add a third column, the number of hosts,
-  which is not used.
+  is not put back); domain graphs add a third column, the number of hosts
+  (not used), by which a domain graph is told from a host graph.
 * edges: ``from_id<TAB>to_id`` per line.
 
 Both gzipped or plain, each possibly split into numbered part files, named in
 a folder or in a ``*.paths.gz`` list (one part per line, relative to the
-list's folder).  Each vertex becomes the root page of its host,
-``https://host/`` (``scheme="http"`` for ``http://host/``).
+list's folder).  Each vertex of a host graph becomes the root page of its
+host, ``https://host/`` (``scheme="http"`` for ``http://host/``); each vertex of
+a domain graph a site, named as Common Crawl names it (``example.co.uk``:
+:attr:`EdgeBatch.sites <rankstore.sources.EdgeBatch>`), its edges links
+between sites.
 
 Links come out in bulk (:class:`~rankstore.sources.EdgeBatch`): the vertices
 first, numbered 0, 1, 2... in file order, then the edges, at most
@@ -45,7 +48,14 @@ import pyarrow.csv as pacsv
 from . import EdgeBatch, Skipped, SourceError, open_part
 from .textblocks import line_blocks
 
-__all__ = ["REPORTED", "cc_parts", "looks_like_cc_edges", "looks_like_cc_vertices", "read_cc_graph"]
+__all__ = [
+    "REPORTED",
+    "cc_parts",
+    "is_domain_graph",
+    "looks_like_cc_edges",
+    "looks_like_cc_vertices",
+    "read_cc_graph",
+]
 
 REPORTED = 1000  # bad lines of one kind reported one by one in a part; the rest are counted
 BLOCK = 1 << 25  # bytes of text taken apart at once
@@ -87,6 +97,16 @@ def _plausible_host(name: bytes) -> bool:
 def looks_like_cc_vertices(head: bytes) -> bool:
     """Whether decompressed content starts like a vertices file (``id<TAB>reversed.host[<TAB>count]``)."""
     return _is_vertex_line(_first_line(head))
+
+
+def is_domain_graph(vertices: list[str]) -> bool:
+    """Whether vertex parts are a domain graph's: their first line has the third column, the number of hosts."""
+    for part in vertices[:3]:  # a part may be empty
+        line = _first_line(_head(part))
+        if line:
+            fields = _VERTEX_FIELDS.fullmatch(line)
+            return fields is not None and line.count(b"\t") == 2
+    return False
 
 
 def looks_like_cc_edges(head: bytes) -> bool:
@@ -322,11 +342,13 @@ def read_cc_graph(
     progress: Callable[[int], None] | None = None,
     chunk_lines: int = 4_000_000,
 ) -> Iterator[EdgeBatch | Skipped]:
-    """The graph's vertices (as root-page URLs), then its links, in batches of at most ``chunk_lines`` lines.
+    """The graph's vertices (as root-page URLs, or a domain graph's as site names), then its links, in batches
+    of at most ``chunk_lines`` lines.
 
     ``vertices``/``edges``: part files in order (see :func:`cc_parts`);
     ``progress`` is called with the number of bytes read from disk as they are.
     """
+    domains = is_domain_graph(vertices)
     number = np.full(0, -1, dtype=np.int64)  # Common Crawl id -> our vertex number, -1 where none
     count = 0
     empty = np.zeros(0, dtype=np.int64)
@@ -354,7 +376,11 @@ def read_cc_graph(
         if len(ids):
             number[ids] = np.arange(count, count + len(ids))
             count += len(ids)
-            yield EdgeBatch(_root_urls(names, scheme), empty, empty, None, f"{path}:{first}-{last}")
+            where = f"{path}:{first}-{last}"
+            if domains:
+                yield EdgeBatch([], empty, empty, None, where, sites=_host_names(names))
+            else:
+                yield EdgeBatch(_root_urls(names, scheme), empty, empty, None, where)
     for item in _part_blocks(edges, progress, chunk_lines):
         if isinstance(item, Skipped):
             yield item
@@ -400,9 +426,14 @@ def _numbered(number: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return out
 
 
+def _host_names(names: pa.Array) -> list[str]:
+    """Each reversed name put right (``com.example.blog`` -> ``blog.example.com``)."""
+    return [".".join(name.split(".")[::-1]) for name in names.cast(pa.string()).to_pylist()]
+
+
 def _root_urls(names: pa.Array, scheme: str) -> list[str]:
     """``scheme://host/`` of each reversed host name (``com.example.blog`` -> ``blog.example.com``)."""
-    return [f"{scheme}://{'.'.join(name.split('.')[::-1])}/" for name in names.cast(pa.string()).to_pylist()]
+    return [f"{scheme}://{host}/" for host in _host_names(names)]
 
 
 def _plausible_hosts(names: pa.Array) -> bool:

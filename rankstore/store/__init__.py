@@ -273,6 +273,8 @@ class Store(SourceFilesMixin, HostAnalysisMixin):
             "pages": one("SELECT count(*) FROM pages"),
             "crawled_pages": one("SELECT count(*) FROM pages WHERE crawled"),
             "hosts": one("SELECT count(DISTINCT host) FROM pages"),
+            "sites": self.site_count(),
+            "site_links": self.site_link_count(),
             "links": links,
             "nofollow_links": nofollow,
             "builds": builds,

@@ -35,6 +35,9 @@ from .sites import SitesMixin
 
 __all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "TargetLinks", "SORTS"]
 
+# a level's table, and what its rows count of the level below (the rows' keys: see _level_rows)
+_LEVEL_TABLES = {"host": ("hosts", "pages"), "site": ("sites", "hosts")}
+
 SORTS = ("pagerank", "contribution")
 
 
@@ -712,16 +715,25 @@ class HostAnalysisMixin(AnalysisMixin):
         rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
         return rows[:limit]
 
-    def host_level_ranking(self, name: str = "hostrank") -> Ranking:
-        """The newest version of ranking ``name``, which must rank hosts."""
+    def level_ranking(self, name: str, level: str) -> Ranking:
+        """The newest version of ranking ``name``, which must rank ``level`` ('host' or 'site')."""
         ranking = self.ranking(name)
-        if ranking.level != "host":
-            raise StoreError(f"{name} ranks pages, not hosts: `rankstore rank --level host` ranks the hosts")
+        if ranking.level != level:
+            raise StoreError(
+                f"{name} ranks {ranking.level}s, not {level}s: `rankstore rank --level {level}` ranks the {level}s"
+            )
         return ranking
 
-    def _host_rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
-        """Rows of hosts by index in a host ranking (host id - 1): ``host``, ``pagerank``, ``position``,
-        ``inlinks`` (None for a host newer than the version), ``pages`` (its pages) and ``hosts`` (ranked)."""
+    def host_level_ranking(self, name: str = "hostrank") -> Ranking:
+        """The newest version of ranking ``name``, which must rank hosts."""
+        return self.level_ranking(name, "host")
+
+    def _level_rows(self, level: str, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+        """Rows of hosts (or sites) by index in a ranking of their level (id - 1), keyed by the level: a
+        host's ``host``, ``pages`` (its pages) and ``hosts`` (hosts ranked), a site's ``site``, ``hosts`` (its
+        hosts) and ``sites``; and ``pagerank``, ``position``, ``inlinks`` (None for one newer than the
+        version)."""
+        table, members = _LEVEL_TABLES[level]
         ids = [i + 1 for i in indices]
         known: dict[int, tuple[str, int]] = {}
         for start in range(0, len(ids), 500):
@@ -729,40 +741,66 @@ class HostAnalysisMixin(AnalysisMixin):
             known.update(
                 (row[0], row[1:])
                 for row in self.db.execute(
-                    f"SELECT id, name, pages FROM hosts WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    f"SELECT id, name, {members} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 )
             )
         rows = []
         for index in indices:
-            name, pages = known.get(index + 1, ("", 0))
+            name, count = known.get(index + 1, ("", 0))
             ranked = index < arrays.pages
             rows.append(
                 {
-                    "host": name,
+                    level: name,
                     "pagerank": float(arrays.scores[index]) if ranked else None,
                     "position": int(arrays.position[index]) if ranked else None,
                     "inlinks": int(arrays.inlinks[index]) if ranked else None,
-                    "pages": pages,
-                    "hosts": arrays.pages,
+                    members: count,
+                    table: arrays.pages,
                 }
             )
         return rows
 
-    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
-        """The best hosts of a host ranking (rows of :meth:`_host_rows`)."""
+    def top_nodes(self, name: str, level: str, limit: int = 15, offset: int = 0) -> list[dict]:
+        """The best hosts (or sites) of a ranking of that level (rows of :meth:`_level_rows`)."""
         with self.snapshot():
-            arrays = self.ranking_arrays(self.host_level_ranking(name).id)
-            return self._host_rows(arrays, arrays.best[offset : offset + limit].tolist())
+            arrays = self.ranking_arrays(self.level_ranking(name, level).id)
+            return self._level_rows(level, arrays, arrays.best[offset : offset + limit].tolist())
+
+    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
+        """The best hosts of a host ranking (rows of :meth:`_level_rows`)."""
+        return self.top_nodes(name, "host", limit, offset)
+
+    def top_sites(self, name: str = "siterank", limit: int = 15, offset: int = 0) -> list[dict]:
+        """The best sites of a site ranking (rows of :meth:`_level_rows`)."""
+        return self.top_nodes(name, "site", limit, offset)
+
+    def lookup_nodes(self, names: Sequence[str], name: str, level: str) -> dict[str, dict]:
+        """Rows of :meth:`_level_rows` for hosts (or sites) by name, from ranking ``name`` of that level; those
+        not in the store are left out."""
+        number_of = self.host_id if level == "host" else self.site_id
+        with self.snapshot():
+            arrays = self.ranking_arrays(self.level_ranking(name, level).id)
+            ids = {node: number_of(node) for node in dict.fromkeys(names)}
+            present = {node: number for node, number in ids.items() if number is not None}
+            rows = self._level_rows(level, arrays, [number - 1 for number in present.values()])
+        return dict(zip(present, rows))
 
     def lookup_hosts(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, dict]:
-        """Rows of :meth:`_host_rows` for hosts by name, from host ranking ``name``; hosts not in the store
+        """Rows of :meth:`_level_rows` for hosts by name, from host ranking ``name``; hosts not in the store
         are left out."""
-        with self.snapshot():
-            arrays = self.ranking_arrays(self.host_level_ranking(name).id)
-            ids = {host: self.host_id(host) for host in dict.fromkeys(hosts)}
-            present = {host: number for host, number in ids.items() if number is not None}
-            rows = self._host_rows(arrays, [number - 1 for number in present.values()])
-        return dict(zip(present, rows))
+        return self.lookup_nodes(hosts, name, "host")
+
+    def lookup_sites(self, sites: Sequence[str], name: str = "siterank") -> dict[str, dict]:
+        """Rows of :meth:`_level_rows` for sites by name, from site ranking ``name``; sites not in the store
+        are left out."""
+        return self.lookup_nodes(sites, name, "site")
+
+    def site_ranking(self, name: str = "siterank") -> tuple[int, RankingArrays] | None:
+        """(id, arrays) of the newest site-level ranking ``name``, or None when there is none."""
+        row = self.db.execute(
+            "SELECT id FROM rankings WHERE name = ? AND level = 'site' ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
+        return (row[0], self.ranking_arrays(row[0])) if row else None
 
     def host_ranks(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
         """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""

@@ -10,6 +10,8 @@ once (4 bytes a page) to fold referring pages into referring hosts.
 The host graph has an edge from host A to host B when any page of A links to
 a page of B (links within a host are left out); its weight is the number of
 such page links (followed ones, unless the ranking counts nofollow links).
+:func:`fold_links` coalesces the links of one level into those of the next
+(pages into hosts here, hosts into sites in :mod:`.sites`).
 """
 
 from __future__ import annotations
@@ -22,19 +24,48 @@ import numpy as np
 
 from .graph import GraphMixin
 
-__all__ = ["HostsMixin", "HostBatch", "HostGraph", "HOST_BLOCK"]
+__all__ = ["HostsMixin", "HostBatch", "LevelGraph", "fold_links", "HOST_BLOCK"]
 
 HOST_BLOCK = 1 << 14  # pages per page_hosts row
 
 
 @dataclass
-class HostGraph:
-    """The host graph as in-link CSR: row ``h`` (host id ``h + 1``) lists the hosts linking to it."""
+class LevelGraph:
+    """The host (or site) graph as in-link CSR: row ``h`` (id ``h + 1``) lists the hosts (sites) linking to it."""
 
     n: int
     indptr: np.ndarray
-    indices: np.ndarray  # int32 host indices
-    weights: np.ndarray | None  # float64: page links from that host to this one; None when each is one link
+    indices: np.ndarray  # int32 host (site) indices
+    weights: np.ndarray | None  # float64: page links from that node to this one; None when each is one link
+
+
+def fold_links(
+    n: int, dst: np.ndarray, src: np.ndarray, weights: np.ndarray | None = None, once: bool = False
+) -> LevelGraph:
+    """Links between nodes numbered 1..n (``src`` -> ``dst``, int arrays) as the in-link CSR of those nodes,
+    a node's links to itself left out and the links between the same two nodes made one: its weight the sum
+    of their ``weights``, or their number where ``weights`` is None; or, ``once``, each pair of weight 1
+    (as Common Crawl folds hosts into domains).  Sparse throughout: pairs are coalesced by sorting an int64
+    key a link, never in a matrix of n by n."""
+    keep = src != dst
+    key = (dst[keep].astype(np.int64) - 1) * max(n, 1) + (src[keep].astype(np.int64) - 1)
+    kept = weights[keep] if weights is not None and not once else None
+    del keep
+    if kept is not None:
+        order = np.argsort(key, kind="stable")
+        key, kept = key[order], kept[order]
+        del order
+    else:
+        key.sort()
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
+    summed = None
+    if kept is not None:
+        summed = np.add.reduceat(kept, starts) if len(key) else np.zeros(0)
+    elif not once:
+        summed = np.diff(np.append(starts, len(key))).astype(np.float64)
+    key = key[starts]
+    indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * max(n, 1))
+    return LevelGraph(n, indptr, (key % max(n, 1)).astype(np.int32), summed)
 
 
 @dataclass(frozen=True)
@@ -144,7 +175,7 @@ class HostsMixin(GraphMixin):
         return np.flatnonzero(self.page_hosts() == host)
 
     @staticmethod
-    def _pages_as_hosts(links, include_nofollow: bool) -> HostGraph:
+    def _pages_as_hosts(links, include_nofollow: bool) -> LevelGraph:
         """The host graph of a store whose every page is its own host, numbered alike (a Common Crawl host
         graph): the page graph itself, less the links of a page to itself, each link of weight 1."""
         keep = np.empty(len(links.indices), dtype=bool)
@@ -157,12 +188,12 @@ class HostsMixin(GraphMixin):
         if links.nofollow is not None and not include_nofollow:
             keep &= ~links.nofollow
         if keep.all():
-            return HostGraph(links.n, links.indptr, links.indices, None)
+            return LevelGraph(links.n, links.indptr, links.indices, None)
         kept = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(keep, out=kept[1:])
-        return HostGraph(links.n, kept[links.indptr], links.indices[keep], None)
+        return LevelGraph(links.n, kept[links.indptr], links.indices[keep], None)
 
-    def host_graph(self, include_nofollow: bool = False) -> HostGraph:
+    def host_graph(self, include_nofollow: bool = False) -> LevelGraph:
         """The host graph from the page graph's in-link arrays (see the module docstring)."""
         self.ensure_graph()
         links = self.in_links()
@@ -174,17 +205,6 @@ class HostsMixin(GraphMixin):
             return self._pages_as_hosts(links, include_nofollow)
         src = hosts[links.indices]
         dst = np.repeat(hosts[: links.n], np.diff(links.indptr))
-        keep = src != dst
         if links.nofollow is not None and not include_nofollow:
-            keep &= ~links.nofollow
-        key = (dst[keep].astype(np.int64) - 1) * count + (src[keep].astype(np.int64) - 1)
-        del src, dst, keep
-        key.sort()
-        if len(key):
-            starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-            weights = np.diff(np.append(starts, len(key))).astype(np.float64)
-            key = key[starts]
-        else:
-            weights = np.zeros(0)
-        indptr = np.searchsorted(key, np.arange(count + 1, dtype=np.int64) * max(count, 1))
-        return HostGraph(count, indptr, (key % max(count, 1)).astype(np.int32), weights)
+            src, dst = src[~links.nofollow], dst[~links.nofollow]
+        return fold_links(count, dst, src)  # a pair's weight: the number of page links between the two hosts

@@ -6,9 +6,10 @@
   the version was made.  The views are made again (``current_scores`` gained
   the ranking's level).
 * 7 -> 8: each host's site (registered domain) numbered in ``sites`` and
-  ``host_sites``; ``current_scores`` joins a site ranking to its sites;
-  ``source_files``, the files at URLs that builds took whole (a build of the
-  same sources skips them), empty in an older store.
+  ``host_sites``; ``site_links`` (empty) for a domain graph's edges;
+  ``current_scores`` joins a site ranking to its sites; ``source_files``, the
+  files at URLs that builds took whole (a build of the same sources skips
+  them), empty in an older store.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -125,7 +126,7 @@ def _sites(store) -> None:
     """Schema 8: each host's site (registered domain), numbered; the views are made again (``current_scores``
     joins the sites of a site ranking)."""
     db = store.db
-    for statement in TABLES.split(";\n"):  # the new tables: sites, host_sites
+    for statement in TABLES.split(";\n"):  # the new tables: sites, host_sites, site_links
         if statement.strip():
             db.execute(statement)
     store.derive_sites()

@@ -51,7 +51,7 @@ def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, cr
 
 
 class RankingLevelError(StoreError):
-    """A question about pages asked of a ranking of hosts (its scores are by host, not by page).
+    """A question about pages asked of a ranking of hosts or sites (its scores are by host or site, not by page).
 
     Its message is the CLI's.  Every audience refuses in the words of
     :meth:`refusal` and names its own cure: the CLI its options (here), the
@@ -62,7 +62,9 @@ class RankingLevelError(StoreError):
         self.ranking = ranking
         self.page_rankings = list(page_rankings)  # the store's page rankings, ``pagerank`` first
         instead = f"use --ranking {self.page_rankings[0]}" if self.page_rankings else "rank pages with `rankstore rank`"
-        super().__init__(self.refusal(f"{instead}, or `rankstore top --ranking {ranking.name}` for its hosts"))
+        super().__init__(
+            self.refusal(f"{instead}, or `rankstore top --ranking {ranking.name}` for its {ranking.level}s")
+        )
 
     def refusal(self, cure: str) -> str:
         """The refusal, then ``cure``: how the asker chooses a page ranking where it asked."""

@@ -321,8 +321,9 @@ class RankingsMixin(StoreBase):
         newest = self.newest_build()
         if newest is None or (ranking.build is not None and ranking.build >= newest):
             return None
-        if ranking.level == "host":
-            cure = "run `rankstore rank --level host`"
+        if ranking.level != "page":
+            named = "" if ranking.name == f"{ranking.level}rank" else f" --name {ranking.name}"
+            cure = f"run `rankstore rank --level {ranking.level}{named}`"
         elif ranking.name == "pagerank" and ranking.params.get("kind", "pagerank") == "pagerank":
             cure = "run `rankstore rank`"
         else:  # a variant: its seeds and options made it, and only they make it again

@@ -29,6 +29,9 @@ Layout (schema 8; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 * ``sites``: each site (a host's registered domain, :func:`rankstore.urls.site_of`)
   once, numbered in order of first appearance; ``host_sites`` each host's site
   id, in blocks.  A ranking of ``level`` 'site' has its arrays by site index.
+* ``site_links``: the site-level edges of a Common Crawl domain graph (whose
+  vertices are sites, not pages), as the sites' in-link CSR in blocks like
+  ``in_links``; replaced whole by each load (:mod:`.site_links`).
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results; ``ranking_blocks`` holds one
@@ -179,6 +182,12 @@ CREATE TABLE IF NOT EXISTS sites (
 CREATE TABLE IF NOT EXISTS host_sites (
     first INTEGER PRIMARY KEY,
     sites BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS site_links (
+    first   INTEGER PRIMARY KEY,
+    sites   INTEGER NOT NULL,
+    offsets BLOB NOT NULL,
+    sources BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS counter (
     k INTEGER PRIMARY KEY

@@ -7,6 +7,15 @@ Site ids are given in order of first appearance and never change, so a site
 ranking stays valid when later builds add sites.  ``host_sites`` keeps each
 host's site id as big-endian int32 in blocks of :data:`SITE_BLOCK` hosts, as
 ``page_hosts`` keeps each page's host; ``sites.hosts`` counts them.
+
+The site graph (``rank --level site``) is the host graph folded through each
+host's site, with the site links a Common Crawl domain graph loaded
+(:mod:`.site_links`): an edge from site A to site B when any page of A links
+to a page of B (links within a site left out), weighted by the number of such
+page links, as hosts are; a loaded domain-graph edge counts as one link.
+Where the host graph is the page graph (every page its own host: a Common
+Crawl host graph), each pair of sites is one link of weight 1, as Common
+Crawl's HostToDomainGraph folds hosts into domains (its edges deduplicated).
 """
 
 from __future__ import annotations
@@ -17,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..urls import site_of
-from .hosts import HostsMixin
+from ..urls import sites_of
+from .hosts import HostsMixin, LevelGraph, fold_links
+from .site_links import SiteLinksMixin
 
 __all__ = ["SitesMixin", "SiteBatch", "SITE_BLOCK"]
 
@@ -34,8 +44,8 @@ class SiteBatch:
     hosts: tuple[int, ...]
 
 
-class SitesMixin(HostsMixin):
-    """Sites of hosts; part of :class:`~rankstore.store.Store`."""
+class SitesMixin(HostsMixin, SiteLinksMixin):
+    """Sites of hosts, and the site graph; part of :class:`~rankstore.store.Store`."""
 
     db: sqlite3.Connection
 
@@ -58,12 +68,12 @@ class SitesMixin(HostsMixin):
             ids[: done - start] = self._site_block(start)[: done - start]
         cursor = self.db.execute("SELECT id, name FROM hosts WHERE id > ? ORDER BY id", (done,))
         while rows := cursor.fetchmany(1 << 16):
-            for host_id, host in rows:
-                site = site_of(host)
-                number = known.get(site)
-                if number is None:
-                    number = known[site] = fresh[site] = len(known) + 1
-                ids[host_id - 1 - start] = number
+            names = sites_of([host for _, host in rows])
+            for site in dict.fromkeys(names):  # in order of first appearance
+                if site not in known:
+                    known[site] = fresh[site] = len(known) + 1
+            first = rows[0][0] - 1 - start  # hosts are numbered one after the other
+            ids[first : first + len(rows)] = np.fromiter(map(known.__getitem__, names), np.int32, len(names))
         self.db.executemany(
             "INSERT INTO sites (id, name, hosts) VALUES (?, ?, 0)", ((number, name) for name, number in fresh.items())
         )
@@ -159,3 +169,23 @@ class SitesMixin(HostsMixin):
     def site_count(self) -> int:
         """How many sites: the largest id, as ids are given one after the other."""
         return self.db.execute("SELECT coalesce(max(id), 0) FROM sites").fetchone()[0]
+
+    def site_graph(self, include_nofollow: bool = False) -> LevelGraph:
+        """The site graph (see the module docstring) as in-link CSR over the site ids."""
+        hosts = self.host_graph(include_nofollow)
+        sites = self.host_sites()
+        count = self.site_count()
+        if len(sites) < hosts.n or (hosts.n and int(sites[: hosts.n].min()) == 0):
+            raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
+        dst = np.repeat(sites[: hosts.n], np.diff(hosts.indptr))
+        src = sites[hosts.indices]
+        weights = hosts.weights
+        del hosts
+        loaded = self.site_links(count)
+        if len(loaded.indices):
+            dst = np.concatenate([dst, np.repeat(np.arange(1, count + 1, dtype=np.int32), np.diff(loaded.indptr))])
+            src = np.concatenate([src, loaded.indices + 1])
+            if weights is not None:
+                weights = np.concatenate([weights, np.ones(len(loaded.indices))])
+        # an unweighted host graph (Common Crawl's) folds as Common Crawl folds it: each pair of sites once
+        return fold_links(count, dst, src, weights, once=weights is None)
