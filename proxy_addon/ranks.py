@@ -8,20 +8,33 @@ targets are looked up in one batched query.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
 
 from rankstore import display
-from rankstore.store import Ranking, RankingLevelError, RankingNotFound, Store, StoreError
-from rankstore.urls import host_of
+from rankstore.store import LevelHead, LevelScores, Ranking, RankingLevelError, RankingNotFound, Store, StoreError
+from rankstore.store.levels import ESTIMATE_LEVELS
+from rankstore.urls import host_of, site_of
 
-from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
+from .rewrite import (
+    MAX_BAR_PX,
+    Backlink,
+    Estimate,
+    LevelPanel,
+    LinkInfo,
+    Marks,
+    PanelData,
+    Referrer,
+    TooManyLinks,
+    proxy_url,
+)
 
-__all__ = ["Ranks", "page_ranking"]
+__all__ = ["Ranks", "LevelChoice", "page_ranking", "level_heads"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
@@ -31,6 +44,36 @@ _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel
 PRELOAD_PAGES = 20_000
 T = TypeVar("T")
 _LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
+
+
+@dataclass(frozen=True)
+class LevelChoice:
+    """Which rankings answer for a link's host and site when the store has no score for its page (the
+    options ``pagerank_host_ranking``, ``pagerank_site_ranking``): "" for the store's own choice
+    (:meth:`~rankstore.store.Store.level_ranking`: ``hostrank``/``siterank``, else the newest of the level)."""
+
+    host: str = ""
+    site: str = ""
+
+    def of(self, level: str) -> str:
+        return self.host if level == "host" else self.site
+
+
+AUTOMATIC = LevelChoice()  # each level's ranking as the store chooses it
+
+
+def level_heads(store: Store, levels: LevelChoice) -> tuple[LevelHead | None, LevelHead | None]:
+    """(host, site) heads of the rankings that answer above pages (None for a level the store does not
+    rank); a ranking named that is not there, or ranks another level, is a StoreError in one line."""
+    found = []
+    for level in ESTIMATE_LEVELS:
+        try:
+            found.append(store.level_head(level, levels.of(level)))
+        except RankingNotFound:
+            raise RankingNotFound(
+                f"no ranking {levels.of(level)!r} for {level}s (`rankstore rank --level {level}` makes one)"
+            ) from None
+    return found[0], found[1]
 
 
 def page_ranking(store: Store, name: str) -> Ranking:
@@ -66,14 +109,30 @@ class _Head:
     pages: int  # pages the version ranks (page ids 1..pages)
     store_pages: int  # pages in the store: those past ``pages`` came since the version, not ranked yet
     stale: str | None  # Store.stale_note: a build newer than the one the version ranked
+    host: LevelHead | None = None  # the rankings that answer for a link's host, then its site (estimates)
+    site: LevelHead | None = None
+
+    @property
+    def levels(self) -> tuple[int, int]:
+        """The versions of the host and site rankings (0: none): what the estimates were worked out from."""
+        return (self.host.ranking_id if self.host else 0, self.site.ranking_id if self.site else 0)
 
 
 class Ranks:
-    def __init__(self, store_path: str, ranking: str = "pagerank", panel_size: int = 10, preload: int = 0):
+    def __init__(
+        self,
+        store_path: str,
+        ranking: str = "pagerank",
+        panel_size: int = 10,
+        preload: int = 0,
+        levels: LevelChoice | None = None,
+    ):
         """``preload``: the best pages of each version of the ranking whose look-ups are made at once, in
-        bulk, when the version is first read (:meth:`preload`, :meth:`PageView.lookup`); 0 for none."""
+        bulk, when the version is first read (:meth:`preload`, :meth:`PageView.lookup`); 0 for none.
+        ``levels``: the host and site rankings that answer for a link whose page has no score."""
         self.store_path = store_path
         self.ranking = ranking
+        self.levels = levels = levels or AUTOMATIC
         self.panel_size = panel_size
         self.preload_pages = preload
         self._local = threading.local()
@@ -87,11 +146,15 @@ class Ranks:
         # the version's own answers, since a build that adds pages may turn the one into the other
         self._absent: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
+        # ((host and site ranking ids), host -> the info of a link to a page of it that has no score: its host's
+        # rank, else its site's; None for neither)
+        self._estimates: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
         # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
         # its size then])
-        self._marks: tuple[tuple[int, int] | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
+        self._marks: tuple[tuple | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
         store = self.store()
         page_ranking(store, ranking)  # fails early, with a clear message, for a missing ranking or one of hosts
+        level_heads(store, levels)  # and for a host or site ranking named that is not one
 
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
@@ -142,8 +205,9 @@ class Ranks:
             with store.snapshot():
                 # once per commit: what every page until the next one shows beside its scores
                 ranking = store.page_ranking(self.ranking)  # a version of hosts is never read by page
+                host, site = level_heads(store, self.levels)
                 head = local.head = _Head(
-                    version, ranking.id, ranking.pages, store.last_page_id(), store.stale_note(ranking)
+                    version, ranking.id, ranking.pages, store.last_page_id(), store.stale_note(ranking), host, site
                 )
                 yield PageView(self, store, head.ranking_id, head.pages, version, head=head)
             return
@@ -169,12 +233,16 @@ class Ranks:
         store = self.store()
         version = store.data_version()
         head = getattr(self._local, "head", None)
-        ranking_id = (
-            head.ranking_id
-            if head is not None and head.data_version == version
-            else store.ranking_head(self.ranking)[0]
+        if head is not None and head.data_version == version:
+            ranking_id, levels = head.ranking_id, head.levels
+        else:
+            ranking_id = store.ranking_head(self.ranking)[0]
+            levels = tuple(found.ranking_id if found else 0 for found in level_heads(store, self.levels))
+        return (
+            self._known[0] == ranking_id
+            and ranking_id in self._arrays
+            and all(not level or level in self._arrays for level in levels)
         )
-        return self._known[0] == ranking_id and ranking_id in self._arrays
 
     def preload(self) -> None:
         """Read the newest version's arrays and preloaded look-ups now (``preload``), rather than at the first
@@ -218,6 +286,9 @@ class PageView:
         # the store's pages (past the version's: not ranked yet) and whether a newer build exists
         self.store_pages = head.store_pages if head is not None else pages
         self.stale = head.stale if head is not None else None
+        self.host_head = head.host if head is not None else None
+        self.site_head = head.site if head is not None else None
+        self.level_ids = head.levels if head is not None else (0, 0)
         self._lazy = lazy  # the read transaction is begun at the first query (and ended by end())
         self._begun = False
 
@@ -253,6 +324,58 @@ class PageView:
         return value, False
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
+        """What each URL shows: its page's score (:meth:`page_lookup`), else, where the host or site is ranked,
+        its host's rank or else its site's (:meth:`estimates`); a URL with neither is left out."""
+        answers = self.page_lookup(urls)
+        if self.host_head is None and self.site_head is None:
+            return answers
+        lacking = [url for url in urls if (info := answers.get(url)) is None or info.pagerank is None]
+        if not lacking:
+            return answers
+        answers = dict(answers)
+        found = self.estimates(lacking)
+        for url in lacking:
+            estimate = found.get(url)
+            if estimate is not None:
+                answers[url] = estimate if url not in answers else replace(answers[url], estimate=estimate.estimate)
+        return answers
+
+    def estimates(self, urls: Sequence[str]) -> dict[str, LinkInfo]:
+        """The info of a link to each URL as if its page had no score: its host's rank where the host ranking
+        ranks it, else its site's where the site ranking does (a URL with neither is left out).
+
+        One batched probe per level for the hosts (sites) not known yet in
+        these versions of the host and site rankings; what is known of a host
+        is kept until either ranking has a new version.
+        """
+        known = self._estimate_cache()
+        hosts = {url: host_of(url) for url in urls}
+        missing = [host for host in dict.fromkeys(hosts.values()) if host not in known]
+        if missing:
+            self._reading()
+            if self.host_head is not None:
+                found = _estimates(self.store.level_scores(self.host_head, missing))
+                known.update(found)
+                missing = [host for host in missing if host not in found]
+            if self.site_head is not None and missing:
+                sites = {host: site_of(host) for host in missing}
+                found = _estimates(self.store.level_scores(self.site_head, set(sites.values())))
+                for host in missing:
+                    known[host] = found.get(sites[host])
+            else:
+                known.update(dict.fromkeys(missing))
+        return {url: info for url, host in hosts.items() if (info := known[host]) is not None}
+
+    def _estimate_cache(self) -> dict[str, LinkInfo | None]:
+        """Host -> estimate, for these versions of the host and site rankings (either's new version, or too
+        many hosts, starts afresh)."""
+        key, known = self.ranks._estimates
+        if key != self.level_ids or len(known) > _CACHE_URLS:
+            known = {}
+            self.ranks._estimates = (self.level_ids, known)
+        return known
+
+    def page_lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """Every URL in one batched query, but for those already looked up in this version of the ranking.
 
         A site's navigation links recur on every page; what is known of a URL
@@ -298,21 +421,40 @@ class PageView:
         key, absent = self.ranks._absent
         if key != (self.ranking_id, self.store_pages):
             absent = {}
-        return sum(url not in cache and url not in absent for url in urls)
+        needed = sum(url not in cache and url not in absent for url in urls)
+        if self.host_head is not None or self.site_head is not None:  # and the hosts of those without a score
+            level_key, known = self.ranks._estimates
+            known = known if level_key == self.level_ids else {}
+            needed += len(
+                {
+                    host
+                    for url in urls
+                    if (info := cache.get(url)) is None or info.pagerank is None
+                    if (host := host_of(url)) not in known
+                }
+            )
+        return needed
 
-    def panel(self, url: str) -> PanelData:
+    def panel(self, url: str, most_pages: int | None = None) -> PanelData:
         """The page's own score, its best backlinks (those new since the previous build marked) and its host
         rank: one read of the page's in-link slice, one of the backlinks' titles, and one query of two indexed
         look-ups (the previous build, the host ranking's version).
 
         What a backlink shows is remembered with the look-ups (the same good
         pages link to many others), and a host's rank per version of the host ranking.
+
+        A page with no score of its own (not in the store, or not ranked yet)
+        shows its host's and its site's rank instead, each with its best
+        referrers (:meth:`level_panels`); ``most_pages``: a caller that must not
+        spend long has :class:`~.rewrite.TooManyLinks` for a host (site) of more
+        pages than that, whose in-links are read for its referrers.
         """
         ranks = self.ranks
         self._reading()
         info = self.lookup([url]).get(url)
         if info is None or info.pagerank is None:  # not in the store, or not ranked yet
-            return PanelData(url, info or LinkInfo(None), [], 0, ranks.ranking, stale=self.stale)
+            levels = self.level_panels(url, most_pages)
+            return PanelData(url, info or LinkInfo(None), [], 0, ranks.ranking, stale=self.stale, levels=levels)
         since, host_ranking = self._heads()
         rows, new, count, since = self._best_backlinks(url, since)
         cache = self._cache()
@@ -340,6 +482,49 @@ class PageView:
             hostrank[0] if hostrank else None,
             hostrank[1] if hostrank else None,
             self.stale,
+        )
+
+    def level_panels(self, url: str, most_pages: int | None = None) -> list[LevelPanel]:
+        """The rank of the page's host and of its site, each with its best referring hosts (sites) by rank at
+        that level, for the levels the store ranks; kept per host (site) like a panel (:meth:`keep`)."""
+        host = host_of(url)
+        panels = []
+        for head in (self.host_head, self.site_head):
+            if head is None:
+                continue
+            name = host if head.level == "host" else site_of(host)
+            made, _ = self.keep(
+                ("level", head.level, name, most_pages), functools.partial(self._level_panel, head, name, most_pages)
+            )
+            if made is None:
+                raise TooManyLinks(f"the {head.level} {name} has more than {most_pages:,} pages")
+            panels.append(made)
+        return panels
+
+    def _level_panel(self, head: LevelHead, name: str, most_pages: int | None) -> LevelPanel | None:
+        self._reading()
+        estimate = _estimates(self.store.level_scores(head, [name])).get(name)
+        found = self.store.referrers(head, name, self.ranks.panel_size, most_pages)
+        if found is None:
+            return None
+        referrers = _estimates(
+            LevelScores(
+                head,
+                tuple(one.name for one in found),
+                np.array([one.score for one in found], dtype=np.float64),
+                np.array([one.position for one in found], dtype=np.int64),
+                np.zeros(len(found), dtype=np.int64),
+                np.zeros(len(found), dtype=np.int64),
+            )
+        )
+        # the whole-site backlinks view takes a host of the store: the host itself, or the host named as its site
+        whole = self.store.host_id(name) is not None
+        return LevelPanel(
+            head.level,
+            name,
+            estimate.estimate if estimate is not None else None,
+            [Referrer(one.name, referrers[one.name], one.links) for one in found],
+            proxy_url("/backlinks", url=name, host="1", group="host", ranking=self.ranks.ranking) if whole else None,
         )
 
     def _heads(self) -> tuple[int | None, int | None]:
@@ -403,8 +588,9 @@ class PageView:
         starts afresh, and so do all the tables once they and their hrefs number more than
         ``_CACHE_MARKS`` in all (hrefs counted as the page given the last table added to it)."""
         version, tables, count = self.ranks._marks
-        # a build that adds pages turns some hrefs' "not in the store" into "not ranked yet"
-        key = (self.ranking_id, self.store_pages)
+        # a build that adds pages turns some hrefs' "not in the store" into "not ranked yet"; a new version of
+        # the host or site ranking changes their estimates
+        key = (self.ranking_id, self.store_pages, self.level_ids)
         if version == key and count[1] is not None:
             count[0] += len(count[1]) - count[2]  # what the previous page added
         if version != key or count[0] + len(tables) > _CACHE_MARKS:  # an empty table counts too
@@ -474,6 +660,23 @@ def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: 
             widths.tolist(),
         )
     )
+
+
+def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
+    """The info of a link to a page without a score of each name found at a level: its rank there."""
+    if not len(found):
+        return {}
+    head = found.head
+    percentiles = display.percentile(found.positions.astype(np.float64), head.nodes).tolist()
+    toolbars = display.toolbar(found.scores, head.nodes).tolist()
+    widths = display.bar_width(found.scores, head.lowest, head.highest, MAX_BAR_PX).tolist()
+    level, nodes = head.level, head.nodes
+    return {
+        name: LinkInfo(None, estimate=Estimate(level, name, score, percentile, toolbar, width, position, nodes))
+        for name, score, percentile, toolbar, width, position in zip(
+            found.names, found.scores.tolist(), percentiles, toolbars, widths, found.positions.tolist()
+        )
+    }
 
 
 def _known(info: LinkInfo | None) -> LinkInfo:

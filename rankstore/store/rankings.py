@@ -221,7 +221,7 @@ class RankingsMixin(StoreBase):
         """
         scores = np.asarray(scores, dtype=np.float64)
         with self.transaction():
-            table = "hosts" if level == "host" else "pages"
+            table = {"host": "hosts", "site": "sites"}.get(level, "pages")
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
