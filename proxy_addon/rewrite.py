@@ -739,7 +739,7 @@ def _backlink_item(link: Backlink) -> str:
     )
 
 
-def _level_section(level: LevelPanel) -> str:
+def level_section(level: LevelPanel) -> str:
     """A level's part of the panel of a page with no score of its own: the host's (site's) rank, its best
     referrers by their rank at that level, and the whole-site backlinks view."""
     said = estimate_text(level.estimate) if level.estimate is not None else f"{level.level} {level.name}: not ranked"
@@ -748,7 +748,7 @@ def _level_section(level: LevelPanel) -> str:
     items = "".join(
         f'<li data-pagerank-level="{escape(level.level)}">{bar(referrer.info)}'
         f'<a href="{escape("http://" + referrer.name + "/")}">{escape(referrer.name)}</a>'
-        f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} · "
+        f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} &#183; "
         f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></li>"
         for referrer in level.referrers
     )
@@ -797,7 +797,7 @@ def panel(data: PanelData) -> str:
         return (
             f'<aside id="pagerank-panel" data-pagerank="{score}" data-pagerank-level="{level}">'
             f"<details><summary>{escape(summary)}</summary>{stale}"
-            + "".join(_level_section(one) for one in data.levels)
+            + "".join(level_section(one) for one in data.levels)
             + f'<p><a href="{page}">This page</a></p></details></aside>'
         )
     return (

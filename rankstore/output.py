@@ -105,8 +105,8 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str) -> str:
 # ------------------------------------------------------------------ the table
 
 # Columns said after the numbers, as text: the row's subject (the first of these in the view), then the others.
-TEXT_COLUMNS = ("url", "host", "best_url", "title", "anchor", "target", "kind", "nofollow")
-_SCORES = {"pagerank", "host_pagerank", "contribution", "best_pagerank"}
+TEXT_COLUMNS = ("url", "host", "best_url", "title", "anchor", "target", "kind", "nofollow", "level", "answered_by")
+_SCORES = {"pagerank", "host_pagerank", "contribution", "best_pagerank", "estimate"}
 _BUILDS = {"build", "first_seen", "last_seen", "lost_in"}  # numbers that name a build: no thousands separator
 _BAR_CHAR = "█"
 _WIDEST = 60  # characters of a cell before it is cut
@@ -145,6 +145,8 @@ def _is_share_line(row: dict) -> bool:
 def _bar_text(row: dict) -> str:
     """The bar in characters; a row scored 0 or not ranked says so in words, as its empty bar cannot."""
     score = row["pagerank"] if "pagerank" in row else row.get("host_pagerank")
+    if score is None and row.get("estimate") is not None:  # a host's or site's rank answers for the page
+        score = row["estimate"]
     if _is_share_line(row):
         return ""
     if score is None:
