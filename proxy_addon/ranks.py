@@ -18,7 +18,7 @@ import numpy as np
 
 from rankstore import display
 from rankstore.store import LevelHead, LevelScores, Ranking, RankingLevelError, RankingNotFound, Store, StoreError
-from rankstore.store.levels import ESTIMATE_LEVELS
+from rankstore.store.levels import ESTIMATE_LEVELS, LevelKeys
 from rankstore.urls import host_of, site_of
 
 from .rewrite import (
@@ -44,6 +44,7 @@ _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel
 PRELOAD_PAGES = 20_000
 T = TypeVar("T")
 _LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
+_UNSEEN = object()
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class _Head:
     stale: str | None  # Store.stale_note: a build newer than the one the version ranked
     host: LevelHead | None = None  # the rankings that answer for a link's host, then its site (estimates)
     site: LevelHead | None = None
+    counts: tuple[int, int] = (0, 0)  # the hosts and sites the store numbers
 
     @property
     def levels(self) -> tuple[int, int]:
@@ -148,7 +150,14 @@ class Ranks:
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
         # ((host and site ranking ids), host -> the info of a link to a page of it that has no score: its host's
         # rank, else its site's; None for neither)
-        self._estimates: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
+        self._estimates: tuple[tuple[int, int] | None, dict[str, LinkInfo | None], dict[str, LinkInfo | None]] = (
+            None,
+            {},
+            {},
+        )
+        # level -> its names' keys (Store.level_keys), shared by this object's connections, read again once the
+        # store numbers more hosts (sites)
+        self._keys: dict[str, LevelKeys] = {}
         # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
         # its size then])
         self._marks: tuple[tuple | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
@@ -207,7 +216,14 @@ class Ranks:
                 ranking = store.page_ranking(self.ranking)  # a version of hosts is never read by page
                 host, site = level_heads(store, self.levels)
                 head = local.head = _Head(
-                    version, ranking.id, ranking.pages, store.last_page_id(), store.stale_note(ranking), host, site
+                    version,
+                    ranking.id,
+                    ranking.pages,
+                    store.last_page_id(),
+                    store.stale_note(ranking),
+                    host,
+                    site,
+                    (store.level_count("host") if host else 0, store.level_count("site") if site else 0),
                 )
                 yield PageView(self, store, head.ranking_id, head.pages, version, head=head)
             return
@@ -234,14 +250,19 @@ class Ranks:
         version = store.data_version()
         head = getattr(self._local, "head", None)
         if head is not None and head.data_version == version:
-            ranking_id, levels = head.ranking_id, head.levels
+            ranking_id, heads, counts = head.ranking_id, (head.host, head.site), head.counts
         else:
             ranking_id = store.ranking_head(self.ranking)[0]
-            levels = tuple(found.ranking_id if found else 0 for found in level_heads(store, self.levels))
+            heads = level_heads(store, self.levels)
+            counts = tuple(store.level_count(level.level) if level else 0 for level in heads)
         return (
             self._known[0] == ranking_id
             and ranking_id in self._arrays
-            and all(not level or level in self._arrays for level in levels)
+            and all(
+                level is None
+                or (level.ranking_id in self._arrays and getattr(self._keys.get(level.level), "count", -1) == count)
+                for level, count in zip(heads, counts)
+            )
         )
 
     def preload(self) -> None:
@@ -249,6 +270,9 @@ class Ranks:
         page: in any thread, for every thread of this object (:meth:`ready` tells whether they are read)."""
         with self.page() as view:
             view._cache()
+            for head in (view.host_head, view.site_head):
+                if head is not None:
+                    view.level_keys(head.level)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -289,6 +313,7 @@ class PageView:
         self.host_head = head.host if head is not None else None
         self.site_head = head.site if head is not None else None
         self.level_ids = head.levels if head is not None else (0, 0)
+        self.level_counts = dict(zip(ESTIMATE_LEVELS, head.counts)) if head is not None else {}
         self._lazy = lazy  # the read transaction is begun at the first query (and ended by end())
         self._begun = False
 
@@ -348,32 +373,63 @@ class PageView:
         these versions of the host and site rankings; what is known of a host
         is kept until either ranking has a new version.
         """
-        known = self._estimate_cache()
-        hosts = {url: host_of(url) for url in urls}
+        known, by_url = self._estimate_cache()
+        found: dict[str, LinkInfo] = {}
+        todo = []
+        for url in urls:
+            info = by_url.get(url, _UNSEEN)
+            if info is _UNSEEN:
+                todo.append(url)
+            elif info is not None:
+                found[url] = info  # type: ignore[assignment]
+        if not todo:
+            return found
+        hosts = {url: host_of(url) for url in todo}
         missing = [host for host in dict.fromkeys(hosts.values()) if host not in known]
         if missing:
             self._reading()
             if self.host_head is not None:
-                found = _estimates(self.store.level_scores(self.host_head, missing))
-                known.update(found)
-                missing = [host for host in missing if host not in found]
+                scores = self.store.level_scores(self.host_head, missing, self.level_keys("host"))
+                answered = _estimates(scores)
+                known.update(answered)
+                missing = [host for host in missing if host not in answered]
             if self.site_head is not None and missing:
                 sites = {host: site_of(host) for host in missing}
-                found = _estimates(self.store.level_scores(self.site_head, set(sites.values())))
+                scores = self.store.level_scores(self.site_head, set(sites.values()), self.level_keys("site"))
+                answered = _estimates(scores)
                 for host in missing:
-                    known[host] = found.get(sites[host])
+                    known[host] = answered.get(sites[host])
             else:
                 known.update(dict.fromkeys(missing))
-        return {url: info for url, host in hosts.items() if (info := known[host]) is not None}
+        for url, host in hosts.items():
+            info = by_url[url] = known[host]
+            if info is not None:
+                found[url] = info
+        return found
 
-    def _estimate_cache(self) -> dict[str, LinkInfo | None]:
-        """Host -> estimate, for these versions of the host and site rankings (either's new version, or too
-        many hosts, starts afresh)."""
-        key, known = self.ranks._estimates
-        if key != self.level_ids or len(known) > _CACHE_URLS:
-            known = {}
-            self.ranks._estimates = (self.level_ids, known)
-        return known
+    def level_keys(self, level: str) -> LevelKeys | None:
+        """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), read once while the store
+        numbers as many hosts (sites) as when this page began; None where that count is not known."""
+        count = self.level_counts.get(level)
+        if count is None:
+            return None
+        keys = self.ranks._keys.get(level)
+        if keys is None or keys.count != count:
+            self._reading()
+            keys = self.store.level_keys(level)
+            if keys.count != count:  # a build has numbered more since the page began: the name index answers
+                return None
+            self.ranks._keys[level] = keys
+        return keys
+
+    def _estimate_cache(self) -> tuple[dict[str, LinkInfo | None], dict[str, LinkInfo | None]]:
+        """(host -> estimate, URL -> estimate), for these versions of the host and site rankings (either's new
+        version, or too many URLs, starts afresh): a URL seen before costs a dict look-up, not its host's."""
+        key, known, by_url = self.ranks._estimates
+        if key != self.level_ids or len(by_url) > _CACHE_URLS:
+            known, by_url = {}, {}
+            self.ranks._estimates = (self.level_ids, known, by_url)
+        return known, by_url
 
     def page_lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """Every URL in one batched query, but for those already looked up in this version of the ranking.
@@ -423,13 +479,14 @@ class PageView:
             absent = {}
         needed = sum(url not in cache and url not in absent for url in urls)
         if self.host_head is not None or self.site_head is not None:  # and the hosts of those without a score
-            level_key, known = self.ranks._estimates
-            known = known if level_key == self.level_ids else {}
+            level_key, known, by_url = self.ranks._estimates
+            if level_key != self.level_ids:
+                known, by_url = {}, {}
             needed += len(
                 {
                     host
                     for url in urls
-                    if (info := cache.get(url)) is None or info.pagerank is None
+                    if ((info := cache.get(url)) is None or info.pagerank is None) and url not in by_url
                     if (host := host_of(url)) not in known
                 }
             )
@@ -513,7 +570,6 @@ class PageView:
                 tuple(one.name for one in found),
                 np.array([one.score for one in found], dtype=np.float64),
                 np.array([one.position for one in found], dtype=np.int64),
-                np.zeros(len(found), dtype=np.int64),
                 np.zeros(len(found), dtype=np.int64),
             )
         )

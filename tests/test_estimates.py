@@ -81,8 +81,8 @@ def expected(store: Store, level: str, name: str, ranking: str) -> dict:
 
 def tooltip(level: str, name: str, numbers: dict) -> str:
     return (
-        f"Not in the PageRank store · estimate from its {level} {name}: {level} rank {format_score(numbers['score'])}"
-        f" · {numbers['percentile']:.2f} percentile of {level}s · toolbar {numbers['toolbar']}/10"
+        f"{level} {name}: {format_score(numbers['score'])}"
+        f" · {numbers['percentile']:.2f} percentile · toolbar {numbers['toolbar']}/10"
     )
 
 
@@ -127,7 +127,12 @@ def test_a_level_answers_by_its_own_ranking(hosts_store, tmp_path):
         found = store.level_scores(site, ["bbc.co.uk", "example.com", "github.io", "bbc.co.uk"])
         assert dict(zip(found.names, found.scores.tolist())) == {"bbc.co.uk": 0.2, "example.com": 0.4}
         assert dict(zip(found.names, found.positions.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
-        assert dict(zip(found.names, found.members.tolist())) == {"bbc.co.uk": 2, "example.com": 3}
+        # the same answer from the level's keys in memory
+        keys = store.level_keys("site")
+        assert keys.count == 4 and keys.find(["bbc.co.uk", "github.io"]) == {"bbc.co.uk": store.site_id("bbc.co.uk")}
+        again = store.level_scores(site, ["bbc.co.uk", "example.com", "github.io"], keys)
+        assert dict(zip(again.names, again.scores.tolist())) == {"bbc.co.uk": 0.2, "example.com": 0.4}
+        assert dict(zip(again.names, again.positions.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
         found = store.level_scores(host, ["news.bbc.co.uk", "www.bbc.co.uk"])
         numbers = expected(store, "host", "news.bbc.co.uk", "hostrank")
         assert found.names == ("news.bbc.co.uk",)
@@ -240,6 +245,10 @@ def test_a_tooltip_is_escaped_and_a_nofollow_estimate_says_so():
     assert '"<b>' not in plain and "a&quot;&lt;b&gt;&amp;.example" in plain
     assert 'data-pagerank-level="host" data-pagerank-estimate="0.25" data-w="12"' in plain
     assert 'data-nofollow="true"' in nofollow and "nofollow: this link passes no PageRank" in nofollow
+    # a page in the store but not ranked yet says so, with its host's estimate
+    later = bars(LinkInfo(None, later=True, estimate=estimate))[0]
+    assert 'data-pagerank="unranked" data-pagerank-level="host"' in later
+    assert 'title="Not ranked yet &#183; host a&quot;&lt;b&gt;&amp;.example: 0.25 &#183; 50.00 percentile' in later
     # a page in the store keeps its page bar whatever an estimate would say
     assert bars(LinkInfo(0.5, 90.0, 5, 3, 20, estimate=estimate)) == bars(LinkInfo(0.5, 90.0, 5, 3, 20))
 
@@ -259,7 +268,7 @@ def test_a_new_host_ranking_version_is_never_served_stale(hosts_store, tmp_path,
     with ranks.page() as view:
         after = attributes(bar_of(annotate(DOCUMENT, PAGE, view.lookup, None, view.marks).text, href))
     assert before["data-pagerank-estimate"] != after["data-pagerank-estimate"] == repr(0.5)
-    assert after["data-w"] == str(MAX_BAR_PX) and "100.00 percentile of hosts" in after["title"]
+    assert after["data-w"] == str(MAX_BAR_PX) and "100.00 percentile" in after["title"]
     # and a new site ranking likewise
     write_site_ranking(path, scores={**SITE_SCORES, "bbc.co.uk": 0.15})
     with ranks.page() as view:

@@ -115,7 +115,7 @@ def test_every_link_to_a_ranked_host_shows_a_visible_estimate_bar(host_graph_sto
     for one in estimates:
         bar, fill = one["bar"], one["fill"]
         assert bar is not None and bar["level"] == "host" and bar["pagerank"] == "unranked", one
-        assert float(bar["estimate"]) > 0 and "estimate from its host" in bar["title"], one
+        assert float(bar["estimate"]) > 0 and bar["title"].startswith("host "), one
         # visible, outlined not filled: a non-zero outline box on a white bar
         assert fill["visible"] and fill["width"] > 0 and fill["height"] > 0, one
         assert fill["background"] == "rgba(0, 0, 0, 0)" and fill["border"] == "solid 1px rgb(221, 0, 0)", one

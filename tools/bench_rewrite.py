@@ -123,12 +123,12 @@ _LEVELS_PAGE = """
 import json, sys, time
 sys.path.insert(0, {root!r})
 from proxy_addon.worker import preload, rewrite_page
-store, urls = {store!r}, {urls!r}
+store, links = {store!r}, {links!r}
 preload(store, "pagerank", 0)  # as a worker before its first page: the ranking versions read
 rewrite_page(store, "pagerank", 0, b"<!doctype html><a href=https://warm.example/>w</a>", "text/html",
              "https://bench.example/warm.html", None, 1 << 20, 0)
 body = ("<!doctype html><title>t</title><body>"
-        + "".join(f'<a href="{{url}}">link {{i}}</a>\\n' for i, url in enumerate(urls))).encode()
+        + "".join(f'<a href="{{url}}">{{text}}</a>\\n' for url, text in links)).encode()
 times = {{}}
 for label, page in (("cold", "https://bench.example/a/page.html"), ("warm", "https://bench.example/a/page.html"),
                     ("looked up", "https://bench.example/b/page.html")):
@@ -187,8 +187,15 @@ def levels(store_path: str, runs: int) -> None:
             names = store.host_names(rng.sample(range(1, hosts + 1), 1000))
             elsewhere = [f"https://{name}/bench/{run}/{i}.html" for i, name in enumerate(names.values())]
             assert not store.page_ids_for(elsewhere)
-        for label, urls in (("known pages", known), ("hosts, no page", elsewhere)):
-            code = _LEVELS_PAGE.format(root=ROOT, store=store_path, urls=urls)
+        # the same bytes in both pages: each link's text pads the shorter href of its pair (the cost of a page
+        # grows with its bytes, and a host's deep URL is longer than a root page's)
+        pairs = [(len(a), len(b)) for a, b in zip(known, elsewhere)]
+        cases = [
+            ("known pages", [(url, "x" * (8 + max(0, b - a))) for url, (a, b) in zip(known, pairs)]),
+            ("hosts, no page", [(url, "x" * (8 + max(0, a - b))) for url, (a, b) in zip(elsewhere, pairs)]),
+        ]
+        for label, links in cases if run % 2 else cases[::-1]:  # each case first as often: the machine drifts
+            code = _LEVELS_PAGE.format(root=ROOT, store=store_path, links=links)
             done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
             results[label].append(json.loads(done.stdout))
     print(f"1,000 links, median of {runs} fresh processes (ms):")
