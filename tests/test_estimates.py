@@ -359,3 +359,24 @@ def test_show_and_the_page_view_say_which_level_answered(hosts_store):
     assert f"host rank {format_score(host['score'])}" in text
     status, _, body = respond("GET", "/page", {"url": ["https://user.github.io/x"]}, Ranks(hosts_store))
     assert status == 404
+
+
+@pytest.mark.parametrize("inline", [0, 65536], ids=["workers", "loop"])
+async def test_the_addon_shows_estimates_with_the_rankings_its_options_name(hosts_store, inline):
+    from mitmproxy import exceptions
+    from test_addon import make_flow, run_hooks, running_addon
+
+    async with running_addon(
+        hosts_store, pagerank_inline_bytes=inline, pagerank_host_ranking="hostrank", pagerank_site_ranking="siterank"
+    ) as addon:
+        flow = make_flow(PAGE, DOCUMENT.encode())
+        await run_hooks(addon, flow)
+        text = flow.response.text
+        assert flow.metadata["pagerank"].startswith("6 bars (1 ranked)"), flow.metadata["pagerank"]
+        page = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
+        assert re.findall(r'data-pagerank-level="(\w+)"', page) == ["host", "host", "site", "host"]
+        panel_markup = re.search(r'<aside id="pagerank-panel".*?</aside>', text, flags=re.S).group()
+        assert 'data-pagerank-level="host"' in panel_markup.split(">")[0]  # its host answered for the page
+    with pytest.raises(exceptions.OptionsError, match="pagerank ranks pages, not sites"):
+        async with running_addon(hosts_store, pagerank_site_ranking="pagerank"):
+            pass
