@@ -10,7 +10,9 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_max_links`` (pages with more link tags pass untouched; 0: no limit),
 ``pagerank_large_page_rate`` (megabytes a second for pages of 1 MiB or more: :mod:`.pacing`),
 ``pagerank_inline_bytes`` (a page alone in the proxy, uncompressed and no larger, is rewritten in
-mitmproxy's event loop rather than sent to a worker; 0: never);
+mitmproxy's event loop rather than sent to a worker; 0: never),
+``pagerank_host_ranking`` and ``pagerank_site_ranking`` (the rankings whose host and site ranks answer for a
+link whose page has no score; "": ``hostrank``/``siterank``, else the store's newest of the level);
 ``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, driven from this addon's hooks.
 """
 
@@ -38,7 +40,7 @@ from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
-from proxy_addon.ranks import Ranks
+from proxy_addon.ranks import LevelChoice, Ranks
 from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, TooManyLinks
 from proxy_addon.worker import WorkerError, Workers, preload, prepare_panel, ready, rewrite_page
 from rankstore.store import StoreError
@@ -100,6 +102,20 @@ class PageRankProxy:
             "is rewritten in mitmproxy's event loop, where it costs less than a trip to a worker and no one "
             "waits (0: every page goes to the workers).",
         )
+        loader.add_option(
+            "pagerank_host_ranking",
+            str,
+            "",
+            "The host ranking whose ranks answer for a link whose page has no score (empty: hostrank, else the "
+            "store's newest host ranking).",
+        )
+        loader.add_option(
+            "pagerank_site_ranking",
+            str,
+            "",
+            "The site ranking that answers for a link whose page and host have no score (empty: siterank, else "
+            "the store's newest site ranking, such as a loaded cc-pagerank).",
+        )
 
     def configure(self, updated) -> None:
         self.deadline.configure(updated)
@@ -112,6 +128,8 @@ class PageRankProxy:
             "pagerank_max_links",
             "pagerank_large_page_rate",
             "pagerank_inline_bytes",
+            "pagerank_host_ranking",
+            "pagerank_site_ranking",
         }:
             return
         settings = parse_settings(
@@ -122,6 +140,8 @@ class PageRankProxy:
             ctx.options.pagerank_max_links,
             ctx.options.pagerank_large_page_rate,
             ctx.options.pagerank_inline_bytes,
+            ctx.options.pagerank_host_ranking,
+            ctx.options.pagerank_site_ranking,
         )
         if settings is None:
             if self.ranks is not None:
@@ -131,7 +151,7 @@ class PageRankProxy:
             log.warning("pagerank: no store set (--set rankstore=PATH): pages pass through unchanged")
             return
         try:
-            ranks = Ranks(settings.store, settings.ranking, settings.panel)
+            ranks = Ranks(settings.store, settings.ranking, settings.panel, levels=_levels(settings))
         except StoreError as error:
             raise exceptions.OptionsError(f"rankstore: {error}") from None  # the message says it all
         if self.ranks is not None:
@@ -141,7 +161,8 @@ class PageRankProxy:
         self.pacer = Pacer(settings.large_page_rate * 1e6, settings.max_body) if settings.large_page_rate else None
         count = max(0, ctx.options.pagerank_workers)
         if count:
-            self.workers = Workers(count, settings.store, settings.ranking, settings.panel)  # started in running()
+            # started in running()
+            self.workers = Workers(count, settings.store, settings.ranking, settings.panel, _levels(settings))
 
     async def running(self) -> None:
         if self.settings is not None and self.settings.inline_bytes:
@@ -237,6 +258,7 @@ class PageRankProxy:
                 settings.panel,
                 flow.request.url,
                 most_backlinks=options.INLINE_BACKLINKS,
+                levels=_levels(settings),
             )
         except (TooManyLinks, StoreError, sqlite3.Error):
             pass  # its page's job makes it (in a worker), or says why not
@@ -308,6 +330,7 @@ class PageRankProxy:
                         most_links=options.INLINE_LINKS,
                         most_backlinks=options.INLINE_BACKLINKS,
                         most_lookups=options.INLINE_LOOKUPS,
+                        levels=_levels(settings),
                     )
                 except TooManyLinks:  # or a new version of the ranking, not read for the loop yet
                     here = False
@@ -365,7 +388,7 @@ class PageRankProxy:
         settings = self.settings
         assert settings is not None
         try:
-            if ready(settings.store, settings.ranking, settings.panel):
+            if ready(settings.store, settings.ranking, settings.panel, _levels(settings)):
                 return
         except (StoreError, sqlite3.Error):
             return  # the worker that gets the page says why
@@ -376,7 +399,7 @@ class PageRankProxy:
         settings = self.settings
         assert settings is not None
         try:
-            await asyncio.to_thread(preload, settings.store, settings.ranking, settings.panel)
+            await asyncio.to_thread(preload, settings.store, settings.ranking, settings.panel, _levels(settings))
         except (StoreError, sqlite3.Error) as error:  # the pages say so, one by one
             log.warning("pagerank: %s", error)
         except RuntimeError as error:  # asyncio's "Executor shutdown has been called": stopping
@@ -390,7 +413,9 @@ class PageRankProxy:
         if self.workers is not None:
             # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
             return await self.workers.rewrite(body, *job, poll=not self.in_flight)
-        return await asyncio.to_thread(rewrite_page, settings.store, settings.ranking, settings.panel, body, *job)
+        return await asyncio.to_thread(
+            rewrite_page, settings.store, settings.ranking, settings.panel, body, *job, levels=_levels(settings)
+        )
 
     def error(self, flow: http.HTTPFlow) -> None:
         self.in_flight.discard(flow.id)
@@ -406,6 +431,11 @@ class PageRankProxy:
         if self.workers is not None:
             workers, self.workers = self.workers, None
             await workers.aclose()
+
+
+def _levels(settings: Settings) -> LevelChoice:
+    """The host and site rankings the options name ("" for the store's own choice)."""
+    return LevelChoice(settings.host_ranking, settings.site_ranking)
 
 
 _DOCUMENTS = ("document", "iframe", "frame")  # Sec-Fetch-Dest of a request for a page a person sees

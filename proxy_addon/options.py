@@ -55,6 +55,8 @@ class Settings:
     max_links: int = MAX_LINKS
     large_page_rate: int = LARGE_PAGE_RATE
     inline_bytes: int = INLINE_BYTES
+    host_ranking: str = ""  # the rankings that answer for a link's host and site ("": the store's own choice)
+    site_ranking: str = ""
 
 
 def parse_settings(
@@ -65,6 +67,8 @@ def parse_settings(
     max_links: int = MAX_LINKS,
     large_page_rate: int = LARGE_PAGE_RATE,
     inline_bytes: int = INLINE_BYTES,
+    host_ranking: str = "",
+    site_ranking: str = "",
 ) -> Settings | None:
     """Check the options; OptionsError with a message a user can act on.
 
@@ -86,7 +90,17 @@ def parse_settings(
         raise exceptions.OptionsError(
             f"pagerank_inline_bytes must be between 0 (every page to the workers) and {_MOST_INLINE:,} bytes"
         )
-    return Settings(store, ranking or "pagerank", max_body, panel, max_links, large_page_rate, inline_bytes)
+    return Settings(
+        store,
+        ranking or "pagerank",
+        max_body,
+        panel,
+        max_links,
+        large_page_rate,
+        inline_bytes,
+        host_ranking.strip(),
+        site_ranking.strip(),
+    )
 
 
 def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:

@@ -8,20 +8,33 @@ targets are looked up in one batched query.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
 
 from rankstore import display
-from rankstore.store import Ranking, RankingLevelError, RankingNotFound, Store, StoreError
-from rankstore.urls import host_of
+from rankstore.store import LevelHead, LevelScores, Ranking, RankingLevelError, RankingNotFound, Store, StoreError
+from rankstore.store.levels import ESTIMATE_LEVELS, LevelKeys
+from rankstore.urls import host_of, site_of
 
-from .rewrite import MAX_BAR_PX, Backlink, LinkInfo, Marks, PanelData
+from .rewrite import (
+    MAX_BAR_PX,
+    Backlink,
+    Estimate,
+    LevelPanel,
+    LinkInfo,
+    Marks,
+    PanelData,
+    Referrer,
+    TooManyLinks,
+    proxy_url,
+)
 
-__all__ = ["Ranks", "page_ranking"]
+__all__ = ["Ranks", "LevelChoice", "page_ranking", "level_heads"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
@@ -31,6 +44,37 @@ _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel
 PRELOAD_PAGES = 20_000
 T = TypeVar("T")
 _LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
+_UNSEEN = object()
+
+
+@dataclass(frozen=True)
+class LevelChoice:
+    """Which rankings answer for a link's host and site when the store has no score for its page (the
+    options ``pagerank_host_ranking``, ``pagerank_site_ranking``): "" for the store's own choice
+    (:meth:`~rankstore.store.Store.answering_ranking`: ``hostrank``/``siterank``, else the newest of the level)."""
+
+    host: str = ""
+    site: str = ""
+
+    def of(self, level: str) -> str:
+        return self.host if level == "host" else self.site
+
+
+AUTOMATIC = LevelChoice()  # each level's ranking as the store chooses it
+
+
+def level_heads(store: Store, levels: LevelChoice) -> tuple[LevelHead | None, LevelHead | None]:
+    """(host, site) heads of the rankings that answer above pages (None for a level the store does not
+    rank); a ranking named that is not there, or ranks another level, is a StoreError in one line."""
+    found = []
+    for level in ESTIMATE_LEVELS:
+        try:
+            found.append(store.level_head(level, levels.of(level)))
+        except RankingNotFound:
+            raise RankingNotFound(
+                f"no ranking {levels.of(level)!r} for {level}s (`rankstore rank --level {level}` makes one)"
+            ) from None
+    return found[0], found[1]
 
 
 def page_ranking(store: Store, name: str) -> Ranking:
@@ -66,14 +110,31 @@ class _Head:
     pages: int  # pages the version ranks (page ids 1..pages)
     store_pages: int  # pages in the store: those past ``pages`` came since the version, not ranked yet
     stale: str | None  # Store.stale_note: a build newer than the one the version ranked
+    host: LevelHead | None = None  # the rankings that answer for a link's host, then its site (estimates)
+    site: LevelHead | None = None
+    counts: tuple[int, int] = (0, 0)  # the hosts and sites the store numbers
+
+    @property
+    def levels(self) -> tuple[int, int]:
+        """The versions of the host and site rankings (0: none): what the estimates were worked out from."""
+        return (self.host.ranking_id if self.host else 0, self.site.ranking_id if self.site else 0)
 
 
 class Ranks:
-    def __init__(self, store_path: str, ranking: str = "pagerank", panel_size: int = 10, preload: int = 0):
+    def __init__(
+        self,
+        store_path: str,
+        ranking: str = "pagerank",
+        panel_size: int = 10,
+        preload: int = 0,
+        levels: LevelChoice | None = None,
+    ):
         """``preload``: the best pages of each version of the ranking whose look-ups are made at once, in
-        bulk, when the version is first read (:meth:`preload`, :meth:`PageView.lookup`); 0 for none."""
+        bulk, when the version is first read (:meth:`preload`, :meth:`PageView.lookup`); 0 for none.
+        ``levels``: the host and site rankings that answer for a link whose page has no score."""
         self.store_path = store_path
         self.ranking = ranking
+        self.levels = levels = levels or AUTOMATIC
         self.panel_size = panel_size
         self.preload_pages = preload
         self._local = threading.local()
@@ -87,11 +148,22 @@ class Ranks:
         # the version's own answers, since a build that adds pages may turn the one into the other
         self._absent: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
         self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
+        # ((host and site ranking ids), host -> the info of a link to a page of it that has no score: its host's
+        # rank, else its site's; None for neither)
+        self._estimates: tuple[tuple[int, int] | None, dict[str, LinkInfo | None], dict[str, LinkInfo | None]] = (
+            None,
+            {},
+            {},
+        )
+        # level -> its names' keys (Store.level_keys), shared by this object's connections, read again once the
+        # store numbers more hosts (sites)
+        self._keys: dict[str, LevelKeys] = {}
         # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
         # its size then])
-        self._marks: tuple[tuple[int, int] | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
+        self._marks: tuple[tuple | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
         store = self.store()
         page_ranking(store, ranking)  # fails early, with a clear message, for a missing ranking or one of hosts
+        level_heads(store, levels)  # and for a host or site ranking named that is not one
 
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
@@ -142,8 +214,16 @@ class Ranks:
             with store.snapshot():
                 # once per commit: what every page until the next one shows beside its scores
                 ranking = store.page_ranking(self.ranking)  # a version of hosts is never read by page
+                host, site = level_heads(store, self.levels)
                 head = local.head = _Head(
-                    version, ranking.id, ranking.pages, store.last_page_id(), store.stale_note(ranking)
+                    version,
+                    ranking.id,
+                    ranking.pages,
+                    store.last_page_id(),
+                    store.stale_note(ranking),
+                    host,
+                    site,
+                    (store.level_count("host") if host else 0, store.level_count("site") if site else 0),
                 )
                 yield PageView(self, store, head.ranking_id, head.pages, version, head=head)
             return
@@ -169,18 +249,30 @@ class Ranks:
         store = self.store()
         version = store.data_version()
         head = getattr(self._local, "head", None)
-        ranking_id = (
-            head.ranking_id
-            if head is not None and head.data_version == version
-            else store.ranking_head(self.ranking)[0]
+        if head is not None and head.data_version == version:
+            ranking_id, heads, counts = head.ranking_id, (head.host, head.site), head.counts
+        else:
+            ranking_id = store.ranking_head(self.ranking)[0]
+            heads = level_heads(store, self.levels)
+            counts = tuple(store.level_count(level.level) if level else 0 for level in heads)
+        return (
+            self._known[0] == ranking_id
+            and ranking_id in self._arrays
+            and all(
+                level is None
+                or (level.ranking_id in self._arrays and getattr(self._keys.get(level.level), "count", -1) == count)
+                for level, count in zip(heads, counts)
+            )
         )
-        return self._known[0] == ranking_id and ranking_id in self._arrays
 
     def preload(self) -> None:
         """Read the newest version's arrays and preloaded look-ups now (``preload``), rather than at the first
         page: in any thread, for every thread of this object (:meth:`ready` tells whether they are read)."""
         with self.page() as view:
             view._cache()
+            for head in (view.host_head, view.site_head):
+                if head is not None:
+                    view.level_keys(head.level)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -218,6 +310,10 @@ class PageView:
         # the store's pages (past the version's: not ranked yet) and whether a newer build exists
         self.store_pages = head.store_pages if head is not None else pages
         self.stale = head.stale if head is not None else None
+        self.host_head = head.host if head is not None else None
+        self.site_head = head.site if head is not None else None
+        self.level_ids = head.levels if head is not None else (0, 0)
+        self.level_counts = dict(zip(ESTIMATE_LEVELS, head.counts)) if head is not None else {}
         self._lazy = lazy  # the read transaction is begun at the first query (and ended by end())
         self._begun = False
 
@@ -253,6 +349,89 @@ class PageView:
         return value, False
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
+        """What each URL shows: its page's score (:meth:`page_lookup`), else, where the host or site is ranked,
+        its host's rank or else its site's (:meth:`estimates`); a URL with neither is left out."""
+        answers = self.page_lookup(urls)
+        if self.host_head is None and self.site_head is None:
+            return answers
+        lacking = [url for url in urls if (info := answers.get(url)) is None or info.pagerank is None]
+        if not lacking:
+            return answers
+        answers = dict(answers)
+        found = self.estimates(lacking)
+        for url in lacking:
+            estimate = found.get(url)
+            if estimate is not None:
+                answers[url] = estimate if url not in answers else replace(answers[url], estimate=estimate.estimate)
+        return answers
+
+    def estimates(self, urls: Sequence[str]) -> dict[str, LinkInfo]:
+        """The info of a link to each URL as if its page had no score: its host's rank where the host ranking
+        ranks it, else its site's where the site ranking does (a URL with neither is left out).
+
+        One batched probe per level for the hosts (sites) not known yet in
+        these versions of the host and site rankings; what is known of a host
+        is kept until either ranking has a new version.
+        """
+        known, by_url = self._estimate_cache()
+        found: dict[str, LinkInfo] = {}
+        todo = []
+        for url in urls:
+            info = by_url.get(url, _UNSEEN)
+            if info is _UNSEEN:
+                todo.append(url)
+            elif info is not None:
+                found[url] = info  # type: ignore[assignment]
+        if not todo:
+            return found
+        hosts = {url: host_of(url) for url in todo}
+        missing = [host for host in dict.fromkeys(hosts.values()) if host not in known]
+        if missing:
+            self._reading()
+            if self.host_head is not None:
+                scores = self.store.level_scores(self.host_head, missing, self.level_keys("host"))
+                answered = _estimates(scores)
+                known.update(answered)
+                missing = [host for host in missing if host not in answered]
+            if self.site_head is not None and missing:
+                sites = {host: site_of(host) for host in missing}
+                scores = self.store.level_scores(self.site_head, set(sites.values()), self.level_keys("site"))
+                answered = _estimates(scores)
+                for host in missing:
+                    known[host] = answered.get(sites[host])
+            else:
+                known.update(dict.fromkeys(missing))
+        for url, host in hosts.items():
+            info = by_url[url] = known[host]
+            if info is not None:
+                found[url] = info
+        return found
+
+    def level_keys(self, level: str) -> LevelKeys | None:
+        """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), read once while the store
+        numbers as many hosts (sites) as when this page began; None where that count is not known."""
+        count = self.level_counts.get(level)
+        if count is None:
+            return None
+        keys = self.ranks._keys.get(level)
+        if keys is None or keys.count != count:
+            self._reading()
+            keys = self.store.level_keys(level)
+            if keys.count != count:  # a build has numbered more since the page began: the name index answers
+                return None
+            self.ranks._keys[level] = keys
+        return keys
+
+    def _estimate_cache(self) -> tuple[dict[str, LinkInfo | None], dict[str, LinkInfo | None]]:
+        """(host -> estimate, URL -> estimate), for these versions of the host and site rankings (either's new
+        version, or too many URLs, starts afresh): a URL seen before costs a dict look-up, not its host's."""
+        key, known, by_url = self.ranks._estimates
+        if key != self.level_ids or len(by_url) > _CACHE_URLS:
+            known, by_url = {}, {}
+            self.ranks._estimates = (self.level_ids, known, by_url)
+        return known, by_url
+
+    def page_lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """Every URL in one batched query, but for those already looked up in this version of the ranking.
 
         A site's navigation links recur on every page; what is known of a URL
@@ -298,21 +477,41 @@ class PageView:
         key, absent = self.ranks._absent
         if key != (self.ranking_id, self.store_pages):
             absent = {}
-        return sum(url not in cache and url not in absent for url in urls)
+        needed = sum(url not in cache and url not in absent for url in urls)
+        if self.host_head is not None or self.site_head is not None:  # and the hosts of those without a score
+            level_key, known, by_url = self.ranks._estimates
+            if level_key != self.level_ids:
+                known, by_url = {}, {}
+            needed += len(
+                {
+                    host
+                    for url in urls
+                    if ((info := cache.get(url)) is None or info.pagerank is None) and url not in by_url
+                    if (host := host_of(url)) not in known
+                }
+            )
+        return needed
 
-    def panel(self, url: str) -> PanelData:
+    def panel(self, url: str, most_pages: int | None = None) -> PanelData:
         """The page's own score, its best backlinks (those new since the previous build marked) and its host
         rank: one read of the page's in-link slice, one of the backlinks' titles, and one query of two indexed
         look-ups (the previous build, the host ranking's version).
 
         What a backlink shows is remembered with the look-ups (the same good
         pages link to many others), and a host's rank per version of the host ranking.
+
+        A page with no score of its own (not in the store, or not ranked yet)
+        shows its host's and its site's rank instead, each with its best
+        referrers (:meth:`level_panels`); ``most_pages``: a caller that must not
+        spend long has :class:`~.rewrite.TooManyLinks` for a host (site) of more
+        pages than that, whose in-links are read for its referrers.
         """
         ranks = self.ranks
         self._reading()
         info = self.lookup([url]).get(url)
         if info is None or info.pagerank is None:  # not in the store, or not ranked yet
-            return PanelData(url, info or LinkInfo(None), [], 0, ranks.ranking, stale=self.stale)
+            levels = self.level_panels(url, most_pages)
+            return PanelData(url, info or LinkInfo(None), [], 0, ranks.ranking, stale=self.stale, levels=levels)
         since, host_ranking = self._heads()
         rows, new, count, since = self._best_backlinks(url, since)
         cache = self._cache()
@@ -340,6 +539,48 @@ class PageView:
             hostrank[0] if hostrank else None,
             hostrank[1] if hostrank else None,
             self.stale,
+        )
+
+    def level_panels(self, url: str, most_pages: int | None = None) -> list[LevelPanel]:
+        """The rank of the page's host and of its site, each with its best referring hosts (sites) by rank at
+        that level, for the levels the store ranks; kept per host (site) like a panel (:meth:`keep`)."""
+        host = host_of(url)
+        panels = []
+        for head in (self.host_head, self.site_head):
+            if head is None:
+                continue
+            name = host if head.level == "host" else site_of(host)
+            made, _ = self.keep(
+                ("level", head.level, name, most_pages), functools.partial(self._level_panel, head, name, most_pages)
+            )
+            if made is None:
+                raise TooManyLinks(f"the {head.level} {name} has more than {most_pages:,} pages")
+            panels.append(made)
+        return panels
+
+    def _level_panel(self, head: LevelHead, name: str, most_pages: int | None) -> LevelPanel | None:
+        self._reading()
+        estimate = _estimates(self.store.level_scores(head, [name])).get(name)
+        found = self.store.referrers(head, name, self.ranks.panel_size, most_pages)
+        if found is None:
+            return None
+        referrers = _estimates(
+            LevelScores(
+                head,
+                tuple(one.name for one in found),
+                np.array([one.score for one in found], dtype=np.float64),
+                np.array([one.position for one in found], dtype=np.int64),
+                np.zeros(len(found), dtype=np.int64),
+            )
+        )
+        # the whole-site backlinks view takes a host of the store: the host itself, or the host named as its site
+        whole = self.store.host_id(name) is not None
+        return LevelPanel(
+            head.level,
+            name,
+            estimate.estimate if estimate is not None else None,
+            [Referrer(one.name, referrers[one.name], one.links) for one in found],
+            proxy_url("/backlinks", url=name, host="1", group="host", ranking=self.ranks.ranking) if whole else None,
         )
 
     def _heads(self) -> tuple[int | None, int | None]:
@@ -403,8 +644,9 @@ class PageView:
         starts afresh, and so do all the tables once they and their hrefs number more than
         ``_CACHE_MARKS`` in all (hrefs counted as the page given the last table added to it)."""
         version, tables, count = self.ranks._marks
-        # a build that adds pages turns some hrefs' "not in the store" into "not ranked yet"
-        key = (self.ranking_id, self.store_pages)
+        # a build that adds pages turns some hrefs' "not in the store" into "not ranked yet"; a new version of
+        # the host or site ranking changes their estimates
+        key = (self.ranking_id, self.store_pages, self.level_ids)
         if version == key and count[1] is not None:
             count[0] += len(count[1]) - count[2]  # what the previous page added
         if version != key or count[0] + len(tables) > _CACHE_MARKS:  # an empty table counts too
@@ -474,6 +716,23 @@ def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: 
             widths.tolist(),
         )
     )
+
+
+def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
+    """The info of a link to a page without a score of each name found at a level: its rank there."""
+    if not len(found):
+        return {}
+    head = found.head
+    percentiles = display.percentile(found.positions.astype(np.float64), head.nodes).tolist()
+    toolbars = display.toolbar(found.scores, head.nodes).tolist()
+    widths = display.bar_width(found.scores, head.lowest, head.highest, MAX_BAR_PX).tolist()
+    level, nodes = head.level, head.nodes
+    return {
+        name: LinkInfo(None, estimate=Estimate(level, name, score, percentile, toolbar, width, position, nodes))
+        for name, score, percentile, toolbar, width, position in zip(
+            found.names, found.scores.tolist(), percentiles, toolbars, widths, found.positions.tolist()
+        )
+    }
 
 
 def _known(info: LinkInfo | None) -> LinkInfo:

@@ -39,7 +39,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import AnyStr, cast
+from typing import AnyStr, NamedTuple, cast
 from urllib.parse import quote
 
 from rankstore.extract import sniff_charset
@@ -52,8 +52,11 @@ __all__ = [
     "escape",
     "format_score",
     "LinkInfo",
+    "Estimate",
     "Backlink",
     "PanelData",
+    "LevelPanel",
+    "Referrer",
     "Rewrite",
     "TooManyLinks",
     "annotate",
@@ -71,6 +74,21 @@ PROXY_HOST = "pagerank.proxy"
 MAX_BAR_PX = 40
 
 
+class Estimate(NamedTuple):
+    """A host's or a site's rank, shown for a link whose page the store has no score for: the finest level
+    ranked above the page (issue 32).  Percentile, toolbar and width are within that level's own ranking.
+    A named tuple: a page of links to a thousand hosts makes a thousand, and a tuple is made fastest."""
+
+    level: str  # "host" or "site"
+    name: str  # the host (with its port) or the site whose rank it is
+    score: float  # sum-to-1 over the level's hosts or sites
+    percentile: float
+    toolbar: int
+    width: int  # bar pixels, 0..MAX_BAR_PX: log of the score between the level's lowest and highest
+    position: int = 0  # 0 for the best of the level
+    nodes: int = 0  # hosts or sites the level's ranking ranks
+
+
 @dataclass(frozen=True)
 class LinkInfo:
     """What is shown for one target URL."""
@@ -83,6 +101,8 @@ class LinkInfo:
     # in the store, but added since the ranking's version was computed (pagerank None): "not ranked yet",
     # which a user cures with `rankstore rank`, unlike a page the crawl never reached
     later: bool = False
+    # with no page score (pagerank None): the rank of the page's host, else its site, where one is ranked
+    estimate: Estimate | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +127,28 @@ class PanelData:
     hostrank: float | None = None
     host_position: int | None = None
     stale: str | None = None  # the ranking predates the store's newest build (Store.stale_note says how)
+    # a page with no score of its own: its host's and its site's rank, each with its best referrers
+    levels: Sequence[LevelPanel] = ()
+
+
+@dataclass(frozen=True)
+class Referrer:
+    """A host (site) linking to the page's host (site), as the panel lists it."""
+
+    name: str
+    info: LinkInfo  # its own rank at that level (an estimate-style bar)
+    links: int  # page links from it
+
+
+@dataclass(frozen=True)
+class LevelPanel:
+    """What the panel of a page with no score of its own says at one level above it."""
+
+    level: str  # "host" or "site"
+    name: str
+    estimate: Estimate | None  # None: the level's ranking does not rank it
+    referrers: Sequence[Referrer] = ()
+    backlinks: str | None = None  # the whole-site backlinks view of it, where the store has one
 
 
 @dataclass
@@ -138,6 +180,10 @@ def _style() -> str:
         "pagerank-bar[data-pagerank=unranked]{background:#eee!important;border-color:#aaa!important}"
         "pagerank-bar[data-nofollow]{border-style:dashed!important;background:#fff!important}"
         "pagerank-bar[data-nofollow]>pagerank-fill{background:#e99!important}"
+        # an estimate (a host's or site's rank, not the page's): a white bar whose fill is outlined, not filled
+        "pagerank-bar[data-pagerank-level]{background:#fff!important;border-color:#c00!important}"
+        "pagerank-bar[data-pagerank-level]>pagerank-fill{background:transparent!important;"
+        "border:1px solid #d00!important;box-sizing:border-box!important}"
         + widths
         + "#pagerank-panel{all:initial!important;position:fixed!important;right:12px!important;bottom:12px!important;"
         "z-index:2147483647!important;max-width:min(420px,90vw)!important;max-height:70vh!important;"
@@ -628,9 +674,25 @@ ZERO_NOTE = "the rank source never reaches this page"
 LATER_NOTE = "not ranked yet: the page came into the store after this ranking (run `rankstore rank`)"
 
 
+def estimate_text(estimate: Estimate) -> str:
+    """What an estimate says: whose rank it is, at which level, with that level's percentile and 0-10."""
+    return (
+        f"{estimate.level} {estimate.name}: {estimate.level} rank {format_score(estimate.score)} · "
+        f"{estimate.percentile:.2f} percentile of {estimate.level}s · toolbar {estimate.toolbar}/10"
+    )
+
+
 def _tooltip(info: LinkInfo) -> str:
     if info.pagerank is None:
-        return f"PageRank: {LATER_NOTE}" if info.later else "Not in the PageRank store"
+        if info.estimate is None:
+            return f"PageRank: {LATER_NOTE}" if info.later else "Not in the PageRank store"
+        # short (a page of links to a thousand hosts carries a thousand of these): the host or site, its score,
+        # percentile and 0-10 among its level's; the bar's look and its level attribute say it is no page's
+        estimate = info.estimate
+        return (
+            f"{'Not ranked yet · ' if info.later else ''}{estimate.level} {estimate.name}: "
+            f"{format_score(estimate.score)} · {estimate.percentile:.2f} percentile · toolbar {estimate.toolbar}/10"
+        )
     if info.pagerank == 0:
         return f"PageRank 0: {ZERO_NOTE} · {info.inlinks:,} in-links"
     return (
@@ -643,6 +705,7 @@ def bar(info: LinkInfo, nofollow: bool = False) -> str:
     return bars(info)[1 if nofollow else 0]
 
 
+_LEVEL_ATTRIBUTES = {level: f' data-pagerank-level="{level}"' for level in ("host", "site")}  # the levels above pages
 _NOFOLLOW_NOTE = escape(" · nofollow: this link passes no PageRank")  # after the tooltip of a nofollow link
 
 
@@ -650,9 +713,13 @@ _NOFOLLOW_NOTE = escape(" · nofollow: this link passes no PageRank")  # after t
 def bars(info: LinkInfo) -> tuple[str, str]:
     """The bar of a link to a page of this ``info``, and the same for a nofollow link: one rendering."""
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
-    width = max(0, min(MAX_BAR_PX, int(info.width)))
+    estimate = info.estimate if info.pagerank is None else None
+    width = max(0, min(MAX_BAR_PX, int(info.width if estimate is None else estimate.width)))
     label = escape(_tooltip(info))
-    head = f'<pagerank-bar data-pagerank="{value}" data-w="{width}"'
+    head = f'<pagerank-bar data-pagerank="{value}"'
+    if estimate is not None:
+        head += f'{_LEVEL_ATTRIBUTES[estimate.level]} data-pagerank-estimate="{float(estimate.score)!r}"'
+    head += f' data-w="{width}"'
     # role img: its title is its accessible name, so an empty bar says why to a screen reader as in its tooltip
     tail = '" role="img"><pagerank-fill></pagerank-fill></pagerank-bar>'
     return (
@@ -678,10 +745,35 @@ def _backlink_item(link: Backlink) -> str:
     )
 
 
+def level_section(level: LevelPanel) -> str:
+    """A level's part of the panel of a page with no score of its own: the host's (site's) rank, its best
+    referrers by their rank at that level, and the whole-site backlinks view."""
+    said = estimate_text(level.estimate) if level.estimate is not None else f"{level.level} {level.name}: not ranked"
+    if level.estimate is not None and level.estimate.nodes:
+        said += f" · #{level.estimate.position + 1:,} of {level.estimate.nodes:,}"
+    items = "".join(
+        f'<li data-pagerank-level="{escape(level.level)}">{bar(referrer.info)}'
+        f'<a href="{escape("http://" + referrer.name + "/")}">{escape(referrer.name)}</a>'
+        f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} &#183; "
+        f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></li>"
+        for referrer in level.referrers
+    )
+    listed = (
+        f"<p>Best referring {escape(level.level)}s by {escape(level.level)} rank:</p><ol>{items}</ol>"
+        if items
+        else f"<p>No referring {escape(level.level)}s in the store.</p>"
+    )
+    view = f'<p><a href="{escape(level.backlinks)}">Backlinks of the whole site</a></p>' if level.backlinks else ""
+    return f'<section data-pagerank-level="{escape(level.level)}"><p>{escape(said)}</p>{listed}{view}</section>'
+
+
 def panel(data: PanelData) -> str:
     info = data.info
+    answered = next((level for level in data.levels if level.estimate is not None), None)
     if info.pagerank is None:
         summary = f"PageRank: {LATER_NOTE}" if info.later else "PageRank: this page is not in the store"
+        if answered is not None and answered.estimate is not None:
+            summary += f" · its {answered.level} ranks {format_score(answered.estimate.score)}"
     else:
         shown = f"0 ({ZERO_NOTE})" if info.pagerank == 0 else format_score(info.pagerank)
         summary = (
@@ -697,6 +789,8 @@ def panel(data: PanelData) -> str:
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
     page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
     score = "unranked" if info.pagerank is None else repr(float(info.pagerank))
+    # which level answered for the page: its own score, else its host's or its site's rank
+    level = "page" if info.pagerank is not None else answered.level if answered is not None else "none"
     host = ""
     if data.host is not None and data.hostrank is not None:
         host = f"<p>Host {escape(data.host)}: host rank {format_score(data.hostrank)} (#{data.host_position:,})</p>"
@@ -705,8 +799,15 @@ def panel(data: PanelData) -> str:
         since = escape(proxy_url("/backlinks", url=data.url, since=str(data.since)))
         new = f'<p><a href="{since}">{data.new_backlinks:,} new since build {data.since}</a></p>'
     stale = "" if data.stale is None else f'<p data-stale="true">Stale: {prose(data.stale)}.</p>'
+    if info.pagerank is None and data.levels:  # no backlinks of its own to list: its host's and site's
+        return (
+            f'<aside id="pagerank-panel" data-pagerank="{score}" data-pagerank-level="{level}">'
+            f"<details><summary>{escape(summary)}</summary>{stale}"
+            + "".join(level_section(one) for one in data.levels)
+            + f'<p><a href="{page}">This page</a></p></details></aside>'
+        )
     return (
-        f'<aside id="pagerank-panel" data-pagerank="{score}">'
+        f'<aside id="pagerank-panel" data-pagerank="{score}" data-pagerank-level="{level}">'
         f"<details><summary>{escape(summary)}</summary>{stale}{host}{new}"
         f"<p>Best backlinks by PageRank:</p>{backlinks}"
         f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'

@@ -1,6 +1,7 @@
 """Page rewriting in worker processes, so it runs beside mitmproxy rather than under its GIL.
 
-The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL [FD SIZE]`` processes
+The addon starts ``python -m proxy_addon.worker STORE RANKING PANEL HOST_RANKING SITE_RANKING [FD SIZE]``
+processes (a level's ranking "" for the store's own choice)
 and talks to each over two pipes, its standard input and output, whose other
 ends mitmproxy's own event loop writes and reads without blocking: no
 helper threads in the proxy (a ``concurrent.futures`` process pool adds two,
@@ -53,7 +54,7 @@ from collections.abc import Callable, Mapping, Sequence
 from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
-from .ranks import _CACHE_KEPT, PRELOAD_PAGES, PageView, Ranks
+from .ranks import _CACHE_KEPT, AUTOMATIC, PRELOAD_PAGES, LevelChoice, PageView, Ranks
 from .rewrite import LinkInfo, TooManyLinks, annotate_bytes
 from .rewrite import panel as render_panel
 
@@ -77,17 +78,21 @@ PIPELINE_BYTES = 512 * 1024
 # interrupt), and most answers come within this (BENCHMARKS.md).  Each turn still polls every socket, so
 # nothing waits on it; with other flows about, the loop has their work to do and the core is not given away.
 POLL_SECONDS = 0.0005
-_ranks: dict[tuple[str, str, int], Ranks] = {}
+# A page with no score of its own shows its host's (site's) best referrers, read from the in-links of each of
+# its pages: a caller that must not spend long (``most_backlinks``) leaves a host (site) of more pages than this
+# to a worker.
+INLINE_LEVEL_PAGES = 100
+_ranks: dict[tuple[str, str, int, LevelChoice], Ranks] = {}
 
 
 class WorkerError(RuntimeError):
     """A worker could not rewrite a page (the message says why); the page passes untouched."""
 
 
-def _ranks_for(store: str, ranking: str, panel: int) -> Ranks:
-    key = (store, ranking, panel)
+def _ranks_for(store: str, ranking: str, panel: int, levels: LevelChoice = AUTOMATIC) -> Ranks:
+    key = (store, ranking, panel, levels)
     if key not in _ranks:
-        _ranks[key] = Ranks(store, ranking, panel, preload=PRELOAD_PAGES)
+        _ranks[key] = Ranks(store, ranking, panel, preload=PRELOAD_PAGES, levels=levels)
     return _ranks[key]
 
 
@@ -105,6 +110,7 @@ def rewrite_page(
     most_links: int | None = None,
     most_backlinks: int | None = None,
     most_lookups: int | None = None,
+    levels: LevelChoice = AUTOMATIC,
 ) -> tuple[bytes, int, int, bool] | str:
     """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
 
@@ -119,7 +125,7 @@ def rewrite_page(
     links are resolved; so too past ``most_lookups`` links not yet looked up in
     this process (or any, if the ranking's newest version is not read yet:
     :func:`ready`), and past ``most_backlinks`` backlinks if its panel is to be
-    made.
+    made.  ``levels``: the host and site rankings that answer for links whose page has no score.
     """
     try:
         decoded = decode(body, content_encoding, limit)
@@ -136,7 +142,7 @@ def rewrite_page(
         and _link_tags(decoded) > max_links
     ):
         return f"over {max_links:,} link tags"
-    ranks = _ranks_for(store, ranking, panel)
+    ranks = _ranks_for(store, ranking, panel, levels)
     kept = False
     with ranks.page() as view:  # bars and panel from one version of the ranking
         lookup = view.lookup if most_lookups is None else functools.partial(_bounded_lookup, view, most_lookups)
@@ -162,7 +168,15 @@ def rewrite_page(
     return encode(new_body, content_encoding), rewrite.links, rewrite.ranked, kept
 
 
-def prepare_panel(store: str, ranking: str, panel: int, url: str, *, most_backlinks: int | None = None) -> bool:
+def prepare_panel(
+    store: str,
+    ranking: str,
+    panel: int,
+    url: str,
+    *,
+    most_backlinks: int | None = None,
+    levels: LevelChoice = AUTOMATIC,
+) -> bool:
     """Make and keep the panel of the page at ``url`` for its job (:func:`rewrite_page`), unless one is
     kept under the store's version this thread saw last (told without a query); False if there is none
     to make (no panel wanted, or not a URL).  A panel shows the ranking, the host ranking and the graph's
@@ -172,7 +186,7 @@ def prepare_panel(store: str, ranking: str, panel: int, url: str, *, most_backli
     page = canonical(url)
     if not panel or not page:
         return False
-    ranks = _ranks_for(store, ranking, panel)
+    ranks = _ranks_for(store, ranking, panel, levels)
     if ranks.kept_lately(("panel", page)):
         return True  # a revisit: its job reads the version, and makes it again if the store has changed
     with ranks.page() as view:
@@ -181,17 +195,17 @@ def prepare_panel(store: str, ranking: str, panel: int, url: str, *, most_backli
     return True
 
 
-def preload(store: str, ranking: str, panel: int) -> None:
-    """Read the newest ranking version's arrays and best pages' look-ups now, for the pages
-    :func:`rewrite_page` rewrites in this process, in any thread (as each worker does before its first
-    job)."""
-    _ranks_for(store, ranking, panel).preload()
+def preload(store: str, ranking: str, panel: int, levels: LevelChoice = AUTOMATIC) -> None:
+    """Read the newest ranking version's arrays and best pages' look-ups now (and the host and site
+    rankings' arrays), for the pages :func:`rewrite_page` rewrites in this process, in any thread (as each
+    worker does before its first job)."""
+    _ranks_for(store, ranking, panel, levels).preload()
 
 
-def ready(store: str, ranking: str, panel: int) -> bool:
+def ready(store: str, ranking: str, panel: int, levels: LevelChoice = AUTOMATIC) -> bool:
     """Has this process read what :func:`preload` reads, for the newest version of the ranking?  A cheap
     check, for a caller that must not spend long on a page (:meth:`~.ranks.Ranks.ready`)."""
-    return _ranks_for(store, ranking, panel).ready()
+    return _ranks_for(store, ranking, panel, levels).ready()
 
 
 def _bounded_lookup(view: PageView, most: int, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
@@ -215,7 +229,7 @@ def _panel_markup(
         info = (lookup or view.lookup)([page]).get(page)
         if info is not None and info.inlinks > most_backlinks:
             raise TooManyLinks(f"{info.inlinks:,} backlinks")
-    return render_panel(view.panel(page))
+    return render_panel(view.panel(page, None if most_backlinks is None else INLINE_LEVEL_PAGES))
 
 
 def _link_tags(body: bytes) -> int:
@@ -231,13 +245,20 @@ def _read(stream, size: int) -> bytes:
     return data if data is not None else b""
 
 
-def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, shared_size: int = 0) -> None:
+def serve(
+    store: str,
+    ranking: str,
+    panel: int,
+    shared_fd: int | None = None,
+    shared_size: int = 0,
+    levels: LevelChoice = AUTOMATIC,
+) -> None:
     """Answer jobs from standard input until it closes (bodies in the shared region, if given)."""
     jobs, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must never corrupt the answers
     shared = mmap.mmap(shared_fd, shared_size) if shared_fd is not None else None
     try:
-        preload(store, ranking, panel)  # the best pages' look-ups before the first page
+        preload(store, ranking, panel, levels)  # the best pages' look-ups before the first page
     except Exception as error:  # reported with each job instead
         print(f"pagerank worker: {error}", file=sys.stderr)
     gc.collect()
@@ -254,7 +275,7 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
             kind, sent, *job = pickle.loads(payload)
             if kind == "prepare":  # the page's panel, kept for its job
                 try:
-                    prepare_panel(store, ranking, panel, sent)
+                    prepare_panel(store, ranking, panel, sent, levels=levels)
                 except Exception:  # a guess: the page's job makes the panel itself (and says why, if it fails)
                     pass
                 continue
@@ -263,7 +284,7 @@ def serve(store: str, ranking: str, panel: int, shared_fd: int | None = None, sh
                 assert shared is not None
                 offset, length, room = sent
                 sent = shared[offset : offset + length]
-            done = rewrite_page(store, ranking, panel, sent, *job)
+            done = rewrite_page(store, ranking, panel, sent, *job, levels=levels)
             answer: tuple[bool, object] = (True, done)
             if not isinstance(done, str) and len(done[0]) <= room:  # the answer goes where the page came
                 assert shared is not None
@@ -317,9 +338,9 @@ class Workers:
     pace, and the workers never idle on it.
     """
 
-    def __init__(self, count: int, store: str, ranking: str, panel: int):
+    def __init__(self, count: int, store: str, ranking: str, panel: int, levels: LevelChoice = AUTOMATIC):
         self.count = count
-        self.args = (store, ranking, str(panel))
+        self.args = (store, ranking, str(panel), levels.host, levels.site)
         self._workers: list[_Worker] = []  # in the order they started: the first ones are preferred
         self._waiting: collections.deque[tuple[asyncio.Future, bytes, tuple]] = collections.deque()
         self._spawning: set[asyncio.Task] = set()
@@ -661,4 +682,12 @@ class Workers:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), *(int(arg) for arg in sys.argv[4:6]))
+    region = [int(arg) for arg in sys.argv[6:8]]  # the shared region's descriptor and size, if any
+    serve(
+        sys.argv[1],
+        sys.argv[2],
+        int(sys.argv[3]),
+        region[0] if region else None,
+        region[1] if len(region) > 1 else 0,
+        levels=LevelChoice(sys.argv[4], sys.argv[5]),
+    )

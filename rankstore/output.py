@@ -105,8 +105,20 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str) -> str:
 # ------------------------------------------------------------------ the table
 
 # Columns said after the numbers, as text: the row's subject (the first of these in the view), then the others.
-TEXT_COLUMNS = ("url", "host", "site", "best_url", "title", "anchor", "target", "kind", "nofollow")
-_SCORES = {"pagerank", "host_pagerank", "site_pagerank", "contribution", "best_pagerank"}
+TEXT_COLUMNS = (
+    "url",
+    "host",
+    "site",
+    "best_url",
+    "title",
+    "anchor",
+    "target",
+    "kind",
+    "nofollow",
+    "level",
+    "answered_by",
+)
+_SCORES = {"pagerank", "host_pagerank", "site_pagerank", "contribution", "best_pagerank", "estimate"}
 _BUILDS = {"build", "first_seen", "last_seen", "lost_in"}  # numbers that name a build: no thousands separator
 _AGREEMENTS = {"spearman", "kendall", "top_10", "top_100", "top_1000"}  # correlations and overlaps, within -1..1
 _BAR_CHAR = "█"
@@ -147,6 +159,8 @@ def _bar_text(row: dict) -> str:
     """The bar in characters; a row scored 0 or not ranked says so in words, as its empty bar cannot."""
     level = next((key for key in ("pagerank", "host_pagerank", "site_pagerank") if key in row), "pagerank")
     score = row.get(level)
+    if score is None and row.get("estimate") is not None:  # a host's or site's rank answers for the page
+        score = row["estimate"]
     if _is_share_line(row):
         return ""
     if score is None:

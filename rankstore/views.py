@@ -56,6 +56,8 @@ __all__ = [
     "level_note",
     "top_view",
     "show_view",
+    "estimate_rows",
+    "ESTIMATE_EXTRA",
     "search_view",
     "backlinks_view",
     "lost_view",
@@ -74,6 +76,8 @@ ALL_ROWS = 1 << 40  # a limit that is no limit: ``-n 0``
 
 PAGE_COLUMNS = ["rank", "pagerank", "percentile", "toolbar", "inlinks", "bar", "url", "title"]
 PAGE_EXTRA = ("spam_mass", "host_pagerank", "host_rank", "nofollow", "anchor")
+# a URL whose page has no score, answered by its host's or site's rank: which level, its score, whose it is
+ESTIMATE_EXTRA = ("level", "estimate", "answered_by")
 BACKLINK_EXTRA = (
     "kind",
     "contribution",
@@ -306,7 +310,62 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     found = store.lookup(urls, name)
     rows = with_host_ranks(store, decorate([found[url] for url in urls if url in found], *store.score_range(ranking)))
     unranked = [row["url"] for row in rows if row["pagerank"] is None]
-    return Table(rows, page_columns(rows, PAGE_EXTRA), notes, [url for url in urls if url not in found], unranked)
+    missing = [url for url in urls if url not in found]
+    estimated = estimate_rows(store, missing)
+    if estimated:  # the finest level that ranks each URL answers for it, and every row says which
+        for row in rows:
+            row["level"] = "page"
+        by_url = {row["url"]: row for row in rows} | estimated
+        rows = [by_url[url] for url in dict.fromkeys(urls) if url in by_url]
+        notes.append(f"not in the store (answered by their host's or site's rank): {', '.join(estimated)}")
+    return Table(rows, page_columns(rows, PAGE_EXTRA + ESTIMATE_EXTRA), notes, missing, unranked)
+
+
+def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
+    """Rows for URLs whose page the store does not hold, answered at the finest level ranked: their host's
+    rank, else their site's (``level``, ``estimate`` the score, ``answered_by`` the host or site; rank,
+    percentile, toolbar and bar within that level's ranking).  A URL with neither is left out."""
+    rows: dict[str, dict] = {}
+    left = list(urls)
+    for level in ("host", "site"):
+        head = store.level_head(level) if left else None
+        if head is None:
+            continue
+        names = {url: host_of(url) if level == "host" else site_of(host_of(url)) for url in left}
+        found = store.level_scores(head, set(names.values()))
+        percentiles = _percentiles(found.positions, head.nodes)
+        toolbars = display.toolbar(found.scores, head.nodes).tolist()
+        widths = display.bar_width(found.scores, head.lowest, head.highest, _BAR_PX).tolist()
+        known = {
+            name: (score, position, inlinks, pct, tb, width)
+            for name, score, position, inlinks, pct, tb, width in zip(
+                found.names,
+                found.scores.tolist(),
+                found.positions.tolist(),
+                found.inlinks.tolist(),
+                percentiles,
+                toolbars,
+                widths,
+            )
+        }
+        for url in left:
+            if names[url] in known:
+                score, position, inlinks, pct, tb, width = known[names[url]]
+                rows[url] = {
+                    "url": url,
+                    "title": None,
+                    "pagerank": None,
+                    "percentile": pct,
+                    "toolbar": tb,
+                    "rank": position + 1,
+                    "inlinks": inlinks,
+                    "bar": width,
+                    "level": level,
+                    "estimate": score,
+                    "answered_by": names[url],
+                }
+        left = [url for url in left if url not in rows]
+    return rows
 
 
 def search_view(store: Store, words: Sequence[str], name: str, limit: int, offset: int = 0) -> Table:

@@ -61,18 +61,25 @@ def test_show_with_a_host_ranking_answers_for_the_pages_host(two_sites):
     assert host_of(python_page) in table and "host_rank" in table.splitlines()[0]
 
 
-def test_a_url_not_in_the_store_is_not_in_it_at_any_level(two_sites):
-    """A host ranking answers for the pages the store has, not for any URL of a host it has."""
+def test_a_url_not_in_the_store_is_answered_by_its_hosts_rank_saying_so(two_sites):
+    """Issue 32: a page ranking answers for a URL the store has not by its host's rank, in a row that names the
+    level and the host (still "not in the store", exit status 1); a host ranking answers for the pages the
+    store has."""
     store, python_page, _ = two_sites
     nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
     with Store(store, readonly=True) as opened:
         assert opened.page_id(nowhere) is None and host_of(nowhere) in opened.host_ranks([host_of(nowhere)])
-    for ranking in ("pagerank", "hostrank"):
-        result = invoke("show", nowhere, "--ranking", ranking, "--store", store)
-        assert result.exit_code == 1, (ranking, result.output)
-        assert f"not in the store: {nowhere}" in result.stderr and "host_rank" not in result.stdout, ranking
-        result = invoke("show", python_page, nowhere, "--ranking", ranking, "--format", "json", "--store", store)
-        assert result.exit_code == 1 and [row["url"] for row in json.loads(result.stdout)] == [python_page]
+    result = invoke("show", python_page, nowhere, "--format", "json", "--store", store)
+    assert result.exit_code == 1 and f"not in the store: {nowhere}" in result.stderr
+    rows = json.loads(result.stdout)
+    assert [(row["url"], row["level"]) for row in rows] == [(python_page, "page"), (nowhere, "host")]
+    assert rows[1]["answered_by"] == host_of(nowhere) and rows[1]["pagerank"] is None
+    assert (rows[1]["estimate"], rows[1]["rank"]) == host_numbers(store, nowhere)
+    result = invoke("show", nowhere, "--ranking", "hostrank", "--store", store)
+    assert result.exit_code == 1, result.output
+    assert f"not in the store: {nowhere}" in result.stderr and "host_rank" not in result.stdout
+    result = invoke("show", python_page, nowhere, "--ranking", "hostrank", "--format", "json", "--store", store)
+    assert result.exit_code == 1 and [row["url"] for row in json.loads(result.stdout)] == [python_page]
 
 
 @pytest.mark.parametrize(
@@ -209,9 +216,12 @@ def test_own_pages_read_a_host_ranking_at_its_level(ranks, two_sites):
     assert f"host rank #{position:,}" in body and host_of(python_page) in body
     nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
     for params in ({}, {"format": "json"}, {"format": "csv"}):
-        for name in ("pagerank", "hostrank"):
-            status, body = get(ranks, "/page", url=nowhere, ranking=name, **params)
-            assert status == 404 and "is not in the store" in body, (name, params)
+        status, body = get(ranks, "/page", url=nowhere, ranking="hostrank", **params)
+        assert status == 404 and "is not in the store" in body, params
+        # issue 32: a page ranking answers for a URL the store has not by its host's rank, saying so
+        status, body = get(ranks, "/page", url=nowhere, ranking="pagerank", **params)
+        assert status == 200 and host_of(nowhere) in body, params
+        assert ("answered by its host" if not params else "host") in body, params
     for path, params in [
         ("/search", {"q": "functions"}),
         ("/backlinks", {"url": python_page}),

@@ -13,11 +13,27 @@ Then pages of 20,000 and 200,000 distinct links, rewritten as a worker does
 (``rewrite_page``, no link budget), each in a fresh process against a store of
 the Python docs, its store open and its code warm as a worker's are: URLs never
 seen before, looked up in batches, and links/s.
+
+    .venv/bin/python tools/bench_rewrite.py --levels STORE [--site-from-hosts] [--runs 7]
+
+Estimates (issue 32): on STORE, a big store ranked by page, host and site, a
+page of 1,000 links to 1,000 different hosts, none of them a page of the store
+(each shows its host's rank), against a page of 1,000 links to 1,000 random
+pages of the store, each rewritten as a worker does in a fresh process (its
+store open, its ranking versions read, as a worker is when a page comes):
+cold (URLs never seen), warm (the same page again) and looked up (the same
+links from another directory: no marks, every look-up known).  Target: the
+hosts' page within 1.1x the known pages' page, cold and warm.
+``--site-from-hosts`` first writes a site ranking ``siterank`` to STORE where it
+has none: each site's score the sum of its hosts' ``hostrank`` scores.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,6 +119,109 @@ def big_pages() -> None:
             print(done.stdout, end="")
 
 
+_LEVELS_PAGE = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from proxy_addon.worker import preload, rewrite_page
+store, links = {store!r}, {links!r}
+preload(store, "pagerank", 0)  # as a worker before its first page: the ranking versions read
+rewrite_page(store, "pagerank", 0, b"<!doctype html><a href=https://warm.example/>w</a>", "text/html",
+             "https://bench.example/warm.html", None, 1 << 20, 0)
+body = ("<!doctype html><title>t</title><body>"
+        + "".join(f'<a href="{{url}}">{{text}}</a>\\n' for url, text in links)).encode()
+times = {{}}
+for label, page in (("cold", "https://bench.example/a/page.html"), ("warm", "https://bench.example/a/page.html"),
+                    ("looked up", "https://bench.example/b/page.html")):
+    started = time.perf_counter()
+    done = rewrite_page(store, "pagerank", 0, body, "text/html", page, None, 1 << 24, 0)
+    times[label] = (time.perf_counter() - started) * 1000
+text = done[0].decode()
+times["bars"] = text.count("<pagerank-bar")
+times["estimates"] = text.count("data-pagerank-level=")
+print(json.dumps(times))
+"""
+
+
+def site_from_hosts(store_path: str) -> None:
+    """Write ``siterank``, each site the sum of its hosts' ``hostrank`` scores, unless a site ranking exists."""
+    import numpy as np
+
+    from rankstore.store import Store
+
+    with Store(store_path) as store:
+        if store.level_head("site") is not None:
+            return
+        hosts = store.ranking_arrays(store.host_level_ranking("hostrank").id)
+        sites = store.host_sites()[: hosts.pages]
+        count = store.site_count()
+        scores = np.bincount(sites, weights=hosts.scores, minlength=count + 1)[1:]
+        store.write_ranking(
+            "siterank",
+            {"kind": "sum of hostrank"},
+            0,
+            [],
+            np.arange(1, count + 1),
+            scores,
+            np.zeros(count, dtype=np.int32),
+            level="site",
+        )
+
+
+def levels(store_path: str, runs: int) -> None:
+    import random
+
+    from rankstore.store import Store
+
+    with Store(store_path, readonly=True) as store:
+        pages, hosts = store.last_page_id(), store.host_count()
+        heads = [store.level_head("host"), store.level_head("site")]
+        print(
+            f"{store_path}: {pages:,} pages, {hosts:,} hosts, {store.site_count():,} sites; answering: "
+            + ", ".join(f"{head.level} {head.name} ({head.nodes:,})" for head in heads if head)
+        )
+    rng = random.Random(32)
+    results: dict[str, list[dict]] = {"known pages": [], "hosts, no page": []}
+    for run in range(runs):
+        with Store(store_path, readonly=True) as store:
+            known = [row[1] for row in store.pages_by_id("url", rng.sample(range(1, pages + 1), 1000))]
+            names = store.host_names(rng.sample(range(1, hosts + 1), 1000))
+            elsewhere = [f"https://{name}/bench/{run}/{i}.html" for i, name in enumerate(names.values())]
+            assert not store.page_ids_for(elsewhere)
+        # the same bytes in both pages: each link's text pads the shorter href of its pair (the cost of a page
+        # grows with its bytes, and a host's deep URL is longer than a root page's)
+        pairs = [(len(a), len(b)) for a, b in zip(known, elsewhere)]
+        cases = [
+            ("known pages", [(url, "x" * (8 + max(0, b - a))) for url, (a, b) in zip(known, pairs)]),
+            ("hosts, no page", [(url, "x" * (8 + max(0, a - b))) for url, (a, b) in zip(elsewhere, pairs)]),
+        ]
+        for label, links in cases if run % 2 else cases[::-1]:  # each case first as often: the machine drifts
+            code = _LEVELS_PAGE.format(root=ROOT, store=store_path, links=links)
+            done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+            results[label].append(json.loads(done.stdout))
+    print(f"1,000 links, median of {runs} fresh processes (ms):")
+    medians = {}
+    for label, rows in results.items():
+        medians[label] = {key: statistics.median(row[key] for row in rows) for key in ("cold", "warm", "looked up")}
+        print(
+            f"  {label:>15}: cold {medians[label]['cold']:7.2f} | warm {medians[label]['warm']:6.2f} | "
+            f"looked up {medians[label]['looked up']:6.2f}  ({rows[0]['bars']:,} bars, {rows[0]['estimates']:,} "
+            "estimates)"
+        )
+    for key in ("cold", "warm", "looked up"):
+        ratio = medians["hosts, no page"][key] / medians["known pages"][key]
+        print(f"  hosts / known pages, {key}: {ratio:.3f}x (target <= 1.1x for cold and warm)")
+
+
 if __name__ == "__main__":
-    main()
-    big_pages()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--levels", metavar="STORE", help="only the estimates' case, on this store")
+    parser.add_argument("--site-from-hosts", action="store_true", help="first write siterank from hostrank")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    if args.levels:
+        if args.site_from_hosts:
+            site_from_hosts(args.levels)
+        levels(args.levels, args.runs)
+    else:
+        main()
+        big_pages()

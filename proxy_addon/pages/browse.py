@@ -13,7 +13,7 @@ from rankstore.store.queries import SEARCH_SCAN
 from rankstore.urls import host_of, site_of
 
 from ..ranks import Ranks
-from ..rewrite import LinkInfo, bar, escape, format_score, proxy_url
+from ..rewrite import LinkInfo, bar, escape, estimate_text, format_score, level_section, proxy_url
 from .layout import (
     FORMATS,
     UNRANKED,
@@ -119,14 +119,14 @@ def page_view(ranks: Ranks, query: Query):
     chosen = ranking(query, store, ranks.ranking)
     if fmt != "html":
         table = views.show_view(store, [url], chosen.name)
-        if table.missing:
+        if not table.rows:  # not in the store, nor its host or site ranked
             raise NotFound(f"{url} is not in the store.")
         return download(fmt, table.columns, table.rows, "page")
     if chosen.level != "page":
         return _level_of_page(ranks, url, chosen)
     found = store.lookup([url], chosen.name).get(url)
     if found is None:
-        raise NotFound(f"{url} is not in the store.")
+        return _estimate_of_page(ranks, url, chosen)
     notes = views.stale_notes(store, chosen)
     if found["pagerank"] is None:  # added by a build newer than the ranking
         body = (
@@ -158,6 +158,23 @@ def page_view(ranks: Ranks, query: Query):
         + rows_table(ranks, [row for row in outgoing if row["pagerank"] is not None], chosen)
     )
     return html_response("Page", body, notes)
+
+
+def _estimate_of_page(ranks: Ranks, url: str, chosen: Ranking):
+    """/page for a URL the store does not hold: its host's rank, else its site's (the level that answered
+    says so), and each level's best referrers, as its panel shows them; a 404 when no level ranks it."""
+    with ranks.page() as view:
+        info = view.lookup([url]).get(url)
+        if info is None or info.estimate is None:
+            raise NotFound(f"{url} is not in the store.")
+        levels = view.level_panels(url)
+    answered = info.estimate
+    body = (
+        f'<p><a href="{escape(url)}">{escape(url)}</a></p>'
+        f'<p data-pagerank-level="{escape(answered.level)}">{bar(info)} This page is not in the store: answered by '
+        f"its {escape(estimate_text(answered))}</p>" + "".join(level_section(level) for level in levels)
+    )
+    return html_response(f"Page, by its {answered.level}'s rank", body, views.stale_notes(ranks.store(), chosen))
 
 
 def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):

@@ -24,7 +24,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from . import migrations
-from .analysis import BacklinkReport, HostAnalysisMixin, TargetLinks
+from .analysis import BacklinkReport, TargetLinks
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -38,6 +38,7 @@ from .errors import (
     explain,
 )
 from .graph import InLinks
+from .levels import LevelHead, LevelScores, LevelsMixin, Referrer
 from .pages import PageData, builds_json, url_key
 from .queries import RankingLevelError
 from .rankings import Ranking, RankingArrays
@@ -61,6 +62,9 @@ __all__ = [
     "Ranking",
     "RankingArrays",
     "InLinks",
+    "LevelHead",
+    "LevelScores",
+    "Referrer",
     "PageData",
     "TakenFile",
     "SCHEMA_VERSION",
@@ -83,7 +87,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(SourceFilesMixin, HostAnalysisMixin):
+class Store(SourceFilesMixin, LevelsMixin):
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True, arrays: dict | None = None):

@@ -1,0 +1,246 @@
+"""The levels above pages: which ranking answers for hosts and for sites, and what it says of many at once.
+
+A link whose page the store does not hold is shown an estimate from the finest
+level ranked: its host's rank, else its site's (issue 32).  What the proxy and
+the CLI need for that, each level on its own:
+
+* :meth:`LevelsMixin.level_head`: the ranking that answers at a level (one
+  named, or else ``hostrank``/``siterank`` where it ranks that level, else the
+  newest ranking of the level: a Common Crawl ``cc-pagerank`` loaded as sites,
+  say), with its node count and its score range: percentile, the toolbar's
+  0-10 and a bar's width are each within that level's own ranking;
+* :meth:`LevelsMixin.level_scores`: the scores, positions and in-links of many
+  hosts or sites by name, in one batched probe: of :class:`LevelKeys` (a
+  reader's sorted hashes of the level's names, :meth:`LevelsMixin.level_keys`),
+  or of the level's name index (a query per 2,000 names);
+* :meth:`LevelsMixin.referrers`: the best hosts (or sites) linking to a host
+  (or site), by that level's rank, folded from the page graph's in-links.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .analysis import HostAnalysisMixin
+from .errors import StoreError
+from .pages import url_keys
+from .rankings import Ranking
+
+__all__ = ["DEFAULT_NAMES", "ESTIMATE_LEVELS", "LevelHead", "LevelKeys", "LevelScores", "Referrer", "LevelsMixin"]
+
+DEFAULT_NAMES = {"host": "hostrank", "site": "siterank"}  # what `rank --level host|site` names its ranking
+ESTIMATE_LEVELS = ("host", "site")  # finest first: a link's estimate comes from the first level that ranks it
+_TABLES = {"host": "hosts", "site": "sites"}  # each level's names
+_PROBE_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class LevelHead:
+    """The ranking version that answers at a level, and what its display scales need."""
+
+    level: str  # "host" or "site"
+    name: str
+    ranking_id: int
+    version: int
+    nodes: int  # hosts or sites the version ranks (ids 1..nodes): percentile and toolbar are among these
+    lowest: float  # the lowest score above 0, and the highest: a bar's log scale within this ranking
+    highest: float
+
+
+@dataclass(frozen=True)
+class LevelKeys:
+    """A level's names as sorted 63-bit hashes (as ``page_keys`` keys URLs) with their ids, read once by a
+    reader: a name found by a binary search in memory, where the name index costs a B-tree descent of text
+    comparisons per name (a page of 1,000 links to 1,000 hosts: ~0.1 ms rather than ~10 ms cold).  Twelve
+    bytes a host.  Names are never renumbered, so it stays true until the level has more names
+    (``count``).  Two names of one hash would answer for each other: at 63 bits, never in practice."""
+
+    level: str
+    count: int  # the level's names when read (ids 1..count)
+    hashes: np.ndarray  # int64, sorted
+    ids: np.ndarray  # int32, in the order of ``hashes``
+
+    def find(self, names: Iterable[str]) -> dict[str, int]:
+        """{name: id} of the names it has."""
+        asked = list(dict.fromkeys(names))
+        if not asked or not len(self.hashes):
+            return {}
+        keys = url_keys(asked)
+        at = np.minimum(np.searchsorted(self.hashes, keys), len(self.hashes) - 1)
+        hit = self.hashes[at] == keys
+        return dict(zip([asked[i] for i in np.flatnonzero(hit).tolist()], self.ids[at[hit]].tolist()))
+
+
+@dataclass(frozen=True)
+class LevelScores:
+    """What one level's ranking says of the names asked that it ranks, as columns (each name once)."""
+
+    head: LevelHead
+    names: tuple[str, ...]
+    scores: np.ndarray  # float64, sum to 1 over the level
+    positions: np.ndarray  # int64, 0 for the best
+    inlinks: np.ndarray  # int64: hosts (sites) linking to it
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True)
+class Referrer:
+    """A host (or site) linking to another, by its own rank at that level."""
+
+    name: str
+    score: float
+    position: int  # 0 for the best
+    links: int  # page links from its pages to the target's
+
+
+class LevelsMixin(HostAnalysisMixin):
+    """Host and site rankings read by name for many names at once; part of :class:`~rankstore.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def answering_ranking(self, level: str, name: str = "") -> Ranking | None:
+        """The newest version of the ranking that answers at ``level`` ("host" or "site"): ``name`` if given
+        (a StoreError in one line if it ranks another level; RankingNotFound if the store has none of that
+        name), else ``hostrank``/``siterank`` if it ranks that level, else the newest ranking of the level;
+        None when the store ranks no host (site)."""
+        if level not in _TABLES:
+            raise StoreError(f"{level!r}: a level above pages is one of {', '.join(_TABLES)}")
+        if name:
+            return self.level_ranking(name, level)
+        row = self.db.execute(
+            "SELECT coalesce((SELECT name FROM rankings WHERE name = ?1 AND level = ?2 LIMIT 1),"
+            " (SELECT name FROM rankings WHERE level = ?2 ORDER BY id DESC LIMIT 1))",
+            (DEFAULT_NAMES[level], level),
+        ).fetchone()
+        return self.ranking(row[0]) if row[0] is not None else None
+
+    def level_head(self, level: str, name: str = "") -> LevelHead | None:
+        """:meth:`answering_ranking` with its node count and score range (its arrays read once per reader)."""
+        ranking = self.answering_ranking(level, name)
+        if ranking is None:
+            return None
+        lowest, highest = self.score_range(ranking)
+        return LevelHead(level, ranking.name, ranking.id, ranking.version, ranking.pages, lowest, highest)
+
+    def level_count(self, level: str) -> int:
+        """How many hosts (sites) the store numbers."""
+        return self.host_count() if level == "host" else self.site_count()
+
+    def level_keys(self, level: str) -> LevelKeys:
+        """The level's names as :class:`LevelKeys` (one pass over them: a reader keeps it while the count
+        stands)."""
+        table = _TABLES[level]
+        count = self.level_count(level)
+        names = [row[0] for row in self.db.execute(f"SELECT name FROM {table} WHERE id <= ? ORDER BY id", (count,))]
+        if len(names) == count:  # ids 1..count, as they are given: the names in id order are all it takes
+            ids = np.arange(1, count + 1, dtype=np.int32)
+        else:
+            ids = np.array(
+                [row[0] for row in self.db.execute(f"SELECT id FROM {table} WHERE id <= ? ORDER BY id", (count,))],
+                dtype=np.int32,
+            )
+        hashes = url_keys(names)
+        order = np.argsort(hashes)
+        return LevelKeys(level, count, hashes[order], ids[order])
+
+    def level_scores(self, head: LevelHead, names: Iterable[str], keys: LevelKeys | None = None) -> LevelScores:
+        """The names (hosts with their port, or sites) that ``head``'s version ranks, with their numbers, in
+        one batched probe: of ``keys`` (the level's, read while the store numbered as many names as now), else
+        of the level's name index, a query per 2,000 names in the index's order.  A name the store has not, or
+        numbered after the version, is left out."""
+        table = _TABLES[head.level]
+        if keys is not None:
+            found = keys.find(names)
+        else:
+            unique = sorted(set(names))
+            found = {}
+            for start in range(0, len(unique), _PROBE_CHUNK):
+                chunk = unique[start : start + _PROBE_CHUNK]
+                found.update(
+                    self.db.execute(
+                        f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk
+                    ).fetchall()
+                )
+        arrays = self.ranking_arrays(head.ranking_id)
+        ranked = [(name, number) for name, number in found.items() if 0 < number <= arrays.pages]
+        if not ranked:
+            empty = np.zeros(0, dtype=np.int64)
+            return LevelScores(head, (), np.zeros(0), empty, empty)
+        index = np.asarray([number for _, number in ranked], dtype=np.int64) - 1
+        return LevelScores(
+            head,
+            tuple(name for name, _ in ranked),
+            arrays.scores[index],
+            arrays.position[index].astype(np.int64),
+            arrays.inlinks[index].astype(np.int64),
+        )
+
+    def level_id(self, level: str, name: str) -> int | None:
+        """A host's or a site's id by name."""
+        return self.host_id(name) if level == "host" else self.site_id(name)
+
+    def referrers(self, head: LevelHead, name: str, limit: int, most_pages: int | None = None) -> list[Referrer] | None:
+        """The ``limit`` best hosts (sites) whose pages link to a page of host (site) ``name``, by the rank of
+        ``head``'s version, with the page links of each; its own pages' links are not counted.  None when it
+        has more than ``most_pages`` pages (each page's in-links are a read).
+
+        Folded from the page graph's in-links of the target's pages (a Common
+        Crawl host graph is a page graph of root pages): :meth:`_level_sources`.
+        """
+        number = self.level_id(head.level, name)
+        if number is None or limit <= 0:
+            return []
+        pages = self._level_pages(head.level, number)
+        if most_pages is not None and len(pages) > most_pages:
+            return None
+        sources = self._level_sources(pages)
+        if not len(sources):
+            return []
+        ids = self._level_of_pages(head.level, sources)
+        ids = ids[(ids > 0) & (ids != number)]
+        found, links = np.unique(ids, return_counts=True)
+        arrays = self.ranking_arrays(head.ranking_id)
+        inside = found <= arrays.pages
+        found, links = found[inside], links[inside]
+        positions = arrays.position[found - 1]
+        pick = np.argsort(positions, kind="stable")[:limit]
+        chosen = found[pick].tolist()
+        names = self.host_names(chosen) if head.level == "host" else self.site_names(chosen)
+        return [
+            Referrer(names.get(node, ""), float(arrays.scores[node - 1]), int(positions[at]), int(links[at]))
+            for node, at in zip(chosen, pick.tolist())
+        ]
+
+    def _level_pages(self, level: str, number: int) -> np.ndarray:
+        """The page indices of host (site) ``number``'s pages.
+
+        Where a site has no pages (a Common Crawl domain graph loads its
+        vertices as sites), the site graph's in-links are where its
+        referrers are; this reads the page graph only.
+        """
+        hosts = self.page_hosts()
+        if level == "host":
+            return np.flatnonzero(hosts == number)
+        members = np.flatnonzero(self.host_sites() == number) + 1
+        return np.flatnonzero(np.isin(hosts, members))
+
+    def _level_sources(self, pages: np.ndarray) -> np.ndarray:
+        """The page indices of the links into ``pages``, one per link."""
+        parts = [self.in_slice(int(page) + 1).sources for page in pages.tolist()]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+    def _level_of_pages(self, level: str, pages: np.ndarray) -> np.ndarray:
+        """Each page's host id (site id), 0 where it is not numbered yet."""
+        hosts = self.page_hosts()
+        host_ids = np.where(pages < len(hosts), hosts[np.minimum(pages, max(len(hosts) - 1, 0))], 0).astype(np.int64)
+        if level == "host":
+            return host_ids
+        sites = self.host_sites()
+        inside = (host_ids > 0) & (host_ids <= len(sites))
+        return np.where(inside, sites[np.clip(host_ids - 1, 0, max(len(sites) - 1, 0))], 0).astype(np.int64)
