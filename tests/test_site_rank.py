@@ -356,3 +356,24 @@ def test_a_build_asks_the_public_suffix_list_once_per_parent_not_once_per_host(m
     with Store(str(tmp_path / "s.db"), readonly=True) as store:
         assert np.array_equal(np.unique(store.host_sites()), np.arange(1, 8))
         assert store.site_count() == 7
+
+
+def test_a_domain_graphs_sites_answer_for_links_and_list_their_referring_sites(tmp_path):
+    """A site loaded from a domain graph has no page: the bar of a link to it is its site's estimate, and the
+    referrers of a page on it come from the domain graph's links into its site, best first."""
+    from rankstore.store import Store
+
+    store = str(tmp_path / "s.db")
+    run("build", *_cc_graph(tmp_path / "domain", DOMAIN_VERTICES, DOMAIN_EDGES), "--store", store, "-q")
+    run("rank", "--level", "site", "--store", store, "-q", "--tol", "1e-13")
+    ranked = _ranked(store)
+    with Store(store, readonly=True) as opened:
+        head = opened.level_head("site")
+        assert head is not None and head.name == "siterank"
+        # example.com is linked from wikipedia.org, user.github.io and bbc.co.uk (DOMAIN_EDGES into 0)
+        referrers = opened.referrers(head, "example.com", 10)
+    linking = {_domain(s) for s, d in DOMAIN_EDGES if d == 0}
+    assert {r.name for r in referrers} == linking
+    assert [r.score for r in referrers] == sorted((ranked[site] for site in linking), reverse=True)
+    assert [r.position for r in referrers] == sorted(r.position for r in referrers)  # best first, ties by position
+    assert all(r.links == 1 for r in referrers)

@@ -191,7 +191,9 @@ class LevelsMixin(HostAnalysisMixin):
         has more than ``most_pages`` pages (each page's in-links are a read).
 
         Folded from the page graph's in-links of the target's pages (a Common
-        Crawl host graph is a page graph of root pages): :meth:`_level_sources`.
+        Crawl host graph is a page graph of root pages): :meth:`_level_sources`;
+        a site's also from a domain graph's links into it, one link each, as
+        ``rank --level site`` counts them.
         """
         number = self.level_id(head.level, name)
         if number is None or limit <= 0:
@@ -199,11 +201,12 @@ class LevelsMixin(HostAnalysisMixin):
         pages = self._level_pages(head.level, number)
         if most_pages is not None and len(pages) > most_pages:
             return None
-        sources = self._level_sources(pages)
-        if not len(sources):
-            return []
-        ids = self._level_of_pages(head.level, sources)
+        ids = self._level_of_pages(head.level, self._level_sources(pages))
+        if head.level == "site":
+            ids = np.concatenate([ids, self.site_in_links(number).astype(np.int64) + 1])
         ids = ids[(ids > 0) & (ids != number)]
+        if not len(ids):
+            return []
         found, links = np.unique(ids, return_counts=True)
         arrays = self.ranking_arrays(head.ranking_id)
         inside = found <= arrays.pages
@@ -221,8 +224,8 @@ class LevelsMixin(HostAnalysisMixin):
         """The page indices of host (site) ``number``'s pages.
 
         Where a site has no pages (a Common Crawl domain graph loads its
-        vertices as sites), the site graph's in-links are where its
-        referrers are; this reads the page graph only.
+        vertices as sites), its referrers come from the loaded site links
+        alone (:meth:`~rankstore.store.Store.site_in_links`).
         """
         hosts = self.page_hosts()
         if level == "host":

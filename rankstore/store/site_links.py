@@ -68,6 +68,21 @@ class SiteLinksMixin(StoreBase):
         indices = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
         return InLinks(sites, indptr, indices[: indptr[-1]], None, None)
 
+    def site_in_links(self, site: int) -> np.ndarray:
+        """The site indices of the loaded links into site id ``site`` (one block read, as a page's backlinks
+        are one slice of ``in_links``); empty for a site the loaded graph has no link into."""
+        row = self.db.execute(
+            "SELECT first, offsets, sources FROM site_links WHERE first <= ? ORDER BY first DESC LIMIT 1", (site - 1,)
+        ).fetchone()
+        if row is None:
+            return np.zeros(0, dtype=np.int32)
+        first, offsets, sources = row
+        bounds = np.frombuffer(offsets, dtype=np.int32)
+        at = site - 1 - first
+        if at >= len(bounds) - 1:
+            return np.zeros(0, dtype=np.int32)
+        return np.frombuffer(sources, dtype=np.int32)[bounds[at] : bounds[at + 1]]
+
     def site_link_count(self) -> int:
         """How many site links the last domain graph loaded (0 without one)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'site_links'").fetchone()
