@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .extract import extract, resolve_listed
-from .imported import read_cc_ranks_into, write_imported
+from .imported import CC_HARMONIC, CC_PAGERANK, read_cc_ranks_into, write_imported
 from .sources import (
     GONE_STATUSES,
     GRAPH_FORMATS,
@@ -71,7 +71,7 @@ from .sources.remote import (
     read_head,
     read_listing,
 )
-from .store import PageData, Ranking, Store, TakenFile
+from .store import PageData, Ranking, RankingNotFound, Store, TakenFile
 from .urls import canonical, canonical_many
 
 __all__ = ["BuildProgress", "BuildReport", "PlannedSource", "build", "prepare", "check_sources", "is_remote_source"]
@@ -328,6 +328,7 @@ def build(
         planned = check_sources(sources, fmt, base_url, paths_base, limit, policy)
     pages_sources = [source for source in planned if source.format not in GRAPH_FORMATS + RANK_FORMATS]
     graph_sources = [source for source in planned if source.format in GRAPH_FORMATS]
+    _check_ranks_levels(store, [source.name for source in planned if source.format in RANK_FORMATS])
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1)
     remote_files = [url for source in planned if source.files is not None for url in source.files]
@@ -482,6 +483,31 @@ _WHERE = re.compile(r"(@\d+|:\d+(-\d+)?)$")  # a reader's offset in a file, or i
 def _file_of(where: str) -> str:
     """The file a reader's report names: its ``where`` without the offset or lines."""
     return _WHERE.sub("", where)
+
+
+def _check_ranks_levels(store: Store, paths: Sequence[str]) -> None:
+    """Ranks files load as ``cc-harmonic`` and ``cc-pagerank``, whose level a name keeps: a host file and a
+    domain file cannot both be them.  Refused before anything is written (SourceError, one line)."""
+    if not paths:
+        return
+    levels = {path: ranks_level(path) for path in paths}
+    if len(set(levels.values())) > 1:
+        raise SourceError(
+            f"{paths[0]} ranks {levels[paths[0]]}s and {next(p for p in paths if levels[p] != levels[paths[0]])} "
+            f"ranks {next(v for v in levels.values() if v != levels[paths[0]])}s: both would be {CC_PAGERANK}, "
+            "which ranks one level; load them into two stores"
+        )
+    level = levels[paths[0]]
+    for name in (CC_HARMONIC, CC_PAGERANK):
+        try:
+            held = store.ranking(name).level
+        except RankingNotFound:
+            continue
+        if held != level:
+            raise SourceError(
+                f"{paths[0]} ranks {level}s, but this store's {name} ranks {held}s (a name keeps its level): "
+                "load it into another store"
+            )
 
 
 def _load_pages(

@@ -271,6 +271,7 @@ class LoadedGraph:
     page_ids: np.ndarray
     graph: Graph
     seconds: float
+    members: np.ndarray | None = None  # a level's nodes of the graph (LevelGraph.members); None: every node
 
 
 @dataclass
@@ -366,7 +367,7 @@ def _level_graph(nodes: LevelGraph, what: str, started: float) -> LoadedGraph:
     if weights is not None and bool(np.all(weights == 1.0)):
         weights = None  # the product then keeps no value per link
     graph = Graph(nodes.n, indptr, nodes.indices, weights)
-    return LoadedGraph(np.arange(1, nodes.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
+    return LoadedGraph(np.arange(1, nodes.n + 1, dtype=np.int64), graph, time.perf_counter() - started, nodes.members)
 
 
 def _indicator(page_ids: np.ndarray, seeds: Seeds) -> np.ndarray:
@@ -463,6 +464,10 @@ def rank(
     page_ids, graph = loaded.page_ids, loaded.graph
     personalization = None
     kind = "pagerank"
+    if options.level != "page" and loaded.members is not None:
+        # hosts (sites) only a ranks file names are no nodes: E, and the rank of dangling nodes with it, on the
+        # others alone, so that they score 0 and the others as in the graph without them
+        personalization = loaded.members.astype(np.float64)
     if options.sources or options.source_roots:
         kind = "personalized"
         personalization = np.zeros(len(page_ids))

@@ -37,6 +37,8 @@ class LevelGraph:
     indptr: np.ndarray
     indices: np.ndarray  # int32 host (site) indices
     weights: np.ndarray | None  # float64: page links from that node to this one; None when each is one link
+    # the nodes of the graph, by index: a host with no page (a Common Crawl ranks file names it) is none; None: all
+    members: np.ndarray | None = None
 
 
 def fold_links(
@@ -193,8 +195,25 @@ class HostsMixin(GraphMixin):
         np.cumsum(keep, out=kept[1:])
         return LevelGraph(links.n, kept[links.indptr], links.indices[keep], None)
 
+    def hosts_without_pages(self) -> np.ndarray:
+        """Ids of the hosts no page has (numbered from a Common Crawl ranks file): no node of the host graph."""
+        return np.fromiter((row[0] for row in self.db.execute("SELECT id FROM hosts WHERE pages = 0")), np.int64)
+
+    def each_host_one_page(self) -> bool:
+        """Is every host's only page its root (a Common Crawl host graph, one page a host)?"""
+        return self.db.execute("SELECT coalesce(max(pages), 0) <= 1 FROM hosts").fetchone()[0] == 1
+
     def host_graph(self, include_nofollow: bool = False) -> LevelGraph:
-        """The host graph from the page graph's in-link arrays (see the module docstring)."""
+        """The host graph from the page graph's in-link arrays (see the module docstring); its ``members``
+        leave out the hosts without pages."""
+        graph = self._host_links(include_nofollow)
+        empty = self.hosts_without_pages()
+        if len(empty):
+            graph.members = np.ones(graph.n, dtype=bool)
+            graph.members[empty[empty <= graph.n] - 1] = False
+        return graph
+
+    def _host_links(self, include_nofollow: bool) -> LevelGraph:
         self.ensure_graph()
         links = self.in_links()
         hosts = self.page_hosts()

@@ -153,7 +153,7 @@ class LevelsMixin(HostAnalysisMixin):
         """The names (hosts with their port, or sites) that ``head``'s version ranks, with their numbers, in
         one batched probe: of ``keys`` (the level's, read while the store numbered as many names as now), else
         of the level's name index, a query per 2,000 names in the index's order.  A name the store has not, or
-        numbered after the version, is left out."""
+        numbered after the version, or scored 0, is left out."""
         table = _TABLES[head.level]
         if keys is not None:
             found = keys.find(names)
@@ -173,6 +173,11 @@ class LevelsMixin(HostAnalysisMixin):
             empty = np.zeros(0, dtype=np.int64)
             return LevelScores(head, (), np.zeros(0), empty, empty)
         index = np.asarray([number for _, number in ranked], dtype=np.int64) - 1
+        # a score of 0 is no rank (a ranks file's unnamed nodes): the next level answers, as for a name not ranked
+        scored = arrays.scores[index] > 0
+        if not scored.all():
+            ranked = [pair for pair, keep in zip(ranked, scored.tolist()) if keep]
+            index = index[scored]
         return LevelScores(
             head,
             tuple(name for name, _ in ranked),

@@ -310,9 +310,12 @@ class RankingsMixin(StoreBase):
         return self.ranking(ranking.name, row[0]) if row else None
 
     def newest_build(self) -> int | None:
-        """The newest build, finished or not (None before the first): one cut short has changed pages too, and
-        ``rank`` derives the graph of what it left (its number is then the version's ``build``)."""
-        return self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
+        """The newest build that may have changed the graph, finished or not (None before the first): one cut
+        short has changed pages too, and ``rank`` derives the graph of what it left (its number is then the
+        version's ``build``); a finished one that wrote no page and no link (only a ranks file) has not."""
+        return self.db.execute(
+            "SELECT max(id) FROM builds WHERE status != 'complete' OR pages > 0 OR links > 0"
+        ).fetchone()[0]
 
     def stale_note(self, ranking: Ranking) -> str | None:
         """What to say when a newer build than the one ``ranking`` ranked exists; None while it is current."""

@@ -179,7 +179,7 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
             raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
         dst = np.repeat(sites[: hosts.n], np.diff(hosts.indptr))
         src = sites[hosts.indices]
-        weights = hosts.weights
+        weights, host_members = hosts.weights, hosts.members
         del hosts
         loaded = self.site_links(count)
         if len(loaded.indices):
@@ -187,5 +187,20 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
             src = np.concatenate([src, loaded.indices + 1])
             if weights is not None:
                 weights = np.concatenate([weights, np.ones(len(loaded.indices))])
-        # an unweighted host graph (Common Crawl's) folds as Common Crawl folds it: each pair of sites once
-        return fold_links(count, dst, src, weights, once=weights is None)
+        # a Common Crawl host graph (one page a host, however the hosts were numbered) folds as Common Crawl
+        # folds it: each pair of sites once
+        graph = fold_links(count, dst, src, weights, once=self.each_host_one_page())
+        graph.members = self._sites_in_graph(count, host_members, loaded)
+        return graph
+
+    def _sites_in_graph(self, count: int, hosts: np.ndarray | None, loaded) -> np.ndarray | None:
+        """The sites that are nodes of the site graph: those of a host with pages, and those a domain graph's
+        links name (a site only a ranks file names is none); None when that is every site."""
+        sites = self.host_sites()
+        members = np.zeros(count, dtype=bool)
+        with_pages = sites[: len(hosts)][hosts] if hosts is not None else sites
+        members[with_pages[with_pages > 0] - 1] = True
+        if len(loaded.indices):
+            members[: len(loaded.indptr) - 1] |= np.diff(loaded.indptr) > 0
+            members[loaded.indices] = True
+        return None if members.all() else members
