@@ -12,7 +12,7 @@ import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -63,9 +63,16 @@ class LevelChoice:
 AUTOMATIC = LevelChoice()  # each level's ranking as the store chooses it
 
 
-def level_heads(store: Store, levels: LevelChoice) -> tuple[LevelHead | None, LevelHead | None]:
-    """(host, site) heads of the rankings that answer above pages (None for a level the store does not
-    rank); a ranking named that is not there, or ranks another level, is a StoreError in one line."""
+class LevelHeads(NamedTuple):
+    """The rankings that answer above pages, finest first (None for a level the store does not rank)."""
+
+    host: LevelHead | None
+    site: LevelHead | None
+
+
+def level_heads(store: Store, levels: LevelChoice) -> LevelHeads:
+    """The heads of the rankings that answer above pages; a ranking named that is not there, or ranks another
+    level, is a StoreError in one line."""
     found = []
     for level in ESTIMATE_LEVELS:
         try:
@@ -74,7 +81,7 @@ def level_heads(store: Store, levels: LevelChoice) -> tuple[LevelHead | None, Le
             raise RankingNotFound(
                 f"no ranking {levels.of(level)!r} for {level}s (`rankstore rank --level {level}` makes one)"
             ) from None
-    return found[0], found[1]
+    return LevelHeads(found[0], found[1])
 
 
 def page_ranking(store: Store, name: str) -> Ranking:
@@ -250,7 +257,7 @@ class Ranks:
         version = store.data_version()
         head = getattr(self._local, "head", None)
         if head is not None and head.data_version == version:
-            ranking_id, heads, counts = head.ranking_id, (head.host, head.site), head.counts
+            ranking_id, heads, counts = head.ranking_id, LevelHeads(head.host, head.site), head.counts
         else:
             ranking_id = store.ranking_head(self.ranking)[0]
             heads = level_heads(store, self.levels)

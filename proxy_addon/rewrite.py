@@ -763,7 +763,12 @@ def level_section(level: LevelPanel) -> str:
         if items
         else f"<p>No referring {escape(level.level)}s in the store.</p>"
     )
-    view = f'<p><a href="{escape(level.backlinks)}">Backlinks of the whole site</a></p>' if level.backlinks else ""
+    # the backlinks view takes one host: for a site, the host of the site's own name
+    view = (
+        f'<p><a href="{escape(level.backlinks)}">Backlinks of the whole host {escape(level.name)}</a></p>'
+        if level.backlinks
+        else ""
+    )
     return f'<section data-pagerank-level="{escape(level.level)}"><p>{escape(said)}</p>{listed}{view}</section>'
 
 

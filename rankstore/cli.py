@@ -771,6 +771,8 @@ def show(urls, store_path, ranking_name, fmt):
     (--ranking siterank), by its site's rank (a site the store holds, from a
     crawl or a domain graph, whether or not the page is), naming the site.  A
     page added by a build newer than the ranking is listed as not ranked yet.
+    A page the store does not hold is answered by its host's rank, else its
+    site's (columns level, estimate, answered_by), where those are ranked.
     Exit status 1 when a URL is not in the store or not ranked yet.
 
     \b
@@ -790,9 +792,11 @@ def show(urls, store_path, ranking_name, fmt):
     _emit(table, fmt)
     if table.unranked:
         click.echo(f"not ranked yet: {', '.join(table.unranked)}", err=True)
-    if table.missing:
+    answered = {row.get("url") for row in table.rows}  # by their host's or site's rank, said in a note
+    unknown = [url for url in table.missing if url not in answered]
+    if unknown:
         asked = dict(zip(normal, urls))
-        click.echo(f"not in the store: {', '.join(asked[url] for url in table.missing)}", err=True)
+        click.echo(f"not in the store: {', '.join(asked[url] for url in unknown)}", err=True)
     if table.missing or table.unranked:
         sys.exit(1)
 

@@ -137,3 +137,16 @@ def test_a_host_a_ranks_file_scores_0_lets_its_site_answer(tmp_path, crawl):
     assert shown.exit_code == 1
     shown = json.loads(shown.stdout)
     assert [(row["level"], row["answered_by"], row["estimate"]) for row in shown] == [("site", "example.co.uk", site)]
+
+
+def test_show_says_a_url_its_host_answers_for_once_and_names_the_unknown_ones(tmp_path, crawl):
+    store = str(tmp_path / "s.db")
+    run("build", crawl, "--store", store, "-q")
+    run("rank", "--store", store, "-q")
+    run("rank", "--level", "host", "--store", store, "-q")
+    result = invoke("show", "https://a.example.co.uk/nothere", "https://nowhere.example/", "--store", store)
+    assert result.exit_code == 1  # one is not in the store as a page, one in no way at all
+    said = result.stderr.splitlines()
+    assert "note: not in the store (answered by their host's or site's rank): https://a.example.co.uk/nothere" in said
+    assert said[-1] == "not in the store: https://nowhere.example/"
+    assert "answered_by a.example.co.uk" in result.stdout
