@@ -115,7 +115,6 @@ TEXT_COLUMNS = (
     "target",
     "kind",
     "nofollow",
-    "level",
     "answered_by",
 )
 _SCORES = {"pagerank", "host_pagerank", "site_pagerank", "contribution", "best_pagerank", "estimate"}

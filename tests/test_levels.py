@@ -70,7 +70,10 @@ def test_a_url_not_in_the_store_is_answered_by_its_hosts_rank_saying_so(two_site
     with Store(store, readonly=True) as opened:
         assert opened.page_id(nowhere) is None and host_of(nowhere) in opened.host_ranks([host_of(nowhere)])
     result = invoke("show", python_page, nowhere, "--format", "json", "--store", store)
-    assert result.exit_code == 1 and f"not in the store: {nowhere}" in result.stderr
+    assert (
+        result.exit_code == 1
+        and f"not in the store (answered by their host's or site's rank): {nowhere}" in result.stderr
+    )
     rows = json.loads(result.stdout)
     assert [(row["url"], row["level"]) for row in rows] == [(python_page, "page"), (nowhere, "host")]
     assert rows[1]["answered_by"] == host_of(nowhere) and rows[1]["pagerank"] is None
