@@ -383,12 +383,13 @@ def main() -> None:
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
         )
-        subprocess.run(
-            [sys.executable, "-m", "rankstore", "rank", "--store", store, "-q"],
-            check=True,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-        )
+        for level in ("page", "host", "site"):  # ranked at every level, as a store is since issue 32
+            subprocess.run(
+                [sys.executable, "-m", "rankstore", "rank", "--level", level, "--store", store, "-q"],
+                check=True,
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+            )
         variants: list[tuple[str, list[str]]] = [("pagerank-proxy", [])]  # label, mitmdump's extra arguments
         if args.thread_too:
             variants.append(("thread", ["--set", "pagerank_workers=0"]))
