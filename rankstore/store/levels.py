@@ -70,7 +70,10 @@ class LevelKeys:
         if not asked or not len(self.hashes):
             return {}
         keys = url_keys(asked)
-        at = np.minimum(np.searchsorted(self.hashes, keys), len(self.hashes) - 1)
+        # needles in order: each search starts where the one before ended, fewer cache misses in a big array
+        order = np.argsort(keys)
+        at = np.empty(len(keys), dtype=np.int64)
+        at[order] = np.minimum(np.searchsorted(self.hashes, keys[order]), len(self.hashes) - 1)
         hit = self.hashes[at] == keys
         return dict(zip([asked[i] for i in np.flatnonzero(hit).tolist()], self.ids[at[hit]].tolist()))
 
