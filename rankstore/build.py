@@ -241,7 +241,7 @@ def _plan_remote(
         kind = "vertices" if looks_like_cc_vertices(text) else "edges" if looks_like_cc_edges(text) else None
         if kind is None:
             raise SourceError(f"{url}: neither the vertices nor the edges of a Common Crawl graph")
-    if source_format not in ("warc", "wat", "edges", "ccgraph"):
+    if source_format not in ("warc", "wat", "edges", "ccgraph", *RANK_FORMATS):
         raise SourceError(f"{name}: a {source_format} source is not read from a URL (give it as a file)")
     return PlannedSource(name, source_format, files, kind)
 
@@ -328,7 +328,15 @@ def build(
         planned = check_sources(sources, fmt, base_url, paths_base, limit, policy)
     pages_sources = [source for source in planned if source.format not in GRAPH_FORMATS + RANK_FORMATS]
     graph_sources = [source for source in planned if source.format in GRAPH_FORMATS]
-    _check_ranks_levels(store, [source.name for source in planned if source.format in RANK_FORMATS])
+    _check_ranks_levels(
+        store,
+        [
+            name
+            for source in planned
+            if source.format in RANK_FORMATS
+            for name in (source.files if source.files is not None else [source.name])
+        ],
+    )
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1)
     remote_files = [url for source in planned if source.files is not None for url in source.files]
@@ -458,13 +466,15 @@ def build(
                 graph.finish()
                 note(taken(urls, unreadable))
                 file_done(sum(1 for source in web_graph if not source.remote))
-    # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
-    # so that they rank as of it.
-    imported = []
-    for source in planned:
-        if source.format in RANK_FORMATS:
-            imported.append(read_cc_ranks_into(store, source.name, report.skip, advance))
-            file_done()
+        # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
+        # so that they rank as of it.
+        imported = []
+        for source in planned:
+            if source.format in RANK_FORMATS:
+                for name in source.files if source.files is not None else [source.name]:
+                    imported.append(read_cc_ranks_into(store, name, report.skip, advance))
+                    if not source.remote:
+                        file_done()
     if progress is not None:
         progress(state)  # the pages' last links, parsed after the input was read
     report.gone = len(store.gone_pages())

@@ -149,6 +149,8 @@ def served(tmp_path_factory):
     for name in WHIRLWIND:  # Common Crawl's own WARC, WAT and WET of one page
         shutil.copy(data(f"whirlwind/{name}"), root / name)
     write_wat(data("small.warc.gz"), str(root / "small.warc.wat.gz"))
+    with gzip.open(root / "host-ranks.txt.gz", "wt") as handle:
+        handle.write(RANKS)
     graph = root / CRAWL / "host"
     shutil.copytree(data("ccgraph/host/vertices"), graph / "vertices")
     shutil.copytree(data("ccgraph/host/edges"), graph / "edges")
@@ -226,6 +228,24 @@ def local_warc_listing(tmp_path, server: _Server, names: list[str]) -> str:
 
 WARCS = ["small.warc.gz", "small.warc", "truncated.warc.gz", "garbage.warc.gz", "garbage.warc"]
 WHIRLWIND = ["whirlwind.warc.gz", "whirlwind.warc.wat.gz", "whirlwind.warc.wet.gz"]
+RANKS = (
+    "#harmonicc_pos\t#harmonicc_val\t#pr_pos\t#pr_val\t#host_rev\n"
+    "1\t1.2E7\t2\t0.3\tcom.example\n2\t1.1E7\t1\t0.5\torg.example.www\n3\t1.0E7\t3\t0.2\tnet.example\n"
+)
+
+
+def test_a_ranks_file_by_url_loads_as_its_file_does(server, tmp_path):
+    local, remote = str(tmp_path / "local.db"), str(tmp_path / "remote.db")
+    built(os.path.join(server.root, "host-ranks.txt.gz"), "--store", local)
+    said = built(server.url + "host-ranks.txt.gz", "--store", remote).output
+    assert "loaded cc-pagerank v1: 3 hosts" in said
+    for name in ("cc-harmonic", "cc-pagerank"):
+        tops = [
+            invoke("top", "--ranking", name, "--format", "json", "--store", store).stdout for store in (local, remote)
+        ]
+        assert tops[0] == tops[1] and json.loads(tops[0])[0]["host"] == (
+            "example.com" if "harmonic" in name else "www.example.org"
+        )
 
 
 @pytest.mark.parametrize("name", [*WHIRLWIND, "small.warc.wat.gz"])

@@ -31,6 +31,7 @@ finite), an implausible name.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -71,7 +72,7 @@ def looks_like_cc_ranks(head: bytes) -> bool:
 def ranks_level(path: str) -> str:
     """'host' for a host ranks file, 'site' for a domain one (its names are registered domains), by the header;
     SourceError for a header that is neither."""
-    first = _head(path).split(b"\n", 1)[0].rstrip(b"\r")
+    first = _first_bytes(path).split(b"\n", 1)[0].rstrip(b"\r")
     fields = tuple(first.decode("ascii", errors="replace").split("\t"))
     if fields == HEADER:
         return "host"
@@ -79,6 +80,24 @@ def ranks_level(path: str) -> str:
         return "site"
     expected = "\\t".join(HEADER)
     raise SourceError(f"{path}: not a Common Crawl ranks header (expected {expected}[\\t#n_hosts]): {first[:200]!r}")
+
+
+def _first_bytes(path: str) -> bytes:
+    """The file's first decompressed bytes, by path or by URL (a ranks file may be read where it is published)."""
+    from .remote import TransferError, is_url, read_head
+
+    if not is_url(path):
+        return _head(path)
+    try:
+        head = read_head(path)
+    except TransferError as error:
+        raise SourceError(str(error)) from error
+    if head[:2] != b"\x1f\x8b":
+        return head
+    try:
+        return zlib.decompressobj(31).decompress(head, 4096)
+    except zlib.error:
+        return b""
 
 
 def read_cc_ranks(
