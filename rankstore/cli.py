@@ -710,16 +710,16 @@ def limit_option(default: int):
     return decorate
 
 
-def _emit(table: views.Table, fmt: str) -> None:
+def _emit(table: views.Table, fmt: str, with_shares: bool = False) -> None:
     """A view's rows on stdout in ``fmt``; what goes with them (a stale ranking, a level) on stderr, so that
     CSV and JSON stay clean."""
     for note in table.notes:
         click.echo(f"note: {note}", err=True)
     if fmt == "table":
-        for line in output.table_lines(table.rows, table.columns):
+        for line in output.table_lines([*table.rows, *output.share_rows(table.shares)], table.columns):
             click.echo(line)
     else:
-        click.echo(output.render(table.rows, table.columns, fmt), nl=False)
+        click.echo(output.render(table.rows, table.columns, fmt, table.shares, with_shares), nl=False)
 
 
 @contextlib.contextmanager
@@ -834,17 +834,23 @@ def show(urls, store_path, ranking_name, fmt):
     is_flag=True,
     help="TARGET is a host (as in URLs, with its port if any): the backlinks of all its pages.",
 )
+@click.option(
+    "--with-shares",
+    is_flag=True,
+    help="CSV: the share lines too, after the links, as rows with an empty URL (JSON has them under shares).",
+)
 @format_option
-def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, fmt):
+def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, with_shares, fmt):
     """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
 
     Each link shows its contribution, d·PR(v)·w/W(v), what it passes to URL,
     and its share of URL's PageRank, the build that first saw it, its anchor
     text and its host's rank (once hosts are ranked), in the table as in CSV
-    and JSON; the rows end with the shares of the links not listed, of URL's
-    links to itself (never listed as backlinks), of the random jump and of
-    pages without out-links (for a whole host: and of its internal links),
-    which add up to 1 with the rows.  Nofollow links are listed apart: they
+    and JSON; then the shares of the links not listed, of URL's links to
+    itself (never listed as backlinks), of the random jump and of pages
+    without out-links (for a whole host: and of its internal links), which
+    add up to 1 with the rows: lines after the table's rows, JSON's object
+    {"rows": [...], "shares": {...}}, in CSV only with --with-shares.  Nofollow links are listed apart: they
     give nothing.  --since lists the links first seen after a build; --lost
     those that a recrawl no longer found.  --group-by host folds the linking
     pages into linking hosts, ranked by host rank (`rankstore rank --level
@@ -855,7 +861,8 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
     \b
     Examples:
         rankstore backlinks https://competitor.example/ --format csv -n 0 > all-backlinks.csv
-        rankstore backlinks https://competitor.example/ --sort contribution -n 10
+        rankstore backlinks https://competitor.example/ --sort contribution -n 10 --format json
+        rankstore backlinks https://competitor.example/ --format csv --with-shares
         rankstore backlinks https://competitor.example/ --since 2024-05-01
         rankstore backlinks https://competitor.example/ --lost --since 3
         rankstore backlinks competitor.example --host --group-by host
@@ -872,7 +879,7 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
             table = views.referring_hosts_view(store, target, host, ranking_name, sort, after, limit, offset)
         else:
             table, _ = views.backlinks_view(store, target, host, ranking_name, sort, after, limit, offset)
-    _emit(table, fmt)
+    _emit(table, fmt, with_shares)
 
 
 def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
