@@ -1045,35 +1045,21 @@ def export(store_path, ranking_name, what, fmt, path):
     """
     if fmt == "parquet" and not path:
         raise click.UsageError("--format parquet needs --output FILE")
-    if what != "scores":
-        from .export import SCHEMAS, batches, write
+    from .export import SCHEMAS, batches, scores, write, write_scores
 
+    if what != "scores":
         with reading(store_path) as store:
-            sink = path if path else sys.stdout.buffer
-            rows = write(batches(store, what), SCHEMAS[what], sink, fmt)
+            rows = write(batches(store, what), SCHEMAS[what], path or sys.stdout.buffer, fmt)
         if path:
             click.echo(f"wrote {rows:,} {what} rows to {path}", err=True)
         return
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        notes = views.stale_notes(store, ranking)
-        columns = views.export_columns(store, ranking)
-    for note in notes:
+        found = scores(store, ranking_name)
+    for note in found.notes:
         click.echo(f"note: {note}", err=True)
-    count = len(next(iter(columns.values())))
+    count = write_scores(found, path or sys.stdout, fmt)
     if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.table(columns), path)
         click.echo(f"wrote {count:,} rows to {path}", err=True)
-        return
-    handle = open(path, "w", newline="", encoding="utf-8") if path else sys.stdout
-    try:
-        output.write_csv(handle, list(columns), zip(*columns.values()))
-    finally:
-        if path:
-            handle.close()
 
 
 @cli.command(context_settings=CONTEXT)
@@ -1111,37 +1097,10 @@ def stats(store_path, ranking_name, plot):
         f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}"
     )
     if plot:
-        import matplotlib
+        from .plots import stats_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-        title = "Convergence (cf. paper, Figure 4)"
-        if history is None:
-            click.echo(f"convergence: no version of {ranking.name} has a history of two residuals or more to plot")
-            left.text(0.5, 0.5, "no convergence history", ha="center", va="center", transform=left.transAxes)
-        else:
-            steps = [(i, r) for i, r in enumerate(history.residuals, 1) if r > 0]  # a log axis has no 0
-            left.semilogy([i for i, _ in steps], [r for _, r in steps], marker=".")
-            if history.version != ranking.version:
-                title = f"Convergence of {history.label} (cf. paper, Figure 4)"
-                warm = (
-                    f" from a warm start on v{ranking.params['warm_from']}" if ranking.params.get("warm_from") else ""
-                )
-                click.echo(
-                    f"convergence: plotted {history.label} ({history.iterations} iterations); "
-                    f"{ranking.label} has no history to plot ({ranking.iterations} iterations{warm})"
-                )
-        left.set(xlabel="iteration", ylabel="L1 residual", title=title)
-        left.grid(True, which="both", alpha=0.3)
-        right.loglog(np.arange(1, len(scores) + 1), scores, marker=".", linestyle="none", markersize=2)
-        right.set(xlabel="rank", ylabel="PageRank", title="Rank distribution")
-        right.grid(True, which="both", alpha=0.3)
-        figure.suptitle(f"{ranking.name} v{ranking.version}: {ranking.pages:,} pages")
-        figure.tight_layout()
-        figure.savefig(plot, dpi=110)
-        click.echo(f"wrote {plot}")
+        for line in stats_figure(ranking, scores, history, plot):
+            click.echo(line)
 
 
 # ------------------------------------------------------------------ comparing rankings
