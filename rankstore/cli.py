@@ -710,16 +710,16 @@ def limit_option(default: int):
     return decorate
 
 
-def _emit(table: views.Table, fmt: str) -> None:
+def _emit(table: views.Table, fmt: str, with_shares: bool = False) -> None:
     """A view's rows on stdout in ``fmt``; what goes with them (a stale ranking, a level) on stderr, so that
     CSV and JSON stay clean."""
     for note in table.notes:
         click.echo(f"note: {note}", err=True)
     if fmt == "table":
-        for line in output.table_lines(table.rows, table.columns):
+        for line in output.table_lines([*table.rows, *output.share_rows(table.shares)], table.columns):
             click.echo(line)
     else:
-        click.echo(output.render(table.rows, table.columns, fmt), nl=False)
+        click.echo(output.render(table.rows, table.columns, fmt, table.shares, with_shares), nl=False)
 
 
 @contextlib.contextmanager
@@ -834,17 +834,23 @@ def show(urls, store_path, ranking_name, fmt):
     is_flag=True,
     help="TARGET is a host (as in URLs, with its port if any): the backlinks of all its pages.",
 )
+@click.option(
+    "--with-shares",
+    is_flag=True,
+    help="CSV: the share lines too, after the links, as rows with an empty URL (JSON has them under shares).",
+)
 @format_option
-def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, fmt):
+def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, with_shares, fmt):
     """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
 
     Each link shows its contribution, d·PR(v)·w/W(v), what it passes to URL,
     and its share of URL's PageRank, the build that first saw it, its anchor
     text and its host's rank (once hosts are ranked), in the table as in CSV
-    and JSON; the rows end with the shares of the links not listed, of URL's
-    links to itself (never listed as backlinks), of the random jump and of
-    pages without out-links (for a whole host: and of its internal links),
-    which add up to 1 with the rows.  Nofollow links are listed apart: they
+    and JSON; then the shares of the links not listed, of URL's links to
+    itself (never listed as backlinks), of the random jump and of pages
+    without out-links (for a whole host: and of its internal links), which
+    add up to 1 with the rows: lines after the table's rows, JSON's object
+    {"rows": [...], "shares": {...}}, in CSV only with --with-shares.  Nofollow links are listed apart: they
     give nothing.  --since lists the links first seen after a build; --lost
     those that a recrawl no longer found.  --group-by host folds the linking
     pages into linking hosts, ranked by host rank (`rankstore rank --level
@@ -855,7 +861,8 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
     \b
     Examples:
         rankstore backlinks https://competitor.example/ --format csv -n 0 > all-backlinks.csv
-        rankstore backlinks https://competitor.example/ --sort contribution -n 10
+        rankstore backlinks https://competitor.example/ --sort contribution -n 10 --format json
+        rankstore backlinks https://competitor.example/ --format csv --with-shares
         rankstore backlinks https://competitor.example/ --since 2024-05-01
         rankstore backlinks https://competitor.example/ --lost --since 3
         rankstore backlinks competitor.example --host --group-by host
@@ -872,7 +879,7 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
             table = views.referring_hosts_view(store, target, host, ranking_name, sort, after, limit, offset)
         else:
             table, _ = views.backlinks_view(store, target, host, ranking_name, sort, after, limit, offset)
-    _emit(table, fmt)
+    _emit(table, fmt, with_shares)
 
 
 def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
@@ -1038,35 +1045,21 @@ def export(store_path, ranking_name, what, fmt, path):
     """
     if fmt == "parquet" and not path:
         raise click.UsageError("--format parquet needs --output FILE")
-    if what != "scores":
-        from .export import SCHEMAS, batches, write
+    from .export import SCHEMAS, batches, scores, write, write_scores
 
+    if what != "scores":
         with reading(store_path) as store:
-            sink = path if path else sys.stdout.buffer
-            rows = write(batches(store, what), SCHEMAS[what], sink, fmt)
+            rows = write(batches(store, what), SCHEMAS[what], path or sys.stdout.buffer, fmt)
         if path:
             click.echo(f"wrote {rows:,} {what} rows to {path}", err=True)
         return
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        notes = views.stale_notes(store, ranking)
-        columns = views.export_columns(store, ranking)
-    for note in notes:
+        found = scores(store, ranking_name)
+    for note in found.notes:
         click.echo(f"note: {note}", err=True)
-    count = len(next(iter(columns.values())))
+    count = write_scores(found, path or sys.stdout, fmt)
     if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.table(columns), path)
         click.echo(f"wrote {count:,} rows to {path}", err=True)
-        return
-    handle = open(path, "w", newline="", encoding="utf-8") if path else sys.stdout
-    try:
-        output.write_csv(handle, list(columns), zip(*columns.values()))
-    finally:
-        if path:
-            handle.close()
 
 
 @cli.command(context_settings=CONTEXT)
@@ -1104,37 +1097,10 @@ def stats(store_path, ranking_name, plot):
         f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}"
     )
     if plot:
-        import matplotlib
+        from .plots import stats_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-        title = "Convergence (cf. paper, Figure 4)"
-        if history is None:
-            click.echo(f"convergence: no version of {ranking.name} has a history of two residuals or more to plot")
-            left.text(0.5, 0.5, "no convergence history", ha="center", va="center", transform=left.transAxes)
-        else:
-            steps = [(i, r) for i, r in enumerate(history.residuals, 1) if r > 0]  # a log axis has no 0
-            left.semilogy([i for i, _ in steps], [r for _, r in steps], marker=".")
-            if history.version != ranking.version:
-                title = f"Convergence of {history.label} (cf. paper, Figure 4)"
-                warm = (
-                    f" from a warm start on v{ranking.params['warm_from']}" if ranking.params.get("warm_from") else ""
-                )
-                click.echo(
-                    f"convergence: plotted {history.label} ({history.iterations} iterations); "
-                    f"{ranking.label} has no history to plot ({ranking.iterations} iterations{warm})"
-                )
-        left.set(xlabel="iteration", ylabel="L1 residual", title=title)
-        left.grid(True, which="both", alpha=0.3)
-        right.loglog(np.arange(1, len(scores) + 1), scores, marker=".", linestyle="none", markersize=2)
-        right.set(xlabel="rank", ylabel="PageRank", title="Rank distribution")
-        right.grid(True, which="both", alpha=0.3)
-        figure.suptitle(f"{ranking.name} v{ranking.version}: {ranking.pages:,} pages")
-        figure.tight_layout()
-        figure.savefig(plot, dpi=110)
-        click.echo(f"wrote {plot}")
+        for line in stats_figure(ranking, scores, history, plot):
+            click.echo(line)
 
 
 # ------------------------------------------------------------------ comparing rankings

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +25,7 @@ from . import output
 from .choices import EXPORT_TABLES
 from .store import Store
 
-__all__ = ["TABLES", "SCHEMAS", "batches", "write"]
+__all__ = ["TABLES", "SCHEMAS", "batches", "write", "Scores", "scores", "write_scores"]
 
 TABLES = EXPORT_TABLES
 
@@ -184,3 +186,42 @@ def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -
 
 def _text(binary) -> io.TextIOWrapper:
     return io.TextIOWrapper(binary, encoding="utf-8", newline="")
+
+
+# ------------------------------------------------------------------ a ranking's scores
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A ranking's every node, best first, as columns (:func:`rankstore.views.export_columns`), and what is
+    said beside them (a stale ranking)."""
+
+    columns: dict[str, list]
+    notes: list[str]
+
+    @property
+    def rows(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+
+def scores(store: Store, name: str) -> Scores:
+    """The newest ranking ``name``'s scores: a page ranking's pages, a host (site) ranking's hosts (sites)."""
+    from . import views
+
+    ranking = store.ranking(name)
+    return Scores(views.export_columns(store, ranking), views.stale_notes(store, ranking))
+
+
+def write_scores(found: Scores, sink: str | IO[str], fmt: str) -> int:
+    """The scores to ``sink`` (a path; a text file for CSV) as Parquet or CSV; returns the rows written."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table(found.columns), sink)
+        return found.rows
+    handle = open(sink, "w", newline="", encoding="utf-8") if isinstance(sink, str) else sink
+    try:
+        return output.write_csv(handle, list(found.columns), zip(*found.columns.values()))
+    finally:
+        if isinstance(sink, str):
+            handle.close()

@@ -14,6 +14,11 @@ comes from:
 * **JSON**: a list of objects, two-space indent, UTF-8 text (nothing
   escaped), ``null`` for a value that is not known (a NaN too), booleans and
   numbers as JSON has them.
+* **a backlink report** (rows with :class:`ShareLine` s, the shares of the
+  target's PageRank that come from no listed page): JSON is an object,
+  ``{"rows": [...], "shares": {"other_backlinks": ..., ...}}``; CSV holds the
+  link rows only, unless the share lines are asked for (``--with-shares``),
+  then as rows with an empty URL after them; the table always shows them.
 * **numbers**: shares and contributions are fractions (of 1) in CSV and JSON;
   only the table shows a share as a percentage.  A percentile is on its own
   0-100 scale everywhere (it is one, as the paper shows it).
@@ -26,9 +31,37 @@ import io
 import json
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
-__all__ = ["csv_text", "json_text", "render", "write_csv", "write_csv_columns", "table_lines", "TEXT_COLUMNS"]
+__all__ = [
+    "csv_text",
+    "json_text",
+    "render",
+    "ShareLine",
+    "share_rows",
+    "write_csv",
+    "write_csv_columns",
+    "table_lines",
+    "TEXT_COLUMNS",
+]
+
+
+@dataclass(frozen=True)
+class ShareLine:
+    """A backlink report's line that is no page: a share of the target's PageRank from elsewhere."""
+
+    key: str  # its name in JSON's "shares": other_backlinks, links_to_itself, random_jump, ...
+    kind: str  # its words: the table's text and, with --with-shares, CSV's kind column
+    share: float | None
+
+    def row(self) -> dict:
+        """As the table (and CSV with --with-shares) shows it: a row with no URL, its words as its kind."""
+        return {"url": None, "kind": self.kind, "share": self.share, "bar": 0}
+
+
+def share_rows(shares: Sequence[ShareLine] | None) -> list[dict]:
+    return [line.row() for line in shares or ()]
 
 
 def _plain(value: Any) -> Any:
@@ -93,12 +126,26 @@ def json_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
     return json.dumps([{c: _plain(row.get(c)) for c in columns} for row in rows], indent=2, ensure_ascii=False) + "\n"
 
 
-def render(rows: Sequence[dict], columns: Sequence[str], fmt: str) -> str:
-    """The rows as ``fmt`` (``csv`` or ``json``) writes them."""
+def render(
+    rows: Sequence[dict],
+    columns: Sequence[str],
+    fmt: str,
+    shares: Sequence[ShareLine] | None = None,
+    with_shares: bool = False,
+) -> str:
+    """The rows as ``fmt`` (``csv`` or ``json``) writes them.
+
+    ``shares`` (not None) makes the rows a backlink report: JSON an object of
+    the rows and the shares by name (empty where the report gives none, as
+    with ``--since``), CSV the rows alone unless ``with_shares``."""
     if fmt == "json":
-        return json_text(rows, columns)
+        if shares is None:
+            return json_text(rows, columns)
+        listed = [{c: _plain(row.get(c)) for c in columns} for row in rows]
+        named = {line.key: _plain(line.share) for line in shares}
+        return json.dumps({"rows": listed, "shares": named}, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        return csv_text(rows, columns)
+        return csv_text([*rows, *share_rows(shares)] if with_shares else rows, columns)
     raise ValueError(f"format must be csv or json, not {fmt!r}")
 
 

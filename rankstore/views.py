@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from . import display
 from .compare import TOP_KS, RankingRef, compare_rankings
+from .output import ShareLine
 from .store import BacklinkReport, Ranking, Store
 from .urls import host_of, site_of
 
@@ -50,7 +51,7 @@ __all__ = [
     "decorate",
     "decorate_level",
     "link_columns",
-    "share_rows",
+    "share_lines",
     "page_columns",
     "stale_notes",
     "level_note",
@@ -138,6 +139,8 @@ class Table:
     notes: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # asked for, not in the store
     unranked: list[str] = field(default_factory=list)  # in the store, added since the ranking
+    # a backlink report's shares that are no page (empty with --since); None: the view is no backlink report
+    shares: list[ShareLine] | None = None
 
 
 def _percentiles(positions, pages: int) -> list[float]:
@@ -216,23 +219,26 @@ def link_columns(rows: Sequence[dict], lowest: float, highest: float) -> list[di
     return decorated
 
 
-def _share_row(kind: str, value: float | None) -> dict:
-    return {"url": None, "kind": kind, "share": value, "bar": 0}
-
-
-def share_rows(report: BacklinkReport, listed: Sequence[dict], whole_host: bool) -> list[dict]:
+def share_lines(report: BacklinkReport, listed: Sequence[dict], whole_host: bool) -> list[ShareLine]:
     """The lines that are not pages: the shares of the backlinks not listed, of the page's links to itself
     (never listed as backlinks), of the random jump and of pages without out-links (with a whole host's
     internal links); with ``listed`` they add up to 1."""
     if report.links_share is None:
         return []
     rest = report.links_share - sum(row["share"] for row in listed if row.get("share"))
-    sinks = "internal links and pages without out-links" if whole_host else "pages without out-links"
-    out = [_share_row("other backlinks", 0.0 if abs(rest) < 1e-12 else rest)]
+    out = [ShareLine("other_backlinks", "other backlinks", 0.0 if abs(rest) < 1e-12 else rest)]
     if report.self_share:
-        out.append(_share_row("its links to itself", report.self_share))
-    out += [_share_row("random jump", report.jump_share), _share_row(sinks, report.sinks_share)]
-    return out
+        out.append(ShareLine("links_to_itself", "its links to itself", report.self_share))
+    out.append(ShareLine("random_jump", "random jump", report.jump_share))
+    if whole_host:
+        sinks = ShareLine(
+            "internal_links_and_pages_without_out_links",
+            "internal links and pages without out-links",
+            report.sinks_share,
+        )
+    else:
+        sinks = ShareLine("pages_without_out_links", "pages without out-links", report.sinks_share)
+    return [*out, sinks]
 
 
 def page_columns(rows: Sequence[dict], extra: Sequence[str]) -> list[str]:
@@ -385,21 +391,21 @@ def backlinks_view(
     offset: int = 0,
 ) -> tuple[Table, BacklinkReport]:
     """A page's (or a whole host's) backlinks with contribution, share, first build and host rank, then the
-    shares that are not pages (without ``since``)."""
+    shares that are not pages (:class:`Table` ``shares``; none with ``since``)."""
     ranking = store.page_ranking(name)
     lowest, highest = store.score_range(ranking)
     report = store.backlink_report(url, name, sort, since, limit, offset, host=host)
     rows = link_columns(report.rows, lowest, highest) + link_columns(report.nofollow_rows, lowest, highest)
     with_host_ranks(store, rows)
-    if since is None:
-        rows += share_rows(report, rows, host is not None)
+    shares = share_lines(report, rows, host is not None) if since is None else []
     notes = stale_notes(store, ranking)
     if report.unranked:
         notes.append(
             f"{report.unranked:,} backlinks first seen after build {report.ranked_build} are not in the graph "
             f"{ranking.label} ranked: listed without contribution or share, which are that graph's"
         )
-    return Table(rows, page_columns(rows, BACKLINK_EXTRA), notes), report
+    columns = page_columns([*rows, *(line.row() for line in shares)], BACKLINK_EXTRA)
+    return Table(rows, columns, notes, shares=shares), report
 
 
 def lost_view(store: Store, url: str, name: str, since: int | None, limit: int, offset: int = 0) -> Table:

@@ -139,7 +139,7 @@ def test_a_page_found_gone_loses_its_links_as_of_that_build(in_order):
     assert [(b["build"], b["lost_links"]) for b in builds] == [(1, 0), (2, 2)]
     assert "1 page(s) found gone (404, 410)" in output
     # still a page of the graph, linked from index.html and a.html, that ranks nothing on
-    backlinks = json.loads(run("backlinks", url + "b.html", "--format", "json", "--store", store))
+    backlinks = json.loads(run("backlinks", url + "b.html", "--format", "json", "--store", store))["rows"]
     assert {row["url"] for row in backlinks if row["kind"] == "link"} == {url, url + "index.html", url + "a.html"}
 
 
@@ -217,7 +217,7 @@ def test_a_small_build_keeps_the_other_pages_new_marks(small_build):
     assert data.new_backlinks == 2 and data.since == 1
     assert "2 new since build 1" in panel(data)
     # every new backlink is among those the "since" link lists
-    since = json.loads(run("backlinks", url + "d.html", "--since", "1", "--format", "json", "--store", store))
+    since = json.loads(run("backlinks", url + "d.html", "--since", "1", "--format", "json", "--store", store))["rows"]
     assert set(new) <= {row["url"] for row in since}
 
 
@@ -279,7 +279,7 @@ def test_captures_are_ordered_by_their_warc_date(tmp_path, commit_every):
         return output
 
     def linking(url: str, since: str) -> list[str]:
-        rows = json.loads(run("backlinks", url, "--since", since, "--format", "json", "--store", store))
+        rows = json.loads(run("backlinks", url, "--since", since, "--format", "json", "--store", store))["rows"]
         return [row["url"] for row in rows if row["kind"] == "link"]
 
     load((P, "2024-01-01T00:00:00Z", 200, page("P", "y", "z")))

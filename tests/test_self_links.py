@@ -42,7 +42,8 @@ def self_linked(python_doc_store, tmp_path_factory):
 
 def test_backlinks_leave_the_page_itself_out(self_linked):
     store, url = self_linked
-    rows = json.loads(run("backlinks", url, "-n", "100000", "--format", "json", "--store", store))
+    report = json.loads(run("backlinks", url, "-n", "100000", "--format", "json", "--store", store))
+    rows = report["rows"]
     listed = [row["url"] for row in rows if row["url"] is not None]
     assert url not in listed
     with sqlite3.connect(store) as db:
@@ -63,9 +64,9 @@ def test_backlinks_leave_the_page_itself_out(self_linked):
         own = float(arrays.votes[page - 1]) / float(arrays.scores[page - 1])  # an unweighted link: votes[v]
         hosts = opened.referring_hosts(url, limit=1000)
         anchors = opened.anchors(url, limit=10_000)
-    shares = {row["kind"]: row["share"] for row in rows if row["url"] is None}
-    assert shares["its links to itself"] == pytest.approx(own, rel=1e-12)
-    assert sum(row["share"] or 0.0 for row in rows) == pytest.approx(1.0, abs=1e-9)
+    shares = report["shares"]
+    assert shares["links_to_itself"] == pytest.approx(own, rel=1e-12)
+    assert sum(row["share"] or 0.0 for row in rows) + sum(shares.values()) == pytest.approx(1.0, abs=1e-9)
     host = url.split("/")[2]
     same_host = [row for row in hosts if row["host"] == host]
     assert same_host and same_host[0]["pages"] == sum(1 for other in others if other.split("/")[2] == host)

@@ -75,7 +75,7 @@ PARAMETERS = {  # what each page reads; any other parameter is a 400
     "/": ("ranking",),
     "/top": ("n", "ranking", "format"),
     "/search": ("q", "page", "ranking", "format"),
-    "/backlinks": ("url", "host", "sort", "since", "lost", "group", "page", "ranking", "format"),
+    "/backlinks": ("url", "host", "sort", "since", "lost", "group", "page", "ranking", "format", "with_shares"),
     "/compare": ("target", "not", "host", "group", "page", "ranking", "format"),
     "/builds": ("url", "host", "ranking", "format"),
     "/page": ("url", "ranking", "format"),

@@ -10,6 +10,7 @@ One page, several views of the same target, each a shareable URL:
 ``&group=host``                      referring hosts: linking pages, best page, host rank, summed contribution
 ``&host=1``                          U is a host (or any URL of it): the backlinks of the whole site
 ``&format=csv|json``                 the same view as the CLI's ``--format csv|json`` writes it, same columns
+``&with_shares=1``                   format=csv: the share lines too, as the CLI's ``--with-shares``
 ``&ranking=NAME``                    another page ranking than the proxy's own (a host ranking is refused)
 
 Rows come from :meth:`~rankstore.store.Store.backlink_report`,
@@ -61,6 +62,7 @@ class View:
     group: str = "page"
     page: int = 1
     fmt: str = "html"
+    with_shares: bool = False  # format=csv: the share lines too, as `rankstore backlinks --with-shares`
     ranking: str = ""  # a page ranking other than the proxy's own, named in every link; "" for its own
 
     @property
@@ -90,6 +92,8 @@ class View:
             params["page"] = str(view.page)
         if view.fmt != "html":
             params["format"] = view.fmt
+        if view.with_shares:
+            params["with_shares"] = "1"
         return escape(proxy_url("/backlinks", **params, **view.extra))
 
 
@@ -123,6 +127,7 @@ def _parse(ranks: Ranks, query: Query) -> View:
         group=choice(query, "group", ("page", "host")),
         page=number(query, "page", 1),
         fmt=choice(query, "format", FORMATS),
+        with_shares=flag(query, "with_shares"),
     )
     if view.lost and (host is not None or view.group == "host"):
         raise BadRequest("lost=1 lists the pages that linked to one URL: not with host=1 or group=host.")
@@ -158,7 +163,7 @@ def _report(ranks: Ranks, view: View):
         shown = len(report.rows) + len(report.nofollow_rows)
         said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks -n 0 gives all"
         note = said if shown < report.backlinks else None
-        return download(view.fmt, table.columns, table.rows, "backlinks", note)
+        return download(view.fmt, table.columns, table.rows, "backlinks", note, table.shares, view.with_shares)
     offset = (view.page - 1) * PAGE_SIZE
     table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE, offset)
     listed = report.rows + report.nofollow_rows
@@ -382,15 +387,15 @@ def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: 
 def _shares(report, view: View) -> str:
     """Where the target's PageRank comes from: the links listed, the rest, the random jump, the sinks (sum 1)."""
     listed = sum(row["share"] for row in report.rows if row.get("share"))
-    rest = views.share_rows(report, report.rows, view.host is not None)
+    rest = views.share_lines(report, report.rows, view.host is not None)
     lines = [
         "<h2>Where its PageRank comes from</h2><table><tr><th>From</th><th>Share</th></tr>",
         f'<tr class="share"><td>the backlinks listed above</td><td class="n">{share(listed)}</td></tr>',
     ]
     total = listed
-    for row in rest:
-        total += row["share"] or 0.0
-        lines.append(f'<tr class="share"><td>{escape(row["kind"])}</td><td class="n">{share(row["share"])}</td></tr>')
+    for line in rest:
+        total += line.share or 0.0
+        lines.append(f'<tr class="share"><td>{escape(line.kind)}</td><td class="n">{share(line.share)}</td></tr>')
     lines.append(f'<tr class="share total"><td>total</td><td class="n">{share(total)}</td></tr></table>')
     return "".join(lines)
 

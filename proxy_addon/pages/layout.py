@@ -100,10 +100,17 @@ FORMATS = ("html", "csv", "json")  # format=: the page, or its rows as the CLI's
 
 
 def download(
-    fmt: str, columns: Sequence[str], rows: Sequence[dict], name: str, truncated: str | None = None
+    fmt: str,
+    columns: Sequence[str],
+    rows: Sequence[dict],
+    name: str,
+    truncated: str | None = None,
+    shares: Sequence[output.ShareLine] | None = None,
+    with_shares: bool = False,
 ) -> tuple[int, dict, bytes]:
-    """Rows as the CLI writes them (:func:`rankstore.output.render`: the same columns, CSV dialect and JSON)."""
-    text = output.render(rows, columns, fmt)
+    """Rows as the CLI writes them (:func:`rankstore.output.render`: the same columns, CSV dialect and JSON,
+    a backlink report's shares as ``rankstore backlinks`` gives them, in CSV with ``with_shares``)."""
+    text = output.render(rows, columns, fmt, shares, with_shares)
     headers = {
         "Content-Type": f"{'application/json' if fmt == 'json' else 'text/csv'}; charset=utf-8",
         "X-Content-Type-Options": "nosniff",
