@@ -62,7 +62,7 @@ def _header(kind: str) -> str:
 BROTLI_UNBOUNDED = pytest.mark.xfail(
     strict=True,
     reason="brotli 1.1.0's Decompressor.process has no output limit: a bomb of a few hundred bytes inflates whole "
-    "in one call"
+    "in one call "
     "(bodies._brotli checks the limit only after it); bounded once brotli >= 1.2's output_buffer_limit is used",
 )
 
