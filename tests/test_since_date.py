@@ -53,8 +53,8 @@ def test_since_a_date_between_two_builds_lists_only_the_second_builds_new_links(
     assert [b["build"] for b in builds] == [1, 2] and builds[0]["finished_at"] < between < builds[1]["started_at"]
 
     def linking(target: str, since: str) -> list[str]:
-        rows = json.loads(run("backlinks", SITE + target, "--since", since, "--format", "json", "--store", store))
-        return sorted(row["url"] for row in rows if row["kind"] == "link")
+        report = json.loads(run("backlinks", SITE + target, "--since", since, "--format", "json", "--store", store))
+        return sorted(row["url"] for row in report["rows"] if row["kind"] == "link")
 
     for moment in (between, between.rstrip("Z"), between.replace("T", " ").rstrip("Z")):  # each form of a date
         assert linking("x", moment) == [SITE + "q"]  # p's link to x is from build 1: not new
