@@ -32,21 +32,28 @@ from .csp import allow_style_hash
 
 # The markup's names, importable from here as before the markup had its own module (new code imports markup)
 from .markup import (
+    LATER_NOTE,
     MAX_BAR_PX,
     PROXY_HOST,
     STYLE,
     STYLE_BLOCK,
     STYLE_HASH,
+    ZERO_NOTE,
     Backlink,
     Estimate,
     LevelPanel,
     LinkInfo,
     PanelData,
     Referrer,
+    bar,
     bars,
     escape,
+    estimate_text,
     format_score,
+    level_section,
     panel,
+    prose,
+    proxy_url,
 )
 
 __all__ = [
@@ -69,6 +76,17 @@ __all__ = [
     "STYLE_HASH",
     "PROXY_HOST",
     "MAX_BAR_PX",
+    # the rest of the markup's names, as before it had its own module
+    "STYLE_BLOCK",
+    "LATER_NOTE",
+    "ZERO_NOTE",
+    "bar",
+    "bars",
+    "panel",
+    "prose",
+    "proxy_url",
+    "estimate_text",
+    "level_section",
     "Scanner",
     "scanner",
     "fast",
