@@ -37,11 +37,12 @@ from mitmproxy.proxy import server_hooks
 from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
+from proxy_addon.markup import PROXY_HOST, STYLE_HASH
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.ranks import LevelChoice, Ranks
-from proxy_addon.rewrite import PROXY_HOST, STYLE_HASH, TooManyLinks
+from proxy_addon.rewrite import TooManyLinks
 from proxy_addon.worker import WorkerError, Workers, preload, prepare_panel, ready, rewrite_page
 from rankstore.store import StoreError
 

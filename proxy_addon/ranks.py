@@ -21,18 +21,9 @@ from rankstore.store import LevelHead, LevelScores, Ranking, RankingLevelError, 
 from rankstore.store.levels import ESTIMATE_LEVELS, LevelKeys
 from rankstore.urls import host_of, site_of
 
-from .rewrite import (
-    MAX_BAR_PX,
-    Backlink,
-    Estimate,
-    LevelPanel,
-    LinkInfo,
-    Marks,
-    PanelData,
-    Referrer,
-    TooManyLinks,
-    proxy_url,
-)
+from ._scan_python import Marks
+from .markup import MAX_BAR_PX, Backlink, Estimate, LevelPanel, LinkInfo, PanelData, Referrer, proxy_url
+from .rewrite import TooManyLinks
 
 __all__ = ["Ranks", "LevelChoice", "page_ranking", "level_heads"]
 

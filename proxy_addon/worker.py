@@ -54,9 +54,10 @@ from collections.abc import Callable, Mapping, Sequence
 from rankstore.urls import canonical
 
 from .bodies import TooLarge, UnknownEncoding, decode, encode
+from .markup import LinkInfo
+from .markup import panel as render_panel
 from .ranks import _CACHE_KEPT, AUTOMATIC, PRELOAD_PAGES, LevelChoice, PageView, Ranks
-from .rewrite import LinkInfo, TooManyLinks, annotate_bytes
-from .rewrite import panel as render_panel
+from .rewrite import TooManyLinks, annotate_bytes
 
 __all__ = ["rewrite_page", "prepare_panel", "preload", "ready", "Workers", "WorkerError", "serve"]
 

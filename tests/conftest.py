@@ -87,3 +87,18 @@ def postgres_doc_store(tmp_path_factory) -> str:
     return _built_store(
         str(tmp_path_factory.mktemp("pg-store") / "pg.db"), POSTGRES_DOC, base_url="http://postgres.local/docs/"
     )
+
+
+@pytest.fixture(params=["c", "python"])
+def scanner(request, monkeypatch) -> str:
+    """The rewriter's scanner twin a test runs on, "c" (``proxy_addon._fastscan``) or "python"
+    (``proxy_addon._scan_python``), set where the rewriter chooses it: ``rewrite.scanner``.
+    ``@pytest.mark.parametrize("scanner", ["c"], indirect=True)`` runs a test on one."""
+    from proxy_addon import _scan_python, rewrite
+
+    if request.param == "c":
+        assert rewrite.fast is not None, "proxy_addon._fastscan did not build (is a C compiler installed?)"
+        monkeypatch.setattr(rewrite, "scanner", rewrite.fast)
+    else:
+        monkeypatch.setattr(rewrite, "scanner", _scan_python)
+    return request.param

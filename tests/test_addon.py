@@ -17,8 +17,8 @@ from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
 from proxy_addon.addon import PageRankProxy
+from proxy_addon.markup import STYLE_HASH
 from proxy_addon.options import parse_settings
-from proxy_addon.rewrite import STYLE_HASH
 from proxy_addon.worker import JOBS_IN_FLIGHT
 from rankstore.cli import cli
 from rankstore.store import Store

@@ -20,10 +20,10 @@ from test_hosts import sites  # noqa: F401  (a module fixture, used by name)
 from test_proxy_e2e import Proxy, browser, severe
 
 from proxy_addon import pages
+from proxy_addon.markup import panel
 from proxy_addon.pages import CSP, MAX_PARAM, respond
 from proxy_addon.pages.params import MAX_NOT, MAX_SINCE, MAX_TARGETS
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import panel
 from rankstore.cli import cli
 from rankstore.store import PageData, Store
 

@@ -21,10 +21,11 @@ import shutil
 import numpy as np
 import pytest
 
-from proxy_addon import rewrite
+from proxy_addon import markup, rewrite
+from proxy_addon.markup import MAX_BAR_PX, LinkInfo, bars, format_score, panel
 from proxy_addon.pages import respond
 from proxy_addon.ranks import LevelChoice, Ranks
-from proxy_addon.rewrite import MAX_BAR_PX, LinkInfo, annotate, bars, format_score, panel
+from proxy_addon.rewrite import annotate
 from proxy_addon.worker import rewrite_page
 from rankstore.store import Store, StoreError
 
@@ -108,13 +109,6 @@ LINKS = {
 DOCUMENT = "<!doctype html><title>t</title><body>" + "".join(
     f'<a href="{href}">{text}</a>\n' for href, text in LINKS.items()
 )
-
-
-@pytest.fixture(params=["c", "python"])
-def scanner(request, monkeypatch):
-    """The C fast path (its marks placed by _fastscan.place) and the Python twin."""
-    monkeypatch.setattr(rewrite, "_scan", rewrite._scan_fast if request.param == "c" else rewrite._scan_python)
-    return request.param
 
 
 def test_a_level_answers_by_its_own_ranking(hosts_store, tmp_path):
@@ -229,7 +223,7 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
 
 
 def test_estimates_are_drawn_apart_outlined_not_filled():
-    style = rewrite.STYLE
+    style = markup.STYLE
     assert "pagerank-bar[data-pagerank-level]{background:#fff!important;border-color:#c00!important}" in style
     assert (
         "pagerank-bar[data-pagerank-level]>pagerank-fill{background:transparent!important;"
@@ -240,7 +234,7 @@ def test_estimates_are_drawn_apart_outlined_not_filled():
 
 
 def test_a_tooltip_is_escaped_and_a_nofollow_estimate_says_so():
-    estimate = rewrite.Estimate("host", 'a"<b>&.example', 0.25, 50.0, 3, 12, 1, 4)
+    estimate = markup.Estimate("host", 'a"<b>&.example', 0.25, 50.0, 3, 12, 1, 4)
     plain, nofollow = bars(LinkInfo(None, estimate=estimate))
     assert '"<b>' not in plain and "a&quot;&lt;b&gt;&amp;.example" in plain
     assert 'data-pagerank-level="host" data-pagerank-estimate="0.25" data-w="12"' in plain

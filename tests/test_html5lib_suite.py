@@ -22,8 +22,9 @@ import re
 import html5lib
 import pytest
 
-from proxy_addon import rewrite
-from proxy_addon.rewrite import LinkInfo, PanelData, annotate
+from proxy_addon import _scan_python, rewrite
+from proxy_addon.markup import LinkInfo, PanelData
+from proxy_addon.rewrite import annotate
 from rankstore.extract import sniff_charset
 from rankstore.urls import canonical
 
@@ -266,14 +267,8 @@ def _extractor_problems(source: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("scanner", ["c", "python"])
 @pytest.mark.parametrize("path", FILES, ids=lambda path: os.path.relpath(path, SUITE))
-def test_rewriter_output_parses_as_the_input_with_one_bar_per_link(path, scanner, monkeypatch):
-    if scanner == "c":
-        assert rewrite._fastscan is not None
-        monkeypatch.setattr(rewrite, "_scan", rewrite._scan_fast)
-    else:
-        monkeypatch.setattr(rewrite, "_scan", rewrite._scan_python)
+def test_rewriter_output_parses_as_the_input_with_one_bar_per_link(path, scanner):
     listed = _expected_failures()
     unexpected, fixed = [], []
     for index, source in enumerate(_documents(path)):
@@ -304,18 +299,20 @@ def test_extractor_finds_the_links_and_title_html5lib_finds(path):
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: os.path.relpath(path, SUITE))
 def test_the_scanners_answer_alike_on_every_document(path):
+    from proxy_addon import _fastscan
+
     for index, source in enumerate(_documents(path)):
-        fast, python = rewrite._scan_fast(source), rewrite._scan_python(source)
+        fast = rewrite._scan_of(_fastscan.scan(source), source)
+        python = rewrite._scan_of(_scan_python.scan(source), source)
         assert fast == python, (_case_id(path, index), source)
 
 
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
 @pytest.mark.parametrize("charset", ["utf-8", "cp1252"])
 @pytest.mark.parametrize("path", FILES, ids=lambda path: os.path.relpath(path, SUITE))
-def test_bytes_read_as_they_are_give_the_page_their_text_gives(path, charset, monkeypatch):
+def test_bytes_read_as_they_are_give_the_page_their_text_gives(path, charset, scanner):
     """UTF-8 and single-byte bodies are scanned and spliced as bytes by the C twin: the same new body, byte
     for byte, as the text decoded, annotated and encoded again (and the same edits, in bytes)."""
-    assert rewrite._fastscan is not None
-    monkeypatch.setattr(rewrite, "_scan", rewrite._scan_fast)
 
     def lookup(urls):
         return {url: LinkInfo(0.25, 50.0, 5, 3, 20) for url in urls if "x" in url}

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from proxy_addon import options
+from proxy_addon.markup import LinkInfo, panel, prose
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import LinkInfo, panel, prose
 from proxy_addon.worker import _ranks_for, preload, rewrite_page
 from rankstore.cli import cli
 from rankstore.store import Store

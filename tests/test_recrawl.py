@@ -30,8 +30,8 @@ from sitecrawl import crawl, serve
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from proxy_addon.markup import panel
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import panel
 from rankstore.cli import cli
 from rankstore.sources import edgelist
 from rankstore.store import Store

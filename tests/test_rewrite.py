@@ -11,17 +11,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy_addon.csp import allow_style_hash, apply
-from proxy_addon.rewrite import (
-    STYLE_HASH,
-    Backlink,
-    LinkInfo,
-    PanelData,
-    TooManyLinks,
-    annotate,
-    annotate_bytes,
-    bar,
-    remove_edits,
-)
+from proxy_addon.markup import STYLE_HASH, Backlink, LinkInfo, PanelData, bar
+from proxy_addon.rewrite import TooManyLinks, annotate, annotate_bytes, remove_edits
 
 from conftest import POSTGRES_DOC, PYTHON_DOC
 
@@ -29,17 +20,10 @@ PAGE = "http://site.example/dir/page.html"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(autouse=True, params=["c", "python"])
-def scanner(request, monkeypatch):
-    """Every test here runs on both scanners: the C one and its pure-Python twin."""
-    from proxy_addon import rewrite
-
-    if request.param == "c":
-        assert rewrite._fastscan is not None, "proxy_addon._fastscan did not build (is a C compiler installed?)"
-        monkeypatch.setattr(rewrite, "_scan", rewrite._scan_fast)
-    else:
-        monkeypatch.setattr(rewrite, "_scan", rewrite._scan_python)
-    return request.param
+@pytest.fixture(autouse=True)
+def on_each_twin(scanner):
+    """Every test here runs on both scanners: the C one and its pure-Python twin (conftest's ``scanner``)."""
+    return scanner
 
 
 INFO = LinkInfo(0.01, 99.5, 4, 12, 30)
@@ -344,28 +328,30 @@ _METAS_THAT_MATTER = (
 @example(attrs=_METAS_THAT_MATTER[4], as_bytes=False)
 @settings(max_examples=400, deadline=None)
 def test_a_meta_told_apart_without_parsing_is_one_the_parse_would_ignore(attrs, as_bytes):
-    from proxy_addon import rewrite
+    from proxy_addon import _scan_python, rewrite
 
     doc = f"<meta {attrs}>"
     start, end = len("<meta "), len(doc) - 1
     data = doc.encode("utf-8") if as_bytes else doc
     full = rewrite._Scan([], None, None, None, False, [])  # the tag read whole, its attributes parsed
-    original = rewrite._may_matter
+    original = _scan_python.may_matter
     try:
-        rewrite._may_matter = lambda attrs: True
+        _scan_python.may_matter = lambda attrs: True
         rewrite._head_tag(full, "meta", data, start, end, "utf-8" if as_bytes else None)
     finally:
-        rewrite._may_matter = original
+        _scan_python.may_matter = original
     if full.robots_nofollow or full.csp_metas:
-        assert rewrite._may_matter(data[start:end])
+        assert _scan_python.may_matter(data[start:end])
     if attrs in _METAS_THAT_MATTER:
         assert full.robots_nofollow or full.csp_metas
     quick = rewrite._Scan([], None, None, None, False, [])
     rewrite._head_tag(quick, "meta", data, start, end, "utf-8" if as_bytes else None)
     assert (quick.robots_nofollow, quick.csp_metas) == (full.robots_nofollow, full.csp_metas)
-    if rewrite._fastscan is not None:  # the C scanner hands Python only the metas that may matter: the same
-        reference = rewrite._scan_python(doc)
-        scans = [rewrite._scan_fast(doc)] + ([rewrite._scan_fast(doc.encode(), "utf-8")] if doc.isascii() else [])
+    if rewrite.fast is not None:  # the C scanner hands Python only the metas that may matter: the same
+        reference = _scanned(_scan_python, doc)
+        scans = [_scanned(rewrite.fast, doc)]
+        if doc.isascii():
+            scans.append(_scanned(rewrite.fast, doc.encode(), "utf-8"))
         for fast in scans:  # (in bytes, offsets are the characters' only where every one is ASCII)
             assert (fast.robots_nofollow, fast.csp_metas) == (reference.robots_nofollow, reference.csp_metas)
 
@@ -724,6 +710,14 @@ SOUP = st.lists(
 ).map("".join)
 
 
+def _scanned(twin, doc, encoding=None):
+    """What ``twin`` (the module ``_fastscan`` or ``_scan_python``) finds in ``doc``, read whole."""
+    from proxy_addon import rewrite
+
+    answer = twin.scan(doc) if encoding is None else twin.scan(doc, encoding)
+    return rewrite._scan_of(answer, doc, encoding)
+
+
 def _scan_answer(scan):
     return (
         scan.links,
@@ -741,8 +735,8 @@ def _scan_answer(scan):
 def test_the_c_scanner_is_built_and_used(scanner):
     from proxy_addon import rewrite
 
-    assert rewrite._fastscan is not None, "proxy_addon._fastscan did not build (is a C compiler installed?)"
-    assert rewrite._scan is rewrite._scan_fast
+    assert rewrite.fast is not None, "proxy_addon._fastscan did not build (is a C compiler installed?)"
+    assert rewrite.scanner is rewrite.fast
 
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
@@ -751,19 +745,19 @@ def test_the_c_scanner_is_built_and_used(scanner):
 )
 @given(source=SOUP)
 def test_c_scanner_answers_as_the_python_reference_on_tag_soup(scanner, source):
-    from proxy_addon.rewrite import _scan_fast, _scan_python
+    from proxy_addon import _fastscan, _scan_python
 
-    assert _scan_answer(_scan_fast(source)) == _scan_answer(_scan_python(source))
+    assert _scan_answer(_scanned(_fastscan, source)) == _scan_answer(_scanned(_scan_python, source))
 
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
 @pytest.mark.parametrize("root", [PYTHON_DOC, POSTGRES_DOC])
 def test_c_scanner_answers_as_the_python_reference_on_real_pages(scanner, root):
-    from proxy_addon.rewrite import _scan_fast, _scan_python
+    from proxy_addon import _fastscan, _scan_python
 
     for path in _real_pages(root, 400):
         text = open(path, encoding="utf-8", errors="surrogateescape").read()
-        assert _scan_answer(_scan_fast(text)) == _scan_answer(_scan_python(text)), path
+        assert _scan_answer(_scanned(_fastscan, text)) == _scan_answer(_scanned(_scan_python, text)), path
 
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
@@ -798,18 +792,18 @@ def test_utf8_bodies_always_round_trip(scanner, body):
 # bytes read as they are (UTF-8, single-byte charsets) against the text decoded, annotated, encoded
 def _bytes_and_text_ways(body, charset, url):
     """The new body by the C twin reading bytes, and by the Python twin on the decoded text."""
-    from proxy_addon import rewrite
+    from proxy_addon import _scan_python, rewrite
 
     content_type = f"text/html; charset={charset}"
     panel_data = lambda page: PanelData(page, INFO, [], 3)  # noqa: E731
-    original = rewrite._scan
+    original = rewrite.scanner
     try:
-        rewrite._scan = rewrite._scan_fast
+        rewrite.scanner = rewrite.fast
         fast = annotate_bytes(body, content_type, url, everything, panel_data)
-        rewrite._scan = rewrite._scan_python
+        rewrite.scanner = _scan_python
         python = annotate_bytes(body, content_type, url, everything, panel_data)
     finally:
-        rewrite._scan = original
+        rewrite.scanner = original
     return fast, python
 
 
@@ -853,8 +847,7 @@ def test_shift_jis_and_utf16_are_decoded_not_read_as_bytes():
     inserts=st.lists(st.tuples(st.floats(0, 1), st.text(alphabet="ab<>\u00e9\u20ac\U0001f600", max_size=4))),
 )
 def test_the_splice_twins_agree(scanner, doc, inserts):
-    from proxy_addon import _fastscan
-    from proxy_addon.rewrite import _splice_python
+    from proxy_addon import _fastscan, _scan_python
 
     edits = sorted(((int(at * len(doc)), text) for at, text in inserts), key=lambda edit: edit[0])
     if isinstance(doc, bytes):  # into bytes: bytes, or ASCII text
@@ -862,7 +855,7 @@ def test_the_splice_twins_agree(scanner, doc, inserts):
             (at, text.encode() if i % 2 else text.encode().decode("ascii", "ignore"))
             for i, (at, text) in enumerate(edits)
         ]
-    assert _fastscan.splice(doc, edits) == _splice_python(doc, edits)
+    assert _fastscan.splice(doc, edits) == _scan_python.splice(doc, edits)
 
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
@@ -955,7 +948,7 @@ def test_marks_of_a_ranking_version_are_not_used_with_the_next(tmp_path):
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
 def test_the_c_marks_twins_answer_as_the_python_ones_and_refuse_what_they_cannot_read(scanner):
     from proxy_addon import _fastscan
-    from proxy_addon.rewrite import _place_python
+    from proxy_addon._scan_python import place as _place_python
 
     links = [(5, "a", False), (9, "b", True), (12, "a", False), (20, "#", False), (30, "c", False)]
     table = {"a": ("A", "nA", True), "#": None, "z": ("Z", "nZ", False)}

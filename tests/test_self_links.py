@@ -169,9 +169,9 @@ def test_a_page_is_not_its_own_lost_backlink(recrawled):
     assert [row["url"] for row in rows] == [other]
     table = run("backlinks", url, "--lost", "--store", store)
     assert other in table and url not in table.replace(other, "")
+    from proxy_addon.markup import escape
     from proxy_addon.pages import respond
     from proxy_addon.ranks import Ranks
-    from proxy_addon.rewrite import escape
 
     ranks = Ranks(store)
     try:

@@ -17,9 +17,9 @@ import shutil
 
 import pytest
 
+from proxy_addon.markup import LATER_NOTE, escape
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from proxy_addon.rewrite import LATER_NOTE, escape
 from rankstore.store import Store
 
 from conftest import POSTGRES_DOC, PYTHON_DOC, invoke, run

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -57,7 +58,7 @@ def best_ms(function, texts: list[str], passes: int = 5) -> float:
 def main() -> None:
     from bs4 import BeautifulSoup
 
-    from proxy_addon import rewrite
+    from proxy_addon import _scan_python, markup, rewrite
 
     pages = []
     for folder, _, files in os.walk(DOC):
@@ -66,15 +67,18 @@ def main() -> None:
             if name.endswith(".html") and 30_000 <= os.path.getsize(path) <= 50_000:
                 pages.append(open(path, encoding="utf-8").read())
     big = [open(os.path.join(DOC, "library", "functions.html"), encoding="utf-8").read()]
-    info = rewrite.LinkInfo(1e-5, 50.0, 3, 10, 12)
+    info = markup.LinkInfo(1e-5, 50.0, 3, 10, 12)
 
     def annotate(text: str) -> None:
         rewrite.annotate(text, "http://docs.local/library/page.html", lambda urls: {url: info for url in urls})
 
-    print(f"{len(pages)} pages of 30-50 KB; C scanner built: {rewrite._fastscan is not None}")
+    def scan_by(twin: rewrite.Scanner) -> Callable[[str], object]:
+        return lambda text: rewrite._scan_of(twin.scan(text), text)
+
+    print(f"{len(pages)} pages of 30-50 KB; C scanner built: {rewrite.fast is not None}")
     rows = [
-        ("scan, C (_fastscan)", rewrite._scan_fast if rewrite._fastscan else None),
-        ("scan, Python reference", rewrite._scan_python),
+        ("scan, C (_fastscan)", scan_by(rewrite.fast) if rewrite.fast else None),
+        ("scan, Python reference", scan_by(_scan_python)),
         ("annotate (scan, bars, assembly)", annotate),
         ("BeautifulSoup html.parser, a[href]", lambda text: BeautifulSoup(text, "html.parser").find_all("a")),
     ]

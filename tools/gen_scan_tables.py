@@ -4,7 +4,7 @@
     python tools/gen_scan_tables.py          # rewrite proxy_addon/scan_tables.py and proxy_addon/_scan_tables.h
     python tools/gen_scan_tables.py --check  # exit 1 when either file is not what this would write
 
-The Python scanner (proxy_addon/rewrite.py) and its C twin (proxy_addon/_fastscan.c)
+The Python scanner (proxy_addon/_scan_python.py) and its C twin (proxy_addon/_fastscan.c)
 decide the same things from the same names: which elements switch the tokenizer to
 RCDATA, RAWTEXT, script data or PLAINTEXT, which start tags break out of SVG/MathML,
 which foreign elements are integration points.  Kept in one place so that the twins

@@ -27,8 +27,8 @@ from rankstore.store import StoreError
 from rankstore.store.analysis import SORTS
 from rankstore.urls import host_of
 
+from ..markup import bar, escape, format_score, proxy_url
 from ..ranks import Ranks
-from ..rewrite import bar, escape, format_score, proxy_url
 from .layout import (
     FORMATS,
     BadRequest,

@@ -12,8 +12,8 @@ from rankstore.store import Ranking
 from rankstore.store.queries import SEARCH_SCAN
 from rankstore.urls import host_of, site_of
 
+from ..markup import LinkInfo, bar, escape, estimate_text, format_score, level_section, proxy_url
 from ..ranks import Ranks
-from ..rewrite import LinkInfo, bar, escape, estimate_text, format_score, level_section, proxy_url
 from .layout import (
     FORMATS,
     UNRANKED,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from rankstore import views
 
+from ..markup import escape, proxy_url
 from ..ranks import Ranks
-from ..rewrite import escape, proxy_url
 from .layout import FORMATS, NotFound, download, html_response, with_ranking
 from .params import Query, choice, first, flag, ranking, target
 

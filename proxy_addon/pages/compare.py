@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 from rankstore import views
 
+from ..markup import escape, format_score, proxy_url
 from ..ranks import Ranks
-from ..rewrite import escape, format_score, proxy_url
 from .layout import FORMATS, NotFound, download, html_response, rows_table, with_ranking
 from .params import (
     CSV_ROWS,

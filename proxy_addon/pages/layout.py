@@ -15,8 +15,8 @@ from rankstore import output
 from rankstore.store import Ranking, Store
 from rankstore.views import MEMBERS
 
+from ..markup import STYLE, LinkInfo, bar, escape, format_score, prose, proxy_url
 from ..ranks import Ranks
-from ..rewrite import STYLE, LinkInfo, bar, escape, format_score, prose, proxy_url
 
 __all__ = [
     "CSP",
