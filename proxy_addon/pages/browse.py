@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rankstore import views
 from rankstore.store import Ranking
-from rankstore.store.queries import SEARCH_SCAN
+from rankstore.store.queries import SEARCH_SCAN, search_words
 from rankstore.urls import host_of, site_of
 
 from ..ranks import Ranks
@@ -74,6 +74,8 @@ def search(ranks: Ranks, query: Query):
     if len(text) > MAX_QUERY:
         raise BadRequest(f"A search can be at most {MAX_QUERY} characters long.")
     words = text.split()
+    if search_words(words) != words:
+        raise BadRequest("A search cannot hold control characters.")
     if len(words) > MAX_WORDS:
         raise BadRequest(f"A search can have at most {MAX_WORDS} words.")
     page = number(query, "page", 1, 1, SEARCH_SCAN // PAGE_SIZE)

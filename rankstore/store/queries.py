@@ -17,6 +17,7 @@ page's.  A page's links to itself are never listed among its backlinks.
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -28,11 +29,22 @@ from .graph import GraphMixin
 from .pages import PagesMixin, url_keys
 from .rankings import Ranking, RankingArrays, RankingsMixin
 
-__all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow"]
+__all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow", "search_words"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
 SEARCH_SCAN = 20_000  # title matches ranked per search (see QueriesMixin.search_titles)
+
+
+def search_words(words: Sequence[str]) -> list[str]:
+    """The words a title search looks for: control characters and lone surrogates read as spaces.
+
+    SQLite ends a query string at a NUL (FTS5 then reports an unterminated
+    string) and cannot encode a lone surrogate, which a command line can
+    carry from bytes that are not UTF-8; neither can be in a title's words.
+    """
+    cleaned = "".join(" " if unicodedata.category(char) in ("Cc", "Cs") else char for char in " ".join(words))
+    return cleaned.split()
 
 
 def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, crawled: int) -> dict:
@@ -295,7 +307,8 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     ) -> list[dict]:
         """Pages whose title has every word, best PageRank first (the paper's section 5.1).
 
-        Each word is quoted as an FTS5 string, so quotes, ``*``, ``-``, ``:``,
+        Control characters are read as spaces (:func:`search_words`).  Each
+        word is quoted as an FTS5 string, so quotes, ``*``, ``-``, ``:``,
         parentheses, ``NEAR`` and ``OR`` are searched as plain words and never
         read as query syntax (a word of punctuation alone matches nothing).
 
@@ -308,7 +321,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         the alternative, an index ordered by PageRank, would have to be rebuilt
         with every ranking.
         """
-        query = " ".join('"' + word.replace('"', '""') + '"' for word in words if word)
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in search_words(words))
         if not query or offset >= SEARCH_SCAN:
             return []
         with self.snapshot():
