@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ __all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow", "sear
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
 SEARCH_FIRST = 20_000  # title matches read by id before a search checks the ranking's best pages instead
-_WALK_COST = 300  # matches read in bulk that cost as much as checking one page of the ranking for a match
+_CHECK_SECONDS = 40e-6  # checking one page of the ranking for a match (an FTS5 look-up of its id), as measured
 
 
 def search_words(words: Sequence[str]) -> list[str]:
@@ -330,9 +331,12 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         need = offset + limit
         with self.snapshot():
             arrays = self.ranking_arrays(self._page_head(name)[0])
+            started = time.perf_counter()
             ids = self._title_matches(query, SEARCH_FIRST)
             if len(ids) == SEARCH_FIRST:
-                walked = self._walk_best(arrays, query, need, density=len(ids) / int(ids[-1]))
+                # reading every match costs what reading these did, times the share of ids they covered
+                every = (time.perf_counter() - started) * max(arrays.pages, int(ids[-1])) / int(ids[-1])
+                walked = self._walk_best(arrays, query, need, len(ids) / int(ids[-1]), every)
                 if walked is not None:
                     return self._rows(arrays, walked[offset:need].tolist())
                 ids = self._title_matches(query, None)
@@ -351,15 +355,18 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         ).fetchone()
         return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, dtype=np.int64)
 
-    def _walk_best(self, arrays: RankingArrays, query: str, need: int, density: float) -> np.ndarray | None:
+    def _walk_best(
+        self, arrays: RankingArrays, query: str, need: int, density: float, every: float
+    ) -> np.ndarray | None:
         """The ``need`` best matching page indices, best first, found by checking the best pages in order;
         None when that would cost more than reading every match.
 
-        ``density`` is the share of pages that match, measured on the first
-        matches by id: checking a page costs about :data:`_WALK_COST` matches
-        read in bulk, so the walk stops at the budget that reading an
-        estimated every match would cost."""
-        budget = int(density * arrays.pages / _WALK_COST)
+        ``density`` is the share of pages that match and ``every`` the
+        seconds that reading every match would take, both estimated from the
+        first matches by id; the walk stops at the pages it could check in
+        that time (:data:`_CHECK_SECONDS` a page).  Only the speed depends on
+        these estimates, never the answer."""
+        budget = int(every / _CHECK_SECONDS)
         chunk = int(need / density * 1.25) + 32
         if chunk > budget:
             return None
