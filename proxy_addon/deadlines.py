@@ -35,6 +35,7 @@ import logging
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import events
 from mitmproxy.proxy.layers.http import HttpLayer, ResponseProtocolError
+from mitmproxy.utils import asyncio_utils
 
 log = logging.getLogger(__name__)
 IDLE_TIMEOUT = 60  # seconds: the option's default
@@ -175,7 +176,25 @@ def _answer_and_close(flow: http.HTTPFlow, message: str) -> None:
     if stream is None:
         io.handler.cancel("timeout")
         return
-    server.inject_event(_GatewayTimeout(flow, stream, message))
+    task = asyncio_utils.create_task(
+        _answer_in_layers(handler, flow, _GatewayTimeout(flow, stream, message)),
+        name="pagerank 504",
+        client=flow.client_conn.peername,
+    )
+    _answering.add(task)
+    task.add_done_callback(_answering.discard)
+
+
+_answering: set[asyncio.Task] = set()  # the 504s on their way through mitmproxy's layers, kept from collection
+
+
+async def _answer_in_layers(handler, flow: http.HTTPFlow, event: _GatewayTimeout) -> None:
+    """Hand the 504 to the flow's stream, as mitmproxy hands it an injected message; then close the silent
+    origin's connection, which the client's connection (kept by HTTP/2) would otherwise hold open."""
+    await handler.server_event(event)
+    origin = handler.transports.get(flow.server_conn)
+    if origin is not None and origin.handler is not None:
+        origin.handler.cancel("timeout")
 
 
 class _GatewayTimeout(ResponseProtocolError, events.MessageInjected):

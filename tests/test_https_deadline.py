@@ -85,3 +85,26 @@ def test_a_stalled_https_origin_gets_a_504_over_tls(https_slow_origin_and_proxy,
     assert says in body and "504" in body
     assert 1.9 < elapsed < 6
     assert "Traceback" not in (folder / "proxy.log").read_text()
+
+
+def test_an_http2_connection_outlives_the_504_of_one_of_its_requests(https_slow_origin_and_proxy):
+    origin, port, ca, folder = https_slow_origin_and_proxy
+    done = subprocess.run(
+        ["curl", "-sS", "--http2", "--proxy", f"http://127.0.0.1:{port}", "--cacert", str(ca), "--max-time", "25"]
+        + [
+            "-w",
+            "%{http_code} %{num_connects}\n",
+            "-o",
+            "/dev/null",
+            origin + "/silent",
+            "-o",
+            "/dev/null",
+            origin + "/silent",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    # the second request reuses the proxy connection (no new connect) and is answered in its turn
+    assert done.stdout.split("\n")[:2] == ["504 1", "504 0"], (done.stdout, done.stderr)
+    assert "Traceback" not in (folder / "proxy.log").read_text()
