@@ -8,6 +8,8 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
@@ -92,3 +94,13 @@ def test_own_search_page_of_bad_text_is_200_or_400(ranks, text, fmt):
     if text in CONTROL:
         assert status == 400
         assert "control characters" in re.sub(r"\s+", " ", body.decode())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.characters(codec=None), max_size=60))
+def test_any_search_text_is_an_answer_never_a_500(ranks, text):
+    status, _headers, body = respond("GET", "/search", {"q": [text]}, ranks)
+    assert status in (200, 400), (status, body[:300])
+    with Store(ranks.store_path, readonly=True) as store:
+        rows = store.search_titles(text.split(), limit=5)
+    assert all(row["url"] for row in rows)
