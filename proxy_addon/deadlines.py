@@ -21,8 +21,9 @@ more in those visits than in its own work.
 Past it the client gets a 504 page that says which, and its connection is
 closed (and with it the one to the origin), as mitmproxy's own inactivity
 watchdog closes a silent connection.  A client speaking TLS to the proxy (an
-https site) cannot be handed bytes from outside mitmproxy's TLS layer: its
-connection is closed without the page.
+https site) or HTTP/2 cannot be handed bytes from outside mitmproxy's layers:
+its flow's stream is told that the origin failed with a 504, and mitmproxy
+sends its own 504 page, with the same message, through those layers.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ import html
 import logging
 
 from mitmproxy import ctx, exceptions, http
+from mitmproxy.proxy import events
+from mitmproxy.proxy.layers.http import HttpLayer, ResponseProtocolError
+from mitmproxy.utils import asyncio_utils
 
 log = logging.getLogger(__name__)
 IDLE_TIMEOUT = 60  # seconds: the option's default
@@ -123,7 +127,7 @@ class OriginDeadline:
         message = f"The site {what} within {seconds} s (the proxy's --idle-timeout), so the proxy gave up on it."
         log.info("pagerank: %s: %s", flow.request.url[:200], message)
         flow.metadata["pagerank"] = f"cut off: the origin {what} within {seconds} s"
-        _answer_and_close(flow, gateway_timeout(message))
+        _answer_and_close(flow, message)
 
 
 def gateway_timeout(message: str) -> bytes:
@@ -143,14 +147,19 @@ def gateway_timeout(message: str) -> bytes:
     return head + body
 
 
-def _answer_and_close(flow: http.HTTPFlow, answer: bytes) -> None:
-    """Write ``answer`` to a plain HTTP/1 client, then end its connection as mitmproxy's watchdog does.
+def _answer_and_close(flow: http.HTTPFlow, message: str) -> None:
+    """Answer the client with a 504 page that says ``message``, then end its connection.
 
     Nothing of this flow's response has reached the client (no headers yet, or
     a body held back whole), and earlier responses on the connection are
-    complete, so the 504 is the next thing the client reads.  This reaches into
-    mitmproxy's connection handler (pinned to mitmproxy 11): without one to
-    reach, the flow is killed instead, which closes the connection.
+    complete, so the 504 is the next thing the client reads.  A plain HTTP/1
+    client is written the page and its connection cancelled, as mitmproxy's
+    watchdog does; a client over TLS or HTTP/2 can only be written to through
+    mitmproxy's layers, so the flow's stream is told the origin failed with a
+    504 (:class:`_GatewayTimeout`) and mitmproxy sends its own 504 page with
+    the message.  This reaches into mitmproxy's connection handler and layers
+    (pinned to mitmproxy 11): without them to reach, the flow is killed
+    instead, which closes the connection.
     """
     server = ctx.master.addons.get("proxyserver")
     handler = getattr(server, "connections", {}).get(flow.client_conn.id)
@@ -160,5 +169,67 @@ def _answer_and_close(flow: http.HTTPFlow, answer: bytes) -> None:
         return
     plain = not flow.client_conn.tls_established and flow.request.http_version in ("HTTP/1.0", "HTTP/1.1")
     if plain and io.writer is not None:
-        io.writer.write(answer)
-    io.handler.cancel("timeout")
+        io.writer.write(gateway_timeout(message))
+        io.handler.cancel("timeout")
+        return
+    stream = _http_stream(getattr(handler, "layer", None), flow)
+    if stream is None:
+        io.handler.cancel("timeout")
+        return
+    task = asyncio_utils.create_task(
+        _answer_in_layers(handler, flow, _GatewayTimeout(flow, stream, message)),
+        name="pagerank 504",
+        client=flow.client_conn.peername,
+    )
+    _answering.add(task)
+    task.add_done_callback(_answering.discard)
+
+
+_answering: set[asyncio.Task] = set()  # the 504s on their way through mitmproxy's layers, kept from collection
+
+
+async def _answer_in_layers(handler, flow: http.HTTPFlow, event: _GatewayTimeout) -> None:
+    """Hand the 504 to the flow's stream, as mitmproxy hands it an injected message; then close the silent
+    origin's connection, which the client's connection (kept by HTTP/2) would otherwise hold open."""
+    await handler.server_event(event)
+    origin = handler.transports.get(flow.server_conn)
+    if origin is not None and origin.handler is not None:
+        origin.handler.cancel("timeout")
+
+
+class _GatewayTimeout(ResponseProtocolError, events.MessageInjected):
+    """The origin's failure to answer in time, as mitmproxy's own HTTP layer reports a failed origin: its
+    stream sends the client a 504 page through the client's layers (TLS, HTTP/2) and ends the flow.
+
+    Injected as mitmproxy injects a message into a live flow (its HTTP layer routes one straight to the
+    flow's stream), the one way into the middle of mitmproxy's layers from outside them."""
+
+    def __init__(self, flow: http.HTTPFlow, stream_id: int, message: str) -> None:
+        ResponseProtocolError.__init__(self, stream_id, message, 504)
+        self.flow = flow
+
+
+def _http_stream(root, flow: http.HTTPFlow) -> int | None:
+    """The id of ``flow``'s stream in its HTTP layer (None: not found), searched down the layer stack.
+
+    An https site's flows live in an HTTP layer below the tunnel of the
+    CONNECT stream of the proxy's own HTTP layer, below its TLS layers; a
+    mode layer hands its events to a child it keeps only as its handler."""
+    below = [root]
+    for _ in range(64):
+        if not below:
+            return None
+        layer = below.pop()
+        if isinstance(layer, HttpLayer):
+            for key, stream in layer.streams.items():
+                if getattr(stream, "flow", None) is flow:
+                    return key
+                below.append(getattr(stream, "child_layer", None))
+        handler = getattr(layer, "_handle_event", None)
+        below += [
+            getattr(layer, "child_layer", None),
+            getattr(layer, "layer", None),
+            getattr(handler, "__self__", None) if getattr(handler, "__self__", layer) is not layer else None,
+        ]
+        below = [child for child in below if child is not None]
+    return None

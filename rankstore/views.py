@@ -25,6 +25,7 @@ from . import display
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .output import ShareLine
 from .store import BacklinkReport, Ranking, Store
+from .store.queries import search_words
 from .urls import host_of, site_of
 
 __all__ = [
@@ -377,7 +378,10 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
 def search_view(store: Store, words: Sequence[str], name: str, limit: int, offset: int = 0) -> Table:
     ranking = store.page_ranking(name)
     rows = decorate(store.search_titles(list(words), name, limit, offset), *store.score_range(ranking))
-    return Table(rows, page_columns(rows, PAGE_EXTRA), stale_notes(store, ranking))
+    notes = stale_notes(store, ranking)
+    if search_words(words) != " ".join(words).split():
+        notes.append("control characters in the search were read as spaces")
+    return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
 
 def backlinks_view(

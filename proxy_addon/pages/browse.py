@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rankstore import views
 from rankstore.store import Ranking
-from rankstore.store.queries import SEARCH_SCAN
+from rankstore.store.queries import search_words
 from rankstore.urls import host_of, site_of
 
 from ..markup import LinkInfo, bar, escape, estimate_text, format_score, level_section, proxy_url
@@ -28,7 +28,19 @@ from .layout import (
     unreached,
     with_ranking,
 )
-from .params import MAX_QUERY, MAX_WORDS, PAGE_SIZE, Query, choice, first, number, page_ranking, ranking, url_param
+from .params import (
+    CSV_ROWS,
+    MAX_QUERY,
+    MAX_WORDS,
+    PAGE_SIZE,
+    Query,
+    choice,
+    first,
+    number,
+    page_ranking,
+    ranking,
+    url_param,
+)
 
 __all__ = ["index", "top", "search", "page_view"]
 
@@ -74,9 +86,11 @@ def search(ranks: Ranks, query: Query):
     if len(text) > MAX_QUERY:
         raise BadRequest(f"A search can be at most {MAX_QUERY} characters long.")
     words = text.split()
+    if search_words(words) != words:
+        raise BadRequest("A search cannot hold control characters.")
     if len(words) > MAX_WORDS:
         raise BadRequest(f"A search can have at most {MAX_WORDS} words.")
-    page = number(query, "page", 1, 1, SEARCH_SCAN // PAGE_SIZE)
+    page = number(query, "page", 1, 1, CSV_ROWS // PAGE_SIZE)
     fmt = choice(query, "format", FORMATS)
     store = ranks.store()
     chosen = page_ranking(query, store, ranks.ranking)
@@ -94,14 +108,14 @@ def search(ranks: Ranks, query: Query):
         f'value="{escape(" ".join(words))}" aria-label="Search titles">{hidden} <button>Search</button></form>'
     )
     more = ""
-    if len(rows) == PAGE_SIZE and page * PAGE_SIZE < SEARCH_SCAN:
+    if len(rows) == PAGE_SIZE and page * PAGE_SIZE < CSV_ROWS:
         params = with_ranking(ranks, chosen.name, q=" ".join(words), page=str(page + 1))
         more = f'<p><a href="{escape(proxy_url("/search", **params))}">Next page</a></p>'
     title = f"Titles with: {' '.join(words)}" if words else "Search titles"
     note = (
         (
-            f"<p><small>Best PageRank first among the first {SEARCH_SCAN:,} titles that match "
-            "(all of them when fewer match).</small></p>"
+            f"<p><small>Best PageRank first among all titles that match; pages to the best {CSV_ROWS:,} "
+            "(the CLI's <code>rankstore search</code> goes deeper).</small></p>"
         )
         if words
         else ""

@@ -10,6 +10,8 @@
   ``current_scores`` joins a site ranking to its sites; ``source_files``, the
   files at URLs that builds took whole (a build of the same sources skips
   them), empty in an older store.
+* 8 -> 9: ``link_notes_by_dst``, the anchored links by target, so that
+  ``anchors`` reads a page's in-links without a scan of ``link_notes``.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -24,7 +26,7 @@ import sqlite3
 import numpy as np
 
 from .rankings import ranking_rows
-from .schema import PAGES, PART_LINKS, SOURCE_FILES, TABLES, VIEWS
+from .schema import ANCHORS_BY_TARGET, PAGES, PART_LINKS, SOURCE_FILES, TABLES, VIEWS
 
 __all__ = ["schema_version", "migrate"]
 
@@ -54,6 +56,8 @@ def migrate(store, found: int) -> None:
     if found <= 7:
         _source_files(db)
         _sites(store)
+    if found <= 8:
+        _anchor_index(db)
 
 
 def _renormalise_urls(db: sqlite3.Connection) -> None:
@@ -132,6 +136,11 @@ def _sites(store) -> None:
     store.derive_sites()
     for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
         db.execute(f"DROP VIEW {name}")  # made again from VIEWS by the caller
+
+
+def _anchor_index(db: sqlite3.Connection) -> None:
+    """Schema 9: ``link_notes_by_dst``, made from the notes already stored."""
+    db.execute(ANCHORS_BY_TARGET)
 
 
 def _source_files(db: sqlite3.Connection) -> None:

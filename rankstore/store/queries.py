@@ -16,7 +16,10 @@ page's.  A page's links to itself are never listed among its backlinks.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -28,11 +31,23 @@ from .graph import GraphMixin
 from .pages import PagesMixin, url_keys
 from .rankings import Ranking, RankingArrays, RankingsMixin
 
-__all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow"]
+__all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow", "search_words"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
-SEARCH_SCAN = 20_000  # title matches ranked per search (see QueriesMixin.search_titles)
+SEARCH_FIRST = 20_000  # title matches read by id before a search checks the ranking's best pages instead
+_CHECK_SECONDS = 40e-6  # checking one page of the ranking for a match (an FTS5 look-up of its id), as measured
+
+
+def search_words(words: Sequence[str]) -> list[str]:
+    """The words a title search looks for: control characters and lone surrogates read as spaces.
+
+    SQLite ends a query string at a NUL (FTS5 then reports an unterminated
+    string) and cannot encode a lone surrogate, which a command line can
+    carry from bytes that are not UTF-8; neither can be in a title's words.
+    """
+    cleaned = "".join(" " if unicodedata.category(char) in ("Cc", "Cs") else char for char in " ".join(words))
+    return cleaned.split()
 
 
 def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, crawled: int) -> dict:
@@ -293,35 +308,89 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     def search_titles(
         self, words: Sequence[str], name: str = "pagerank", limit: int = 50, offset: int = 0
     ) -> list[dict]:
-        """Pages whose title has every word, best PageRank first (the paper's section 5.1).
+        """Pages whose title has every word, best PageRank first over every match (the paper's section 5.1).
 
-        Each word is quoted as an FTS5 string, so quotes, ``*``, ``-``, ``:``,
+        Control characters are read as spaces (:func:`search_words`).  Each
+        word is quoted as an FTS5 string, so quotes, ``*``, ``-``, ``:``,
         parentheses, ``NEAR`` and ``OR`` are searched as plain words and never
         read as query syntax (a word of punctuation alone matches nothing).
+        Only pages the ranking ranks are found.
 
-        A common word matches most of a large store, and ranking every match
-        means reading every match.  So only the first :data:`SEARCH_SCAN`
-        matches, in the index's own order (page id, the order pages entered the
-        store), are ranked: the answer is the best PageRank of those, exact
-        whenever fewer pages match, and a page past the cap is empty.  The cost
-        of a query is then bounded whatever its words, deep pages included;
-        the alternative, an index ordered by PageRank, would have to be rebuilt
-        with every ranking.
+        The FTS5 index returns matches in page id order, not by PageRank, so
+        the answer needs either every match or the ranking's best pages
+        checked in order.  Up to :data:`SEARCH_FIRST` matches are read first:
+        when that is all of them, the best are picked from them.  A word that
+        matches more is common, so its best matches are near the top of the
+        ranking: the best pages are checked in order (:meth:`_walk_best`) while
+        that costs less than reading every match, which is the way otherwise.
+        Either way the answer is exact; no index has to follow each ranking.
         """
-        query = " ".join('"' + word.replace('"', '""') + '"' for word in words if word)
-        if not query or offset >= SEARCH_SCAN:
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in search_words(words))
+        if not query or limit <= 0:
             return []
+        need = offset + limit
         with self.snapshot():
             arrays = self.ranking_arrays(self._page_head(name)[0])
-            ids = np.fromiter(
+            started = time.perf_counter()
+            ids = self._title_matches(query, SEARCH_FIRST)
+            if len(ids) == SEARCH_FIRST:
+                # reading every match costs what reading these did, times the share of ids they covered
+                every = (time.perf_counter() - started) * max(arrays.pages, int(ids[-1])) / int(ids[-1])
+                walked = self._walk_best(arrays, query, need, len(ids) / int(ids[-1]), every)
+                if walked is not None:
+                    return self._rows(arrays, walked[offset:need].tolist())
+                ids = self._title_matches(query, None)
+            ids = ids[ids <= arrays.pages] - 1
+            chosen = ids[arrays.best_of(ids, min(need, len(ids)))][offset:].tolist()
+            return self._rows(arrays, chosen)
+
+    def _title_matches(self, query: str, limit: int | None) -> np.ndarray:
+        """The ids of the pages whose title matches ``query``, in id order, at most ``limit`` (None: all).
+
+        SQLite joins them into one text, read by numpy: a row each through
+        Python would cost several times as much for a common word."""
+        (joined,) = self.db.execute(
+            "SELECT group_concat(rowid) FROM (SELECT rowid FROM titles WHERE titles MATCH ? LIMIT ?)",
+            (query, -1 if limit is None else limit),
+        ).fetchone()
+        return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, dtype=np.int64)
+
+    def _walk_best(
+        self, arrays: RankingArrays, query: str, need: int, density: float, every: float
+    ) -> np.ndarray | None:
+        """The ``need`` best matching page indices, best first, found by checking the best pages in order;
+        None when that would cost more than reading every match.
+
+        ``density`` is the share of pages that match and ``every`` the
+        seconds that reading every match would take, both estimated from the
+        first matches by id; the walk stops at the pages it could check in
+        that time (:data:`_CHECK_SECONDS` a page).  Only the speed depends on
+        these estimates, never the answer."""
+        budget = int(every / _CHECK_SECONDS)
+        chunk = int(need / density * 1.25) + 32
+        if chunk > budget:
+            return None
+        found: list[np.ndarray] = []
+        count = start = 0
+        while start < arrays.pages:
+            if start + chunk > budget:
+                return None
+            pages = arrays.best[start : start + chunk].astype(np.int64)
+            matched = np.fromiter(
                 (
                     row[0]
                     for row in self.db.execute(
-                        "SELECT rowid FROM titles WHERE titles MATCH ? LIMIT ?", (query, SEARCH_SCAN)
+                        "SELECT rowid FROM titles WHERE titles MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+                        (query, json.dumps((pages + 1).tolist())),
                     )
                 ),
                 dtype=np.int64,
             )
-            ids = ids[ids <= arrays.pages] - 1
-            chosen = ids[arrays.best_of(ids, min(offset + limit, len(ids)))][offset:].tolist()
-            return self._rows(arrays, chosen)
+            hits = pages[np.isin(pages + 1, matched)]
+            found.append(hits)
+            count += len(hits)
+            if count >= need:
+                break
+            start += chunk
+            chunk *= 2
+        return np.concatenate(found) if found else np.empty(0, dtype=np.int64)

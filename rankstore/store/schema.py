@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 8; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 9; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -10,7 +10,9 @@ Layout (schema 8; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   int32 target page ids, in parts of at most :data:`PART_LINKS` (a part stays
   inside one database page, so SQL can read it in place).  ``link_notes``
   holds what only some links have: nofollow, a weight other than 1, anchor
-  text.  The ``links`` view joins the two into one row per link.
+  text; ``link_notes_by_dst`` finds a page's anchored in-links by target
+  (``rankstore anchors``).  The ``links`` view joins the two into one row per
+  link.
 * ``in_links``: the whole graph as in-link CSR, derived from ``out_links`` at
   the end of each build: blocks of target pages, each with its pages' offsets
   and their linking pages (int32 page indices), a nofollow byte per link and
@@ -61,7 +63,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -103,6 +105,8 @@ SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
 )"""
 
 
+# only anchored links: the notes of nofollow or weight alone are never read by target
+ANCHORS_BY_TARGET = "CREATE INDEX IF NOT EXISTS link_notes_by_dst ON link_notes (dst) WHERE anchor IS NOT NULL"
 PAGES = """CREATE TABLE IF NOT EXISTS {name} (
     id            INTEGER PRIMARY KEY,
     url           TEXT NOT NULL,
@@ -142,6 +146,7 @@ CREATE TABLE IF NOT EXISTS link_notes (
     anchor   TEXT,
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
+{ANCHORS_BY_TARGET};
 CREATE TABLE IF NOT EXISTS link_births (
     src   INTEGER NOT NULL,
     dst   INTEGER NOT NULL,
