@@ -519,6 +519,11 @@ def rank(
         graph, options.damping, personalization, dangling, options.tol, options.max_iter, start, options.weighted
     )
     result = solver(problem, callback)
+    if result.fell_back_after:
+        params["method"] = "power"
+        params["bicgstab_broke_down_after"] = result.fell_back_after
+        if status is not None:
+            status(f"BiCGSTAB broke down after {result.fell_back_after} steps: the power method ranked instead")
     # PageRank is never negative: a Krylov solve can leave a rounding error of either sign where the exact
     # score is 0 (a page the rank source never reaches), and a bar or a warm start must not read it as a score
     if bool((result.scores < 0).any()):

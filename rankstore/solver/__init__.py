@@ -61,6 +61,12 @@ __all__ = [
 ]
 
 
+def _solve(solve, dangling: str, system: _System, tol, max_iter, initial, callback) -> Result:
+    if dangling == "remove":
+        return _remove_and_restore(solve, system, tol, max_iter, initial, callback)
+    return solve(system, tol, max_iter, initial, callback)
+
+
 def pagerank(
     graph: Graph,
     damping: float = 0.85,
@@ -106,10 +112,13 @@ def pagerank(
     solve = _bicgstab if method == "bicgstab" and damping < 1 else _power
     dangling_to = {"uniform": np.full(1, 1.0 / graph.n), "source": teleport, "leak": None, "remove": None}[dangling]
     system = _System(graph, damping, teleport, dangling_to, weights, threads)
-    if dangling == "remove":
-        result = _remove_and_restore(solve, system, tol, max_iter, initial, callback)
-    else:
-        result = solve(system, tol, max_iter, initial, callback)
+    result = _solve(solve, dangling, system, tol, max_iter, initial, callback)
+    if not result.converged and solve is _bicgstab:
+        # BiCGSTAB can break down where the power method cannot (on a long chain of pages its residual grows
+        # to overflow): the power method, from the same start, answers instead, its steps after the failed ones
+        tried = len(result.residuals)
+        result = _solve(_power, dangling, system, tol, max_iter, initial, callback)
+        result.fell_back_after = tried
     if not result.converged:
         raise ConvergenceError(
             f"PageRank did not converge to tol={tol:g} in {max_iter} iterations "

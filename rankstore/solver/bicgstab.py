@@ -156,6 +156,8 @@ def _bicgstab(
             residuals.append(float(l1))
             if callback is not None:
                 callback(steps, residuals[-1])
+            if not np.isfinite(l1):
+                break  # broken down past recovery: pagerank() falls back to the power method
         x = product.outer(x)
     finally:
         product.close()

@@ -26,6 +26,7 @@ class Result:
     residuals: list[float] = field(default_factory=list)
     converged: bool = True
     removed_rounds: int = 0
+    fell_back_after: int = 0  # BiCGSTAB's steps before it broke down and the power method took over (0: it did not)
 
 
 def _normalised(vector: np.ndarray | None, n: int, name: str) -> np.ndarray:
