@@ -27,7 +27,6 @@ import re
 import tempfile
 import threading
 import time
-import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from .sources.remote import (
     Fetcher,
     RetryPolicy,
     TransferError,
+    gunzipped_head,
     is_listing,
     is_url,
     read_head,
@@ -237,7 +237,7 @@ def _plan_remote(
     source_format = fmt or _format_of_head(url, head)
     kind = None
     if source_format == "ccgraph":
-        text = _gunzipped(head)
+        text = gunzipped_head(head)
         kind = "vertices" if looks_like_cc_vertices(text) else "edges" if looks_like_cc_edges(text) else None
         if kind is None:
             raise SourceError(f"{url}: neither the vertices nor the edges of a Common Crawl graph")
@@ -257,15 +257,6 @@ def _format_of_head(url: str, head: bytes) -> str:
             return detect_format(sample.name)
         except SourceError as error:
             raise SourceError(str(error).replace(sample.name, url)) from error
-
-
-def _gunzipped(head: bytes) -> bytes:
-    if head[:2] != b"\x1f\x8b":
-        return head
-    try:
-        return zlib.decompressobj(31).decompress(head, 4096)
-    except zlib.error:
-        return b""
 
 
 def _graph_parts(graphs: Sequence[PlannedSource]) -> tuple[list[str], list[str]]:

@@ -31,7 +31,6 @@ finite), an implausible name.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -84,7 +83,7 @@ def ranks_level(path: str) -> str:
 
 def _first_bytes(path: str) -> bytes:
     """The file's first decompressed bytes, by path or by URL (a ranks file may be read where it is published)."""
-    from .remote import TransferError, is_url, read_head
+    from .remote import TransferError, gunzipped_head, is_url, read_head
 
     if not is_url(path):
         return _head(path)
@@ -92,12 +91,7 @@ def _first_bytes(path: str) -> bytes:
         head = read_head(path)
     except TransferError as error:
         raise SourceError(str(error)) from error
-    if head[:2] != b"\x1f\x8b":
-        return head
-    try:
-        return zlib.decompressobj(31).decompress(head, 4096)
-    except zlib.error:
-        return b""
+    return gunzipped_head(head)
 
 
 def read_cc_ranks(

@@ -292,6 +292,16 @@ def read_head(url: str, policy: RetryPolicy | None = None, size: int = HEAD_BYTE
         stream.close()
 
 
+def gunzipped_head(head: bytes) -> bytes:
+    """The first decompressed bytes of a file's head, gzipped or not (b"" where the gzip is not readable)."""
+    if head[:2] != b"\x1f\x8b":
+        return head
+    try:
+        return zlib.decompressobj(31).decompress(head, 4096)
+    except zlib.error:
+        return b""
+
+
 def _read_all(stream: io.RawIOBase, most: int | None = None) -> bytes:
     parts, count = [], 0
     while most is None or count < most:
