@@ -133,7 +133,8 @@ def run(arguments: list[str], announce: bool = False) -> None:
     run_master(Master, cmdline.mitmdump, arguments, extra)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """pagerank-proxy's command line (its own flags; what follows ``--`` goes to mitmdump)."""
     parser = argparse.ArgumentParser(
         prog="pagerank-proxy",
         description="A web proxy that puts the target's PageRank beside every link and shows each page's "
@@ -163,12 +164,16 @@ def main(argv: list[str] | None = None) -> None:
         help="seconds an origin may take to send its response headers, and then an HTML page to arrive "
         "whole; past them the client gets a 504 (0: no deadline; default: 60)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
     if "--" in argv:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     given = extra_settings(extra)  # what mitmdump will use, for the checks
     store = given.get("rankstore", args.store)
     ranking = given.get("pagerank_ranking", args.ranking)
