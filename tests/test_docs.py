@@ -43,7 +43,8 @@ BENCH_COLUMNS = ["command", "date", "commit", "ours", "peer", "ratio", "target"]
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_options_table", os.path.join(ROOT, "tools", "gen_options_table.py"))
+    path = os.path.join(ROOT, "tools", "gen_options_table.py")
+    spec = importlib.util.spec_from_file_location("gen_options_table", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
