@@ -103,7 +103,7 @@ class PanelData:
     host: str | None = None  # the page's host and its host rank, where the hosts are ranked
     hostrank: float | None = None
     host_position: int | None = None
-    stale: str | None = None  # the ranking predates the store's newest build (Store.stale_note says how)
+    stale: str | None = None  # the ranking predates the store's newest build (Store.rankings.stale_note says how)
     # a page with no score of its own: its host's and its site's rank, each with its best referrers
     levels: Sequence[LevelPanel] = ()
 

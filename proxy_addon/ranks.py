@@ -42,7 +42,7 @@ _UNSEEN = object()
 class LevelChoice:
     """Which rankings answer for a link's host and site when the store has no score for its page (the
     options ``pagerank_host_ranking``, ``pagerank_site_ranking``): "" for the store's own choice
-    (:meth:`~rankstore.store.Store.answering_ranking`: ``hostrank``/``siterank``, else the newest of the level)."""
+    (:meth:`~rankstore.store.Levels.answering_ranking`: ``hostrank``/``siterank``, else the newest of the level)."""
 
     host: str = ""
     site: str = ""
@@ -67,7 +67,7 @@ def level_heads(store: Store, levels: LevelChoice) -> LevelHeads:
     found = []
     for level in ESTIMATE_LEVELS:
         try:
-            found.append(store.level_head(level, levels.of(level)))
+            found.append(store.levels.level_head(level, levels.of(level)))
         except RankingNotFound:
             raise RankingNotFound(
                 f"no ranking {levels.of(level)!r} for {level}s (`rankstore rank --level {level}` makes one)"
@@ -83,7 +83,7 @@ def page_ranking(store: Store, name: str) -> Ranking:
     for a name the store has not.
     """
     try:
-        return store.page_ranking(name)
+        return store.rankings.page_ranking(name)
     except RankingLevelError as error:  # the CLI's words name its options; the proxy's name the choice alone
         pages = error.page_rankings
         raise StoreError(
@@ -92,7 +92,7 @@ def page_ranking(store: Store, name: str) -> Ranking:
             )
         ) from None
     except RankingNotFound:
-        pages = store.page_rankings()
+        pages = store.rankings.page_rankings()
         raise RankingNotFound(
             f"no ranking {name!r} "
             + (f"(the store's page rankings: {', '.join(pages)})" if pages else "(run `rankstore rank`)")
@@ -107,7 +107,7 @@ class _Head:
     ranking_id: int
     pages: int  # pages the version ranks (page ids 1..pages)
     store_pages: int  # pages in the store: those past ``pages`` came since the version, not ranked yet
-    stale: str | None  # Store.stale_note: a build newer than the one the version ranked
+    stale: str | None  # Store.rankings.stale_note: a build newer than the one the version ranked
     host: LevelHead | None = None  # the rankings that answer for a link's host, then its site (estimates)
     site: LevelHead | None = None
     counts: tuple[int, int] = (0, 0)  # the hosts and sites the store numbers
@@ -137,7 +137,7 @@ class Ranks:
         self.preload_pages = preload
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
-        # ranking id -> its arrays (Store.ranking_arrays), shared by this object's connections: a version read
+        # ranking id -> its arrays (Store.rankings.ranking_arrays), shared by this object's connections: a version read
         # by one thread is read for all
         self._arrays: dict = {}
         # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in none)
@@ -153,7 +153,7 @@ class Ranks:
             {},
             {},
         )
-        # level -> its names' keys (Store.level_keys), shared by this object's connections, read again once the
+        # level -> its names' keys (Store.levels.level_keys), shared by this object's connections, read again once the
         # store numbers more hosts (sites)
         self._keys: dict[str, LevelKeys] = {}
         # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
@@ -175,7 +175,7 @@ class Ranks:
     def score_range(self, store: Store, ranking_id: int) -> tuple[float, float]:
         """(lowest, highest) score of the current ranking, read once per version."""
         if ranking_id not in self._ranges:
-            self._ranges[ranking_id] = store.score_range(store.ranking(self.ranking))
+            self._ranges[ranking_id] = store.rankings.score_range(store.rankings.ranking(self.ranking))
         return self._ranges[ranking_id]
 
     def infos(self, rows: Sequence[dict], lowest: float, highest: float) -> list[LinkInfo]:
@@ -201,7 +201,7 @@ class Ranks:
         their panel are known), so the read transaction begins only at a
         page's first query.  A version read before it began is still whole
         in it: a new version keeps the one before
-        (:meth:`~rankstore.store.Store.write_ranking`), and only a second one
+        (:meth:`~rankstore.store.Rankings.write_ranking`), and only a second one
         within a page's milliseconds would drop it.
         """
         store = self.store()
@@ -211,17 +211,17 @@ class Ranks:
         if head is None or head.data_version != version:
             with store.snapshot():
                 # once per commit: what every page until the next one shows beside its scores
-                ranking = store.page_ranking(self.ranking)  # a version of hosts is never read by page
+                ranking = store.rankings.page_ranking(self.ranking)  # a version of hosts is never read by page
                 host, site = level_heads(store, self.levels)
                 head = local.head = _Head(
                     version,
                     ranking.id,
                     ranking.pages,
-                    store.last_page_id(),
-                    store.stale_note(ranking),
+                    store.pages.last_page_id(),
+                    store.rankings.stale_note(ranking),
                     host,
                     site,
-                    (store.level_count("host") if host else 0, store.level_count("site") if site else 0),
+                    (store.levels.level_count("host") if host else 0, store.levels.level_count("site") if site else 0),
                 )
                 yield PageView(self, store, head.ranking_id, head.pages, version, head=head)
             return
@@ -250,9 +250,9 @@ class Ranks:
         if head is not None and head.data_version == version:
             ranking_id, heads, counts = head.ranking_id, LevelHeads(head.host, head.site), head.counts
         else:
-            ranking_id = store.ranking_head(self.ranking)[0]
+            ranking_id = store.rankings.ranking_head(self.ranking)[0]
             heads = level_heads(store, self.levels)
-            counts = tuple(store.level_count(level.level) if level else 0 for level in heads)
+            counts = tuple(store.levels.level_count(level.level) if level else 0 for level in heads)
         return (
             self._known[0] == ranking_id
             and ranking_id in self._arrays
@@ -387,13 +387,13 @@ class PageView:
         if missing:
             self._reading()
             if self.host_head is not None:
-                scores = self.store.level_scores(self.host_head, missing, self.level_keys("host"))
+                scores = self.store.levels.level_scores(self.host_head, missing, self.level_keys("host"))
                 answered = _estimates(scores)
                 known.update(answered)
                 missing = [host for host in missing if host not in answered]
             if self.site_head is not None and missing:
                 sites = {host: site_of(host) for host in missing}
-                scores = self.store.level_scores(self.site_head, set(sites.values()), self.level_keys("site"))
+                scores = self.store.levels.level_scores(self.site_head, set(sites.values()), self.level_keys("site"))
                 answered = _estimates(scores)
                 for host in missing:
                     known[host] = answered.get(sites[host])
@@ -414,7 +414,7 @@ class PageView:
         keys = self.ranks._keys.get(level)
         if keys is None or keys.count != count:
             self._reading()
-            keys = self.store.level_keys(level)
+            keys = self.store.levels.level_keys(level)
             if keys.count != count:  # a build has numbered more since the page began: the name index answers
                 return None
             self.ranks._keys[level] = keys
@@ -450,14 +450,14 @@ class PageView:
         elif missing:
             self._reading()
             lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
-            found = self.store.scores_in(self.ranking_id, missing)
+            found = self.store.queries.scores_in(self.ranking_id, missing)
             if found:
                 scores, positions, inlinks = zip(*found.values())
                 cache.update(zip(found, _link_infos(scores, positions, inlinks, self.pages, lowest, highest)))
                 missing = [url for url in missing if url not in found]
         if missing and later:  # in the store but past the version, or in none of it: one more batched query
             self._reading()
-            for url, page_id in self.store.page_ids_for(missing).items():
+            for url, page_id in self.store.pages.page_ids_for(missing).items():
                 if page_id > self.pages:
                     absent[url] = _LATER
         for url in missing:
@@ -558,8 +558,8 @@ class PageView:
 
     def _level_panel(self, head: LevelHead, name: str, most_pages: int | None) -> LevelPanel | None:
         self._reading()
-        estimate = _estimates(self.store.level_scores(head, [name])).get(name)
-        found = self.store.referrers(head, name, self.ranks.panel_size, most_pages)
+        estimate = _estimates(self.store.levels.level_scores(head, [name])).get(name)
+        found = self.store.levels.referrers(head, name, self.ranks.panel_size, most_pages)
         if found is None:
             return None
         referrers = _estimates(
@@ -572,7 +572,7 @@ class PageView:
             )
         )
         # the whole-site backlinks view takes a host of the store: the host itself, or the host named as its site
-        whole = self.store.host_id(name) is not None
+        whole = self.store.hosts.host_id(name) is not None
         return LevelPanel(
             head.level,
             name,
@@ -589,28 +589,28 @@ class PageView:
 
     def _best_backlinks(self, url: str, since: int | None) -> tuple[list[tuple], list[bool], int, int | None]:
         """(url, title, score, position, inlinks, nofollow) of the best backlinks, whether each is new (first
-        seen by its page's latest crawl: :meth:`~rankstore.store.Store.new_in_links`),
+        seen by its page's latest crawl: :meth:`~rankstore.store.Graph.new_in_links`),
         how many of all the page's backlinks are, and a build that every new one was first seen after
         (``since`` when none is new: the build before the one the graph reflects, None while it is the first)."""
         limit = self.ranks.panel_size
         if since is None:  # one build: nothing is new, and the store's own query answers
-            rows = self.store.top_backlinks(self.ranking_id, url, limit)
+            rows = self.store.queries.top_backlinks(self.ranking_id, url, limit)
             return rows, [False] * len(rows), 0, None
-        page = self.store.page_id(url)
+        page = self.store.pages.page_id(url)
         if page is None:
             return [], [], 0, since
-        links = self.store.in_slice(page)  # the library's read of the page's in-links, with each link's build
-        arrays = self.store.ranking_arrays(self.ranking_id)
+        links = self.store.analysis.in_slice(page)  # the library's read of the page's in-links, with each link's build
+        arrays = self.store.rankings.ranking_arrays(self.ranking_id)
         chosen = arrays.best_of(links.sources, limit + 1)
         # a page newer than the version has no score yet; a page is never its own backlink
         chosen = chosen[(links.sources[chosen] < arrays.pages) & (links.sources[chosen] != page - 1)][:limit]
-        fresh = self.store.new_in_links(page, links) & (links.sources != page - 1)
+        fresh = self.store.graph.new_in_links(page, links) & (links.sources != page - 1)
         new = fresh[chosen]
         count = int(np.count_nonzero(fresh))
         if count:
             since = int(links.born[fresh].min()) - 1
         indices = links.sources[chosen].tolist()
-        titles = {row[0]: row[1:] for row in self.store.pages_by_id("url, title", [i + 1 for i in indices])}
+        titles = {row[0]: row[1:] for row in self.store.pages.pages_by_id("url, title", [i + 1 for i in indices])}
         flags = links.nofollow[chosen].tolist() if links.nofollow is not None else [False] * len(indices)
         rows = [
             (
@@ -633,7 +633,7 @@ class PageView:
             hosts = {}
             self.ranks._hosts = (version, hosts)
         if host not in hosts:
-            hosts[host] = self.store.host_ranks([host]).get(host)
+            hosts[host] = self.store.analysis.host_ranks([host]).get(host)
         return hosts[host]
 
     def marks(self, directory: str) -> Marks:
@@ -679,14 +679,14 @@ class PageView:
         if most <= 0:
             return False
         self._reading()
-        arrays = self.store.ranking_arrays(self.ranking_id)
+        arrays = self.store.rankings.ranking_arrays(self.ranking_id)
         if not arrays.pages:
             return True
         lowest, highest = self.ranks.score_range(self.store, self.ranking_id)
         if most >= arrays.pages:  # the whole version: one pass over its pages
-            rows = self.store.page_urls(arrays.pages)
+            rows = self.store.pages.page_urls(arrays.pages)
         else:
-            rows = list(self.store.pages_by_id("url", (arrays.best[:most] + 1).tolist()))
+            rows = list(self.store.pages.pages_by_id("url", (arrays.best[:most] + 1).tolist()))
         if not rows:
             return most >= arrays.pages
         ids, urls = zip(*rows)

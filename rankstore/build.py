@@ -331,8 +331,8 @@ def build(
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1)
     remote_files = [url for source in planned if source.files is not None for url in source.files]
-    before = set() if reread else store.taken_files(remote_files)
-    resumed = store.interrupted_build(sources) if remote_files else None
+    before = set() if reread else store.sources.taken_files(remote_files)
+    resumed = store.sources.interrupted_build(sources) if remote_files else None
     report = BuildReport(resumed if resumed is not None else store.begin_build(sources), continued=resumed is not None)
     if resumed is not None:
         report.links = store.continue_build(resumed)
@@ -397,7 +397,7 @@ def build(
                 yield from taken([url], unreadable)  # after its pages: noted once they are committed
 
     def note(files: list[TakenFile]) -> None:
-        store.record_taken_files(files, report.build_id)
+        store.sources.record_taken_files(files, report.build_id)
         report.files_taken += len(files)
 
     with fetcher.active():
@@ -468,9 +468,9 @@ def build(
                         file_done()
     if progress is not None:
         progress(state)  # the pages' last links, parsed after the input was read
-    report.gone = len(store.gone_pages())
-    report.older = store.older_captures()
-    report.pages = len(store.written_pages()) - report.gone
+    report.gone = len(store.pages.gone_pages())
+    report.older = store.pages.older_captures()
+    report.pages = len(store.pages.written_pages()) - report.gone
     store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
     for scores in imported:
         report.rankings += write_imported(store, scores)
@@ -501,7 +501,7 @@ def _check_ranks_levels(store: Store, paths: Sequence[str]) -> None:
     level = levels[paths[0]]
     for name in (CC_HARMONIC, CC_PAGERANK):
         try:
-            held = store.ranking(name).level
+            held = store.rankings.ranking(name).level
         except RankingNotFound:
             continue
         if held != level:
@@ -591,7 +591,7 @@ class _GraphLoader:
             self._add_vertices(batch)
         if batch.sites:
             with self.store.transaction():
-                sites = self.store.ensure_sites(batch.sites)
+                sites = self.store.sites.ensure_sites(batch.sites)
             self.pages = np.concatenate([self.pages, sites])
             self.of_sites = True
         if len(batch.src) and self.of_sites:
@@ -606,25 +606,25 @@ class _GraphLoader:
             if dropped:
                 self.report.skipped["link to or from a URL that is not http(s)"] += dropped
             weights = batch.weights[kept] if batch.weights is not None else None
-            sources, links = self.store.write_edges(src[kept], dst[kept], weights, self.report.build_id)
+            sources, links = self.store.pages.write_edges(src[kept], dst[kept], weights, self.report.build_id)
             self.sources.append(sources)
             self.report.links += links
             self.state.links += links
-            self.state.pages = len(self.store.written_pages())
+            self.state.pages = len(self.store.pages.written_pages())
             if self.progress is not None:
                 self.progress(self.state)
 
     def finish(self) -> None:
         """Mark the graph's source pages crawled, or store its site links, once the whole graph is read."""
         if self.sources:
-            self.store.mark_crawled(np.concatenate(self.sources), self.report.build_id)
+            self.store.pages.mark_crawled(np.concatenate(self.sources), self.report.build_id)
         self.sources = []
         if self.of_sites:
             src = np.concatenate([pair[0] for pair in self.site_links]) if self.site_links else np.zeros(0, np.int32)
             dst = np.concatenate([pair[1] for pair in self.site_links]) if self.site_links else np.zeros(0, np.int32)
             self.site_links = []
             with self.store.transaction():
-                self.report.links += self.store.replace_site_links(src, dst, self.store.site_count())
+                self.report.links += self.store.site_links.replace(src, dst, self.store.sites.site_count())
 
     def _add_vertices(self, batch: EdgeBatch) -> None:
         normal = canonical_many(batch.urls)
@@ -635,7 +635,7 @@ class _GraphLoader:
         ids = np.zeros(len(normal), dtype=np.int64)
         if kept:
             with self.store.transaction():
-                ids[[i for i, url in enumerate(normal) if url is not None]] = self.store.page_ids(kept)
+                ids[[i for i, url in enumerate(normal) if url is not None]] = self.store.pages.page_ids(kept)
         self.pages = np.concatenate([self.pages, ids])
 
 
@@ -666,7 +666,7 @@ class _Writer:
             self.call(self._write_pages, batch)
 
     def _write_pages(self, batch: list[PageData]) -> None:
-        self.report.links += self.store.write_pages(batch, self.report.build_id)
+        self.report.links += self.store.pages.write_pages(batch, self.report.build_id)
 
     def call(self, function: Callable, *args) -> None:
         """Run ``function(*args)`` on the writer thread, after what was handed to it before."""

@@ -871,7 +871,7 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
     if lost and (host is not None or group_by == "host"):
         raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
     with reading(store_path) as store:
-        after = store.since_build(since) if since is not None else None
+        after = store.analysis.since_build(since) if since is not None else None
         if lost:
             assert target is not None
             table = views.lost_view(store, target, ranking_name, after, limit, offset)
@@ -1082,9 +1082,9 @@ def stats(store_path, ranking_name, plot):
     import numpy as np
 
     with reading(store_path) as store:
-        ranking = store.ranking(ranking_name)
-        _, scores = store.scores_of(ranking.id)
-        history = store.ranking_with_history(ranking) if plot else None
+        ranking = store.rankings.ranking(ranking_name)
+        _, scores = store.rankings.scores_of(ranking.id)
+        history = store.rankings.ranking_with_history(ranking) if plot else None
     scores = np.sort(scores)[::-1]
     final = f"final L1 residual {ranking.residuals[-1]:.2e}" if ranking.residuals else "no residual recorded"
     click.echo(

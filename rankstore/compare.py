@@ -132,7 +132,7 @@ def agreement(a: np.ndarray, b: np.ndarray, ks: Sequence[int] = TOP_KS) -> Agree
 def _version(store: Store, ref: RankingRef) -> Ranking:
     if ref.version is not None and ref.version < 1:
         raise CompareError(f"{ref}: versions are numbered from 1")
-    return store.ranking(ref.name, ref.version)
+    return store.rankings.ranking(ref.name, ref.version)
 
 
 def compare_rankings(
@@ -147,14 +147,14 @@ def compare_rankings(
             newest = _version(store, a)
             if newest.version <= 1:
                 raise CompareError(f"{newest.label} is the first version of {newest.name}: nothing before it")
-            first, second = store.ranking(a.name, newest.version - 1), newest
+            first, second = store.rankings.ranking(a.name, newest.version - 1), newest
         else:
             first, second = _version(store, a), _version(store, b)
         if first.level != second.level:
             raise CompareError(
                 f"{first.label} ranks {first.level}s and {second.label} {second.level}s: compare rankings of one level"
             )
-        arrays = [store.ranking_arrays(ranking.id) for ranking in (first, second)]
+        arrays = [store.rankings.ranking_arrays(ranking.id) for ranking in (first, second)]
     for ranking, held in zip((first, second), arrays):
         if held.pages < ranking.pages:
             raise CompareError(f"{ranking.label}'s scores are no longer kept (a ranking keeps its newest two versions)")

@@ -44,7 +44,7 @@ def toolbar(score, pages):
 def bar_width(score, lowest: float, highest: float, max_px: int = 40):
     """Pixels, log-scaled between the ranking's lowest positive and highest score; 0 for a score of 0 or none.
 
-    ``lowest`` is the lowest score above 0 (``Store.score_range``); one of 0 or
+    ``lowest`` is the lowest score above 0 (``Store.rankings.score_range``); one of 0 or
     less is taken as ``highest``, so that every positive score still gets a bar.
     """
     score = np.asarray(score, dtype=np.float64)

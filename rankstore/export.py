@@ -82,18 +82,18 @@ def batches(store: Store, table: str) -> Iterator[pa.RecordBatch]:
     elif table == "pages":
         yield from _pages(store)
     elif table == "hosts":
-        yield from _nodes(store.host_ranking(), store.host_batches(_ROWS), "pages", SCHEMAS["hosts"])
+        yield from _nodes(store.analysis.host_ranking(), store.hosts.host_batches(_ROWS), "pages", SCHEMAS["hosts"])
     elif table == "sites":
-        yield from _nodes(store.site_ranking(), store.site_batches(_ROWS), "hosts", SCHEMAS["sites"])
+        yield from _nodes(store.analysis.site_ranking(), store.sites.site_batches(_ROWS), "hosts", SCHEMAS["sites"])
     else:
         raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
 
 
 def _links(store: Store) -> Iterator[pa.RecordBatch]:
     """Every link in in-link order (by target, then source), one in_links block at a time."""
-    uniform = store.graph_born() or None
+    uniform = store.analysis.graph_born() or None
     schema = SCHEMAS["links"]
-    for block in store.in_link_blocks():
+    for block in store.graph.in_link_blocks():
         src = block.sources + 1
         if not len(src):
             continue
@@ -113,8 +113,8 @@ def _links(store: Store) -> Iterator[pa.RecordBatch]:
 
 
 def _pages(store: Store) -> Iterator[pa.RecordBatch]:
-    hosts = store.page_hosts()
-    for batch in store.page_batches(_ROWS):
+    hosts = store.hosts.page_hosts()
+    for batch in store.pages.page_batches(_ROWS):
         index = np.asarray(batch.ids, dtype=np.int64) - 1
         host_ids = np.zeros(len(index), dtype=np.int32)
         known = index < len(hosts)
@@ -208,7 +208,7 @@ def scores(store: Store, name: str) -> Scores:
     """The newest ranking ``name``'s scores: a page ranking's pages, a host (site) ranking's hosts (sites)."""
     from . import views
 
-    ranking = store.ranking(name)
+    ranking = store.rankings.ranking(name)
     return Scores(views.export_columns(store, ranking), views.stale_notes(store, ranking))
 
 

@@ -4,7 +4,7 @@ A host ranks file (``*-host-ranks.txt.gz``) becomes two host rankings,
 :data:`CC_HARMONIC` (harmonic centrality) and :data:`CC_PAGERANK`; a domain
 ranks file, the same two at site level (its domains are sites by name).
 The file's names are numbered as hosts or sites where the store has them not
-(``Store.ensure_hosts``, ``ensure_sites``: a node with no page).  Every
+(``Store.hosts.ensure_hosts``, ``ensure_sites``: a node with no page).  Every
 node of the level the file does not name scores 0, as a node a personalised
 ranking cannot reach does: no bar, and :mod:`rankstore.compare` leaves it
 out.  Both versions are written in one transaction, after the file is read
@@ -71,7 +71,7 @@ def read_cc_ranks_into(
     batch); its bad lines, and a name given twice (the first line counts), go to ``skipped``."""
     started = time.perf_counter()
     level = ranks_level(path)
-    ensure = store.ensure_hosts if level == "host" else store.ensure_sites
+    ensure = store.hosts.ensure_hosts if level == "host" else store.sites.ensure_sites
     harmonic = np.zeros(0)
     pagerank = np.zeros(0)
     named = np.zeros(0, dtype=bool)
@@ -131,7 +131,7 @@ def write_imported(store: Store, scores: ImportedScores) -> list[Ranking]:
     started = time.perf_counter()
     written = []
     with store.transaction():
-        count = store.host_count() if scores.level == "host" else store.site_count()
+        count = store.hosts.host_count() if scores.level == "host" else store.sites.site_count()
         for name, measure, values in (
             (CC_HARMONIC, "harmonic centrality", scores.harmonic),
             (CC_PAGERANK, "PageRank", scores.pagerank),
@@ -150,7 +150,7 @@ def write_imported(store: Store, scores: ImportedScores) -> list[Ranking]:
                 "sum": total,
             }
             written.append(
-                store.write_ranking(
+                store.rankings.write_ranking(
                     name,
                     params,
                     0,

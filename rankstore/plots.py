@@ -16,7 +16,7 @@ __all__ = ["stats_figure"]
 def stats_figure(ranking: Ranking, scores: np.ndarray, history: Ranking | None, path: str) -> list[str]:
     """Write a PNG to ``path``: the L1 residual per iteration on a log axis, beside the scores (best first) on
     log-log axes.  ``history`` is the newest version with a convergence history to draw
-    (``Store.ranking_with_history``), None when there is none.  Returns the lines to say beside the figure:
+    (``Store.rankings.ranking_with_history``), None when there is none.  Returns the lines to say beside the figure:
     whose convergence it draws when not the ranking's own, and the file written."""
     import matplotlib
 

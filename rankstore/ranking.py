@@ -169,7 +169,7 @@ def _resolve(store: Store, seeds: Seeds) -> tuple[Seeds, list[SeedProblem]]:
             problems.append(SeedProblem(seeds.option, seed, "is not an http(s) URL"))
         else:
             canonical_of[seed] = normal
-    found = store.page_ids_for(list(canonical_of.values()))
+    found = store.pages.page_ids_for(list(canonical_of.values()))
     ids: dict[int, None] = {}
     kept = []
     for seed, normal in canonical_of.items():
@@ -319,8 +319,8 @@ def scipy_solver(method: str = "bicgstab") -> Solver:
 def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     """The store's link graph as the solver's in-link CSR: the store's own arrays, read in one pass."""
     started = time.perf_counter()
-    store.ensure_graph()
-    links = store.in_links()
+    store.ensure_derived()
+    links = store.graph.in_links()
     if links.n == 0:
         raise RankingError("the store has no pages: run `rankstore build` first")
     indptr, indices, weights = links.indptr, links.indices, links.weights
@@ -341,14 +341,14 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
 def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     """The host graph as the solver's in-link CSR, weighted by the page links between hosts."""
     started = time.perf_counter()
-    return _level_graph(store.host_graph(include_nofollow), "pages", started)
+    return _level_graph(store.hosts.host_graph(include_nofollow), "pages", started)
 
 
 def load_site_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     """The site graph as the solver's in-link CSR: the host graph folded into sites, with the site links a
     domain graph loaded (:mod:`rankstore.store.sites`)."""
     started = time.perf_counter()
-    return _level_graph(store.site_graph(include_nofollow), "sites", started)
+    return _level_graph(store.sites.site_graph(include_nofollow), "sites", started)
 
 
 def load_level_graph(store: Store, level: str, include_nofollow: bool = False) -> LoadedGraph:
@@ -389,13 +389,13 @@ def _warm_start(
     reaches link only to pages E reaches).
     """
     try:
-        previous = store.ranking(name)
+        previous = store.rankings.ranking(name)
     except RankingNotFound:
         return None, None
-    before = store.teleport_of(previous.id)
+    before = store.rankings.teleport_of(previous.id)
     if not _same_teleport(before, teleport):
         return None, None
-    old_ids, old_scores = store.scores_of(previous.id)
+    old_ids, old_scores = store.rankings.scores_of(previous.id)
     if len(old_ids) == 0:
         return None, None
     # pages new since then start with an average share
@@ -442,7 +442,7 @@ def rank(
         solver = scipy_solver(options.method)
     method = options.method if options.engine == "scipy" else "power"
     try:
-        level = store.ranking(options.name).level
+        level = store.rankings.ranking(options.name).level
     except RankingNotFound:
         level = options.level
     if level != options.level:  # its readers would look one level's ids up as the other's
@@ -474,7 +474,7 @@ def rank(
         if options.sources:
             personalization += _indicator(page_ids, options.sources)
         if options.source_roots:
-            roots = store.root_page_ids()
+            roots = store.pages.root_page_ids()
             if not roots:
                 raise RankingError("--source-roots: the store has no root pages (scheme://host/)")
             personalization[np.searchsorted(page_ids, roots)] = 1.0
@@ -537,11 +537,11 @@ def rank(
     if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
         votes = link_votes(graph, result.scores, options.damping, options.weighted)
         linked = link_mass(graph, votes, options.weighted)
-    cold = store.cold_iterations(options.name) if previous is not None else None
+    cold = store.rankings.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:
         status(f"writing {options.name}: {len(page_ids):,} {options.level}s")
-    ranking = store.write_ranking(
+    ranking = store.rankings.write_ranking(
         options.name,
         params,
         result.iterations,
@@ -572,16 +572,16 @@ def _same_as_newest(
 ) -> Ranking | None:
     """The newest version of ``options.name`` when it ranked this graph with these parameters and seeds."""
     try:
-        newest = store.ranking(options.name)
+        newest = store.rankings.ranking(options.name)
     except RankingNotFound:
         return None
-    build = store.newest_build()
+    build = store.rankings.newest_build()
     if newest.build is None or newest.build != build or newest.pages != pages or newest.level != options.level:
         return None
     ranked = {key: value for key, value in newest.params.items() if key not in _RUN_FIELDS}
     if ranked != params:
         return None
-    return newest if _same_teleport(store.teleport_of(newest.id), teleport) else None
+    return newest if _same_teleport(store.rankings.teleport_of(newest.id), teleport) else None
 
 
 def _same_teleport(before: tuple[np.ndarray, np.ndarray] | None, after: tuple[np.ndarray, np.ndarray] | None) -> bool:

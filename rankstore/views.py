@@ -182,7 +182,7 @@ def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
 
 
 def decorate_level(rows: Sequence[dict], level: str, lowest: float, highest: float) -> list[dict]:
-    """Host (or site) rows of a ranking of that level (``Store.top_nodes``, ``lookup_nodes``) -> rank, score,
+    """Host (or site) rows of a ranking of that level (``Store.analysis.top_nodes``, ``lookup_nodes``) -> rank, score,
     percentile, toolbar and bar among the ranking's hosts (sites), with what each holds of the level below
     (a host's pages, a site's hosts) and its in-links: the columns of ``LEVEL_COLUMNS[level]``."""
     if not rows:
@@ -252,7 +252,7 @@ def with_host_ranks(store: Store, rows: list[dict]) -> list[dict]:
     """Each page row with its host's score and rank (``host_pagerank``, ``host_rank``), once the hosts are
     ranked; the rows as they are before."""
     pages = [row for row in rows if row.get("url") is not None]
-    ranks = store.host_ranks([host_of(row["url"]) for row in pages])
+    ranks = store.analysis.host_ranks([host_of(row["url"]) for row in pages])
     if ranks:
         for row in pages:
             row["host_pagerank"], row["host_rank"] = ranks.get(host_of(row["url"]), (None, None))
@@ -265,7 +265,7 @@ def level_note(name: str, level: str) -> str:
 
 
 def stale_notes(store: Store, ranking: Ranking) -> list[str]:
-    note = store.stale_note(ranking)
+    note = store.rankings.stale_note(ranking)
     return [note] if note else []
 
 
@@ -274,29 +274,31 @@ def stale_notes(store: Store, ranking: Ranking) -> list[str]:
 
 def top_view(store: Store, name: str, limit: int) -> Table:
     """The best pages of a page ranking, or the best hosts (sites) of a host (site) ranking."""
-    ranking = store.ranking(name)
+    ranking = store.rankings.ranking(name)
     notes = stale_notes(store, ranking)
     if ranking.level != "page":
-        rows = decorate_level(store.top_nodes(name, ranking.level, limit), ranking.level, *store.score_range(ranking))
+        rows = decorate_level(
+            store.analysis.top_nodes(name, ranking.level, limit), ranking.level, *store.rankings.score_range(ranking)
+        )
         return Table(rows, LEVEL_COLUMNS[ranking.level], notes)
-    rows = decorate(store.top(name, limit), *store.score_range(ranking))
+    rows = decorate(store.queries.top(name, limit), *store.rankings.score_range(ranking))
     return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
 
 def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     """Pages (URLs in normal form) with their scores; a host ranking answers for each page's host (a page of
     the store), a site ranking for each URL's site (a site of the store)."""
-    ranking = store.ranking(name)
+    ranking = store.rankings.ranking(name)
     notes = stale_notes(store, ranking)
     if ranking.level == "host":
         # a URL the store has not is not in the store at every level: its host's rank would be an answer
         # about another page
         with store.snapshot():
-            pages = store.page_ids_for(urls)
+            pages = store.pages.page_ids_for(urls)
             hosts = {url: host_of(url) for url in urls if url in pages}
-            found = store.lookup_hosts(list(hosts.values()), name)
+            found = store.analysis.lookup_hosts(list(hosts.values()), name)
         asked = [url for url in urls if url in hosts and hosts[url] in found]
-        rows = decorate_level([found[hosts[url]] for url in asked], "host", *store.score_range(ranking))
+        rows = decorate_level([found[hosts[url]] for url in asked], "host", *store.rankings.score_range(ranking))
         for row, url in zip(rows, asked):
             row["url"] = url
         unranked = [url for url, row in zip(asked, rows) if row["host_pagerank"] is None]
@@ -306,16 +308,18 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     if ranking.level == "site":
         # a site is in the store without any page of it (a domain graph's): its URLs are answered by its rank
         sites = {url: site_of(host_of(url)) for url in urls}
-        found = store.lookup_sites(list(sites.values()), name)
+        found = store.analysis.lookup_sites(list(sites.values()), name)
         asked = [url for url in urls if sites[url] in found]
-        rows = decorate_level([found[sites[url]] for url in asked], "site", *store.score_range(ranking))
+        rows = decorate_level([found[sites[url]] for url in asked], "site", *store.rankings.score_range(ranking))
         for row, url in zip(rows, asked):
             row["url"] = url
         unranked = [url for url, row in zip(asked, rows) if row["site_pagerank"] is None]
         notes.append(level_note(name, "site"))
         return Table(rows, SHOW_SITE_COLUMNS, notes, [url for url in urls if url not in asked], unranked)
-    found = store.lookup(urls, name)
-    rows = with_host_ranks(store, decorate([found[url] for url in urls if url in found], *store.score_range(ranking)))
+    found = store.queries.lookup(urls, name)
+    rows = with_host_ranks(
+        store, decorate([found[url] for url in urls if url in found], *store.rankings.score_range(ranking))
+    )
     unranked = [row["url"] for row in rows if row["pagerank"] is None]
     missing = [url for url in urls if url not in found]
     estimated = estimate_rows(store, missing)
@@ -335,11 +339,11 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
     rows: dict[str, dict] = {}
     left = list(urls)
     for level in ("host", "site"):
-        head = store.level_head(level) if left else None
+        head = store.levels.level_head(level) if left else None
         if head is None:
             continue
         names = {url: host_of(url) if level == "host" else site_of(host_of(url)) for url in left}
-        found = store.level_scores(head, set(names.values()))
+        found = store.levels.level_scores(head, set(names.values()))
         percentiles = _percentiles(found.positions, head.nodes)
         toolbars = display.toolbar(found.scores, head.nodes).tolist()
         widths = display.bar_width(found.scores, head.lowest, head.highest, _BAR_PX).tolist()
@@ -376,8 +380,8 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
 
 
 def search_view(store: Store, words: Sequence[str], name: str, limit: int, offset: int = 0) -> Table:
-    ranking = store.page_ranking(name)
-    rows = decorate(store.search_titles(list(words), name, limit, offset), *store.score_range(ranking))
+    ranking = store.rankings.page_ranking(name)
+    rows = decorate(store.queries.search_titles(list(words), name, limit, offset), *store.rankings.score_range(ranking))
     notes = stale_notes(store, ranking)
     if search_words(words) != " ".join(words).split():
         notes.append("control characters in the search were read as spaces")
@@ -396,9 +400,9 @@ def backlinks_view(
 ) -> tuple[Table, BacklinkReport]:
     """A page's (or a whole host's) backlinks with contribution, share, first build and host rank, then the
     shares that are not pages (:class:`Table` ``shares``; none with ``since``)."""
-    ranking = store.page_ranking(name)
-    lowest, highest = store.score_range(ranking)
-    report = store.backlink_report(url, name, sort, since, limit, offset, host=host)
+    ranking = store.rankings.page_ranking(name)
+    lowest, highest = store.rankings.score_range(ranking)
+    report = store.analysis.backlink_report(url, name, sort, since, limit, offset, host=host)
     rows = link_columns(report.rows, lowest, highest) + link_columns(report.nofollow_rows, lowest, highest)
     with_host_ranks(store, rows)
     shares = share_lines(report, rows, host is not None) if since is None else []
@@ -413,9 +417,9 @@ def backlinks_view(
 
 
 def lost_view(store: Store, url: str, name: str, since: int | None, limit: int, offset: int = 0) -> Table:
-    ranking = store.page_ranking(name)
-    found = store.lost_backlinks(url, name, since, limit, offset)
-    rows = with_host_ranks(store, link_columns(found, *store.score_range(ranking)))
+    ranking = store.rankings.page_ranking(name)
+    found = store.analysis.lost_backlinks(url, name, since, limit, offset)
+    rows = with_host_ranks(store, link_columns(found, *store.rankings.score_range(ranking)))
     return Table(rows, page_columns(rows, LOST_EXTRA), stale_notes(store, ranking))
 
 
@@ -429,8 +433,8 @@ def referring_hosts_view(
     limit: int,
     offset: int = 0,
 ) -> Table:
-    ranking = store.page_ranking(name)
-    rows = store.referring_hosts(url, host, name, sort, since, limit, offset)
+    ranking = store.rankings.page_ranking(name)
+    rows = store.analysis.referring_hosts(url, host, name, sort, since, limit, offset)
     return Table(rows, HOST_COLUMNS, stale_notes(store, ranking))
 
 
@@ -448,10 +452,12 @@ def intersect_view(
     order = intersect_rankings(store, name, by_host)
     notes = stale_notes(store, order.ranking) if order.ranking is not None else []
     if by_host:
-        rows = store.intersect(targets, mine, name, True, limit, offset, host_ranking=order.host_ranking)
+        rows = store.analysis.intersect(targets, mine, name, True, limit, offset, host_ranking=order.host_ranking)
         return Table(rows, INTERSECT_HOST_COLUMNS, notes)
     assert order.ranking is not None
-    rows = decorate(store.intersect(targets, mine, name, False, limit, offset), *store.score_range(order.ranking))
+    rows = decorate(
+        store.analysis.intersect(targets, mine, name, False, limit, offset), *store.rankings.score_range(order.ranking)
+    )
     return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
 
@@ -468,19 +474,19 @@ def intersect_rankings(store: Store, name: str, by_host: bool) -> IntersectOrder
     """The rankings that order an intersect by ranking ``name``: pages by it, linking hosts by it when it ranks
     hosts, else by ``hostrank``."""
     if not by_host:
-        return IntersectOrder(store.page_ranking(name), "hostrank")
-    host_ranking = name if store.ranking(name).level == "host" else "hostrank"
-    ranked = store.ranking(host_ranking) if store.host_ranking(host_ranking) is not None else None
+        return IntersectOrder(store.rankings.page_ranking(name), "hostrank")
+    host_ranking = name if store.rankings.ranking(name).level == "host" else "hostrank"
+    ranked = store.rankings.ranking(host_ranking) if store.analysis.host_ranking(host_ranking) is not None else None
     return IntersectOrder(ranked, host_ranking)
 
 
 def anchors_view(store: Store, url: str, name: str, limit: int) -> Table:
-    ranking = store.page_ranking(name)
-    return Table(store.anchors(url, name, limit), ANCHOR_COLUMNS, stale_notes(store, ranking))
+    ranking = store.rankings.page_ranking(name)
+    return Table(store.analysis.anchors(url, name, limit), ANCHOR_COLUMNS, stale_notes(store, ranking))
 
 
 def builds_view(store: Store) -> Table:
-    return Table(store.build_history(), BUILD_COLUMNS)
+    return Table(store.analysis.build_history(), BUILD_COLUMNS)
 
 
 def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
@@ -488,7 +494,7 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
     (``EXPORT_COLUMNS``, with ``spam_mass`` where the ranking has it; ``EXPORT_LEVEL_COLUMNS``)."""
     if ranking.level != "page":
         level = ranking.level
-        rows = store.top_nodes(ranking.name, level, ALL_ROWS)
+        rows = store.analysis.top_nodes(ranking.name, level, ALL_ROWS)
         scores = [row["pagerank"] for row in rows]
         positions = [row["position"] for row in rows]
         values = [  # in the order of EXPORT_LEVEL_COLUMNS
@@ -502,7 +508,7 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
             [row["inlinks"] for row in rows],
         ]
         return dict(zip(EXPORT_LEVEL_COLUMNS[level], values, strict=True))
-    found = store.export_rows(ranking)
+    found = store.queries.export_rows(ranking)
     scores = [row.score for row in found]
     positions = [row.position for row in found]
     values = [  # in the order of EXPORT_COLUMNS

@@ -118,7 +118,7 @@ async def test_html_gets_bars_and_panel(either, site):
     assert page.count("<pagerank-bar") == 2
     assert 'data-pagerank="unranked"' in page  # nowhere.example is not in the store
     with Store(either.settings.store, readonly=True) as store:
-        expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
+        expected = [row["url"] for row in store.queries.backlinks(site + "index.html", limit=10)]
     assert (
         expected
         and [u.replace("&amp;", "&") for u in re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', panel)]
@@ -329,7 +329,7 @@ def test_preloaded_lookups_answer_as_the_store_does_and_a_whole_version_needs_no
 
     with Store(store_path, readonly=True) as store:
         urls = [url for (url,) in store.db.execute("SELECT url FROM pages ORDER BY id")]
-        expected = store.lookup(urls)
+        expected = store.queries.lookup(urls)
     unknown = [site + "not-in-the-store.html", "http://elsewhere.example/"]
     ranks = Ranks(store_path, preload=preload)
     ranks.preload()
@@ -370,7 +370,7 @@ def test_lookups_remembered_until_a_new_ranking_version(store_path, site, tmp_pa
     assert ranks.lookup([url])[url].pagerank == before  # from the cache
     assert CliRunner().invoke(cli, ["rank", "--store", path, "--damping", "0.5", "-q"]).exit_code == 0
     with Store(path, readonly=True) as store:
-        expected = store.lookup([url])[url]["pagerank"]
+        expected = store.queries.lookup([url])[url]["pagerank"]
     assert expected != before
     assert ranks.lookup([url])[url].pagerank == expected  # the new version, not the remembered one
     ranks.close()
@@ -512,7 +512,7 @@ async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
     await run_hooks(addon, flow)
     assert not flow.metadata["pagerank"].endswith("panel kept")
     with Store(addon.settings.store, readonly=True) as store:
-        expected = [row["url"] for row in store.backlinks(site + "index.html", limit=10)]
+        expected = [row["url"] for row in store.queries.backlinks(site + "index.html", limit=10)]
     assert [
         u.replace("&amp;", "&")
         for u in re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', flow.response.text)
@@ -994,7 +994,7 @@ async def test_a_new_ranking_is_read_in_a_thread_and_its_pages_go_to_the_workers
         assert after.metadata["pagerank"].endswith(", in the loop")
     assert threading.main_thread() not in threads  # never read in the loop
     with Store(path, readonly=True) as store:
-        score = store.lookup([site + "docs/"])[site + "docs/"]["pagerank"]
+        score = store.queries.lookup([site + "docs/"])[site + "docs/"]["pagerank"]
     assert (
         f'data-pagerank="{score!r}"' in meanwhile.response.text and f'data-pagerank="{score!r}"' in after.response.text
     )
@@ -1011,7 +1011,7 @@ def test_a_bounded_rewrite_refuses_a_page_that_would_cost_more(store_path, site,
     monkeypatch.setattr(worker, "PRELOAD_PAGES", 2)  # most of this store's pages then need a look-up
     with Store(path, readonly=True) as store:
         urls = [url for (url,) in store.db.execute("SELECT url FROM pages ORDER BY id LIMIT 12")]
-        inlinks = store.lookup([site + "index.html"])[site + "index.html"]["inlinks"]
+        inlinks = store.queries.lookup([site + "index.html"])[site + "index.html"]["inlinks"]
     assert inlinks > 0
     body = ("<html><body>" + "".join(f"<a href='{url}'>x</a>" for url in urls) + "</body></html>").encode()
     args = (path, "pagerank", 10, body, "text/html", site + "index.html")

@@ -35,11 +35,11 @@ def busiest(path: str) -> str:
 
 
 def anchor_plans(path: str, url: str) -> list[str]:
-    """The query plan of each statement on ``link_notes`` that ``Store.anchors`` runs, as it runs it."""
+    """The query plan of each statement on ``link_notes`` that ``Store.analysis.anchors`` runs, as it runs it."""
     with Store(path, readonly=True) as store:
         statements: list[str] = []
         store.db.set_trace_callback(statements.append)
-        rows = store.anchors(url)
+        rows = store.analysis.anchors(url)
         store.db.set_trace_callback(None)
         assert rows, "the page has anchored in-links"
         touching = [sql for sql in statements if "link_notes" in sql and not sql.startswith("EXPLAIN")]

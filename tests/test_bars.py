@@ -61,7 +61,7 @@ def test_every_page_above_zero_has_a_bar(variants, ranking):
         assert (row["bar"] > 0) == (row["pagerank"] > 0), row
     assert rows[0]["bar"] == 20  # the CLI's widest
     with Store(store, readonly=True) as opened:
-        _, scores = opened.scores_of(opened.ranking(ranking).id)
+        _, scores = opened.rankings.scores_of(opened.rankings.ranking(ranking).id)
     assert len(rows) == len(scores)
 
 
@@ -70,7 +70,7 @@ def test_a_page_scored_zero_says_so_in_the_table(variants):
     unreached = {}
     for ranking in names:
         with Store(store, readonly=True) as opened:
-            _, scores = opened.scores_of(opened.ranking(ranking).id)
+            _, scores = opened.rankings.scores_of(opened.rankings.ranking(ranking).id)
         unreached[ranking] = int(np.count_nonzero(scores == 0))
     assert unreached["badrank"] > 0  # pages that link to no flagged page, however far
     for ranking, count in unreached.items():
@@ -96,7 +96,7 @@ def test_own_top_page_draws_the_rankings_bars(ranks, variants, ranking):
     text = body.decode()
     rows = re.findall(r'<tr data-pagerank="([^"]+)"[^>]*>.*?data-w="(\d+)"', text)
     with Store(store, readonly=True) as opened:
-        expected = [row["pagerank"] for row in opened.top(ranking, 1000)]
+        expected = [row["pagerank"] for row in opened.queries.top(ranking, 1000)]
     assert [float(score) for score, _ in rows] == expected  # the ranking asked for, not the proxy's own
     for score, width in rows:
         assert (int(width) > 0) == (float(score) > 0)
@@ -110,8 +110,8 @@ def test_own_top_page_draws_the_rankings_bars(ranks, variants, ranking):
 def test_spam_mass_in_the_table_and_the_export(variants):
     store, _ = variants
     with Store(store, readonly=True) as opened:
-        ranking = opened.ranking("trust")
-        arrays = opened.ranking_arrays(ranking.id)
+        ranking = opened.rankings.ranking("trust")
+        arrays = opened.rankings.ranking_arrays(ranking.id)
         assert arrays.extra is not None
         urls = dict(opened.db.execute("SELECT url, id FROM pages"))
     table = run("top", "--ranking", "trust", "-n", "5", "--store", store).splitlines()

@@ -108,7 +108,7 @@ def test_build_mirror_directory_from_wget(python_doc_crawl, tmp_path):
     pages, links = counts(store)
     assert pages == html_files
     with Store(str(store), readonly=True) as opened:
-        assert opened.page_id(python_doc_crawl.base_url + "library/functions.html") is not None
+        assert opened.pages.page_id(python_doc_crawl.base_url + "library/functions.html") is not None
 
 
 def test_mirror_directory_with_base_url(tmp_path):
@@ -116,7 +116,7 @@ def test_mirror_directory_with_base_url(tmp_path):
     result = run("build", data("site"), "--base-url", "http://small.example/", store=store)
     assert result.exit_code == 0, result.output
     with Store(str(store), readonly=True) as opened:
-        assert "http://small.example/docs/latin1.html" in opened.out_links("http://small.example/index.html")
+        assert "http://small.example/docs/latin1.html" in opened.pages.out_links("http://small.example/index.html")
 
 
 def test_directory_without_host_folders_needs_base_url(tmp_path):
@@ -132,7 +132,7 @@ def test_small_crawl_contents(tmp_path):
     store = tmp_path / "small.db"
     assert run("build", data("small.warc.gz"), store=store).exit_code == 0
     with Store(str(store), readonly=True) as opened:
-        pages, links = opened.dump()
+        pages, links = opened.pages.dump()
     by_url = {row[0]: row for row in pages}
     home = [url for url in by_url if url.endswith(":45779/index.html") or url.endswith("/index.html")][0]
     site = home[: -len("index.html")]
@@ -155,7 +155,7 @@ def test_same_crawl_twice_gives_same_store(tmp_path):
     run("build", data("small.warc.gz"), store=two)
     run("build", data("small.warc.gz"), store=two)
     with Store(str(one), readonly=True) as a, Store(str(two), readonly=True) as b:
-        assert a.dump() == b.dump()
+        assert a.pages.dump() == b.pages.dump()
 
 
 def test_later_crawl_adds_and_recrawl_replaces_out_links(tmp_path):
@@ -170,9 +170,9 @@ def test_later_crawl_adds_and_recrawl_replaces_out_links(tmp_path):
     run("build", str(first), store=store)
     run("build", str(second), store=store)
     with Store(str(store), readonly=True) as opened:
-        assert opened.out_links("http://a.example/") == ["http://d.example/"]  # replaced
-        assert opened.out_links("http://b.example/") == ["http://a.example/"]  # kept
-        assert opened.out_links("http://e.example/") == ["http://a.example/"]  # added
+        assert opened.pages.out_links("http://a.example/") == ["http://d.example/"]  # replaced
+        assert opened.pages.out_links("http://b.example/") == ["http://a.example/"]  # kept
+        assert opened.pages.out_links("http://e.example/") == ["http://a.example/"]  # added
         assert len(opened.info()["builds"]) == 2
 
 
@@ -228,7 +228,7 @@ def test_uncompressed_warc_loads_like_compressed(tmp_path):
     run("build", data("small.warc"), store=tmp_path / "a.db")
     run("build", data("small.warc.gz"), store=tmp_path / "b.db")
     with Store(str(tmp_path / "a.db"), readonly=True) as a, Store(str(tmp_path / "b.db"), readonly=True) as b:
-        assert a.dump() == b.dump()
+        assert a.pages.dump() == b.pages.dump()
 
 
 def test_hostile_records_are_skipped_or_survived(tmp_path):
@@ -352,14 +352,14 @@ def test_sigkill_half_way_leaves_a_good_store(python_doc_crawl, tmp_path):
     clean = tmp_path / "clean.db"
     run("build", data("small.warc.gz"), store=clean)
     with Store(str(clean), readonly=True) as a, Store(str(store), readonly=True) as b:
-        small_pages = {row[0] for row in a.dump()[0] if row[3]}
-        assert small_pages <= {row[0] for row in b.dump()[0] if row[3]}
+        small_pages = {row[0] for row in a.pages.dump()[0] if row[3]}
+        assert small_pages <= {row[0] for row in b.pages.dump()[0] if row[3]}
     # a re-run completes it: the same store as an uninterrupted build
     assert run("build", python_doc_crawl.warc, store=store).exit_code == 0
     run("build", python_doc_crawl.warc, store=clean)
     with Store(str(clean), readonly=True) as a, Store(str(store), readonly=True) as b:
-        assert a.dump()[1] == b.dump()[1]
-        assert {r[0] for r in a.dump()[0]} == {r[0] for r in b.dump()[0]}
+        assert a.pages.dump()[1] == b.pages.dump()[1]
+        assert {r[0] for r in a.pages.dump()[0]} == {r[0] for r in b.pages.dump()[0]}
 
 
 def test_info_lists_counts_builds_and_size(tmp_path):

@@ -147,7 +147,7 @@ def test_build_loads_a_host_ranks_file_as_two_host_rankings_without_solving(host
     assert "loaded cc-pagerank v1: 12 hosts scored by" in loaded.stdout
     assert "skipped 6 record(s)" in loaded.stderr
     with Store(path, readonly=True) as store:
-        harmonic, pagerank = store.ranking(CC_HARMONIC), store.ranking(CC_PAGERANK)
+        harmonic, pagerank = store.rankings.ranking(CC_HARMONIC), store.rankings.ranking(CC_PAGERANK)
         assert harmonic.level == pagerank.level == "host"
         assert harmonic.iterations == 0 and harmonic.residuals == []
         assert harmonic.params["kind"] == "imported" and harmonic.params["measure"] == "harmonic centrality"
@@ -155,20 +155,20 @@ def test_build_loads_a_host_ranks_file_as_two_host_rankings_without_solving(host
         assert harmonic.params["nodes"] == pagerank.params["nodes"] == 12
         assert harmonic.params["sum"] == pytest.approx(HARMONIC.sum())
         assert pagerank.params["sum"] == pytest.approx(PAGERANK.sum())
-        assert harmonic.pages == pagerank.pages == store.host_count()
-        ids = [store.host_id(name) for name in FORWARD]
+        assert harmonic.pages == pagerank.pages == store.hosts.host_count()
+        ids = [store.hosts.host_id(name) for name in FORWARD]
         assert None not in ids  # the graph's hosts kept their ids; the others were numbered
-        assert store.host_count() == 8 + 5  # the graph's eight hosts, and five more only the ranks file names
+        assert store.hosts.host_count() == 8 + 5  # the graph's eight hosts, and five more only the ranks file names
         for ranking, published in ((harmonic, HARMONIC), (pagerank, PAGERANK)):
-            arrays = store.ranking_arrays(ranking.id)
+            arrays = store.rankings.ranking_arrays(ranking.id)
             index = np.array(ids) - 1
             # each measure over its sum: summing to 1, the published value = score x sum
             assert arrays.scores[index] * ranking.params["sum"] == pytest.approx(published, rel=1e-12)
             assert arrays.scores.sum() == pytest.approx(1.0)
             assert np.count_nonzero(arrays.scores) == 12
-        hc = store.ranking_arrays(harmonic.id)
+        hc = store.rankings.ranking_arrays(harmonic.id)
         assert [FORWARD[ids.index(i + 1)] for i in hc.best[:12].tolist()] == FORWARD  # the file's order
-        pr = store.ranking_arrays(pagerank.id)
+        pr = store.rankings.ranking_arrays(pagerank.id)
         by_pagerank = [FORWARD[k] for k in np.argsort([pr_pos for _, _, pr_pos, _ in HOSTS])]
         assert [FORWARD[ids.index(i + 1)] for i in pr.best[:12].tolist()] == by_pagerank
 
@@ -190,9 +190,9 @@ def test_an_imported_ranking_is_never_stale_and_a_reload_is_a_new_version(host_s
     again = invoke("build", files["clean"], "--store", path, "-q")
     assert "loaded cc-harmonic v2" in again.stdout and "loaded cc-pagerank v2" in again.stdout
     with Store(path, readonly=True) as store:
-        first, second = store.ranking(CC_PAGERANK, 1), store.ranking(CC_PAGERANK, 2)
-        assert (first.pages, second.pages, store.host_count()) == (12, 13, 13)  # de.wikipedia.org came since
-        old, new = store.ranking_arrays(first.id).scores, store.ranking_arrays(second.id).scores
+        first, second = store.rankings.ranking(CC_PAGERANK, 1), store.rankings.ranking(CC_PAGERANK, 2)
+        assert (first.pages, second.pages, store.hosts.host_count()) == (12, 13, 13)  # de.wikipedia.org came since
+        old, new = store.rankings.ranking_arrays(first.id).scores, store.rankings.ranking_arrays(second.id).scores
         assert np.array_equal(old, new[:12]) and new[12] == 0
 
 
@@ -201,11 +201,11 @@ def test_a_domain_ranks_file_loads_as_site_rankings(files, tmp_path):
     loaded = invoke("build", files["domain"], "--store", path, "-q")
     assert loaded.exit_code == 3 and "loaded cc-pagerank v1: 3 sites" in loaded.stdout
     with Store(path, readonly=True) as store:
-        ranking = store.ranking(CC_PAGERANK)
-        assert ranking.level == "site" and ranking.pages == store.site_count() == 3
-        ids = [store.site_id(name) for name in ("example.com", "bbc.co.uk", "github.io")]
-        assert None not in ids and store.host_count() == 0  # sites by name, no host or page made up
-        scores = store.ranking_arrays(ranking.id).scores[np.array(ids) - 1]
+        ranking = store.rankings.ranking(CC_PAGERANK)
+        assert ranking.level == "site" and ranking.pages == store.sites.site_count() == 3
+        ids = [store.sites.site_id(name) for name in ("example.com", "bbc.co.uk", "github.io")]
+        assert None not in ids and store.hosts.host_count() == 0  # sites by name, no host or page made up
+        scores = store.rankings.ranking_arrays(ranking.id).scores[np.array(ids) - 1]
         assert scores.tolist() == pytest.approx([0.0045 / 0.01, 0.005 / 0.01, 0.0005 / 0.01])
 
 

@@ -51,9 +51,9 @@ def test_stats_figure_is_the_librarys(ranked, tmp_path):
     from rankstore.plots import stats_figure
 
     with Store(ranked, readonly=True) as store:
-        ranking = store.ranking("pagerank")
-        _, values = store.scores_of(ranking.id)
-        history = store.ranking_with_history(ranking)
+        ranking = store.rankings.ranking("pagerank")
+        _, values = store.rankings.scores_of(ranking.id)
+        history = store.rankings.ranking_with_history(ranking)
     png = tmp_path / "lib.png"
     assert stats_figure(ranking, values[::-1], history, str(png)) == [f"wrote {png}"]
     assert imread(png).shape[:2] == (462, 1210)  # 11 x 4.2 inches at 110 dpi, as the CLI's

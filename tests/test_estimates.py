@@ -38,12 +38,12 @@ PAGE = "https://en.wikipedia.org/wiki/Some_article"  # not in the store: its hos
 def write_site_ranking(path: str, name: str = "siterank", scores: dict[str, float] = SITE_SCORES) -> None:
     """A site ranking over every site of the store, written as `rank --level site` would store one."""
     with Store(path) as store:
-        count = store.site_count()
-        ids = {site: store.site_id(site) for site in scores}
+        count = store.sites.site_count()
+        ids = {site: store.sites.site_id(site) for site in scores}
         values = np.zeros(count)
         for site, score in scores.items():
             values[ids[site] - 1] = score
-        store.write_ranking(
+        store.rankings.write_ranking(
             name, {"kind": "test"}, 0, [], np.arange(1, count + 1), values, np.ones(count), level="site"
         )
 
@@ -60,9 +60,9 @@ def hosts_store(tmp_path_factory):
 
 def expected(store: Store, level: str, name: str, ranking: str) -> dict:
     """What a level's ranking says of a host (site), worked out here from its raw scores."""
-    found = store.ranking(ranking)
-    _, scores = store.scores_of(found.id)
-    number = store.host_id(name) if level == "host" else store.site_id(name)
+    found = store.rankings.ranking(ranking)
+    _, scores = store.rankings.scores_of(found.id)
+    number = store.hosts.host_id(name) if level == "host" else store.sites.site_id(name)
     score = float(scores[number - 1])
     position = int(np.sum(scores > score) + np.sum((scores == score)[: number - 1]))
     positive = scores[scores > 0]
@@ -113,28 +113,30 @@ DOCUMENT = "<!doctype html><title>t</title><body>" + "".join(
 
 def test_a_level_answers_by_its_own_ranking(hosts_store, tmp_path):
     with Store(hosts_store, readonly=True) as store:
-        host = store.level_head("host")
-        site = store.level_head("site")
+        host = store.levels.level_head("host")
+        site = store.levels.level_head("site")
         assert (host.name, host.level, host.nodes) == ("hostrank", "host", 8)
         assert (site.name, site.level, site.nodes) == ("siterank", "site", 4)
         assert (site.lowest, site.highest) == (0.1, 0.4)
-        found = store.level_scores(site, ["bbc.co.uk", "example.com", "github.io", "bbc.co.uk"])
+        found = store.levels.level_scores(site, ["bbc.co.uk", "example.com", "github.io", "bbc.co.uk"])
         assert dict(zip(found.names, found.scores.tolist())) == {"bbc.co.uk": 0.2, "example.com": 0.4}
         assert dict(zip(found.names, found.positions.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
         # the same answer from the level's keys in memory
-        keys = store.level_keys("site")
-        assert keys.count == 4 and keys.find(["bbc.co.uk", "github.io"]) == {"bbc.co.uk": store.site_id("bbc.co.uk")}
-        again = store.level_scores(site, ["bbc.co.uk", "example.com", "github.io"], keys)
+        keys = store.levels.level_keys("site")
+        assert keys.count == 4 and keys.find(["bbc.co.uk", "github.io"]) == {
+            "bbc.co.uk": store.sites.site_id("bbc.co.uk")
+        }
+        again = store.levels.level_scores(site, ["bbc.co.uk", "example.com", "github.io"], keys)
         assert dict(zip(again.names, again.scores.tolist())) == {"bbc.co.uk": 0.2, "example.com": 0.4}
         assert dict(zip(again.names, again.positions.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
-        found = store.level_scores(host, ["news.bbc.co.uk", "www.bbc.co.uk"])
+        found = store.levels.level_scores(host, ["news.bbc.co.uk", "www.bbc.co.uk"])
         numbers = expected(store, "host", "news.bbc.co.uk", "hostrank")
         assert found.names == ("news.bbc.co.uk",)
         assert (float(found.scores[0]), int(found.positions[0])) == (numbers["score"], numbers["position"])
         with pytest.raises(StoreError, match="pagerank ranks pages, not hosts"):
-            store.level_head("host", "pagerank")
+            store.levels.level_head("host", "pagerank")
         with pytest.raises(StoreError, match="siterank ranks sites, not hosts"):
-            store.level_head("host", "siterank")
+            store.levels.level_head("host", "siterank")
     # without siterank, the newest ranking of sites answers (a loaded cc-pagerank, say)
     other = str(tmp_path / "other.db")
     shutil.copy(hosts_store, other)
@@ -145,32 +147,32 @@ def test_a_level_answers_by_its_own_ranking(hosts_store, tmp_path):
         store.db.execute("DELETE FROM rankings WHERE name = 'siterank'")
     write_site_ranking(other, "cc-pagerank", {**SITE_SCORES, "bbc.co.uk": 0.05})
     with Store(other, readonly=True) as store:
-        assert store.level_head("site").name == "cc-pagerank"
-        assert store.level_head("site", "cc-pagerank").lowest == 0.05
+        assert store.levels.level_head("site").name == "cc-pagerank"
+        assert store.levels.level_head("site", "cc-pagerank").lowest == 0.05
     write_site_ranking(other, "siterank")
     with Store(other, readonly=True) as store:
-        assert store.level_head("site").name == "siterank"  # the default name wins over a newer one
+        assert store.levels.level_head("site").name == "siterank"  # the default name wins over a newer one
 
 
 def test_best_referrers_by_rank_at_their_level(hosts_store):
     with Store(hosts_store, readonly=True) as store:
-        host, site = store.level_head("host"), store.level_head("site")
+        host, site = store.levels.level_head("host"), store.levels.level_head("site")
         # example.com's in-links come from blog, shop, en.wikipedia, news.bbc and xn--bcher-kva (one link each)
         linking = ["blog.example.com", "shop.example.com", "en.wikipedia.org", "news.bbc.co.uk", "xn--bcher-kva.net"]
         by_rank = sorted(linking, key=lambda name: expected(store, "host", name, "hostrank")["position"])
-        found = store.referrers(host, "example.com", 3)
+        found = store.levels.referrers(host, "example.com", 3)
         assert [one.name for one in found] == by_rank[:3]
         assert [one.links for one in found] == [1, 1, 1]
         assert [one.score for one in found] == [expected(store, "host", n, "hostrank")["score"] for n in by_rank[:3]]
         # the site example.com: its own hosts' links to each other do not count
-        found = store.referrers(site, "example.com", 10)
+        found = store.levels.referrers(site, "example.com", 10)
         assert [(one.name, one.position, one.links) for one in found] == [
             ("wikipedia.org", 1, 1),
             ("bbc.co.uk", 2, 1),
             ("xn--bcher-kva.net", 3, 1),
         ]
-        assert store.referrers(site, "example.com", 10, most_pages=2) is None  # three pages: too many to read
-        assert store.referrers(host, "nowhere.example", 10) == []
+        assert store.levels.referrers(site, "example.com", 10, most_pages=2) is None  # three pages: too many to read
+        assert store.levels.referrers(host, "nowhere.example", 10) == []
 
 
 def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
@@ -182,8 +184,8 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
     assert rewrite.remove_edits(text, out.edits) == DOCUMENT
     with Store(hosts_store, readonly=True) as store:
         # a page in the store: its page bar, byte for byte as before estimates
-        page = store.lookup(["https://example.com/"])["https://example.com/"]
-        low, high = store.score_range(store.ranking("pagerank"))
+        page = store.queries.lookup(["https://example.com/"])["https://example.com/"]
+        low, high = store.rankings.score_range(store.rankings.ranking("pagerank"))
         width = 1 + round((math.log(page["pagerank"]) - math.log(low)) / (math.log(high) - math.log(low)) * 39)
         percentile = 100.0 * (8 - page["position"]) / 8
         steps = math.floor(math.log(page["pagerank"] * 8) / math.log(6.5)) + 1
@@ -255,10 +257,12 @@ def test_a_new_host_ranking_version_is_never_served_stale(hosts_store, tmp_path,
     with ranks.page() as view:
         before = attributes(bar_of(annotate(DOCUMENT, PAGE, view.lookup, None, view.marks).text, href))
     with Store(path) as store:
-        count = store.host_count()
+        count = store.hosts.host_count()
         scores = np.full(count, 0.5 / (count - 1))
-        scores[store.host_id("example.com") - 1] = 0.5
-        store.write_ranking("hostrank", {}, 0, [], np.arange(1, count + 1), scores, np.ones(count), level="host")
+        scores[store.hosts.host_id("example.com") - 1] = 0.5
+        store.rankings.write_ranking(
+            "hostrank", {}, 0, [], np.arange(1, count + 1), scores, np.ones(count), level="host"
+        )
     with ranks.page() as view:
         after = attributes(bar_of(annotate(DOCUMENT, PAGE, view.lookup, None, view.marks).text, href))
     assert before["data-pagerank-estimate"] != after["data-pagerank-estimate"] == repr(0.5)

@@ -46,7 +46,9 @@ def origin(host_graph_store, tmp_path_factory):
     folder = tmp_path_factory.mktemp("estimates-site")
     with Store(host_graph_store, readonly=True) as store:
         names = list(
-            store.host_names(random.Random(32).sample(range(1, store.host_count() + 1), ESTIMATED + PAGES)).values()
+            store.hosts.host_names(
+                random.Random(32).sample(range(1, store.hosts.host_count() + 1), ESTIMATED + PAGES)
+            ).values()
         )
     links = (
         [

@@ -32,16 +32,16 @@ MOMENTS = 10  # kills spread evenly over the build, beside the two aimed at the 
 # transaction) held up at its start or its end: a marker file says it is there, for the kill to come.
 HOOKED = """
 import sys, time
-from rankstore.store import Store
+from rankstore.store.graph import Graph
 where, marker = sys.argv[1], sys.argv[2]
-real = Store.derive_graph
+real = Graph.derive_graph
 def held(self):
     if where == "start":
         open(marker, "w").close(); time.sleep(120)
     real(self)
     if where == "end":
         open(marker, "w").close(); time.sleep(120)
-Store.derive_graph = held
+Graph.derive_graph = held
 from rankstore.cli import cli
 cli(sys.argv[3:], prog_name="rankstore")
 """
@@ -60,7 +60,7 @@ def _summary(path) -> tuple[int, int, tuple]:
     """(crawled pages, links, the served ranking's head) of a store, opened as a reader."""
     with Store(str(path), readonly=True) as store:
         details = store.info()
-        return details["crawled_pages"], details["links"], tuple(store.ranking_head())
+        return details["crawled_pages"], details["links"], tuple(store.rankings.ranking_head())
 
 
 def _started(path, process) -> None:
@@ -115,8 +115,8 @@ def _kill_and_check(base, second, clean, path, command, when) -> None:
         while not stop.is_set():
             try:
                 with Store(str(path), readonly=True) as store:
-                    head = tuple(store.ranking_head())
-                    total = float(store.scores_of(head[0])[1].sum())
+                    head = tuple(store.rankings.ranking_head())
+                    total = float(store.rankings.scores_of(head[0])[1].sum())
                 seen.append(head)
                 if head != before[2] or abs(total - 1) > 1e-9:
                     problems.append(f"served {head} (sum {total}), not the old {before[2]}")
@@ -148,7 +148,7 @@ def _kill_and_check(base, second, clean, path, command, when) -> None:
     assert subprocess.run(_build_command(second, path), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0  # rerun
     assert _summary(path)[:2] == _summary(clean)[:2]
     with Store(str(path), readonly=True) as store:
-        assert store.graph_is_current()
+        assert store.graph.graph_is_current()
 
 
 def _pages(path) -> int:

@@ -97,7 +97,7 @@ def test_a_host_and_a_domain_ranks_file_are_refused_before_anything_is_written(t
     domain = _file(tmp_path / "domain-ranks.txt.gz", DOMAIN_RANKS)
     run("build", host, "--store", store, "-q")
     with Store(store, readonly=True) as opened:
-        before = opened.dump()
+        before = opened.pages.dump()
     result = invoke("build", domain, "--store", store)
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1] == (
@@ -105,7 +105,7 @@ def test_a_host_and_a_domain_ranks_file_are_refused_before_anything_is_written(t
         "load it into another store"
     )
     with Store(store, readonly=True) as opened:
-        assert opened.dump() == before
+        assert opened.pages.dump() == before
     both = invoke("build", host, domain, "--store", str(tmp_path / "t.db"))
     assert both.exit_code == 1 and "both would be cc-pagerank, which ranks one level" in both.output
 
@@ -116,7 +116,7 @@ def test_a_ranks_file_build_makes_no_ranking_of_ours_stale(tmp_path, crawl):
     run("rank", "--store", store, "-q")
     run("build", _file(tmp_path / "host-ranks.txt.gz", HOST_RANKS), "--store", store, "-q")
     with Store(store, readonly=True) as opened:
-        assert opened.stale_note(opened.ranking("pagerank")) is None
+        assert opened.rankings.stale_note(opened.rankings.ranking("pagerank")) is None
     assert run("rank", "--store", store).startswith("pagerank v1 unchanged")
 
 

@@ -43,7 +43,7 @@ def two_sites(python_doc_store, tmp_path_factory):
 
 def host_numbers(store: str, url: str) -> tuple[float, int]:
     with Store(store, readonly=True) as opened:
-        return opened.host_ranks([host_of(url)])[host_of(url)]
+        return opened.analysis.host_ranks([host_of(url)])[host_of(url)]
 
 
 def test_show_with_a_host_ranking_answers_for_the_pages_host(two_sites):
@@ -68,7 +68,9 @@ def test_a_url_not_in_the_store_is_answered_by_its_hosts_rank_saying_so(two_site
     store, python_page, _ = two_sites
     nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
     with Store(store, readonly=True) as opened:
-        assert opened.page_id(nowhere) is None and host_of(nowhere) in opened.host_ranks([host_of(nowhere)])
+        assert opened.pages.page_id(nowhere) is None and host_of(nowhere) in opened.analysis.host_ranks(
+            [host_of(nowhere)]
+        )
     result = invoke("show", python_page, nowhere, "--format", "json", "--store", store)
     assert (
         result.exit_code == 1
@@ -131,7 +133,7 @@ def test_intersect_of_linking_hosts_takes_a_host_ranking(two_sites):
     assert rows
     with Store(store, readonly=True) as opened:
         for row in rows:
-            assert (row["host_pagerank"], row["host_rank"]) == opened.host_ranks([row["host"]])[row["host"]]
+            assert (row["host_pagerank"], row["host_rank"]) == opened.analysis.host_ranks([row["host"]])[row["host"]]
     ranks = [row["host_rank"] for row in rows if row["host_rank"] is not None]
     assert ranks == sorted(ranks)
 
@@ -176,22 +178,22 @@ def test_current_scores_view_carries_the_level_and_joins_hosts(two_sites):
     assert by_name[host_of(python_page)] == host_numbers(store, python_page)[0]
     assert pages == [("page", python_page, python_page, pages[0][3], pages[0][4])]
     with Store(store, readonly=True) as opened:
-        assert pages[0][4] == opened.lookup([python_page])[python_page]["pagerank"]
+        assert pages[0][4] == opened.queries.lookup([python_page])[python_page]["pagerank"]
 
 
 def test_the_library_refuses_a_host_ranking_for_pages(two_sites):
     store, python_page, _ = two_sites
     with Store(store, readonly=True) as opened:
         for ask in (
-            lambda: opened.page_ranking("hostrank"),
-            lambda: opened.top("hostrank"),
-            lambda: opened.lookup([python_page], "hostrank"),
-            lambda: opened.search_titles(["functions"], "hostrank"),
-            lambda: opened.backlink_report(python_page, "hostrank"),
+            lambda: opened.rankings.page_ranking("hostrank"),
+            lambda: opened.queries.top("hostrank"),
+            lambda: opened.queries.lookup([python_page], "hostrank"),
+            lambda: opened.queries.search_titles(["functions"], "hostrank"),
+            lambda: opened.analysis.backlink_report(python_page, "hostrank"),
         ):
             with pytest.raises(StoreError, match="hostrank ranks hosts, not pages"):  # RankingLevelError
                 ask()
-        assert opened.page_ranking("pagerank").level == "page"
+        assert opened.rankings.page_ranking("pagerank").level == "page"
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +213,7 @@ def test_own_pages_read_a_host_ranking_at_its_level(ranks, two_sites):
     status, body = get(ranks, "/top", ranking="hostrank", n="10")
     assert status == 200
     with Store(store, readonly=True) as opened:
-        best = [row["host"] for row in opened.top_hosts("hostrank", 10)]
+        best = [row["host"] for row in opened.analysis.top_hosts("hostrank", 10)]
     assert re.findall(r'<tr [^>]*data-host="([^"]*)"', body) == best
     status, body = get(ranks, "/page", url=python_page, ranking="hostrank")
     assert status == 200

@@ -112,7 +112,7 @@ def test_fts5_operators_are_plain_words(ranks):
     either = re.findall(r'data-pagerank="([^"]+)"', get(ranks, "/search", q="built OR functions")[1])
     assert plain and len(either) <= len(plain)
     with Store(ranks.store_path, readonly=True) as store:
-        assert store.search_titles(["built*"]) == store.search_titles(["built"])
+        assert store.queries.search_titles(["built*"]) == store.queries.search_titles(["built"])
 
 
 def test_deep_search_page_is_empty_not_an_error(ranks):

@@ -278,7 +278,7 @@ def hostile_store(tmp_path_factory, python_doc_crawl):
             )
             for i, payload in enumerate(XSS)
         ]
-        store.write_pages(pages, build)
+        store.pages.write_pages(pages, build)
         store.finish_build(build, len(pages), len(pages), {})
     assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
     return path

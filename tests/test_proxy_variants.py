@@ -2,7 +2,7 @@
 empty bar that says why for a score of 0, and a ranking that a newer build has outdated named as stale.
 
 Personalised, root-page, topic, TrustRank and BadRank rankings score 0 every page their rank source E
-cannot reach; their bars are scaled from the lowest positive score (``Store.score_range``).  One store is
+cannot reach; their bars are scaled from the lowest positive score (``Store.rankings.score_range``).  One store is
 ranked with every variant once; one browser, pointed at one port, sees a proxy started there for each.
 """
 
@@ -104,7 +104,7 @@ def test_every_positive_score_of_every_variant_gets_a_visible_bar(variant_store,
     assert panel not in (None, "unranked")
     with Store(variant_store, readonly=True) as store:  # this ranking's score, not a copy kept from another's
         url = canonical(python_doc_crawl.base_url + PAGE)
-        assert panel == repr(store.lookup([url], name)[url]["pagerank"])
+        assert panel == repr(store.queries.lookup([url], name)[url]["pagerank"])
     zeros = [bar for bar in bars if bar["score"] == "0.0"]
     assert zeros  # the page links to a page that no rank source reaches (only nofollow links lead there)
     assert all(bar["fill"] == 0 and bar["title"].startswith(ZERO) for bar in zeros)  # empty, and says why

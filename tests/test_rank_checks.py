@@ -63,7 +63,7 @@ def test_a_seed_url_not_in_the_store_is_named_by_option_file_and_line_and_skippe
     assert "--source" not in result.output
     assert versions(store, "topic:lib") == [1]
     with Store(store, readonly=True) as reader:
-        assert reader.ranking("topic:lib").params["sources"] == [site + "library/functions.html"]
+        assert reader.rankings.ranking("topic:lib").params["sources"] == [site + "library/functions.html"]
     for option, name in (("--trusted", "trust"), ("--flagged", "badrank")):
         result = run("rank", "--store", store, "-q", option, str(seeds))
         assert f"Warning: {option} {seeds}:3: http://nowhere.example/ is not in the store; skipped" in result.output
@@ -183,7 +183,7 @@ def test_spam_mass_is_on_the_published_scale(farm_stores, tmp_path):
         assert -0.3 < mass[url] < 0, (url, mass[url])
     assert mass[TARGET] > 0.9 and all(mass[url] > 0.9 for url in SUPPORT)
     with Store(path, readonly=True) as reader:
-        assert reader.ranking("trust").params["good_fraction"] == good_fraction
+        assert reader.rankings.ranking("trust").params["good_fraction"] == good_fraction
 
 
 def test_spam_mass_with_the_default_good_fraction_and_the_source_dangling_rule(farm_stores, tmp_path):
@@ -195,7 +195,7 @@ def test_spam_mass_with_the_default_good_fraction_and_the_source_dangling_rule(f
     core.write_text("\n".join(CORE) + "\n")
     run("rank", "--store", path, "-q", "--trusted", str(core))
     with Store(path, readonly=True) as reader:
-        assert reader.ranking("trust").params["dangling"] == "source"
+        assert reader.rankings.ranking("trust").params["dangling"] == "source"
     rows = json.loads(run("show", *pages(True), "--store", path, "--ranking", "trust", "--format", "json").output)
     assert len(rows) == len(pages(True))
     expected = expected_spam_mass(0.85, sink=True)
@@ -242,7 +242,7 @@ def test_a_new_build_is_ranked_again(tmp_path):
     run("build", data("small.warc.gz"), "--store", path, "-q")  # the same graph, from a newer build
     assert "ranked pagerank v2" in run("rank", "--store", path, "-q").output
     with Store(path, readonly=True) as reader:
-        assert reader.ranking("pagerank").build == reader.newest_build() == 2
+        assert reader.rankings.ranking("pagerank").build == reader.rankings.newest_build() == 2
 
 
 def test_stats_plot_draws_the_newest_version_with_a_history(store, tmp_path):
@@ -251,7 +251,7 @@ def test_stats_plot_draws_the_newest_version_with_a_history(store, tmp_path):
     # a second version warm-started from an answer already within its tol: one residual, 0
     run("rank", "--store", store, "-q", "--tol", "1e-9")
     with Store(store, readonly=True) as reader:
-        warm = reader.ranking("pagerank")
+        warm = reader.rankings.ranking("pagerank")
         assert warm.version == 2 and len([r for r in warm.residuals if r > 0]) < 2
     png = tmp_path / "stats.png"
     result = run("stats", "--store", store, "--plot", str(png))
@@ -284,8 +284,8 @@ def test_a_new_rank_source_starts_cold_and_leaves_no_rounding_error_as_a_score(s
     run("rank", "--store", store, "-q", "--source-roots")
     run("rank", "--store", store, "-q", "--source", f"{site}library/functions.html")
     with Store(store, readonly=True) as reader:
-        ranking = reader.ranking("personalized")
-        _, scores = reader.scores_of(ranking.id)
+        ranking = reader.rankings.ranking("personalized")
+        _, scores = reader.rankings.scores_of(ranking.id)
     assert ranking.params["warm_from"] is None
     assert scores.min() == 0.0 and np.count_nonzero(scores == 0) > 100  # unreached pages: exactly 0
     assert scores[scores > 0].min() > 1e-9  # nothing that is only rounding
@@ -313,11 +313,12 @@ def test_a_stale_variant_is_told_how_it_was_made(store, site, tmp_path):
     edges.write_text(f"http://elsewhere.example/\t{site}index.html\n")
     run("build", str(edges), "--store", store, "-q")
     with Store(store, readonly=True) as reader:
-        build = reader.newest_build()
+        build = reader.rankings.newest_build()
         assert (
-            reader.stale_note(reader.ranking()) == f"ranking pagerank v1 predates build {build}: run `rankstore rank`"
+            reader.rankings.stale_note(reader.rankings.ranking())
+            == f"ranking pagerank v1 predates build {build}: run `rankstore rank`"
         )
-        assert reader.stale_note(reader.ranking("personalized")) == (
+        assert reader.rankings.stale_note(reader.rankings.ranking("personalized")) == (
             f"ranking personalized v1 predates build {build}: rank it again as it was made"
             " (`rankstore stats --ranking personalized` shows how)"
         )
@@ -336,8 +337,9 @@ def test_a_build_cut_short_makes_the_ranking_stale_and_is_ranked_again(store, si
         db.execute("UPDATE builds SET status = 'running', finished_at = NULL WHERE id = (SELECT max(id) FROM builds)")
         db.execute("INSERT INTO builds (started_at, status, sources) VALUES ('2026-11-26T12:00:00Z', 'running', '[]')")
     with Store(store, readonly=True) as reader:
-        build = reader.newest_build()
+        build = reader.rankings.newest_build()
         assert (
-            reader.stale_note(reader.ranking()) == f"ranking pagerank v2 predates build {build}: run `rankstore rank`"
+            reader.rankings.stale_note(reader.rankings.ranking())
+            == f"ranking pagerank v2 predates build {build}: run `rankstore rank`"
         )
     assert "ranked pagerank v3" in run("rank", "--store", store, "-q").output

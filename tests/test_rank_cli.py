@@ -50,15 +50,15 @@ def test_rank_prints_each_iteration_and_stores_history(python_doc_store, tmp_pat
     assert "ranked paper v1" in result.output
     run("rank", "--store", path, "--cold")  # the default: BiCGSTAB
     with Store(path, readonly=True) as store:
-        ranking = store.ranking("paper")
+        ranking = store.rankings.ranking("paper")
         assert ranking.params["damping"] == 0.85 and ranking.params["dangling"] == "uniform"
         assert ranking.params["method"] == "power"
         assert len(ranking.residuals) == ranking.iterations and ranking.residuals[-1] < 1e-10
-        _, power_scores = store.scores_of(ranking.id)
+        _, power_scores = store.rankings.scores_of(ranking.id)
         assert abs(power_scores.sum() - 1) < 1e-9
-        krylov = store.ranking("pagerank")
+        krylov = store.rankings.ranking("pagerank")
         assert krylov.params["method"] == "bicgstab" and krylov.iterations < ranking.iterations / 2
-        _, krylov_scores = store.scores_of(krylov.id)
+        _, krylov_scores = store.rankings.scores_of(krylov.id)
         assert np.abs(krylov_scores - power_scores).sum() < 1e-9
 
 
@@ -149,7 +149,7 @@ def test_variants_are_named_rankings(py_store, site, tmp_path):
     run("rank", "--store", py_store, "-q", "--flagged", str(topic_b))
     run("rank", "--store", py_store, "-q", "--dangling", "remove", "--name", "paper")
     with Store(py_store, readonly=True) as store:
-        names = {ranking.name: ranking for ranking in store.rankings()}
+        names = {ranking.name: ranking for ranking in store.rankings.all()}
         assert set(names) >= {
             "pagerank",
             "personalized",
@@ -161,15 +161,15 @@ def test_variants_are_named_rankings(py_store, site, tmp_path):
             "paper",
         }
         assert names["trust"].params["kind"] == "trust" and names["badrank"].params["kind"] == "badrank"
-        top_lib = store.top("topic:lib", 2)
+        top_lib = store.queries.top("topic:lib", 2)
         assert {row["url"] for row in top_lib} & {site + "library/functions.html", site + "library/stdtypes.html"}
         spam = store.db.execute(
             "SELECT count(*) FROM scores WHERE ranking_id = ? AND extra IS NOT NULL", (names["trust"].id,)
         ).fetchone()[0]
         assert spam == names["trust"].pages
         # BadRank flows backwards: the pages linking to the flagged page rank high
-        bad_top = store.top("badrank", 5)[0]["url"]
-        assert bad_top == site + "tutorial/index.html" or site + "tutorial/index.html" in store.out_links(bad_top)
+        bad_top = store.queries.top("badrank", 5)[0]["url"]
+        assert bad_top == site + "tutorial/index.html" or site + "tutorial/index.html" in store.pages.out_links(bad_top)
 
 
 def test_bad_rank_inputs(py_store, tmp_path):
@@ -185,7 +185,7 @@ def test_readers_see_one_version_never_a_mix(tmp_path):
     path = str(tmp_path / "v.db")
     run("build", data("small.warc.gz"), "--store", path)
     with Store(path) as store:
-        page_ids, src, dst, _ = store.graph_arrays()
+        page_ids, src, dst, _ = store.graph.graph_arrays()
     n = len(page_ids)
     inlinks = np.bincount(dst, minlength=n)
     stop = threading.Event()
@@ -196,14 +196,14 @@ def test_readers_see_one_version_never_a_mix(tmp_path):
             while not stop.is_set():
                 with reader.snapshot():
                     try:
-                        ranking = reader.ranking("mix")
+                        ranking = reader.rankings.ranking("mix")
                     except Exception:
                         continue
                     values = {
                         row[0]
                         for row in reader.db.execute("SELECT score FROM scores WHERE ranking_id = ?", (ranking.id,))
                     }
-                    arrays = reader.ranking_arrays(ranking.id)
+                    arrays = reader.rankings.ranking_arrays(ranking.id)
                 seen.append((ranking.version, values | set(arrays.scores.tolist()), len(arrays.best)))
 
     thread = threading.Thread(target=read)
@@ -213,7 +213,7 @@ def test_readers_see_one_version_never_a_mix(tmp_path):
             for version in range(1, 2001):
                 if version > 40 and len(seen) > 20:
                     break
-                writer.write_ranking("mix", {}, 1, [0.0], page_ids, np.full(n, float(version)), inlinks)
+                writer.rankings.write_ranking("mix", {}, 1, [0.0], page_ids, np.full(n, float(version)), inlinks)
     finally:
         stop.set()
         thread.join()

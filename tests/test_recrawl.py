@@ -90,12 +90,12 @@ def crawls(tmp_path_factory):
 def pages_of(store: str) -> dict[str, tuple]:
     """{url: (title, crawled, status)}."""
     with Store(store, readonly=True) as opened:
-        return {row[0]: (row[2], row[3], row[4]) for row in opened.dump()[0]}
+        return {row[0]: (row[2], row[3], row[4]) for row in opened.pages.dump()[0]}
 
 
 def out_links(store: str, url: str) -> list[str]:
     with Store(store, readonly=True) as opened:
-        return opened.out_links(url)
+        return opened.pages.out_links(url)
 
 
 def lost(store: str, url: str, *more: str) -> dict[str, int]:
@@ -150,7 +150,7 @@ def test_build_rank_ranks_after_building(crawls, tmp_path):
     output = run("build", str(work / "two.warc.gz"), "--store", store, "-q", "--rank")
     assert re.search(r"^built .*: 5 pages, ", output, re.M) and re.search(r"^ranked pagerank v1: 6 pages", output, re.M)
     with Store(store, readonly=True) as opened:
-        assert opened.ranking("pagerank").build == 2  # the graph of the build just made
+        assert opened.rankings.ranking("pagerank").build == 2  # the graph of the build just made
     top = json.loads(run("top", "--format", "json", "--store", store))
     assert url + "d.html" in {row["url"] for row in top}
 
@@ -178,7 +178,7 @@ def test_an_older_crawl_loaded_later_never_replaces_the_newer_links(newest_first
     assert "built " in output and ": 0 pages, 0 links" in output
     # the same links as when the crawls came in order
     with Store(store, readonly=True) as a, Store(in_order[0], readonly=True) as b:
-        assert a.dump()[1] == b.dump()[1]
+        assert a.pages.dump()[1] == b.pages.dump()[1]
 
 
 def test_an_older_crawl_becomes_history(newest_first):
@@ -231,11 +231,11 @@ def test_a_link_is_new_until_its_page_is_crawled_again(small_build):
     data, new = new_marks(store, url + "b.html")
     assert new == [] and data.new_backlinks == 0 and url + "a.html" in {link.url for link in data.backlinks}
     with Store(store, readonly=True) as opened:
-        target = opened.page_id(url + "d.html")
-        links = opened.in_slice(target)
-        marked = opened.new_in_links(target, links)
+        target = opened.pages.page_id(url + "d.html")
+        links = opened.analysis.in_slice(target)
+        marked = opened.graph.new_in_links(target, links)
         assert len(marked) == len(links.sources)
-        by_url = opened.urls_of((links.sources + 1).tolist())
+        by_url = opened.pages.urls_of((links.sources + 1).tolist())
         assert sorted(by_url[int(s) + 1] for s in links.sources[marked]) == [url + "a.html", url + "index.html"]
 
 

@@ -194,7 +194,7 @@ def said_built(result) -> str:
 
 def dump(store: str):
     with Store(store, readonly=True) as opened:
-        return opened.dump()
+        return opened.pages.dump()
 
 
 def source_files(store: str) -> list[tuple]:
@@ -330,7 +330,7 @@ def test_a_listing_of_warcs_reads_its_first_files_with_limit(server, tmp_path):
     assert "built" in result.output and ": 6 pages," in result.output
     assert "2 file(s) at URLs taken whole" in result.output
     with Store(store, readonly=True) as opened:
-        crawled = {page[0] for page in opened.dump()[0] if page[3]}  # url, host, title, crawled...
+        crawled = {page[0] for page in opened.pages.dump()[0] if page[3]}  # url, host, title, crawled...
     assert crawled == {f"http://site{site}.example/p{page}" for site in range(2) for page in range(3)}
     assert [name for name, *_ in source_files(store)] == [server.url + path for path in warc_paths(range(2))]
     for path in warc_paths(range(2, 5)):
@@ -440,7 +440,7 @@ def test_a_truncated_file_is_reported_and_the_rest_loads(server, tmp_path):
     assert f"at {server.url}{names[1]}@" in result.output
     assert "unreadable WARC data (file ends inside this record)" in result.output
     with Store(store, readonly=True) as opened:
-        crawled = {page[0] for page in opened.dump()[0] if page[3]}  # url, host, title, crawled...
+        crawled = {page[0] for page in opened.pages.dump()[0] if page[3]}  # url, host, title, crawled...
     whole = {f"http://site{site}.example/p{page}" for site in (0, 2) for page in range(3)}
     assert whole < crawled and len(crawled - whole) == 1  # one page of the cut file came whole
     # read to its end as served: taken, with its unreadable record counted

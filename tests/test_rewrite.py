@@ -941,7 +941,7 @@ def test_marks_of_a_ranking_version_are_not_used_with_the_next(tmp_path):
     after = rewrite_page(path, "pagerank", 0, body, "text/html", url)
     score = re.compile(rb'data-pagerank="([^"]+)"')
     with Store(path, readonly=True) as store:
-        expected = store.lookup([url])[url]["pagerank"]
+        expected = store.queries.lookup([url])[url]["pagerank"]
     assert score.findall(before[0]) != score.findall(after[0]) == [repr(expected).encode()]
 
 

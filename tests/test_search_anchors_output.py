@@ -90,7 +90,7 @@ def test_search_rows_are_every_title_match_best_pagerank_first(store):
     alpha = sorted(["a", "b"], key=lambda name: -pagerank[name])
     guide = sorted(["a", "c"], key=lambda name: -pagerank[name])
     with Store(store, readonly=True) as opened:
-        ids = {name: opened.page_id(SITE + name) for name in PAGES}
+        ids = {name: opened.pages.page_id(SITE + name) for name in PAGES}
     # the order asked for is not the index's own (page id) order, so the ranking is what orders the rows
     assert [ids[name] for name in guide] != sorted(ids[name] for name in guide)
 

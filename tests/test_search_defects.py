@@ -79,10 +79,10 @@ def test_cli_search_notes_control_characters_in_one_line(ranked, text):
 
 def test_control_characters_are_spaces(ranked):
     with Store(ranked, readonly=True) as store:
-        together = store.search_titles(["built", "functions"])
+        together = store.queries.search_titles(["built", "functions"])
         assert together, "the python docs have a title with both words"
-        assert store.search_titles(["built\x00functions"]) == together
-        assert store.search_titles(["\x00"]) == []
+        assert store.queries.search_titles(["built\x00functions"]) == together
+        assert store.queries.search_titles(["\x00"]) == []
 
 
 @pytest.mark.parametrize("text", NASTY)
@@ -102,5 +102,5 @@ def test_any_search_text_is_an_answer_never_a_500(ranks, text):
     status, _headers, body = respond("GET", "/search", {"q": [text]}, ranks)
     assert status in (200, 400), (status, body[:300])
     with Store(ranks.store_path, readonly=True) as store:
-        rows = store.search_titles(text.split(), limit=5)
+        rows = store.queries.search_titles(text.split(), limit=5)
     assert all(row["url"] for row in rows)

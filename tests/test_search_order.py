@@ -53,7 +53,7 @@ def store_path(tmp_path_factory) -> str:
 def test_best_match_lies_past_the_first_matches_by_id(store_path):
     with Store(store_path, readonly=True) as store:
         assert store.db.execute("SELECT id FROM pages WHERE url = ?", (url(STAR),)).fetchone()[0] > SEARCH_FIRST
-        assert store.top("pagerank", 1)[0]["url"] == url(STAR)
+        assert store.queries.top("pagerank", 1)[0]["url"] == url(STAR)
     for word in ("common", "half", "page"):
         result = CliRunner().invoke(cli, ["search", word, "-n", "1", "--store", store_path, "--format", "csv"])
         assert result.exit_code == 0, result.output
@@ -64,13 +64,13 @@ def test_best_match_lies_past_the_first_matches_by_id(store_path):
 @pytest.mark.parametrize("offset, limit", [(0, 1), (0, 50), (40, 60), (5000, 50), (SEARCH_FIRST + 100, 50)])
 def test_search_is_exact_at_every_depth(store_path, words, offset, limit):
     with Store(store_path, readonly=True) as store:
-        arrays = store.ranking_arrays(store.page_ranking("pagerank").id)
+        arrays = store.rankings.ranking_arrays(store.rankings.page_ranking("pagerank").id)
         by_index = {row[0] - 1: row[1] for row in store.db.execute("SELECT id, url FROM pages WHERE title IS NOT NULL")}
         number = {url(i): i for i in range(PAGES)}
         expected = [
             by_index[index] for index in arrays.best.tolist() if set(words) <= set(words_of(number[by_index[index]]))
         ][offset : offset + limit]
-        found = [row["url"] for row in store.search_titles(words, limit=limit, offset=offset)]
+        found = [row["url"] for row in store.queries.search_titles(words, limit=limit, offset=offset)]
     assert found == expected
     if offset < 2000 and words != ["common", "rare"]:
         assert found, "a search within the matches finds pages"

@@ -69,8 +69,8 @@ def _pagerank(weights: dict[tuple[str, str], float], nodes) -> dict[str, float]:
 def _graph_of(store: str) -> dict[tuple[str, str], float]:
     """The store's site graph as {(source site, target site): weight}."""
     with Store(store, readonly=True) as opened:
-        graph = opened.site_graph()
-        names = opened.site_names(range(1, graph.n + 1))
+        graph = opened.sites.site_graph()
+        names = opened.sites.site_names(range(1, graph.n + 1))
     out = {}
     for target in range(graph.n):
         for at in range(graph.indptr[target], graph.indptr[target + 1]):
@@ -354,8 +354,8 @@ def test_a_build_asks_the_public_suffix_list_once_per_parent_not_once_per_host(m
     run("build", str(edges), "--store", str(tmp_path / "s.db"), "-q")
     assert sum(asked.values()) <= 10
     with Store(str(tmp_path / "s.db"), readonly=True) as store:
-        assert np.array_equal(np.unique(store.host_sites()), np.arange(1, 8))
-        assert store.site_count() == 7
+        assert np.array_equal(np.unique(store.sites.host_sites()), np.arange(1, 8))
+        assert store.sites.site_count() == 7
 
 
 def test_a_domain_graphs_sites_answer_for_links_and_list_their_referring_sites(tmp_path):
@@ -368,10 +368,10 @@ def test_a_domain_graphs_sites_answer_for_links_and_list_their_referring_sites(t
     run("rank", "--level", "site", "--store", store, "-q", "--tol", "1e-13")
     ranked = _ranked(store)
     with Store(store, readonly=True) as opened:
-        head = opened.level_head("site")
+        head = opened.levels.level_head("site")
         assert head is not None and head.name == "siterank"
         # example.com is linked from wikipedia.org, user.github.io and bbc.co.uk (DOMAIN_EDGES into 0)
-        referrers = opened.referrers(head, "example.com", 10)
+        referrers = opened.levels.referrers(head, "example.com", 10)
     linking = {_domain(s) for s, d in DOMAIN_EDGES if d == 0}
     assert {r.name for r in referrers} == linking
     assert [r.score for r in referrers] == sorted((ranked[site] for site in linking), reverse=True)

@@ -56,18 +56,18 @@ def test_a_build_numbers_each_hosts_site_once_in_order_of_first_appearance(tmp_p
     )
     assert CliRunner().invoke(cli, ["build", edges, "--store", path, "-q"]).exit_code == 0
     with Store(path) as store:
-        sites = [(b.names, b.hosts) for b in store.site_batches()]
+        sites = [(b.names, b.hosts) for b in store.sites.site_batches()]
         assert sites == [(("example.co.uk", "user.github.io", "127.0.0.1:8701"), (2, 1, 1))]
-        hosts = store.host_names(range(1, store.host_count() + 1))
-        by_host = dict(zip((hosts[i + 1] for i in range(len(hosts))), store.host_sites().tolist()))
+        hosts = store.hosts.host_names(range(1, store.hosts.host_count() + 1))
+        by_host = dict(zip((hosts[i + 1] for i in range(len(hosts))), store.sites.host_sites().tolist()))
         assert by_host == {"www.example.co.uk": 1, "shop.example.co.uk": 1, "user.github.io": 2, "127.0.0.1:8701": 3}
     # a later build adds sites after the known ones, which keep their numbers
     more = _edges(tmp_path, "https://blog.user.github.io/\thttps://other.example.co.uk/\n")
     assert CliRunner().invoke(cli, ["build", more, "--store", path, "-q"]).exit_code == 0
     with Store(path) as store:
         # blog.user.github.io and other.example.co.uk belong to known sites: no new one
-        assert [b.names for b in store.site_batches()] == [("example.co.uk", "user.github.io", "127.0.0.1:8701")]
-        assert store.site_id("user.github.io") == 2 and store.host_sites().tolist()[-2:] == [2, 1]
+        assert [b.names for b in store.sites.site_batches()] == [("example.co.uk", "user.github.io", "127.0.0.1:8701")]
+        assert store.sites.site_id("user.github.io") == 2 and store.sites.host_sites().tolist()[-2:] == [2, 1]
 
 
 def test_an_upgrade_to_schema_8_numbers_the_sites_of_the_hosts_it_has(tmp_path):
@@ -81,8 +81,8 @@ def test_an_upgrade_to_schema_8_numbers_the_sites_of_the_hosts_it_has(tmp_path):
         db.execute("DELETE FROM meta WHERE key = 'sites_hosts'")
         db.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     with Store(path) as store:
-        assert [b.names for b in store.site_batches()] == [("example.com", "x.org")]
-        assert store.host_sites().tolist() == [1, 1, 2]
+        assert [b.names for b in store.sites.site_batches()] == [("example.com", "x.org")]
+        assert store.sites.host_sites().tolist() == [1, 1, 2]
         assert store.db.execute("SELECT count(*) FROM current_scores").fetchone()[0] == 0
 
 
@@ -92,7 +92,7 @@ def test_sites_and_hosts_named_without_pages_are_numbered_after_the_known_ones(t
     assert CliRunner().invoke(cli, ["build", edges, "--store", path, "-q"]).exit_code == 0
     with Store(path) as store:
         with store.transaction():
-            assert store.ensure_sites(["x.org", "new.net", "new.net", "example.com"]).tolist() == [2, 3, 3, 1]
-            assert store.ensure_hosts(["x.org", "www.other.co.uk"]).tolist() == [2, 3]
-        assert [b.names for b in store.site_batches()] == [("example.com", "x.org", "new.net", "other.co.uk")]
-        assert store.host_sites().tolist() == [1, 2, 4]
+            assert store.sites.ensure_sites(["x.org", "new.net", "new.net", "example.com"]).tolist() == [2, 3, 3, 1]
+            assert store.hosts.ensure_hosts(["x.org", "www.other.co.uk"]).tolist() == [2, 3]
+        assert [b.names for b in store.sites.site_batches()] == [("example.com", "x.org", "new.net", "other.co.uk")]
+        assert store.sites.host_sites().tolist() == [1, 2, 4]

@@ -31,10 +31,10 @@ def test_a_bicgstab_breakdown_is_ranked_by_the_power_method(chain):
     assert "BiCGSTAB broke down after" in result.stderr
     run("rank", "--method", "power", "--name", "power", "--store", chain, "-q")
     with Store(chain, readonly=True) as store:
-        default, power = store.ranking("pagerank"), store.ranking("power")
+        default, power = store.rankings.ranking("pagerank"), store.rankings.ranking("power")
         assert default.params["method"] == "power" and default.params["bicgstab_broke_down_after"] > 0
-        a = store.ranking_arrays(default.id).scores
-        b = store.ranking_arrays(power.id).scores
+        a = store.rankings.ranking_arrays(default.id).scores
+        b = store.rankings.ranking_arrays(power.id).scores
     assert float(abs(a - b).sum()) < 1e-8
     top = json.loads(run("top", "-n", "1", "--format", "json", "--store", chain))
     assert top[0]["url"] == "http://s.test/23000"

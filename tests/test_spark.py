@@ -109,14 +109,16 @@ def test_rank_engine_spark_writes_a_version_as_scipy_does(spark, python_doc_stor
     status, output = invoke(capsys, "rank", "-q", "--method", "power", "--name", "p", *fast)
     assert status == 0, output
     with Store(path, readonly=True) as store:
-        ours, theirs = store.ranking("s"), store.ranking("p")
+        ours, theirs = store.rankings.ranking("s"), store.rankings.ranking("p")
         assert ours.params["engine"] == "spark" and ours.params["method"] == "power"
         assert theirs.params["engine"] == "scipy"
         assert len(ours.residuals) == ours.iterations and ours.residuals[-1] < 1e-12
-        _, a = store.scores_of(ours.id)
-        _, b = store.scores_of(theirs.id)
+        _, a = store.rankings.scores_of(ours.id)
+        _, b = store.rankings.scores_of(theirs.id)
         assert np.abs(a - b).sum() <= AGREE
-        assert store.scores_of(ours.id)[0].tolist() == store.scores_of(theirs.id)[0].tolist()  # the same pages
+        assert (
+            store.rankings.scores_of(ours.id)[0].tolist() == store.rankings.scores_of(theirs.id)[0].tolist()
+        )  # the same pages
     # a second version warm-starts from the first, as the scipy engine's do
     status, output = invoke(capsys, "rank", "-q", "--force", "--engine", "spark", "--name", "s", *fast)
     assert status == 0 and "warm start from v1" in output, output
@@ -126,7 +128,7 @@ def test_unreachable_master_is_one_line_and_the_store_untouched(spark, python_do
     path = str(tmp_path / "s.db")
     shutil.copy(python_doc_store, path)
     with Store(path) as store:
-        store.ensure_graph()
+        store.ensure_derived()
     before = fingerprint(path)
     status, output = invoke(capsys, "rank", "--engine", "spark", "--master", "spark://127.0.0.1:1", "--store", path)
     assert_one_line_error(status, output, says="cannot reach the Spark master spark://127.0.0.1:1")
@@ -155,7 +157,7 @@ def ranked_copy(python_doc_store, tmp_path) -> str:
 def test_no_java_is_one_line_and_the_store_untouched(ranked_copy, tmp_path):
     before = fingerprint(ranked_copy)
     with Store(ranked_copy, readonly=True) as store:
-        versions = [(r.name, r.version) for r in store.rankings()]
+        versions = [(r.name, r.version) for r in store.rankings.all()]
     env = {**os.environ, "PATH": str(tmp_path / "nowhere"), "JAVA_HOME": str(tmp_path / "no-jdk")}
     done = _rank_in_a_process(ranked_copy, env=env)
     assert_one_line_error(done.returncode, done.stdout + done.stderr, says="Spark needs Java")
@@ -165,7 +167,7 @@ def test_no_java_is_one_line_and_the_store_untouched(ranked_copy, tmp_path):
     assert_one_line_error(done.returncode, done.stdout + done.stderr, says="no java on the PATH")
     assert fingerprint(ranked_copy) == before
     with Store(ranked_copy, readonly=True) as store:
-        assert [(r.name, r.version) for r in store.rankings()] == versions
+        assert [(r.name, r.version) for r in store.rankings.all()] == versions
 
 
 def test_a_spark_that_fails_to_start_is_one_line(ranked_copy):

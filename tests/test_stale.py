@@ -52,7 +52,7 @@ def test_a_page_added_since_the_ranking_is_not_ranked_yet(stale):
     table = invoke("show", pg_page, "--store", store).stdout
     assert "not ranked yet" in table
     with Store(store, readonly=True) as opened:  # info counts it among the store's pages
-        assert opened.page_id(pg_page) is not None and opened.info()["pages"] >= opened.page_id(pg_page)
+        assert opened.pages.page_id(pg_page) is not None and opened.info()["pages"] >= opened.pages.page_id(pg_page)
 
 
 def test_info_names_the_stale_ranking(stale):

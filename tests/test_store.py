@@ -85,7 +85,7 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
                 with ranks.page() as view:
                     found = view.lookup(urls)
                     panel = view.panel(urls[0])
-                    arrays = view.store.ranking_arrays(view.ranking_id)
+                    arrays = view.store.rankings.ranking_arrays(view.ranking_id)
                     seen.append((view.ranking_id, float(arrays.scores.sum()), len(found)))
                     if [b.info.pagerank for b in panel.backlinks] != sorted(
                         (b.info.pagerank for b in panel.backlinks), reverse=True
@@ -100,7 +100,7 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
     try:
         for moment in np.linspace(0.05, 0.95, 10):
             with Store(str(path), readonly=True) as store:
-                before = store.ranking_head()
+                before = store.rankings.ranking_head()
             process = subprocess.Popen(
                 command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
@@ -111,9 +111,9 @@ def test_rank_killed_at_any_moment_leaves_the_old_ranking_served(tmp_path):
             assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
             db.close()
             with Store(str(path), readonly=True) as store:
-                head = store.ranking_head()
+                head = store.rankings.ranking_head()
                 assert head == before or head[0] > before[0]  # the old version, or a whole new one
-                scores = store.scores_of(head[0])[1]
+                scores = store.rankings.scores_of(head[0])[1]
                 assert len(scores) == head[1] and abs(scores.sum() - 1) < 1e-9
     finally:
         stop.set()
@@ -134,10 +134,10 @@ def test_plain_sql_reads_links_and_scores_exactly(python_doc_store, tmp_path):
     shutil.copy(python_doc_store, py_store)
     assert CliRunner().invoke(cli, ["rank", "--store", py_store, "-q"]).exit_code == 0
     with Store(py_store, readonly=True) as store:
-        page_ids, src, dst, weights = store.graph_arrays(include_nofollow=True)
-        ranking = store.ranking()
-        arrays = store.ranking_arrays(ranking.id)
-        top = store.top(limit=5)
+        page_ids, src, dst, weights = store.graph.graph_arrays(include_nofollow=True)
+        ranking = store.rankings.ranking()
+        arrays = store.rankings.ranking_arrays(ranking.id)
+        top = store.queries.top(limit=5)
     db = sqlite3.connect(f"file:{py_store}?mode=ro", uri=True)
     rows = db.execute("SELECT src, dst, nofollow, weight FROM links").fetchall()
     assert sorted((s, d) for s, d, _, _ in rows) == sorted(zip((src + 1).tolist(), (dst + 1).tolist()))
@@ -164,7 +164,7 @@ def test_sqlite_utils_reads_the_store_as_it_is(python_doc_store, tmp_path):
     shutil.copy(python_doc_store, path)
     assert CliRunner().invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
     with Store(path, readonly=True) as store:
-        top = store.top(limit=3)
+        top = store.queries.top(limit=3)
         links = store.info()["links"]
     db = sqlite_utils.Database(path)
     assert {"links", "scores", "current_scores"} <= set(db.view_names())
@@ -250,7 +250,7 @@ def test_a_first_build_killed_half_way_is_keyed_and_indexed_again(python_doc_cra
     urls = [row[0] for row in db.execute("SELECT url FROM pages ORDER BY id")]
     db.close()
     with Store(str(path), readonly=True) as store:
-        found, _ = store.scores_by_url(urls)
+        found, _ = store.queries.scores_by_url(urls)
     assert len(found) == pages  # every page found by its key
 
 
@@ -313,7 +313,7 @@ def test_an_upgrade_moves_urls_to_todays_normal_form(tmp_path):
             "http://127.0.0.1/x",
             "127.0.0.1",
         )
-        assert "http://127.0.0.1/x" in store.scores_by_url(["http://127.0.0.1/x"])[0]
+        assert "http://127.0.0.1/x" in store.queries.scores_by_url(["http://127.0.0.1/x"])[0]
         assert store.db.execute("SELECT value FROM meta WHERE key = 'urls_renormalised'").fetchone() == ("1",)
 
 
@@ -331,7 +331,7 @@ def test_a_big_graph_read_by_several_connections_is_the_graph_read_by_one(tmp_pa
     _graph_store(path, 30_000, 200_000)  # several in_links blocks
     store = Store(str(path), readonly=True)
     assert store.db.execute("SELECT count(*) FROM in_links").fetchone()[0] > 3
-    alone = store.in_links()
+    alone = store.graph.in_links()
     monkeypatch.setattr(graph, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(graph, "READ_THREADS", 3)
     opened = []
@@ -342,10 +342,10 @@ def test_a_big_graph_read_by_several_connections_is_the_graph_read_by_one(tmp_pa
         return reader(self)
 
     monkeypatch.setattr(Store, "reader", counted)
-    _same_links(store.in_links(), alone)
+    _same_links(store.graph.in_links(), alone)
     assert len(opened) == 3
     with store.snapshot():  # inside a transaction of the caller's, the store's connection reads alone
-        _same_links(store.in_links(), alone)
+        _same_links(store.graph.in_links(), alone)
     assert len(opened) == 3
 
     # a reader that sees another graph (a build replaced it meanwhile): the store's own connection reads it all
@@ -355,7 +355,7 @@ def test_a_big_graph_read_by_several_connections_is_the_graph_read_by_one(tmp_pa
         db.execute("UPDATE meta SET value = value + 1 WHERE key = 'graph_build'")
         db.execute("DELETE FROM in_links WHERE first > 0")
     monkeypatch.setattr(Store, "reader", lambda self: Store._connect(str(other), readonly=True))
-    _same_links(store.in_links(), alone)
+    _same_links(store.graph.in_links(), alone)
 
 
 def test_dropping_an_old_version_writes_no_freed_page(tmp_path):
@@ -371,7 +371,9 @@ def test_dropping_an_old_version_writes_no_freed_page(tmp_path):
             store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             scores = rng.random(n)
             ids, inlinks = np.arange(1, n + 1), np.zeros(n, dtype=np.int32)
-            store.write_ranking("r", {}, 1, [0.0], ids, scores / scores.sum(), inlinks, votes=scores, linked=scores)
+            store.rankings.write_ranking(
+                "r", {}, 1, [0.0], ids, scores / scores.sum(), inlinks, votes=scores, linked=scores
+            )
             return store.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
 
         store.db.execute("PRAGMA wal_autocheckpoint = 0")
@@ -392,7 +394,7 @@ def test_an_upgrade_to_schema_7_names_the_build_each_ranking_ranked(tmp_path):
     assert runner.invoke(cli, ["build", str(edges), "--store", path, "-q"]).exit_code == 0
     assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
     with Store(path) as store:
-        assert store.ranking().build == 1 and store.stale_note(store.ranking()) is None
+        assert store.rankings.ranking().build == 1 and store.rankings.stale_note(store.rankings.ranking()) is None
     time.sleep(1.1)  # the migration orders versions and builds by their times, to the second
     edges.write_text("http://b.test/\thttp://c.test/\n")
     assert runner.invoke(cli, ["build", str(edges), "--store", path, "-q"]).exit_code == 0
@@ -401,7 +403,7 @@ def test_an_upgrade_to_schema_7_names_the_build_each_ranking_ranked(tmp_path):
         db.execute("ALTER TABLE rankings DROP COLUMN build")
         db.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     with Store(path) as store:
-        ranking = store.ranking()
+        ranking = store.rankings.ranking()
         assert ranking.build == 1
-        assert store.stale_note(ranking) == "ranking pagerank v1 predates build 2: run `rankstore rank`"
+        assert store.rankings.stale_note(ranking) == "ranking pagerank v1 predates build 2: run `rankstore rank`"
         assert store.db.execute("SELECT count(*) FROM current_scores").fetchone()[0] == 2

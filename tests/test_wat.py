@@ -50,7 +50,7 @@ def crawled(store) -> dict[str, tuple]:
 def links_of(store, url) -> dict[str, tuple]:
     """target -> (nofollow, anchor) of one page's links."""
     with Store(str(store), readonly=True) as opened:
-        _, links = opened.dump()
+        _, links = opened.pages.dump()
     return {dst: (bool(nofollow), anchor) for src, dst, nofollow, _, anchor in links if src == url}
 
 
@@ -73,7 +73,7 @@ def assert_same_graph(warc_store, wat_store, area_alts=frozenset()) -> int:
     and links (target, nofollow, weight, anchor); ``area_alts`` are the alt texts of <area> links, which
     a WAT does not hold.  Returns the number of links."""
     with Store(str(warc_store), readonly=True) as one, Store(str(wat_store), readonly=True) as other:
-        (pages_a, links_a), (pages_b, links_b) = one.dump(), other.dump()
+        (pages_a, links_a), (pages_b, links_b) = one.pages.dump(), other.pages.dump()
     assert [page[0] for page in pages_a] == [page[0] for page in pages_b]
     for page_a, page_b in zip(pages_a, pages_b):
         url, host, title, is_crawled, status, canonical_url = page_a

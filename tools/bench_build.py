@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -162,11 +161,10 @@ def rust_doc_edges() -> str:
                 check=True,
                 cwd=ROOT,
             )
-        with sqlite3.connect(store) as db, open(path + ".part", "w") as out:
-            for source, target in db.execute(
-                "SELECT s.url, t.url FROM links l JOIN pages s ON s.id = l.src"
-                " JOIN pages t ON t.id = l.dst ORDER BY l.src, l.dst"
-            ):
+        from rankstore.store import Store
+
+        with Store(store, readonly=True) as opened, open(path + ".part", "w") as out:
+            for source, target in opened.pages.link_urls():
                 out.write(f"{source}\t{target}\n")
         os.replace(path + ".part", path)
     return path

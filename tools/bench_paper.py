@@ -85,36 +85,36 @@ def main() -> None:
             f"{info['size_bytes'] / links:.1f} bytes a link (target <= 40)",
             flush=True,
         )
-        ranking_id, pages = store.ranking_head()
-        arrays = store.ranking_arrays(ranking_id)
+        ranking_id, pages = store.rankings.ranking_head()
+        arrays = store.rankings.ranking_arrays(ranking_id)
         chosen = [
             (int(np.argmax(arrays.inlinks)), "the page with the most"),
             (int(np.argmin(np.abs(arrays.inlinks - 1_000_000))), "the page with about 1,000,000"),
             (int(np.argmin(np.abs(arrays.inlinks - 1000))), "a page with about 1,000"),
         ]
-        urls = store.urls_of([index + 1 for index, _ in chosen])
+        urls = store.pages.urls_of([index + 1 for index, _ in chosen])
         for index, label in chosen:
             url = urls[index + 1]
-            median, p99 = timed(lambda url=url: store.backlinks(url, limit=50), args.repeat)
+            median, p99 = timed(lambda url=url: store.queries.backlinks(url, limit=50), args.repeat)
             print(
                 f"top 50 backlinks of {label} backlinks ({int(arrays.inlinks[index]):,}): median {median:.2f} ms, "
                 f"p99 {p99:.2f} ms (targets: <= 10 ms at 1,000,000, <= 0.5 ms at 1,000)",
                 flush=True,
             )
         rng = random.Random(3)
-        sample = store.urls_of(rng.sample(range(1, pages + 1), 20_000))
+        sample = store.pages.urls_of(rng.sample(range(1, pages + 1), 20_000))
         every = list(sample.values())
         batches = [rng.sample(every, 1000) for _ in range(args.repeat)]
         iterator = iter(batches)
-        median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
+        median, p99 = timed(lambda: store.queries.scores_by_url(next(iterator)), args.repeat)
         print(
             f"1,000 URL look-ups in one batch, the key table not yet read by this process: median {median:.2f} ms, "
             f"p99 {p99:.2f} ms",
             flush=True,
         )
-        store.db.execute("SELECT max(page_id) FROM page_keys").fetchone()  # as a long-running proxy has it
+        store.pages.last_keyed_page()  # the key table read, as a long-running proxy has it
         iterator = iter(batches)
-        median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
+        median, p99 = timed(lambda: store.queries.scores_by_url(next(iterator)), args.repeat)
         print(
             f"1,000 URL look-ups in one batch, the key table read once: median {median:.2f} ms, p99 {p99:.2f} ms "
             f"(target <= 5 ms)",
@@ -132,19 +132,19 @@ def recrawl(path: str, count: int) -> None:
 
     rng = np.random.default_rng(5)
     with Store(path, readonly=True) as store:
-        ranking_id, pages = store.ranking_head()
-        inlinks = store.ranking_arrays(ranking_id).inlinks
+        ranking_id, pages = store.rankings.ranking_head()
+        inlinks = store.rankings.ranking_arrays(ranking_id).inlinks
         target = int(np.argmin(np.abs(inlinks - 1_000_000))) + 1
         sources = rng.choice(np.arange(1, pages + 1), count, replace=False)
         edges = []
         for src in sources.tolist():
-            old = store.out_link_ids(src)
+            old = store.pages.out_link_ids(src)
             if not len(old):
                 continue
             kept = old[rng.random(len(old)) < 0.9]
             gained = np.array([target, int(rng.integers(1, pages + 1))])
             edges.append((src, np.unique(np.concatenate([kept, gained[gained != src]]))))
-        urls = store.urls_of(sorted({int(x) for src, out in edges for x in [src, *out.tolist()]}))
+        urls = store.pages.urls_of(sorted({int(x) for src, out in edges for x in [src, *out.tolist()]}))
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as handle:
         for src, out in edges:
             handle.writelines(f"{urls[src]}\t{urls[int(dst)]}\n" for dst in out.tolist())
@@ -166,19 +166,19 @@ def analysis(store, args, url: str, inlinks: int) -> None:
     import time
 
     for sort in ("pagerank", "contribution"):
-        median, p99 = timed(lambda sort=sort: store.backlink_report(url, sort=sort, limit=50), args.repeat)
+        median, p99 = timed(lambda sort=sort: store.analysis.backlink_report(url, sort=sort, limit=50), args.repeat)
         print(
             f"top 50 backlinks with contribution and share ({inlinks:,} backlinks), by {sort}: median "
             f"{median:.2f} ms, p99 {p99:.2f} ms (target <= 10 ms)",
             flush=True,
         )
-    last = store.db.execute("SELECT max(id) FROM builds").fetchone()[0]
-    median, p99 = timed(lambda: store.backlink_report(url, since=last - 1, limit=50), args.repeat)
+    last = store.last_build() or 1
+    median, p99 = timed(lambda: store.analysis.backlink_report(url, since=last - 1, limit=50), args.repeat)
     print(f"--since build {last - 1}: median {median:.2f} ms, p99 {p99:.2f} ms (target <= 20 ms)", flush=True)
     started = time.perf_counter()
-    store.page_hosts()
+    store.hosts.page_hosts()
     print(f"every page's host read once: {time.perf_counter() - started:.2f} s", flush=True)
-    median, p99 = timed(lambda: store.referring_hosts(url, limit=50), max(3, args.repeat // 10))
+    median, p99 = timed(lambda: store.analysis.referring_hosts(url, limit=50), max(3, args.repeat // 10))
     print(
         f"--group-by host of {inlinks:,} backlinks: median {median:.0f} ms, p99 {p99:.0f} ms (target <= 1 s)",
         flush=True,

@@ -153,13 +153,13 @@ def site_from_hosts(store_path: str) -> None:
     from rankstore.store import Store
 
     with Store(store_path) as store:
-        if store.level_head("site") is not None:
+        if store.levels.level_head("site") is not None:
             return
-        hosts = store.ranking_arrays(store.host_level_ranking("hostrank").id)
-        sites = store.host_sites()[: hosts.pages]
-        count = store.site_count()
+        hosts = store.rankings.ranking_arrays(store.analysis.host_level_ranking("hostrank").id)
+        sites = store.sites.host_sites()[: hosts.pages]
+        count = store.sites.site_count()
         scores = np.bincount(sites, weights=hosts.scores, minlength=count + 1)[1:]
-        store.write_ranking(
+        store.rankings.write_ranking(
             "siterank",
             {"kind": "sum of hostrank"},
             0,
@@ -177,20 +177,20 @@ def levels(store_path: str, runs: int) -> None:
     from rankstore.store import Store
 
     with Store(store_path, readonly=True) as store:
-        pages, hosts = store.last_page_id(), store.host_count()
-        heads = [store.level_head("host"), store.level_head("site")]
+        pages, hosts = store.pages.last_page_id(), store.hosts.host_count()
+        heads = [store.levels.level_head("host"), store.levels.level_head("site")]
         print(
-            f"{store_path}: {pages:,} pages, {hosts:,} hosts, {store.site_count():,} sites; answering: "
+            f"{store_path}: {pages:,} pages, {hosts:,} hosts, {store.sites.site_count():,} sites; answering: "
             + ", ".join(f"{head.level} {head.name} ({head.nodes:,})" for head in heads if head)
         )
     rng = random.Random(32)
     results: dict[str, list[dict]] = {"known pages": [], "hosts, no page": []}
     for run in range(runs):
         with Store(store_path, readonly=True) as store:
-            known = [row[1] for row in store.pages_by_id("url", rng.sample(range(1, pages + 1), 1000))]
-            names = store.host_names(rng.sample(range(1, hosts + 1), 1000))
+            known = [row[1] for row in store.pages.pages_by_id("url", rng.sample(range(1, pages + 1), 1000))]
+            names = store.hosts.host_names(rng.sample(range(1, hosts + 1), 1000))
             elsewhere = [f"https://{name}/bench/{run}/{i}.html" for i, name in enumerate(names.values())]
-            assert not store.page_ids_for(elsewhere)
+            assert not store.pages.page_ids_for(elsewhere)
         # the same bytes in both pages: each link's text pads the shorter href of its pair (the cost of a page
         # grows with its bytes, and a host's deep URL is longer than a root page's)
         pairs = [(len(a), len(b)) for a, b in zip(known, elsewhere)]

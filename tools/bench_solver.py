@@ -304,7 +304,7 @@ def integer_edge_list(store_path: str) -> str:
     path = store_path + ".edges.txt"
     if not os.path.exists(path):
         with Store(store_path) as store:
-            _, src, dst, _ = store.graph_arrays()
+            _, src, dst, _ = store.graph.graph_arrays()
         np.savetxt(path, np.column_stack([src, dst]), fmt="%d")
     return path
 
@@ -328,7 +328,7 @@ def end_to_end_from_store(label: str, store_path: str, repeat: int = 3) -> None:
 
     def ours_error() -> float:
         with Store(store_path, readonly=True) as store:
-            return float(np.abs(store.scores_of(store.ranking().id)[1] - reference).sum())
+            return float(np.abs(store.rankings.scores_of(store.rankings.ranking().id)[1] - reference).sum())
 
     command = [sys.executable, "-m", "rankstore", "rank", "--store", store_path, "-q", "--cold", "--force"]
     for tol in (1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11):

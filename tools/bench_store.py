@@ -106,7 +106,7 @@ def titled_store(source: str, pages: int) -> str:
     started = time.perf_counter()
     subprocess.run(["sqlite3", source, f"VACUUM INTO '{path}.part'"], check=True)
     with Store(path + ".part") as store:
-        count = store.db.execute("SELECT max(id) FROM pages").fetchone()[0]
+        count = store.pages.last_page_id()
         rng = np.random.default_rng(3)
         vocabulary = np.array([f"w{i}" for i in range(50_000)] + ["lorem"])
         words = rng.zipf(1.3, size=(count, 4)) % len(vocabulary)
@@ -117,9 +117,7 @@ def titled_store(source: str, pages: int) -> str:
                 chosen = [w for w, keep in zip(COMMON, common[page]) if keep]
                 yield " ".join(chosen + vocabulary[words[page]].tolist()).capitalize(), page + 1
 
-        with store.transaction():
-            store.db.executemany("UPDATE pages SET title = ? WHERE id = ?", titles())
-            store.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
+        store.pages.retitle(titles())
     os.replace(path + ".part", path)
     print(f"gave {count:,} pages titles in {time.perf_counter() - started:.0f} s", flush=True)
     return path
@@ -133,17 +131,11 @@ def bench_titles(source: str, pages: int, repeat: int) -> None:
     path = titled_store(source, pages)
     with Store(path, readonly=True) as store:
         for words in TITLE_QUERIES:
-            store.search_titles(words)  # warm the page cache, as a long-running proxy's is
-        matches = {
-            " ".join(w): store.db.execute(
-                "SELECT count(*) FROM titles WHERE titles MATCH ?",
-                (" ".join('"' + x.replace('"', '""') + '"' for x in w),),
-            ).fetchone()[0]
-            for w in TITLE_QUERIES
-        }
+            store.queries.search_titles(words)  # warm the page cache, as a long-running proxy's is
+        matches = {" ".join(w): store.queries.title_match_count(w) for w in TITLE_QUERIES}
         worst = []
         for words in TITLE_QUERIES:
-            samples = sorted(_sample(lambda w=words: store.search_titles(w, limit=PAGE_SIZE), repeat))
+            samples = sorted(_sample(lambda w=words: store.queries.search_titles(w, limit=PAGE_SIZE), repeat))
             p95 = samples[int(len(samples) * 0.95) - 1]
             worst.append(p95)
             print(
@@ -154,7 +146,9 @@ def bench_titles(source: str, pages: int, repeat: int) -> None:
             f"title search, {len(TITLE_QUERIES)} queries of 1-3 words: worst p95 {max(worst):.1f} ms (target <= 100 ms)"
         )
         for words in (["the"], ["w1"], ["the", "of"]):
-            samples = sorted(_sample(lambda w=words: store.search_titles(w, limit=PAGE_SIZE, offset=10_000), repeat))
+            samples = sorted(
+                _sample(lambda w=words: store.queries.search_titles(w, limit=PAGE_SIZE, offset=10_000), repeat)
+            )
             print(
                 f"  {' '.join(words)!r}, results 10,001-10,050 (offset 10,000): median "
                 f"{statistics.median(samples):.2f} ms, p95 {samples[int(len(samples) * 0.95) - 1]:.2f} ms"
@@ -276,39 +270,39 @@ def main() -> None:
         info = store.info()
         print(f"store: {info['pages']:,} pages, {info['links']:,} links, {info['size_bytes'] / 2**20:.0f} MiB")
         target = url(0)
-        rows = store.backlinks(target, limit=50)
+        rows = store.queries.backlinks(target, limit=50)
         assert len(rows) == 50 and [r["pagerank"] for r in rows] == sorted((r["pagerank"] for r in rows), reverse=True)
-        inlinks = store.lookup([target])[target]["inlinks"]
-        median, p99 = timed(lambda: store.backlinks(target, limit=50), args.repeat)
+        inlinks = store.queries.lookup([target])[target]["inlinks"]
+        median, p99 = timed(lambda: store.queries.backlinks(target, limit=50), args.repeat)
         print(
             f"top 50 backlinks of a page with {inlinks:,} backlinks, by PageRank: median {median:.2f} ms, "
             f"p99 {p99:.2f} ms (target <= 10 ms)"
         )
-        median, p99 = timed(lambda: store.backlinks(target, limit=50, offset=500_000), 20)
+        median, p99 = timed(lambda: store.queries.backlinks(target, limit=50, offset=500_000), 20)
         print(f"  the same, page 10,001 of results (offset 500,000): median {median:.1f} ms")
         small = url(1)
-        small_inlinks = store.lookup([small])[small]["inlinks"]
-        ranking_id = store.ranking_head()[0]
-        median, p99 = timed(lambda: store.backlinks(small, limit=50), args.repeat)
+        small_inlinks = store.queries.lookup([small])[small]["inlinks"]
+        ranking_id = store.rankings.ranking_head()[0]
+        median, p99 = timed(lambda: store.queries.backlinks(small, limit=50), args.repeat)
         print(
             f"top 50 backlinks of a page with {small_inlinks:,} backlinks: median {median:.3f} ms, "
             f"p99 {p99:.3f} ms (target <= 0.5 ms)"
         )
-        median, p99 = timed(lambda: store.top_backlinks(ranking_id, small, 50), args.repeat)
+        median, p99 = timed(lambda: store.queries.top_backlinks(ranking_id, small, 50), args.repeat)
         print(f"  the same as the proxy's panel asks (version known): median {median:.3f} ms, p99 {p99:.3f} ms")
         rng = random.Random(2)
         batches = [[url(rng.randrange(args.backlinks)) for _ in range(1000)] for _ in range(args.repeat)]
-        found = len(store.scores_by_url(batches[0])[0])
+        found = len(store.queries.scores_by_url(batches[0])[0])
         for batch in batches[: args.repeat // 4]:  # warm the page cache, as a long-running proxy's is
-            store.scores_by_url(batch)
+            store.queries.scores_by_url(batch)
         iterator = iter(batches)
-        median, p99 = timed(lambda: store.scores_by_url(next(iterator)), args.repeat)
+        median, p99 = timed(lambda: store.queries.scores_by_url(next(iterator)), args.repeat)
         print(
             f"1,000 URL lookups in one batch, as the proxy makes them ({found} found): median {median:.2f} ms, "
             f"p99 {p99:.2f} ms (target <= 5 ms)"
         )
         iterator = iter(batches)
-        median, p99 = timed(lambda: store.lookup(next(iterator)), args.repeat)
+        median, p99 = timed(lambda: store.queries.lookup(next(iterator)), args.repeat)
         print(f"  with titles, as `rankstore show` reads them: median {median:.2f} ms, p99 {p99:.2f} ms")
     bench_titles(path, args.backlinks, args.repeat // 4)
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from rankstore.store import RankingLevelError, StoreError
@@ -126,12 +125,5 @@ def respond(
 @contextlib.contextmanager
 def _deadline(ranks: Ranks, seconds: float) -> Iterator[None]:
     """SQLite work on the page's connection is interrupted once ``seconds`` have passed."""
-    db = ranks.store().db
-    ends = time.monotonic() + seconds
-    db.set_progress_handler(lambda: time.monotonic() > ends, _PROGRESS_STEPS)
-    try:
+    with ranks.store().interrupted_after(seconds, _PROGRESS_STEPS):
         yield
-    finally:
-        db.set_progress_handler(None, _PROGRESS_STEPS)
-        if db.in_transaction:  # a read interrupted while ending its own transaction
-            db.rollback()

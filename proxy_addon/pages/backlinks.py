@@ -13,9 +13,9 @@ One page, several views of the same target, each a shareable URL:
 ``&with_shares=1``                   format=csv: the share lines too, as the CLI's ``--with-shares``
 ``&ranking=NAME``                    another page ranking than the proxy's own (a host ranking is refused)
 
-Rows come from :meth:`~rankstore.store.Store.backlink_report`,
-:meth:`~rankstore.store.Store.lost_backlinks` and
-:meth:`~rankstore.store.Store.referring_hosts`: the CLI's rows, rendered here.
+Rows come from :meth:`~rankstore.store.Analysis.backlink_report`,
+:meth:`~rankstore.store.Analysis.lost_backlinks` and
+:meth:`~rankstore.store.Analysis.referring_hosts`: the CLI's rows, rendered here.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def parse_since(store, text: str) -> int | None:
     if len(text) > MAX_SINCE:
         raise BadRequest(f"since can be at most {MAX_SINCE} characters long.")
     try:
-        return store.since_build(text)
+        return store.analysis.since_build(text)
     except StoreError:  # its message names the build or the form; ours says the same without store text
         raise BadRequest(
             "since must be a build number that /builds lists, or a UTC date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)."
@@ -134,7 +134,9 @@ def _parse(ranks: Ranks, query: Query) -> View:
     store = ranks.store()
     chosen = page_ranking(query, store, ranks.ranking)
     view = replace(view, ranking="" if chosen.name == ranks.ranking else chosen.name)
-    if (url is not None and store.page_id(url) is None) or (host is not None and store.host_id(host) is None):
+    if (url is not None and store.pages.page_id(url) is None) or (
+        host is not None and store.hosts.host_id(host) is None
+    ):
         raise NotFound(f"{view.target} is not in the store.")
     return replace(view, since=parse_since(store, view.since_text))
 
@@ -167,7 +169,7 @@ def _report(ranks: Ranks, view: View):
     offset = (view.page - 1) * PAGE_SIZE
     table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE, offset)
     listed = report.rows + report.nofollow_rows
-    hosts = store.host_ranks([host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
+    hosts = store.analysis.host_ranks([host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
     own = hosts.get(view.host or host_of(view.target))
     about = (
         f"PageRank {score(report.pagerank)}"
@@ -207,8 +209,8 @@ def _lost(ranks: Ranks, view: View):
         note = said if len(table.rows) > CSV_ROWS else None
         return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "lost-backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
-    found = store.lost_backlinks(view.url, name, view.since, PAGE_SIZE + 1, offset)
-    notes = views.stale_notes(store, store.page_ranking(name))
+    found = store.analysis.lost_backlinks(view.url, name, view.since, PAGE_SIZE + 1, offset)
+    notes = views.stale_notes(store, store.rankings.page_ranking(name))
     rows = found[:PAGE_SIZE]
     about = (
         "Links that a recrawl of their page no longer found (and that have not come back)"
@@ -221,7 +223,7 @@ def _lost(ranks: Ranks, view: View):
             "<table><tr><th>#</th><th>PageRank</th><th>First seen</th><th>Last seen</th><th>Lost in</th>"
             "<th>Linking page</th></tr>"
         ]
-        for at, (row, info) in enumerate(zip(rows, infos(ranks, rows, store.page_ranking(name))), offset + 1):
+        for at, (row, info) in enumerate(zip(rows, infos(ranks, rows, store.rankings.page_ranking(name))), offset + 1):
             lines.append(
                 f'<tr data-pagerank="{_data(row["pagerank"])}" data-url="{escape(row["url"])}"><td class="n">{at}</td>'
                 f'<td class="n">{bar(info)}{format_score(info.pagerank)}{unreached(info)}</td>'
@@ -355,7 +357,7 @@ def _link_table(ranks: Ranks, view: View, rows: list[dict], hosts: dict, start: 
         + ("<th>Host rank</th>" if with_hosts else "")
         + "<th>Contribution</th><th>Share</th><th>First seen</th><th>Linking page</th></tr>"
     ]
-    ranking = ranks.store().page_ranking(_name(ranks, view))
+    ranking = ranks.store().rankings.page_ranking(_name(ranks, view))
     for at, (row, info) in enumerate(zip(rows, infos(ranks, rows, ranking)), start):
         host = hosts.get(host_of(row["url"]))
         new = view.since is not None and row["first_seen"] is not None and row["first_seen"] > view.since

@@ -74,10 +74,10 @@ def top(ranks: Ranks, query: Query):
         return download(fmt, table.columns, table.rows, "top")
     notes = views.stale_notes(store, chosen)
     if chosen.level != "page":
-        rows = store.top_nodes(chosen.name, chosen.level, limit)
+        rows = store.analysis.top_nodes(chosen.name, chosen.level, limit)
         title = f"Top {limit} {chosen.level}s by {chosen.name}"
         return html_response(title, host_table(ranks, store, rows, chosen), notes)
-    rows = store.top(chosen.name, limit)
+    rows = store.queries.top(chosen.name, limit)
     return html_response(f"Top {limit} pages by {chosen.name}", rows_table(ranks, rows, chosen), notes)
 
 
@@ -98,7 +98,7 @@ def search(ranks: Ranks, query: Query):
     if fmt != "html":
         found = views.search_view(store, words, chosen.name, PAGE_SIZE, offset)
         return download(fmt, found.columns, found.rows, "search")
-    rows = store.search_titles(words, chosen.name, PAGE_SIZE, offset) if words else []
+    rows = store.queries.search_titles(words, chosen.name, PAGE_SIZE, offset) if words else []
     hidden = "".join(
         f'<input type="hidden" name="ranking" value="{escape(value)}">'
         for value in with_ranking(ranks, chosen.name).values()
@@ -138,7 +138,7 @@ def page_view(ranks: Ranks, query: Query):
         return download(fmt, table.columns, table.rows, "page")
     if chosen.level != "page":
         return _level_of_page(ranks, url, chosen)
-    found = store.lookup([url], chosen.name).get(url)
+    found = store.queries.lookup([url], chosen.name).get(url)
     if found is None:
         return _estimate_of_page(ranks, url, chosen)
     notes = views.stale_notes(store, chosen)
@@ -151,9 +151,9 @@ def page_view(ranks: Ranks, query: Query):
         return html_response("Page", body, notes)
     info: LinkInfo = infos(ranks, [found], chosen)[0]
     host = host_of(url)
-    hostrank = store.host_ranks([host]).get(host)
-    outgoing = store.out_links_ranked(url, chosen.name, 200)
-    incoming = store.backlinks(url, chosen.name, 20)
+    hostrank = store.analysis.host_ranks([host]).get(host)
+    outgoing = store.queries.out_links_ranked(url, chosen.name, 200)
+    incoming = store.queries.backlinks(url, chosen.name, 20)
     links = with_ranking(ranks, chosen.name, url=url)
     body = (
         f'<p><a href="{escape(url)}">{escape(found["title"] or url)}</a><br><small>{escape(url)}</small></p>'
@@ -199,8 +199,8 @@ def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
     level = chosen.level
     name = host_of(url) if level == "host" else site_of(host_of(url))
     with store.snapshot():
-        known = level == "site" or store.page_id(url) is not None
-        row = store.lookup_nodes([name], chosen.name, level).get(name) if known else None
+        known = level == "site" or store.pages.page_id(url) is not None
+        row = store.analysis.lookup_nodes([name], chosen.name, level).get(name) if known else None
     if row is None:
         raise NotFound(f"{url} is not in the store.")
     notes = [*views.stale_notes(store, chosen), views.level_note(chosen.name, level)]

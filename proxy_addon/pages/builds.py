@@ -25,7 +25,7 @@ def builds(ranks: Ranks, query: Query):
     url = host = None
     if value:
         url, host = target(value, whole)
-        if (store.page_id(url) if url is not None else store.host_id(host or "")) is None:
+        if (store.pages.page_id(url) if url is not None else store.hosts.host_id(host or "")) is None:
             raise NotFound(f"{url or host} is not in the store.")
     view = views.builds_view(store)
     rows = view.rows

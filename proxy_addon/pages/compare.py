@@ -1,7 +1,7 @@
 """/compare: link intersect, the pages (or hosts) that link to every target and to none of mine.
 
 ``/compare?target=A&target=B[&not=MINE][&host=1][&group=host][&format=csv|json][&ranking=NAME]``: the rows
-of :meth:`~rankstore.store.Store.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
+of :meth:`~rankstore.store.Analysis.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
 Linking pages come by a page ranking (a host ranking is refused), linking hosts by host rank (``ranking=``
 itself when it ranks hosts).
 """
@@ -52,7 +52,7 @@ def compare(ranks: Ranks, query: Query):
     missing = [
         url or host or ""
         for url, host in chosen + excluded
-        if (store.page_id(url) if url is not None else store.host_id(host or "")) is None
+        if (store.pages.page_id(url) if url is not None else store.hosts.host_id(host or "")) is None
     ]
     if missing:
         raise NotFound(f"Not in the store: {', '.join(missing)}.")
@@ -64,7 +64,9 @@ def compare(ranks: Ranks, query: Query):
     offset = (page - 1) * PAGE_SIZE
     order = views.intersect_rankings(store, name, by_host)
     notes = views.stale_notes(store, order.ranking) if order.ranking is not None else []
-    found = store.intersect(chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=order.host_ranking)
+    found = store.analysis.intersect(
+        chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=order.host_ranking
+    )
     rows = found[:PAGE_SIZE]
     names = [url or host or "" for url, host in chosen]
     others = [url or host or "" for url, host in excluded]

@@ -126,7 +126,7 @@ def score_range(ranks: Ranks, store: Store, ranking: Ranking) -> tuple[float, fl
     """(lowest positive, highest) score of ``ranking``: the proxy's own ranking's is kept per version."""
     if ranking.name == ranks.ranking:
         return ranks.score_range(store, ranking.id)
-    return store.score_range(ranking)
+    return store.rankings.score_range(ranking)
 
 
 # A row of the store without a score: in the store, added by a build newer than the ranking's version, so "not
@@ -198,7 +198,7 @@ def rows_table(ranks: Ranks, rows: Sequence[dict], ranking: Ranking, start: int 
 
 
 def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
-    """What a bar shows for each host (site) row of a host (site) ranking (``Store.top_nodes``,
+    """What a bar shows for each host (site) row of a host (site) ranking (``Store.analysis.top_nodes``,
     ``lookup_nodes``)."""
     count = f"{ranking.level}s"
     as_pages = [
@@ -206,7 +206,9 @@ def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
         for row in rows
     ]
     ranked = [row["pagerank"] is not None for row in as_pages]
-    found = iter(ranks.infos([row for row, known in zip(as_pages, ranked) if known], *store.score_range(ranking)))
+    found = iter(
+        ranks.infos([row for row, known in zip(as_pages, ranked) if known], *store.rankings.score_range(ranking))
+    )
     return [next(found) if known else UNRANKED for known in ranked]
 
 

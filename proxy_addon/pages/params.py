@@ -90,9 +90,9 @@ def ranking(query: Query, store: Store, default: str) -> Ranking:
     """The ranking ``ranking=`` names (the proxy's own by default), of any level."""
     name = first(query, "ranking").strip() or default
     try:
-        return store.ranking(name)
+        return store.rankings.ranking(name)
     except RankingNotFound:
-        names = [found.name for found in store.rankings()]
+        names = [found.name for found in store.rankings.all()]
         raise BadRequest(f"No ranking {name!r}; the store has: {', '.join(names) or 'none'}.") from None
 
 
@@ -100,7 +100,7 @@ def page_ranking(query: Query, store: Store, default: str) -> Ranking:
     """The ranking ``ranking=`` names, which must rank pages: a host ranking is refused in words."""
     chosen = ranking(query, store, default)
     try:
-        return store.page_ranking(chosen.name)
+        return store.rankings.page_ranking(chosen.name)
     except RankingLevelError as problem:
         raise BadRequest(level_message(problem)) from None
 

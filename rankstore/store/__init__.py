@@ -16,15 +16,17 @@ new ones, and readers the previous graph.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from . import migrations
-from .analysis import BacklinkReport, TargetLinks
+from .analysis import Analysis, BacklinkReport, TargetLinks
+from .base import StoreBase
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -37,16 +39,30 @@ from .errors import (
     check_path,
     explain,
 )
-from .graph import InLinks
-from .levels import LevelHead, LevelScores, LevelsMixin, Referrer
-from .pages import PageData, builds_json, url_key
-from .queries import RankingLevelError
-from .rankings import Ranking, RankingArrays
+from .graph import Graph, InLinks
+from .hosts import Hosts
+from .levels import LevelHead, Levels, LevelScores, Referrer
+from .pages import PageData, Pages, builds_json, url_key
+from .queries import PanelHeads, Queries
+from .rankings import Ranking, RankingArrays, RankingLevelError, Rankings
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
-from .sources import SourceFilesMixin, TakenFile
+from .site_links import SiteLinks
+from .sites import Sites
+from .sources import SourceFiles, TakenFile
 
 __all__ = [
     "Store",
+    "Pages",
+    "Graph",
+    "Rankings",
+    "Hosts",
+    "Sites",
+    "SiteLinks",
+    "SourceFiles",
+    "Levels",
+    "Queries",
+    "Analysis",
+    "PanelHeads",
     "BacklinkReport",
     "StoreError",
     "RankingNotFound",
@@ -87,18 +103,32 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(SourceFilesMixin, LevelsMixin):
-    """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy."""
+class Store(StoreBase):
+    """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy.
+
+    The store keeps the connection, its transactions and the schema's upkeep; what is asked of the
+    tables goes through its parts, each a :class:`~.base.Part` holding the store: :attr:`pages`,
+    :attr:`graph`, :attr:`rankings`, :attr:`hosts`, :attr:`sites`, :attr:`site_links`,
+    :attr:`sources`, :attr:`levels`, :attr:`queries` and :attr:`analysis`.
+    """
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True, arrays: dict | None = None):
         """Open the store at ``path``; a writer creates it (or brings an older schema up to date) unless
         ``create`` is False.  Errors are :class:`StoreError` subclasses that name the cause.  ``arrays``:
-        the ranking versions' arrays read so far (:meth:`ranking_arrays`), a dict that readers of the same
-        file in one process may share (a version's arrays never change)."""
+        the ranking versions' arrays read so far (:meth:`.Rankings.ranking_arrays`), a dict that readers of
+        the same file in one process may share (a version's arrays never change)."""
         self.path = path
         self.readonly = readonly
-        self._arrays: dict = {} if arrays is None else arrays
-        self._reset_page_cache()
+        self.pages = Pages(self)
+        self.graph = Graph(self)
+        self.rankings = Rankings(self, {} if arrays is None else arrays)
+        self.hosts = Hosts(self)
+        self.sites = Sites(self)
+        self.site_links = SiteLinks(self)
+        self.sources = SourceFiles(self)
+        self.levels = Levels(self)
+        self.queries = Queries(self)
+        self.analysis = Analysis(self)
         check_path(path, create=create and not readonly)
         try:
             self.db = self._connect(path, readonly)
@@ -164,7 +194,7 @@ class Store(SourceFilesMixin, LevelsMixin):
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             keyed = self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone()
             if keyed == ("0",):  # a first build was cut short before writing its URL keys
-                self.key_pages()
+                self.pages.key_pages()
 
     def _check_version(self, writer: bool, create: bool) -> None:
         """A store this rankstore can read; a writer may also bring an older one up to date, or fill an
@@ -185,6 +215,23 @@ class Store(SourceFilesMixin, LevelsMixin):
                 "(`rankstore upgrade` upgrades it, as any writing command does)"
             )
 
+    def last_build(self) -> int | None:
+        """The newest build's id, finished or not (None before the first)."""
+        return self.db.execute("SELECT max(id) FROM builds").fetchone()[0]
+
+    @contextlib.contextmanager
+    def interrupted_after(self, seconds: float, steps: int = 1000) -> Iterator[None]:
+        """SQLite's work on this connection is interrupted (``sqlite3.OperationalError``) once ``seconds`` have
+        passed, checked every ``steps`` virtual-machine steps; a read transaction it cut short is rolled back."""
+        ends = time.monotonic() + seconds
+        self.db.set_progress_handler(lambda: time.monotonic() > ends, steps)
+        try:
+            yield
+        finally:
+            self.db.set_progress_handler(None, steps)
+            if self.db.in_transaction:  # a read interrupted while ending its own transaction
+                self.db.rollback()
+
     def close(self) -> None:
         self.db.close()
 
@@ -194,6 +241,16 @@ class Store(SourceFilesMixin, LevelsMixin):
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # ------------------------------------------------------------ derived state
+
+    def ensure_derived(self) -> None:
+        """The graph's arrays and the hosts' and sites' numbers, derived again if a build was cut short since."""
+        self.graph.ensure_graph()
+        if self.hosts.hosts_behind() or self.sites.sites_behind():
+            with self.transaction():
+                self.hosts.derive_hosts()
+                self.sites.derive_sites()
+
     # ----------------------------------------------------------------- builds
 
     def begin_build(self, sources: Sequence[str]) -> int:
@@ -201,8 +258,7 @@ class Store(SourceFilesMixin, LevelsMixin):
             "INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
             (_now(), json.dumps(list(sources))),
         )
-        self._reset_page_cache()
-        self._note_build_start()
+        self.pages.start_build()
         # a build's batches append to the log; it is copied into the file once, at the end
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         assert cursor.lastrowid is not None
@@ -212,29 +268,16 @@ class Store(SourceFilesMixin, LevelsMixin):
         """Go on with a build cut short (:meth:`interrupted_build`): as :meth:`begin_build`, with the pages it
         wrote counted as this run's (a page captured again is weighed against them, a graph's links to
         them merged); returns the links it had written."""
-        self._reset_page_cache()
-        self._note_build_start()
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
-        written = [row[0] for row in self.db.execute("SELECT id FROM pages WHERE build_id = ?", (build_id,))]
-        self._written.update(written)
-        self._gone.update(
-            row[0]
-            for row in self.db.execute(
-                "SELECT id FROM pages WHERE build_id = ? AND NOT crawled AND status IN (404, 410)", (build_id,)
-            )
-        )
-        return self.db.execute(
-            "SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links WHERE src IN"
-            " (SELECT id FROM pages WHERE build_id = ?)",
-            (build_id,),
-        ).fetchone()[0]
+        return self.pages.continue_build(build_id)
 
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
         """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
         with self.transaction():
-            self._index_pages()
-            self.derive_graph()
-            self.derive_hosts()
+            self.pages._index_pages()
+            self.graph.derive_graph()
+            self.hosts.derive_hosts()
+            self.sites.derive_sites()
             # the title search index (the paper's section 5.1) follows the pages table
             self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
             self.db.execute(
@@ -259,17 +302,19 @@ class Store(SourceFilesMixin, LevelsMixin):
                 "SELECT name, version, level, build, iterations, created_at, pages FROM rankings ORDER BY name, version"
             )
         ]
-        files = self.files_of_builds()
+        files = self.sources.files_of_builds()
         for build in builds:
             build["files"] = [
                 {"name": f.name, "size": f.size, "checksum": f.checksum, "unreadable": f.unreadable}
                 for f in files.get(build["id"], [])
             ]
-        newest = {ranking.name: ranking for ranking in self.rankings()}
+        newest = {ranking.name: ranking for ranking in self.rankings.all()}
         for item in rankings:  # only a ranking's newest version is read, and only it can be stale
             current = newest.get(item["name"])
-            item["stale"] = self.stale_note(current) if current and current.version == item["version"] else None
-        links, nofollow = self.graph_counts()
+            item["stale"] = (
+                self.rankings.stale_note(current) if current and current.version == item["version"] else None
+            )
+        links, nofollow = self.graph.graph_counts()
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return {
             "path": self.path,
@@ -277,11 +322,20 @@ class Store(SourceFilesMixin, LevelsMixin):
             "pages": one("SELECT count(*) FROM pages"),
             "crawled_pages": one("SELECT count(*) FROM pages WHERE crawled"),
             "hosts": one("SELECT count(DISTINCT host) FROM pages"),
-            "sites": self.site_count(),
-            "site_links": self.site_link_count(),
+            "sites": self.sites.site_count(),
+            "site_links": self.site_links.count(),
             "links": links,
             "nofollow_links": nofollow,
             "builds": builds,
             "rankings": rankings,
             "size_bytes": size,
         }
+
+    def panel_heads(self) -> PanelHeads:
+        """The previous build (links first seen after it may be new) and the host ranking's newest version."""
+        row = self.db.execute(
+            "SELECT (SELECT max(id) FROM builds WHERE id <"
+            " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
+            " (SELECT id FROM rankings WHERE name = 'hostrank' AND level = 'host' ORDER BY version DESC LIMIT 1)"
+        ).fetchone()
+        return PanelHeads(row[0], row[1])

@@ -20,20 +20,18 @@ graph's, never the old scores spread over the new links.
 from __future__ import annotations
 
 import functools
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .base import Part
 from .errors import StoreError
 from .graph import INLINE_BYTES
-from .queries import QueriesMixin
 from .rankings import Ranking, RankingArrays
-from .sites import SitesMixin
 
-__all__ = ["AnalysisMixin", "HostAnalysisMixin", "BacklinkReport", "InSlice", "TargetLinks", "SORTS"]
+__all__ = ["Analysis", "BacklinkReport", "InSlice", "TargetLinks", "SORTS"]
 
 # a level's table, and what its rows count of the level below (the rows' keys: see _level_rows)
 _LEVEL_TABLES = {"host": ("hosts", "pages"), "site": ("sites", "hosts")}
@@ -123,10 +121,8 @@ def _largest(values: np.ndarray, positions_of, candidates: np.ndarray, count: in
     return near[order[:count]]
 
 
-class AnalysisMixin(QueriesMixin, SitesMixin):
+class Analysis(Part):
     """Backlink analysis; part of :class:`~rankstore.store.Store`."""
-
-    db: sqlite3.Connection
 
     def in_slice(self, page_id: int) -> InSlice:
         """The in-links of page ``page_id`` with everything the in-link arrays keep about each.
@@ -158,14 +154,20 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
             flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
             weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
         else:
-            start, stop = np.frombuffer(self.in_links_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
+            start, stop = np.frombuffer(
+                self.store.graph.in_links_part("offsets", first, 4 * at, 8), dtype=np.int32
+            ).tolist()
             count = stop - start
-            found = np.frombuffer(self.in_links_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
+            found = np.frombuffer(
+                self.store.graph.in_links_part("sources", first, 4 * start, 4 * count), dtype=np.int32
+            )
             flags = weight = None
             if nofollow_size:
-                flags = np.frombuffer(self.in_links_part("nofollow", first, start, count), dtype=bool)
+                flags = np.frombuffer(self.store.graph.in_links_part("nofollow", first, start, count), dtype=bool)
             if weights_size:
-                weight = np.frombuffer(self.in_links_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
+                weight = np.frombuffer(
+                    self.store.graph.in_links_part("weights", first, 8 * start, 8 * count), dtype=np.float64
+                )
         if not born:
             uniform = self.graph_born()
             return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
@@ -173,7 +175,7 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
         def births() -> np.ndarray:
             # the whole slice even for a report's few rows: a blob read at an offset walks the blob's chain of
             # pages from its start, so fifty reads of four bytes cost more than one of the million
-            data = self.in_links_part("born", first, 4 * start, 4 * count)
+            data = self.store.graph.in_links_part("born", first, 4 * start, 4 * count)
             return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
         return InSlice(found, flags, weight, births)
@@ -209,7 +211,7 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
         itself left out)."""
         if host is None:
             assert url is not None
-            page = self.page_id(url)
+            page = self.store.pages.page_id(url)
             if page is None:
                 raise StoreError(f"{url}: not in the store")
             links = self.in_slice(page)
@@ -220,12 +222,12 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
             return TargetLinks(
                 links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1]), itself
             )
-        number = self.host_id(host)
+        number = self.store.hosts.host_id(host)
         if number is None:
             raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
-        pages = self.pages_of_host(number)
+        pages = self.store.hosts.pages_of_host(number)
         parts = [(page, self.in_slice(int(page) + 1)) for page in pages.tolist()]
-        hosts = self.page_hosts()
+        hosts = self.store.hosts.page_hosts()
         sources = np.concatenate([p.sources for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
         targets = np.concatenate([np.full(len(p.sources), page) for page, p in parts]) if parts else np.zeros(0)
         nofollow = weights = None
@@ -278,10 +280,10 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
         if sort not in SORTS:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
         with self.snapshot():
-            ranking = self.page_ranking(name)
+            ranking = self.store.rankings.page_ranking(name)
             ranking_id = ranking.id
-            arrays = self.ranking_arrays(ranking_id)
-            params = self.ranking_params(ranking_id)
+            arrays = self.store.rankings.ranking_arrays(ranking_id)
+            params = self.store.rankings.ranking_params(ranking_id)
             found = self.target_links(url, host)
             links, targets, pages = found.links, found.targets, found.pages
             counted = _voting(links, params)  # None: every link votes
@@ -401,7 +403,7 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
     def _jump(self, ranking_id: int, targets: np.ndarray, pages: int, params: dict) -> float:
         """(1-d)·ΣE(u) over the target pages (indices): what the random jump gives them, E read once."""
         damping = float(params.get("damping", 0.85))
-        teleport = self.teleport_of(ranking_id)
+        teleport = self.store.rankings.teleport_of(ranking_id)
         if teleport is None:
             return (1.0 - damping) * len(targets) / pages
         ids, weights = teleport
@@ -423,7 +425,7 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
         marks (new since the ranked build) has no contribution or share."""
         where = picked if where is None else where
         indices = links.sources[picked].tolist()
-        rows = self._rows(arrays, indices)
+        rows = self.store.queries.page_rows(arrays, indices)
         pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
         anchors: dict[tuple[int, int], str] = {}
         for start in range(0, len(pairs), 400):
@@ -438,7 +440,7 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
                 )
             )
         many = len({dst for _, dst in pairs}) > 1
-        urls = self.urls_of(sorted({dst for _, dst in pairs})) if many else {}
+        urls = self.store.pages.urls_of(sorted({dst for _, dst in pairs})) if many else {}
         first_seen = links.born[picked].tolist()
         for row, at, slot, pair, born in zip(rows, picked.tolist(), where.tolist(), pairs, first_seen):
             row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
@@ -460,8 +462,8 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
         lost after build ``since`` if given; best PageRank of the source first.  A page's lost link to itself
         is no lost backlink, as its link to itself is no backlink."""
         with self.snapshot():
-            arrays = self.ranking_arrays(self.ranking_head(name)[0])
-            target = self.page_id(url)
+            arrays = self.store.rankings.ranking_arrays(self.store.rankings.ranking_head(name)[0])
+            target = self.store.pages.page_id(url)
             if target is None:
                 raise StoreError(f"{url}: not in the store")
             lost = self.db.execute(
@@ -477,7 +479,7 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
             sources = np.array(sorted(latest), dtype=np.int64) - 1
             best = arrays.best_of(sources, offset + limit)[offset:] if len(sources) else np.zeros(0, dtype=np.int64)
             indices = sources[best].tolist()
-            rows = self._rows(arrays, indices) if indices else []
+            rows = self.store.queries.page_rows(arrays, indices) if indices else []
         for row, index in zip(rows, indices):
             first, last, gone = latest[index + 1]
             row.update(first_seen=first, last_seen=last, lost_in=gone)
@@ -515,25 +517,24 @@ class AnalysisMixin(QueriesMixin, SitesMixin):
             )
         ]
 
-
-class HostAnalysisMixin(AnalysisMixin):
-    """Backlinks folded into referring hosts, whole sites as targets, link intersect, host rank beside page rank."""
+    # ---------------------------------------------------------------- hosts and sites: backlinks folded into
+    # referring hosts, whole sites as targets, link intersect, host rank beside page rank
 
     def host_ranking(self, name: str = "hostrank") -> tuple[int, RankingArrays] | None:
         """(id, arrays) of the newest host-level ranking ``name``, or None when there is none."""
         row = self.db.execute(
             "SELECT id FROM rankings WHERE name = ? AND level = 'host' ORDER BY version DESC LIMIT 1", (name,)
         ).fetchone()
-        return (row[0], self.ranking_arrays(row[0])) if row else None
+        return (row[0], self.store.rankings.ranking_arrays(row[0])) if row else None
 
     def host_ranks_of(
         self, page_indices: Sequence[int], name: str = "hostrank"
     ) -> list[tuple[str, float | None, int | None]]:
         """(host, host PageRank, host rank) of each page, from the newest host ranking (None without one)."""
-        hosts = self.page_hosts()
+        hosts = self.store.hosts.page_hosts()
         found = self.host_ranking(name)
         ids = [int(hosts[i]) if i < len(hosts) else 0 for i in page_indices]
-        names = self.host_names(set(ids) - {0})
+        names = self.store.hosts.host_names(set(ids) - {0})
         out = []
         for host in ids:
             score = rank = None
@@ -557,9 +558,9 @@ class HostAnalysisMixin(AnalysisMixin):
         page, their host rank and the PageRank their links pass on, best first (by host rank where there is
         a host ranking, else by best page; or by summed contribution)."""
         with self.snapshot():
-            ranking = self.page_ranking(name)
-            arrays = self.ranking_arrays(ranking.id)
-            params = self.ranking_params(ranking.id)
+            ranking = self.store.rankings.page_ranking(name)
+            arrays = self.store.rankings.ranking_arrays(ranking.id)
+            params = self.store.rankings.ranking_params(ranking.id)
             found = self.target_links(url, host)
             links, pages = found.links, found.pages
             contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
@@ -569,7 +570,7 @@ class HostAnalysisMixin(AnalysisMixin):
                 chosen = links.born > since
                 sources = links.sources[chosen]
                 values = contribution[chosen] if contribution is not None else None
-            hosts = self.page_hosts()[sources]
+            hosts = self.store.hosts.page_hosts()[sources]
             order = np.argsort(hosts, kind="stable")  # by host
             hosts_sorted, sources_sorted = hosts[order], sources[order]
             starts = (
@@ -606,8 +607,8 @@ class HostAnalysisMixin(AnalysisMixin):
             else:
                 pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
             pick = pick[offset : offset + limit]
-            names = self.host_names(group_hosts[pick].tolist())
-            best_rows = self._rows(arrays, best_pages[pick].tolist())
+            names = self.store.hosts.host_names(group_hosts[pick].tolist())
+            best_rows = self.store.queries.page_rows(arrays, best_pages[pick].tolist())
             total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
         rows = []
         for at, page in zip(pick.tolist(), best_rows):
@@ -648,8 +649,8 @@ class HostAnalysisMixin(AnalysisMixin):
         """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first:
         pages by page ranking ``name``, hosts by host ranking ``host_ranking`` (where there is one)."""
         with self.snapshot():
-            arrays = None if by_host else self.ranking_arrays(self._page_head(name)[0])
-            hosts = self.page_hosts() if by_host else None
+            arrays = None if by_host else self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
+            hosts = self.store.hosts.page_hosts() if by_host else None
 
             def linking(target: tuple[str | None, str | None]) -> np.ndarray:
                 sources = self.target_links(*target).links.sources.astype(np.int64)
@@ -664,7 +665,7 @@ class HostAnalysisMixin(AnalysisMixin):
                 common = np.setdiff1d(common, linking(target), assume_unique=True)
             if arrays is not None:
                 chosen = common[arrays.best_of(common, offset + limit)[offset:]]
-                return self._rows(arrays, chosen.tolist())
+                return self.store.queries.page_rows(arrays, chosen.tolist())
             ranked = self.host_ranking(host_ranking)
             if ranked is not None:
                 positions = np.where(
@@ -675,7 +676,7 @@ class HostAnalysisMixin(AnalysisMixin):
                 chosen = common[np.argsort(positions, kind="stable")[offset : offset + limit]]
             else:
                 chosen = common[offset : offset + limit]
-            names = self.host_names(chosen.tolist())
+            names = self.store.hosts.host_names(chosen.tolist())
             return [
                 {
                     "host": names.get(int(h), ""),
@@ -688,10 +689,10 @@ class HostAnalysisMixin(AnalysisMixin):
     def anchors(self, url: str, name: str = "pagerank", limit: int = 50) -> list[dict]:
         """The anchor texts of the links to ``url``, grouped (case and spacing folded), by summed contribution."""
         with self.snapshot():
-            ranking = self.page_ranking(name)
-            arrays = self.ranking_arrays(ranking.id)
-            params = self.ranking_params(ranking.id)
-            target = self.page_id(url)
+            ranking = self.store.rankings.page_ranking(name)
+            arrays = self.store.rankings.ranking_arrays(ranking.id)
+            params = self.store.rankings.ranking_params(ranking.id)
+            target = self.store.pages.page_id(url)
             if target is None:
                 raise StoreError(f"{url}: not in the store")
             links = self.in_slice(target)
@@ -717,7 +718,7 @@ class HostAnalysisMixin(AnalysisMixin):
 
     def level_ranking(self, name: str, level: str) -> Ranking:
         """The newest version of ranking ``name``, which must rank ``level`` ('host' or 'site')."""
-        ranking = self.ranking(name)
+        ranking = self.store.rankings.ranking(name)
         if ranking.level != level:
             raise StoreError(
                 f"{name} ranks {ranking.level}s, not {level}s: `rankstore rank --level {level}` ranks the {level}s"
@@ -763,7 +764,7 @@ class HostAnalysisMixin(AnalysisMixin):
     def top_nodes(self, name: str, level: str, limit: int = 15, offset: int = 0) -> list[dict]:
         """The best hosts (or sites) of a ranking of that level (rows of :meth:`_level_rows`)."""
         with self.snapshot():
-            arrays = self.ranking_arrays(self.level_ranking(name, level).id)
+            arrays = self.store.rankings.ranking_arrays(self.level_ranking(name, level).id)
             return self._level_rows(level, arrays, arrays.best[offset : offset + limit].tolist())
 
     def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
@@ -777,9 +778,9 @@ class HostAnalysisMixin(AnalysisMixin):
     def lookup_nodes(self, names: Sequence[str], name: str, level: str) -> dict[str, dict]:
         """Rows of :meth:`_level_rows` for hosts (or sites) by name, from ranking ``name`` of that level; those
         not in the store are left out."""
-        number_of = self.host_id if level == "host" else self.site_id
+        number_of = self.store.hosts.host_id if level == "host" else self.store.sites.site_id
         with self.snapshot():
-            arrays = self.ranking_arrays(self.level_ranking(name, level).id)
+            arrays = self.store.rankings.ranking_arrays(self.level_ranking(name, level).id)
             ids = {node: number_of(node) for node in dict.fromkeys(names)}
             present = {node: number for node, number in ids.items() if number is not None}
             rows = self._level_rows(level, arrays, [number - 1 for number in present.values()])
@@ -800,7 +801,7 @@ class HostAnalysisMixin(AnalysisMixin):
         row = self.db.execute(
             "SELECT id FROM rankings WHERE name = ? AND level = 'site' ORDER BY version DESC LIMIT 1", (name,)
         ).fetchone()
-        return (row[0], self.ranking_arrays(row[0])) if row else None
+        return (row[0], self.store.rankings.ranking_arrays(row[0])) if row else None
 
     def host_ranks(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
         """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""
@@ -810,7 +811,7 @@ class HostAnalysisMixin(AnalysisMixin):
         _, arrays = found
         out = {}
         for host in set(hosts):
-            number = self.host_id(host)
+            number = self.store.hosts.host_id(host)
             if number is not None and number <= arrays.pages:
                 out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
         return out

@@ -1,15 +1,21 @@
 """What every part of the store shares: the connection and its transactions.
 
-The mixins (:mod:`.pages`, :mod:`.graph`, :mod:`.rankings`, :mod:`.queries`)
-subclass :class:`StoreBase`, so each says in its own code what it relies on;
-:class:`~rankstore.store.Store` opens the connection.
+:class:`StoreBase` holds the connection and its transactions;
+:class:`~rankstore.store.Store` opens it.  Each part (:mod:`.pages`,
+:mod:`.graph`, :mod:`.rankings`, ...) is a :class:`Part`: it holds the store,
+speaks SQL on the store's connection, and reaches another part through the
+store (``self.store.graph``), never by inheriting it.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
-__all__ = ["StoreBase", "Transaction"]
+if TYPE_CHECKING:
+    from . import Store
+
+__all__ = ["Part", "StoreBase", "Transaction"]
 
 
 class Transaction:
@@ -68,3 +74,21 @@ class StoreBase:
     def end_read(self) -> None:
         """End the read transaction :meth:`begin_read` began."""
         self.db.execute("COMMIT")
+
+
+class Part:
+    """One part of a :class:`~rankstore.store.Store` (as sqlite-utils' ``Table`` of its ``Database``): it holds
+    the store, whose connection it speaks to and whose other parts it asks."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        return self.store.db
+
+    def transaction(self) -> Transaction:
+        return self.store.transaction()
+
+    def snapshot(self) -> Transaction:
+        return self.store.snapshot()

@@ -1,7 +1,7 @@
 """The link graph as packed arrays: ``in_links``, the in-link CSR that ``rank`` and backlinks read.
 
 It is derived from ``out_links`` and ``link_notes`` at the end of each build
-(:meth:`GraphMixin.derive_graph`) and replaced in one transaction, so a reader
+(:meth:`Graph.derive_graph`) and replaced in one transaction, so a reader
 sees the old graph or the new one.  ``meta`` records the build it was derived
 after; ``rank`` derives it again when a build was interrupted since.
 """
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import StoreBase
+from .base import Part
 
 if TYPE_CHECKING:
     from .analysis import InSlice
 
-__all__ = ["GraphMixin", "InLinkBlock", "InLinks"]
+__all__ = ["Graph", "InLinkBlock", "InLinks"]
 
 BLOCK_LINKS = 1 << 16  # links per in_links block (a page with more has a block of its own)
 BLOCK_MAX_PAGES = 1 << 13
@@ -61,10 +61,8 @@ class _GraphChanged(Exception):
     """A reader saw another graph than the store's connection: a build replaced it meanwhile."""
 
 
-class GraphMixin(StoreBase):
+class Graph(Part):
     """The graph's packed arrays; part of :class:`~rankstore.store.Store`."""
-
-    db: sqlite3.Connection
 
     def ensure_graph(self) -> None:
         """Derive the graph's arrays again if a build was interrupted since they were."""
@@ -297,7 +295,7 @@ class GraphMixin(StoreBase):
         that is no file, the store's connection reads it all itself.
         """
         columns = "SELECT offsets, sources, nofollow, weights FROM in_links"
-        alone = self.db.in_transaction or self.path == ":memory:" or READ_THREADS < 2
+        alone = self.db.in_transaction or self.store.path == ":memory:" or READ_THREADS < 2
         with self.snapshot():
             stamp = self._graph_stamp(self.db)
             n = int(dict(stamp)["graph_pages"])
@@ -312,7 +310,7 @@ class GraphMixin(StoreBase):
             changed = threading.Event()
 
             def read(lo: int, hi: int) -> list[tuple]:
-                db = self.reader()
+                db = self.store.reader()
                 try:
                     db.execute("BEGIN")
                     if changed.is_set() or self._graph_stamp(db) != stamp:
@@ -337,7 +335,7 @@ class GraphMixin(StoreBase):
 
     def graph_arrays(self, include_nofollow: bool = False):
         """(page ids, link sources, link targets, link weights), sources and targets as page indices."""
-        self.ensure_graph()
+        self.store.ensure_derived()
         links = self.in_links()
         dst = np.repeat(np.arange(links.n, dtype=np.int64), np.diff(links.indptr))
         src = links.indices.astype(np.int64)

@@ -17,14 +17,14 @@ such page links (followed ones, unless the ranking counts nofollow links).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import GraphMixin
+from .base import Part
 
-__all__ = ["HostsMixin", "HostBatch", "LevelGraph", "fold_links", "HOST_BLOCK"]
+__all__ = ["Hosts", "HostBatch", "LevelGraph", "fold_links", "HOST_BLOCK"]
 
 HOST_BLOCK = 1 << 14  # pages per page_hosts row
 
@@ -70,6 +70,24 @@ def fold_links(
     return LevelGraph(n, indptr, (key % max(n, 1)).astype(np.int32), summed)
 
 
+def ensure_named(db: sqlite3.Connection, table: str, count: str, names: Sequence[str]) -> np.ndarray:
+    ids = np.zeros(len(names), dtype=np.int64)
+    next_id = db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0] + 1
+    for start in range(0, len(names), 500):
+        chunk = list(names[start : start + 500])
+        found = dict(db.execute(f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+        fresh = []
+        for offset, name in enumerate(chunk):
+            number = found.get(name)
+            if number is None:
+                number = found[name] = next_id
+                fresh.append((next_id, name))
+                next_id += 1
+            ids[start + offset] = number
+        db.executemany(f"INSERT INTO {table} (id, name, {count}) VALUES (?, ?, 0)", fresh)
+    return ids
+
+
 @dataclass(frozen=True)
 class HostBatch:
     """Hosts as columns, in id order."""
@@ -79,10 +97,8 @@ class HostBatch:
     pages: tuple[int, ...]
 
 
-class HostsMixin(GraphMixin):
+class Hosts(Part):
     """Hosts of pages, and the host graph; part of :class:`~rankstore.store.Store`."""
-
-    db: sqlite3.Connection
 
     def derive_hosts(self) -> None:
         """Number the hosts of pages added since the last time (call inside a write transaction)."""
@@ -121,12 +137,13 @@ class HostsMixin(GraphMixin):
         )
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('hosts_pages', ?)", (str(last),))
 
-    def ensure_graph(self) -> None:
-        """The graph's arrays and the hosts' numbers, derived again if a build was cut short since."""
-        super().ensure_graph()
-        if self.hosts_behind():
-            with self.transaction():
-                self.derive_hosts()
+    def ensure_hosts(self, names: Sequence[str]) -> np.ndarray:
+        """The ids of hosts named (int64, in order), numbering those the store has not after the known ones,
+        with no page (a Common Crawl ranks file names hosts), and their sites.  Call inside a write
+        transaction."""
+        ids = ensure_named(self.db, "hosts", "pages", names)
+        self.store.sites.derive_sites()
+        return ids
 
     def hosts_behind(self) -> bool:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'hosts_pages'").fetchone()
@@ -214,8 +231,8 @@ class HostsMixin(GraphMixin):
         return graph
 
     def _host_links(self, include_nofollow: bool) -> LevelGraph:
-        self.ensure_graph()
-        links = self.in_links()
+        self.store.ensure_derived()
+        links = self.store.graph.in_links()
         hosts = self.page_hosts()
         count = self.host_count()
         if len(hosts) < links.n:

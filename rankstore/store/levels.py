@@ -4,33 +4,32 @@ A link whose page the store does not hold is shown an estimate from the finest
 level ranked: its host's rank, else its site's (issue 32).  What the proxy and
 the CLI need for that, each level on its own:
 
-* :meth:`LevelsMixin.level_head`: the ranking that answers at a level (one
+* :meth:`Levels.level_head`: the ranking that answers at a level (one
   named, or else ``hostrank``/``siterank`` where it ranks that level, else the
   newest ranking of the level: a Common Crawl ``cc-pagerank`` loaded as sites,
   say), with its node count and its score range: percentile, the toolbar's
   0-10 and a bar's width are each within that level's own ranking;
-* :meth:`LevelsMixin.level_scores`: the scores, positions and in-links of many
+* :meth:`Levels.level_scores`: the scores, positions and in-links of many
   hosts or sites by name, in one batched probe: of :class:`LevelKeys` (a
-  reader's sorted hashes of the level's names, :meth:`LevelsMixin.level_keys`),
+  reader's sorted hashes of the level's names, :meth:`Levels.level_keys`),
   or of the level's name index (a query per 2,000 names);
-* :meth:`LevelsMixin.referrers`: the best hosts (or sites) linking to a host
+* :meth:`Levels.referrers`: the best hosts (or sites) linking to a host
   (or site), by that level's rank, folded from the page graph's in-links.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .analysis import HostAnalysisMixin
+from .base import Part
 from .errors import StoreError
 from .pages import url_keys
 from .rankings import Ranking
 
-__all__ = ["DEFAULT_NAMES", "ESTIMATE_LEVELS", "LevelHead", "LevelKeys", "LevelScores", "Referrer", "LevelsMixin"]
+__all__ = ["DEFAULT_NAMES", "ESTIMATE_LEVELS", "LevelHead", "LevelKeys", "LevelScores", "Referrer", "Levels"]
 
 DEFAULT_NAMES = {"host": "hostrank", "site": "siterank"}  # what `rank --level host|site` names its ranking
 ESTIMATE_LEVELS = ("host", "site")  # finest first: a link's estimate comes from the first level that ranks it
@@ -102,10 +101,8 @@ class Referrer:
     links: int  # page links from its pages to the target's
 
 
-class LevelsMixin(HostAnalysisMixin):
+class Levels(Part):
     """Host and site rankings read by name for many names at once; part of :class:`~rankstore.store.Store`."""
-
-    db: sqlite3.Connection
 
     def answering_ranking(self, level: str, name: str = "") -> Ranking | None:
         """The newest version of the ranking that answers at ``level`` ("host" or "site"): ``name`` if given
@@ -115,25 +112,25 @@ class LevelsMixin(HostAnalysisMixin):
         if level not in _TABLES:
             raise StoreError(f"{level!r}: a level above pages is one of {', '.join(_TABLES)}")
         if name:
-            return self.level_ranking(name, level)
+            return self.store.analysis.level_ranking(name, level)
         row = self.db.execute(
             "SELECT coalesce((SELECT name FROM rankings WHERE name = ?1 AND level = ?2 LIMIT 1),"
             " (SELECT name FROM rankings WHERE level = ?2 ORDER BY id DESC LIMIT 1))",
             (DEFAULT_NAMES[level], level),
         ).fetchone()
-        return self.ranking(row[0]) if row[0] is not None else None
+        return self.store.rankings.ranking(row[0]) if row[0] is not None else None
 
     def level_head(self, level: str, name: str = "") -> LevelHead | None:
         """:meth:`answering_ranking` with its node count and score range (its arrays read once per reader)."""
         ranking = self.answering_ranking(level, name)
         if ranking is None:
             return None
-        lowest, highest = self.score_range(ranking)
+        lowest, highest = self.store.rankings.score_range(ranking)
         return LevelHead(level, ranking.name, ranking.id, ranking.version, ranking.pages, lowest, highest)
 
     def level_count(self, level: str) -> int:
         """How many hosts (sites) the store numbers."""
-        return self.host_count() if level == "host" else self.site_count()
+        return self.store.hosts.host_count() if level == "host" else self.store.sites.site_count()
 
     def level_keys(self, level: str) -> LevelKeys:
         """The level's names as :class:`LevelKeys` (one pass over them: a reader keeps it while the count
@@ -170,7 +167,7 @@ class LevelsMixin(HostAnalysisMixin):
                         f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk
                     ).fetchall()
                 )
-        arrays = self.ranking_arrays(head.ranking_id)
+        arrays = self.store.rankings.ranking_arrays(head.ranking_id)
         ranked = [(name, number) for name, number in found.items() if 0 < number <= arrays.pages]
         if not ranked:
             empty = np.zeros(0, dtype=np.int64)
@@ -191,7 +188,7 @@ class LevelsMixin(HostAnalysisMixin):
 
     def level_id(self, level: str, name: str) -> int | None:
         """A host's or a site's id by name."""
-        return self.host_id(name) if level == "host" else self.site_id(name)
+        return self.store.hosts.host_id(name) if level == "host" else self.store.sites.site_id(name)
 
     def referrers(self, head: LevelHead, name: str, limit: int, most_pages: int | None = None) -> list[Referrer] | None:
         """The ``limit`` best hosts (sites) whose pages link to a page of host (site) ``name``, by the rank of
@@ -211,18 +208,18 @@ class LevelsMixin(HostAnalysisMixin):
             return None
         ids = self._level_of_pages(head.level, self._level_sources(pages))
         if head.level == "site":
-            ids = np.concatenate([ids, self.site_in_links(number).astype(np.int64) + 1])
+            ids = np.concatenate([ids, self.store.site_links.in_links(number).astype(np.int64) + 1])
         ids = ids[(ids > 0) & (ids != number)]
         if not len(ids):
             return []
         found, links = np.unique(ids, return_counts=True)
-        arrays = self.ranking_arrays(head.ranking_id)
+        arrays = self.store.rankings.ranking_arrays(head.ranking_id)
         inside = found <= arrays.pages
         found, links = found[inside], links[inside]
         positions = arrays.position[found - 1]
         pick = np.argsort(positions, kind="stable")[:limit]
         chosen = found[pick].tolist()
-        names = self.host_names(chosen) if head.level == "host" else self.site_names(chosen)
+        names = self.store.hosts.host_names(chosen) if head.level == "host" else self.store.sites.site_names(chosen)
         return [
             Referrer(names.get(node, ""), float(arrays.scores[node - 1]), int(positions[at]), int(links[at]))
             for node, at in zip(chosen, pick.tolist())
@@ -235,23 +232,23 @@ class LevelsMixin(HostAnalysisMixin):
         vertices as sites), its referrers come from the loaded site links
         alone (:meth:`~rankstore.store.Store.site_in_links`).
         """
-        hosts = self.page_hosts()
+        hosts = self.store.hosts.page_hosts()
         if level == "host":
             return np.flatnonzero(hosts == number)
-        members = np.flatnonzero(self.host_sites() == number) + 1
+        members = np.flatnonzero(self.store.sites.host_sites() == number) + 1
         return np.flatnonzero(np.isin(hosts, members))
 
     def _level_sources(self, pages: np.ndarray) -> np.ndarray:
         """The page indices of the links into ``pages``, one per link."""
-        parts = [self.in_slice(int(page) + 1).sources for page in pages.tolist()]
+        parts = [self.store.analysis.in_slice(int(page) + 1).sources for page in pages.tolist()]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def _level_of_pages(self, level: str, pages: np.ndarray) -> np.ndarray:
         """Each page's host id (site id), 0 where it is not numbered yet."""
-        hosts = self.page_hosts()
+        hosts = self.store.hosts.page_hosts()
         host_ids = np.where(pages < len(hosts), hosts[np.minimum(pages, max(len(hosts) - 1, 0))], 0).astype(np.int64)
         if level == "host":
             return host_ids
-        sites = self.host_sites()
+        sites = self.store.sites.host_sites()
         inside = (host_ids > 0) & (host_ids <= len(sites))
         return np.where(inside, sites[np.clip(host_ids - 1, 0, max(len(sites) - 1, 0))], 0).astype(np.int64)

@@ -50,7 +50,7 @@ def migrate(store, found: int) -> None:
     if found <= 5:
         _link_history(db)
         _renormalise_urls(db)
-        store.derive_hosts()
+        store.hosts.derive_hosts()
     if found <= 6:
         _ranking_builds(db)
     if found <= 7:
@@ -133,7 +133,7 @@ def _sites(store) -> None:
     for statement in TABLES.split(";\n"):  # the new tables: sites, host_sites, site_links
         if statement.strip():
             db.execute(statement)
-    store.derive_sites()
+    store.sites.derive_sites()
     for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
         db.execute(f"DROP VIEW {name}")  # made again from VIEWS by the caller
 
@@ -183,7 +183,7 @@ def _packed_arrays(store) -> None:
         "INSERT INTO link_notes (src, dst, nofollow, weight, anchor) SELECT src, dst, nofollow, weight,"
         " anchor FROM links WHERE nofollow OR weight != 1.0 OR anchor IS NOT NULL"
     )
-    store.key_pages()
+    store.pages.key_pages()
     # rankings: the scores of every version still holding them, as arrays
     has_scores = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'scores' AND type = 'table'").fetchone()
     kept = db.execute("SELECT DISTINCT ranking_id FROM scores").fetchall() if has_scores else []
@@ -214,4 +214,4 @@ def _packed_arrays(store) -> None:
             db.execute(statement)
     db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
     db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', '5')")
-    store.derive_graph()
+    store.graph.derive_graph()

@@ -1,6 +1,6 @@
 """Pages and their out-links: what a build writes.
 
-Page ids come from :meth:`PagesMixin.page_ids`, the one place that adds
+Page ids come from :meth:`Pages.page_ids`, the one place that adds
 pages: every URL is already canonical.  A page's out-links are a set, stored
 packed in ``out_links`` (see :mod:`.schema`); the first time a build writes a
 page, its old out-links go (a recrawl replaces them), and a page written again
@@ -18,19 +18,22 @@ from __future__ import annotations
 
 import enum
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xxhash
 
 from ..urls import host_of
-from .base import StoreBase
+from .base import Part
 from .schema import PART_LINKS
 
-__all__ = ["PageBatch", "PageData", "PagesMixin", "capture_time", "url_key", "url_keys"]
+if TYPE_CHECKING:
+    from . import Store
+
+__all__ = ["PageBatch", "PageData", "Pages", "capture_time", "url_key", "url_keys"]
 
 _IN_CHUNK = 500
 _URL_CACHE_LIMIT = 2_000_000
@@ -117,10 +120,12 @@ class PageBatch:
     last_build: tuple[int | None, ...]
 
 
-class PagesMixin(StoreBase):
+class Pages(Part):
     """Builds: pages, out-links and their notes; part of :class:`~rankstore.store.Store`."""
 
-    db: sqlite3.Connection
+    def __init__(self, store: Store):
+        super().__init__(store)
+        self._reset_page_cache()
 
     def _reset_page_cache(self) -> None:
         self._url_ids: dict[str, int] = {}
@@ -145,6 +150,27 @@ class PagesMixin(StoreBase):
             # load spends its time on; sorted once at the end, they cost little
             self.db.execute("DROP INDEX IF EXISTS pages_by_url")
             self.db.execute("DROP INDEX IF EXISTS pages_by_host")
+
+    def start_build(self) -> None:
+        """A build begins: the caches of the last one dropped, and how pages are indexed while it runs chosen."""
+        self._reset_page_cache()
+        self._note_build_start()
+
+    def continue_build(self, build_id: int) -> int:
+        """A build cut short goes on: the pages it wrote counted as this run's; returns the links it had written."""
+        self.start_build()
+        self._written.update(row[0] for row in self.db.execute("SELECT id FROM pages WHERE build_id = ?", (build_id,)))
+        self._gone.update(
+            row[0]
+            for row in self.db.execute(
+                "SELECT id FROM pages WHERE build_id = ? AND NOT crawled AND status IN (404, 410)", (build_id,)
+            )
+        )
+        return self.db.execute(
+            "SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links WHERE src IN"
+            " (SELECT id FROM pages WHERE build_id = ?)",
+            (build_id,),
+        ).fetchone()[0]
 
     def _index_pages(self) -> None:
         """After a first build: the URL and host indexes, and the URL keys, written in sorted order."""
@@ -625,6 +651,23 @@ class PagesMixin(StoreBase):
         if page_id is None:
             return []
         return sorted(self.urls_of(self.out_link_ids(page_id).tolist()).values())
+
+    def last_keyed_page(self) -> int:
+        """The largest page id with a URL key (reads the key table's index, as a long-running reader has it)."""
+        return self.db.execute("SELECT max(page_id) FROM page_keys").fetchone()[0] or 0
+
+    def retitle(self, titles: Iterable[tuple[str, int]]) -> None:
+        """Give pages new titles, ``(title, page id)`` pairs, and index them for title search again."""
+        with self.transaction():
+            self.db.executemany("UPDATE pages SET title = ? WHERE id = ?", titles)
+            self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
+
+    def link_urls(self) -> Iterator[tuple[str, str]]:
+        """Every link as (source URL, target URL), by source and target id."""
+        yield from self.db.execute(
+            "SELECT s.url, t.url FROM links l JOIN pages s ON s.id = l.src"
+            " JOIN pages t ON t.id = l.dst ORDER BY l.src, l.dst"
+        )
 
     def page_urls(self, last: int) -> list[tuple[int, str]]:
         """(id, url) of every page up to id ``last``, in one pass."""

@@ -9,7 +9,7 @@ links add ``nofollow`` and ``anchor``).  A page added since the version has
 
 A ranking has a level (:attr:`~.rankings.Ranking.level`): a host ranking's
 arrays are by host id, so every question about pages asks for a page ranking
-(:meth:`QueriesMixin.page_ranking`) and is refused one of hosts
+(:meth:`Queries.page_ranking`) and is refused one of hosts
 (:class:`RankingLevelError`), never answered with a host's score read as a
 page's.  A page's links to itself are never listed among its backlinks.
 """
@@ -17,7 +17,6 @@ page's.  A page's links to itself are never listed among its backlinks.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -26,12 +25,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import StoreError
-from .graph import GraphMixin
-from .pages import PagesMixin, url_keys
-from .rankings import Ranking, RankingArrays, RankingsMixin
+from .base import Part
+from .pages import url_keys
+from .rankings import Ranking, RankingArrays, RankingLevelError
 
-__all__ = ["PanelHeads", "QueriesMixin", "RankingLevelError", "ExportRow", "search_words"]
+__all__ = ["PanelHeads", "Queries", "RankingLevelError", "ExportRow", "search_words"]
 
 _LOOKUP_CHUNK = 2000
 _IN_CHUNK = 500
@@ -65,29 +63,8 @@ def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, cr
     }
 
 
-class RankingLevelError(StoreError):
-    """A question about pages asked of a ranking of hosts or sites (its scores are by host or site, not by page).
-
-    Its message is the CLI's.  Every audience refuses in the words of
-    :meth:`refusal` and names its own cure: the CLI its options (here), the
-    proxy and its own pages their choice of ranking.
-    """
-
-    def __init__(self, ranking: Ranking, page_rankings: Sequence[str]):
-        self.ranking = ranking
-        self.page_rankings = list(page_rankings)  # the store's page rankings, ``pagerank`` first
-        instead = f"use --ranking {self.page_rankings[0]}" if self.page_rankings else "rank pages with `rankstore rank`"
-        super().__init__(
-            self.refusal(f"{instead}, or `rankstore top --ranking {ranking.name}` for its {ranking.level}s")
-        )
-
-    def refusal(self, cure: str) -> str:
-        """The refusal, then ``cure``: how the asker chooses a page ranking where it asked."""
-        return f"{self.ranking.name} ranks {self.ranking.level}s, not pages: {cure}"
-
-
 class ExportRow(NamedTuple):
-    """A page of a page ranking, as :meth:`QueriesMixin.export_rows` lists them."""
+    """A page of a page ranking, as :meth:`Queries.export_rows` lists them."""
 
     url: str
     score: float
@@ -105,64 +82,26 @@ class PanelHeads:
     host_ranking: int | None  # the newest version of ``hostrank`` (None: hosts are not ranked)
 
 
-class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
+class Queries(Part):
     """Read-only views of a store; part of :class:`~rankstore.store.Store`."""
 
-    db: sqlite3.Connection
-
-    def page_rankings(self) -> list[str]:
-        """The names of the store's page rankings, ``pagerank`` first."""
-        names = [
-            row[0]
-            for row in self.db.execute(
-                "SELECT DISTINCT name FROM rankings r WHERE level = 'page'"
-                " AND version = (SELECT max(version) FROM rankings WHERE name = r.name) ORDER BY name"
-            )
-        ]
-        return sorted(names, key=lambda name: name != "pagerank")
-
-    def page_ranking(self, name: str = "pagerank") -> Ranking:
-        """The newest version of ranking ``name``, which must rank pages: :class:`RankingLevelError` for a host
-        ranking, :class:`~.errors.RankingNotFound` for none."""
-        ranking = self.ranking(name)
-        if ranking.level != "page":
-            raise RankingLevelError(ranking, self.page_rankings())
-        return ranking
-
-    def _page_head(self, name: str) -> tuple[int, int]:
-        """(id, pages) of the newest version of page ranking ``name``: :meth:`ranking_head` with the level checked."""
-        row = self.db.execute(
-            "SELECT id, pages, level FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone()
-        if row is not None and row[2] == "page":
-            return row[0], row[1]
-        self.page_ranking(name)  # raises, saying why: no such ranking, or one of hosts
-        raise StoreError(f"ranking {name!r} changed while it was read")
-
-    def panel_heads(self) -> PanelHeads:
-        """The previous build (links first seen after it may be new) and the host ranking's newest version."""
-        row = self.db.execute(
-            "SELECT (SELECT max(id) FROM builds WHERE id <"
-            " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'graph_build')),"
-            " (SELECT id FROM rankings WHERE name = 'hostrank' AND level = 'host' ORDER BY version DESC LIMIT 1)"
-        ).fetchone()
-        return PanelHeads(row[0], row[1])
-
-    def _rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
-        pages = {row[0]: row[1:] for row in self.pages_by_id("url, title, crawled", [i + 1 for i in indices])}
+    def page_rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+        pages = {
+            row[0]: row[1:] for row in self.store.pages.pages_by_id("url, title, crawled", [i + 1 for i in indices])
+        }
         return [_page_row(arrays, i, *pages[i + 1]) for i in indices]
 
     def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
         with self.snapshot():
-            arrays = self.ranking_arrays(self._page_head(name)[0])
-            return self._rows(arrays, arrays.best[offset : offset + limit].tolist())
+            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
+            return self.store.queries.page_rows(arrays, arrays.best[offset : offset + limit].tolist())
 
     def export_rows(self, ranking: Ranking) -> list[ExportRow]:
         """Every page of a page ranking, best first."""
         if ranking.level != "page":
-            raise RankingLevelError(ranking, self.page_rankings())
+            raise RankingLevelError(ranking, self.store.rankings.page_rankings())
         with self.snapshot():
-            arrays = self.ranking_arrays(ranking.id)
+            arrays = self.store.rankings.ranking_arrays(ranking.id)
             urls, titles = [None] * arrays.pages, [None] * arrays.pages
             for page_id, url, title in self.db.execute(
                 "SELECT id, url, title FROM pages WHERE id <= ?", (arrays.pages,)
@@ -182,7 +121,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         urls = list(dict.fromkeys(urls))
         found: dict[str, dict] = {}
         with self.snapshot():
-            arrays = self.ranking_arrays(self._page_head(name)[0])
+            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
             for start in range(0, len(urls), _IN_CHUNK):
                 chunk = urls[start : start + _IN_CHUNK]
                 marks = ",".join("?" * len(chunk))
@@ -199,12 +138,12 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
         query per 2,000 URLs, then the version's arrays.
         """
         with self.snapshot():
-            ranking_id, pages = self._page_head(name)
+            ranking_id, pages = self.store.rankings.page_head(name)
             return self.scores_in(ranking_id, urls), pages
 
     def scores_in(self, ranking_id: int, urls: Sequence[str]) -> dict[str, tuple]:
         """:meth:`scores_by_url` for a ranking version already known (call it inside a snapshot)."""
-        arrays = self.ranking_arrays(ranking_id)
+        arrays = self.store.rankings.ranking_arrays(ranking_id)
         unique = list(dict.fromkeys(urls))
         keys = url_keys(unique)
         order = np.argsort(keys, kind="stable")
@@ -233,7 +172,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     def _backlink_indices(self, arrays: RankingArrays, target: int, count: int) -> tuple[list[int], list[bool]]:
         """The best ``count`` pages linking to page id ``target`` (not the page itself), and whether each link is
         nofollow."""
-        sources, nofollow = self.in_links_of(target)
+        sources, nofollow = self.store.graph.in_links_of(target)
         others = sources != target - 1
         if not others.all():  # a page's link to itself is no backlink
             sources = sources[others]
@@ -245,13 +184,13 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
     def backlinks(self, url: str, name: str = "pagerank", limit: int = 50, offset: int = 0) -> list[dict]:
         """Pages linking to ``url``, best PageRank first (the paper's section 7.4)."""
         with self.snapshot():
-            arrays = self.ranking_arrays(self._page_head(name)[0])
-            target = self.page_id(url)
+            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
+            target = self.store.pages.page_id(url)
             if target is None:
                 return []
             indices, flags = self._backlink_indices(arrays, target, offset + limit)
             indices, flags = indices[offset:], flags[offset:]
-            rows = self._rows(arrays, indices)
+            rows = self.store.queries.page_rows(arrays, indices)
             anchors = self._anchors(target, indices)
         for row, index, nofollow in zip(rows, indices, flags):
             row["nofollow"] = nofollow
@@ -274,12 +213,12 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
 
         The proxy's panel, for a ranking version already known (call it inside a snapshot).
         """
-        target = self.page_id(url)
+        target = self.store.pages.page_id(url)
         if target is None:
             return []
-        arrays = self.ranking_arrays(ranking_id)
+        arrays = self.store.rankings.ranking_arrays(ranking_id)
         indices, flags = self._backlink_indices(arrays, target, limit)
-        rows = self._rows(arrays, indices)
+        rows = self.store.queries.page_rows(arrays, indices)
         return [
             (row["url"], row["title"], row["pagerank"], row["position"], row["inlinks"], int(nofollow))
             for row, nofollow in zip(rows, flags)
@@ -287,13 +226,13 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
 
     def out_links_ranked(self, url: str, name: str = "pagerank", limit: int = 200) -> list[dict]:
         with self.snapshot():
-            arrays = self.ranking_arrays(self._page_head(name)[0])
-            source = self.page_id(url)
+            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
+            source = self.store.pages.page_id(url)
             if source is None:
                 return []
-            targets = self.out_link_ids(source) - 1
+            targets = self.store.pages.out_link_ids(source) - 1
             chosen = targets[arrays.best_of(targets, min(limit, len(targets)))].tolist()
-            rows = self._rows(arrays, chosen)
+            rows = self.store.queries.page_rows(arrays, chosen)
             notes = {
                 dst: (nofollow, anchor)
                 for dst, nofollow, anchor in self.db.execute(
@@ -330,7 +269,7 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
             return []
         need = offset + limit
         with self.snapshot():
-            arrays = self.ranking_arrays(self._page_head(name)[0])
+            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
             started = time.perf_counter()
             ids = self._title_matches(query, SEARCH_FIRST)
             if len(ids) == SEARCH_FIRST:
@@ -338,11 +277,16 @@ class QueriesMixin(PagesMixin, GraphMixin, RankingsMixin):
                 every = (time.perf_counter() - started) * max(arrays.pages, int(ids[-1])) / int(ids[-1])
                 walked = self._walk_best(arrays, query, need, len(ids) / int(ids[-1]), every)
                 if walked is not None:
-                    return self._rows(arrays, walked[offset:need].tolist())
+                    return self.store.queries.page_rows(arrays, walked[offset:need].tolist())
                 ids = self._title_matches(query, None)
             ids = ids[ids <= arrays.pages] - 1
             chosen = ids[arrays.best_of(ids, min(need, len(ids)))][offset:].tolist()
-            return self._rows(arrays, chosen)
+            return self.store.queries.page_rows(arrays, chosen)
+
+    def title_match_count(self, words: Sequence[str]) -> int:
+        """How many titles hold every one of ``words`` (each matched as a phrase of its own)."""
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in search_words(words))
+        return self.db.execute("SELECT count(*) FROM titles WHERE titles MATCH ?", (query,)).fetchone()[0]
 
     def _title_matches(self, query: str, limit: int | None) -> np.ndarray:
         """The ids of the pages whose title matches ``query``, in id order, at most ``limit`` (None: all).

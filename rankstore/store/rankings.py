@@ -2,7 +2,7 @@
 
 A version is written in one transaction as ``ranking_blocks`` rows (see
 :mod:`.schema`): O(pages) in time and on disk, whatever the number of links.
-Readers load a version's arrays once (:meth:`RankingsMixin.ranking_arrays`);
+Readers load a version's arrays once (:meth:`Rankings.ranking_arrays`);
 versions never change once written, so what was loaded stays true.
 """
 
@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import StoreBase
+from .base import Part
 from .errors import RankingNotFound, StoreError
 from .schema import BLOCK_PAGES
 
-__all__ = ["Ranking", "RankingArrays", "RankingNotFound", "RankingsMixin", "StoreError"]
+if TYPE_CHECKING:
+    from . import Store
+
+__all__ = ["Ranking", "RankingArrays", "RankingNotFound", "Rankings", "StoreError"]
 
 _KEEP_ARRAYS = 4  # ranking versions whose arrays a reader keeps loaded
 _COARSE_FROM = 1 << 16  # pages in a list from which it is narrowed by coarse positions first
@@ -178,6 +182,27 @@ def ranking_rows(
         )
 
 
+class RankingLevelError(StoreError):
+    """A question about pages asked of a ranking of hosts or sites (its scores are by host or site, not by page).
+
+    Its message is the CLI's.  Every audience refuses in the words of
+    :meth:`refusal` and names its own cure: the CLI its options (here), the
+    proxy and its own pages their choice of ranking.
+    """
+
+    def __init__(self, ranking: Ranking, page_rankings: Sequence[str]):
+        self.ranking = ranking
+        self.page_rankings = list(page_rankings)  # the store's page rankings, ``pagerank`` first
+        instead = f"use --ranking {self.page_rankings[0]}" if self.page_rankings else "rank pages with `rankstore rank`"
+        super().__init__(
+            self.refusal(f"{instead}, or `rankstore top --ranking {ranking.name}` for its {ranking.level}s")
+        )
+
+    def refusal(self, cure: str) -> str:
+        """The refusal, then ``cure``: how the asker chooses a page ranking where it asked."""
+        return f"{self.ranking.name} ranks {self.ranking.level}s, not pages: {cure}"
+
+
 def _pack_teleport(teleport: tuple[np.ndarray, np.ndarray] | None) -> bytes | None:
     if teleport is None:
         return None
@@ -187,12 +212,14 @@ def _pack_teleport(teleport: tuple[np.ndarray, np.ndarray] | None) -> bytes | No
     return pairs.tobytes()
 
 
-class RankingsMixin(StoreBase):
+class Rankings(Part):
     """Reading and writing rankings; part of :class:`~rankstore.store.Store`."""
 
-    _arrays: dict[int, RankingArrays]
-
-    db: sqlite3.Connection
+    def __init__(self, store: Store, arrays: dict[int, RankingArrays]):
+        super().__init__(store)
+        # the versions' arrays read so far, maybe shared with other stores of the same file (a version's
+        # arrays never change)
+        self._arrays = arrays
 
     def write_ranking(
         self,
@@ -354,7 +381,7 @@ class RankingsMixin(StoreBase):
         ).fetchone()
         return row[0] if row else None
 
-    def rankings(self) -> list[Ranking]:
+    def all(self) -> list[Ranking]:
         names = [r[0] for r in self.db.execute("SELECT DISTINCT name FROM rankings ORDER BY name")]
         return [self.ranking(name) for name in names]
 
@@ -426,3 +453,32 @@ class RankingsMixin(StoreBase):
         if not positive:
             return 0.0, 0.0
         return float(arrays.scores[arrays.best[positive - 1]]), float(arrays.scores[arrays.best[0]])
+
+    def page_rankings(self) -> list[str]:
+        """The names of the store's page rankings, ``pagerank`` first."""
+        names = [
+            row[0]
+            for row in self.db.execute(
+                "SELECT DISTINCT name FROM rankings r WHERE level = 'page'"
+                " AND version = (SELECT max(version) FROM rankings WHERE name = r.name) ORDER BY name"
+            )
+        ]
+        return sorted(names, key=lambda name: name != "pagerank")
+
+    def page_ranking(self, name: str = "pagerank") -> Ranking:
+        """The newest version of ranking ``name``, which must rank pages: :class:`RankingLevelError` for a host
+        ranking, :class:`~.errors.RankingNotFound` for none."""
+        ranking = self.ranking(name)
+        if ranking.level != "page":
+            raise RankingLevelError(ranking, self.page_rankings())
+        return ranking
+
+    def page_head(self, name: str) -> tuple[int, int]:
+        """(id, pages) of the newest version of page ranking ``name``: :meth:`ranking_head` with the level checked."""
+        row = self.db.execute(
+            "SELECT id, pages, level FROM rankings WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
+        if row is not None and row[2] == "page":
+            return row[0], row[1]
+        self.page_ranking(name)  # raises, saying why: no such ranking, or one of hosts
+        raise StoreError(f"ranking {name!r} changed while it was read")

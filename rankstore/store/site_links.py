@@ -7,7 +7,7 @@ linking to it), in blocks of at most ``BLOCK_LINKS`` links and
 ``BLOCK_MAX_PAGES`` sites like ``in_links``: ``offsets`` int32 per site of the
 block, ``sources`` int32 site indices, both native-endian as ``in_links``'s.
 A site's links to itself are left out and each pair is kept once: a
-domain-graph edge is one link (:meth:`SiteLinksMixin.replace_site_links`).
+domain-graph edge is one link (:meth:`SiteLinks.replace_site_links`).
 The table is replaced whole by each load (one transaction, with the build's
 others), so a reader sees one graph's edges or the other's.  ``meta`` keeps
 how many sites the edges were numbered against (``site_links_sites``): sites
@@ -16,22 +16,18 @@ numbered later have no row and no loaded link.
 
 from __future__ import annotations
 
-import sqlite3
-
 import numpy as np
 
-from .base import StoreBase
+from .base import Part
 from .graph import InLinks, _blocks
 
-__all__ = ["SiteLinksMixin"]
+__all__ = ["SiteLinks"]
 
 
-class SiteLinksMixin(StoreBase):
+class SiteLinks(Part):
     """The site links a domain graph brings; part of :class:`~rankstore.store.Store`."""
 
-    db: sqlite3.Connection
-
-    def replace_site_links(self, src: np.ndarray, dst: np.ndarray, sites: int) -> int:
+    def replace(self, src: np.ndarray, dst: np.ndarray, sites: int) -> int:
         """Replace the store's loaded site links with ``src`` -> ``dst`` (site ids, 1..``sites``): a site's
         links to itself left out, each pair kept once.  Returns the links kept.  Call inside a write
         transaction: the table is empty between the delete and the inserts."""
@@ -55,7 +51,7 @@ class SiteLinksMixin(StoreBase):
         )
         return len(indices)
 
-    def site_links(self, sites: int) -> InLinks:
+    def links(self, sites: int) -> InLinks:
         """The loaded site links as the in-link CSR of ``sites`` sites (those numbered since have none)."""
         rows = self.db.execute("SELECT offsets, sources FROM site_links ORDER BY first").fetchall()
         counts = [np.diff(np.frombuffer(offsets, dtype=np.int32)) for offsets, _ in rows]
@@ -68,7 +64,7 @@ class SiteLinksMixin(StoreBase):
         indices = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
         return InLinks(sites, indptr, indices[: indptr[-1]], None, None)
 
-    def site_in_links(self, site: int) -> np.ndarray:
+    def in_links(self, site: int) -> np.ndarray:
         """The site indices of the loaded links into site id ``site`` (one block read, as a page's backlinks
         are one slice of ``in_links``); empty for a site the loaded graph has no link into."""
         row = self.db.execute(
@@ -83,7 +79,7 @@ class SiteLinksMixin(StoreBase):
             return np.zeros(0, dtype=np.int32)
         return np.frombuffer(sources, dtype=np.int32)[bounds[at] : bounds[at + 1]]
 
-    def site_link_count(self) -> int:
+    def count(self) -> int:
         """How many site links the last domain graph loaded (0 without one)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'site_links'").fetchone()
         return int(row[0]) if row else 0

@@ -20,17 +20,16 @@ Crawl's HostToDomainGraph folds hosts into domains (its edges deduplicated).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..urls import sites_of
-from .hosts import HostsMixin, LevelGraph, fold_links
-from .site_links import SiteLinksMixin
+from .base import Part
+from .hosts import LevelGraph, ensure_named, fold_links
 
-__all__ = ["SitesMixin", "SiteBatch", "SITE_BLOCK"]
+__all__ = ["Sites", "SiteBatch", "SITE_BLOCK"]
 
 SITE_BLOCK = 1 << 14  # hosts per host_sites row
 
@@ -44,20 +43,13 @@ class SiteBatch:
     hosts: tuple[int, ...]
 
 
-class SitesMixin(HostsMixin, SiteLinksMixin):
+class Sites(Part):
     """Sites of hosts, and the site graph; part of :class:`~rankstore.store.Store`."""
-
-    db: sqlite3.Connection
-
-    def derive_hosts(self) -> None:
-        """Number the hosts of pages added since the last time, and their sites (inside a write transaction)."""
-        super().derive_hosts()
-        self.derive_sites()
 
     def derive_sites(self) -> None:
         """Number the sites of hosts added since the last time (call inside a write transaction)."""
         done = self._meta_int("sites_hosts")
-        last = self.host_count()
+        last = self.store.hosts.host_count()
         if last <= done:
             return
         known = dict(self.db.execute("SELECT name, id FROM sites"))
@@ -95,41 +87,15 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
         """The ids of sites named (int64, in order), numbering those the store has not after the known ones:
         a site may come without a host (a Common Crawl domain graph or ranks file names sites directly).
         Call inside a write transaction."""
-        return self._ensure_named("sites", "hosts", names)
-
-    def ensure_hosts(self, names: Sequence[str]) -> np.ndarray:
-        """The ids of hosts named (int64, in order), numbering those the store has not after the known ones,
-        with no page (a Common Crawl ranks file names hosts), and their sites.  Call inside a write
-        transaction."""
-        ids = self._ensure_named("hosts", "pages", names)
-        self.derive_sites()
-        return ids
-
-    def _ensure_named(self, table: str, count: str, names: Sequence[str]) -> np.ndarray:
-        ids = np.zeros(len(names), dtype=np.int64)
-        next_id = self.db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0] + 1
-        for start in range(0, len(names), 500):
-            chunk = list(names[start : start + 500])
-            found = dict(
-                self.db.execute(f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk)
-            )
-            fresh = []
-            for offset, name in enumerate(chunk):
-                number = found.get(name)
-                if number is None:
-                    number = found[name] = next_id
-                    fresh.append((next_id, name))
-                    next_id += 1
-                ids[start + offset] = number
-            self.db.executemany(f"INSERT INTO {table} (id, name, {count}) VALUES (?, ?, 0)", fresh)
-        return ids
+        return ensure_named(self.db, "sites", "hosts", names)
 
     def _meta_int(self, key: str) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row else 0
 
-    def hosts_behind(self) -> bool:
-        return super().hosts_behind() or self._meta_int("sites_hosts") < self.host_count()
+    def sites_behind(self) -> bool:
+        """Whether some host has no site number yet (a build was cut short before numbering them)."""
+        return self._meta_int("sites_hosts") < self.store.hosts.host_count()
 
     def _site_block(self, first: int) -> np.ndarray:
         row = self.db.execute("SELECT sites FROM host_sites WHERE first = ?", (first,)).fetchone()
@@ -172,7 +138,7 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
 
     def site_graph(self, include_nofollow: bool = False) -> LevelGraph:
         """The site graph (see the module docstring) as in-link CSR over the site ids."""
-        hosts = self.host_graph(include_nofollow)
+        hosts = self.store.hosts.host_graph(include_nofollow)
         sites = self.host_sites()
         count = self.site_count()
         if len(sites) < hosts.n or (hosts.n and int(sites[: hosts.n].min()) == 0):
@@ -181,7 +147,7 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
         src = sites[hosts.indices]
         weights, host_members = hosts.weights, hosts.members
         del hosts
-        loaded = self.site_links(count)
+        loaded = self.store.site_links.links(count)
         if len(loaded.indices):
             dst = np.concatenate([dst, np.repeat(np.arange(1, count + 1, dtype=np.int32), np.diff(loaded.indptr))])
             src = np.concatenate([src, loaded.indices + 1])
@@ -189,7 +155,7 @@ class SitesMixin(HostsMixin, SiteLinksMixin):
                 weights = np.concatenate([weights, np.ones(len(loaded.indices))])
         # a Common Crawl host graph (one page a host, however the hosts were numbered) folds as Common Crawl
         # folds it: each pair of sites once
-        graph = fold_links(count, dst, src, weights, once=self.each_host_one_page())
+        graph = fold_links(count, dst, src, weights, once=self.store.hosts.each_host_one_page())
         graph.members = self._sites_in_graph(count, host_members, loaded)
         return graph
 

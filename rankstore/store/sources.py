@@ -5,20 +5,19 @@ graph, the whole graph) are committed: its name (the URL), size, checksum of
 the bytes as they came (xxh3-64), the build and when, and how many of its
 records or lines could not be read.  A later build of the same sources skips
 the files recorded here; a build cut short is continued by the next run of
-the same sources (:meth:`SourceFilesMixin.interrupted_build`).
+the same sources (:meth:`SourceFiles.interrupted_build`).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .base import StoreBase
+from .base import Part
 
-__all__ = ["SourceFilesMixin", "TakenFile"]
+__all__ = ["SourceFiles", "TakenFile"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +34,8 @@ class TakenFile:
     taken_at: str | None = None
 
 
-class SourceFilesMixin(StoreBase):
+class SourceFiles(Part):
     """Part of :class:`~rankstore.store.Store`: the files builds took whole."""
-
-    db: sqlite3.Connection
 
     def record_taken_files(self, files: Sequence[TakenFile], build_id: int) -> None:
         """Note files as taken whole by a build (after their data is committed), in one transaction."""

@@ -1,0 +1,37 @@
+"""The store as parts it owns (issue 33): no tower of SQL-speaking mixins, and no SQL outside rankstore/store/."""
+
+import pathlib
+import re
+
+from rankstore.store import Store, base
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SQL = re.compile(
+    r"""\.execute(many)?\(|\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE \w+ SET\b|(?<![\w'"])store(\(\))?\.db\b"""
+)
+
+
+def test_store_has_no_mixins_and_its_parts_hold_it(tmp_path):
+    Part, StoreBase = getattr(base, "Part", None), base.StoreBase
+    assert Store.__mro__ == (Store, StoreBase, object)
+    with Store(str(tmp_path / "s.db")) as store:
+        parts = {name: part for name, part in vars(store).items() if isinstance(part, Part)}
+        assert set(parts) == {
+            "pages", "graph", "rankings", "hosts", "sites", "site_links", "sources", "levels", "queries", "analysis",
+        }  # fmt: skip
+        for part in parts.values():
+            assert part.store is store and type(part).__mro__ == (type(part), Part, object)
+        assert store.rankings.all() == [] and store.pages.last_page_id() == 0 and store.last_build() is None
+
+
+def test_no_sql_outside_the_store():
+    found = []
+    for top in ("rankstore", "proxy_addon", "tools"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if (ROOT / "rankstore" / "store") in path.parents:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#")[0]
+                if SQL.search(code) and "duckdb" not in code:
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []
