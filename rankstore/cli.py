@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import sys
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import __version__, output, views
+from . import __version__, columns, output, views
 from .choices import (
     DANGLING,
     ENGINES,
@@ -55,6 +56,17 @@ def open_store(path: str, readonly: bool = False, create: bool = False) -> Store
         return Store(path, readonly=readonly, create=create)
     except StoreError as error:
         raise click.ClickException(str(error)) from error
+
+
+def _help_with(**parts: str):
+    """A command's help with ``parts`` put in (text the library declares, as export's columns), before click
+    reads it."""
+
+    def decorate(function):
+        function.__doc__ = inspect.cleandoc(function.__doc__).format(**parts)
+        return function
+
+    return decorate
 
 
 def _human_bytes(count: float) -> str:
@@ -1017,6 +1029,7 @@ def anchors(url, store_path, ranking_name, limit, fmt):
 @click.option(
     "-o", "--output", "path", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv]."
 )
+@_help_with(columns=columns.help_text())
 def export(store_path, ranking_name, what, fmt, path):
     """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages, hosts or sites.
 
@@ -1024,15 +1037,7 @@ def export(store_path, ranking_name, what, fmt, path):
     field where a value is not known).  A host (site) ranking's scores are its
     hosts (sites).
 
-    \b
-    Columns:
-      scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title (+ spam_mass for TrustRank)
-              of a host ranking: host, host_pagerank, algorithm1, percentile, toolbar, host_rank, pages, inlinks
-              of a site ranking: site, site_pagerank, algorithm1, percentile, toolbar, site_rank, hosts, inlinks
-      links   src, dst (page ids), weight, nofollow, first_build
-      pages   id, url, host, host_id, title, crawled, status, first_build, last_build
-      hosts   id, name, pages, host_pagerank, host_rank
-      sites   id, name, hosts, site_pagerank, site_rank
+    {columns}
 
     \b
     Examples:
