@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import json
+import inspect
 import os
 import sys
 import time
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import __version__, output, views
+from . import __version__, columns, output, views
 from .choices import (
     DANGLING,
     ENGINES,
@@ -57,12 +57,15 @@ def open_store(path: str, readonly: bool = False, create: bool = False) -> Store
         raise click.ClickException(str(error)) from error
 
 
-def _human_bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count:.1f} TiB"
+def _help_with(**parts: str):
+    """A command's help with ``parts`` put in (text the library declares, as export's columns), before click
+    reads it."""
+
+    def decorate(function):
+        function.__doc__ = inspect.cleandoc(function.__doc__).format(**parts)
+        return function
+
+    return decorate
 
 
 @click.group(context_settings=CONTEXT)
@@ -153,8 +156,9 @@ def build(
         rankstore build cc-main-2024-25-dec-jan-feb-host-ranks.txt.gz --store hosts.db
         rankstore build https://data.commoncrawl.org/crawl-data/CC-MAIN-2024-51/warc.paths.gz --limit 2
     """
-    from .build import BuildProgress, check_sources, is_remote_source, total_size
+    from .build import BuildProgress, check_sources, is_remote_source
     from .build import build as run_build
+    from .progress import Meter, skipped_lines, summary_lines
 
     for source in sources:
         if not is_remote_source(source) and not os.path.exists(source):
@@ -164,36 +168,26 @@ def build(
     except SourceError as error:
         raise click.ClickException(str(error)) from error
     store = open_store(store_path, create=True)
-    by_files = any(source.remote for source in planned)  # the size of a file at a URL is known as it comes
-    try:
-        files = sum(len(source.files) if source.files is not None else 1 for source in planned)
-        total = 0 if quiet else files if by_files else total_size(sources)
-    except OSError:
-        total = 0
+    meter = Meter.plan(sources, planned, quiet)
     started = time.perf_counter()
-    show = not quiet and total > 0
     bar = click.progressbar(
-        length=max(total, 1),
+        length=max(meter.total, 1),
         label="building",
         file=sys.stderr,
         show_eta=True,
         item_show_func=lambda state: None if state is None else _build_progress(state, time.perf_counter() - started),
     )
-    done = 0
 
     def progress(state: BuildProgress) -> None:
-        nonlocal done
-        if show:
-            if by_files:
-                bar.length = max(state.files_total, 1)
-            moved = state.files if by_files else state.bytes_read
-            bar.update(moved - done, state)
-            if moved == done:
+        if meter.shown:
+            step = meter.step(state)
+            bar.length = step.length
+            bar.update(step.advance, state)
+            if not step.advance:
                 bar.render_progress()  # the counts moved without the input (the last pages parsed)
-            done = moved
 
     try:
-        if show:
+        if meter.shown:
             bar.__enter__()
         report = run_build(
             store,
@@ -212,69 +206,22 @@ def build(
     except SourceError as error:
         raise click.ClickException(str(error)) from error
     finally:
-        if show:
+        if meter.shown:
             bar.__exit__(None, None, None)
         store.close()
-    rate = report.pages / report.seconds if report.seconds else 0
-    if report.continued:
-        click.echo(f"build #{report.build_id} was cut short: continued")
-    click.echo(
-        f"built {store_path}: {report.pages:,} pages, {report.links:,} links from {len(sources)} "
-        f"source(s) in {report.seconds:.1f} s ({rate:,.0f} pages/s)"
-    )
-    for ranking in report.rankings:
-        click.echo(
-            f"loaded {ranking.label}: {ranking.params['nodes']:,} {ranking.level}s scored by "
-            f"{ranking.params['source']} (not solved: Common Crawl's {ranking.params['measure']})"
-        )
-    if report.files_taken or report.files_before:
-        click.echo(
-            f"{report.files_taken:,} file(s) at URLs taken whole"
-            + (
-                f"; {report.files_before:,} taken by an earlier build, not read again (--reread reads them)"
-                if report.files_before
-                else ""
-            )
-        )
-    if report.gone:
-        click.echo(f"{report.gone:,} page(s) found gone (404, 410): their links are lost as of this build")
-    if report.older:
-        click.echo(f"{report.older:,} capture(s) older than the store's copy of their page: kept as history")
+    click.echo("\n".join(summary_lines(report, store_path, len(sources))))
     if then_rank:
         ctx.invoke(rank, store_path=store_path, quiet=quiet)
     if report.skipped:
-        click.echo(f"skipped {report.skipped_total:,} record(s):", err=True)
-        for reason, count in report.skipped.most_common():
-            click.echo(f"  {count:>8,}  {reason}", err=True)
-        for example in report.examples[:10]:
-            click.echo(f"  at {example.where}: {example.reason}", err=True)
+        click.echo("\n".join(skipped_lines(report)), err=True)
         sys.exit(EXIT_SKIPPED)
 
 
-_FILES_SHOWN = 10  # files at URLs listed for a build in `info`'s table (all of them in its JSON)
-
-
-def _echo_files(files: list[dict]) -> None:
-    """The files at URLs a build took whole, under it in `info`'s table."""
-    if not files:
-        return
-    size = sum(item["size"] for item in files)
-    unreadable = sum(1 for item in files if item["unreadable"])
-    damaged = f", {unreadable:,} with records that could not be read" if unreadable else ""
-    click.echo(f"    {len(files):,} file(s) at URLs taken whole ({_human_bytes(size)}{damaged}):")
-    for item in files[:_FILES_SHOWN]:
-        note = f", {item['unreadable']:,} unreadable" if item["unreadable"] else ""
-        click.echo(f"      {item['name']} ({item['size']:,} bytes, {item['checksum']}{note})")
-    if len(files) > _FILES_SHOWN:
-        click.echo(f"      ... and {len(files) - _FILES_SHOWN:,} more (--format json lists them all)")
-
-
 def _build_progress(state, seconds: float) -> str:
-    """The progress bar's words: files and bytes read (when some are at URLs), pages and links so far, and the
-    rate of what moves (links, for a graph)."""
-    moving, unit = (state.links, "links") if state.graph else (state.pages, "pages")
-    files = f"{state.files:,}/{state.files_total:,} files, {_human_bytes(state.bytes_read)}, " if state.remote else ""
-    return f"{files}{state.pages:,} pages, {state.links:,} links, {moving / max(seconds, 1e-9):,.0f} {unit}/s"
+    """The progress bar's words (:func:`rankstore.progress.progress_words`)."""
+    from .progress import progress_words
+
+    return progress_words(state, seconds)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -300,37 +247,7 @@ def info(store_path, fmt, as_json):
         details = store.info()
     finally:
         store.close()
-    if as_json or fmt == "json":
-        click.echo(json.dumps(details, indent=2, ensure_ascii=False))
-        return
-    click.echo(
-        f"store:    {details['path']} ({_human_bytes(details['size_bytes'])}, schema {details['schema_version']})"
-    )
-    click.echo(
-        f"pages:    {details['pages']:,} ({details['crawled_pages']:,} crawled, "
-        f"{details['pages'] - details['crawled_pages']:,} only linked to) on {details['hosts']:,} host(s)"
-    )
-    click.echo(f"links:    {details['links']:,} ({details['nofollow_links']:,} nofollow)")
-    loaded = f" ({details['site_links']:,} site links from a domain graph)" if details["site_links"] else ""
-    click.echo(f"sites:    {details['sites']:,}{loaded}")
-    click.echo(f"builds:   {len(details['builds'])}")
-    for item in details["builds"]:
-        skipped = f", {item['skipped']:,} skipped" if item["skipped"] else ""
-        click.echo(
-            f"  #{item['id']} {item['started_at']} {item['status']}: {item['pages']:,} pages, "
-            f"{item['links']:,} links{skipped} from {', '.join(item['sources'])}"
-        )
-        _echo_files(item["files"])
-    click.echo(f"rankings: {len(details['rankings'])}")
-    for item in details["rankings"]:
-        nodes = f"{item['level']}s"
-        built = f" of build {item['build']}" if item["build"] is not None else ""
-        click.echo(
-            f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} {nodes}{built}, "
-            f"{item['iterations']} iterations"
-        )
-        if item["stale"]:
-            click.echo(f"    stale: {item['stale']}")
+    click.echo(output.store_text(details, "json" if as_json else fmt), nl=False)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -392,18 +309,6 @@ def _fail(message: str, status: int = 1) -> None:
 
 
 # ------------------------------------------------------------------ ranking
-
-
-def _read_url_file(path: str, option: str):
-    """A seed file's URLs, each with its line (:class:`rankstore.ranking.Seeds`); checked later, with the store."""
-    from .ranking import read_seed_file
-
-    try:
-        return read_seed_file(path, option)
-    except OSError as error:
-        raise click.BadParameter(f"{path}: {error.strerror}", param_hint=option) from error
-    except UnicodeDecodeError as error:
-        raise click.BadParameter(f"{path}: not UTF-8 text ({error.reason})", param_hint=option) from error
 
 
 @cli.command(context_settings=CONTEXT)
@@ -543,19 +448,15 @@ def rank(
         rankstore rank --level site            # the ranking 'siterank'
         rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
-    from .ranking import RankingError, RankOptions, Seeds, check_seeds, load_level_graph
+    from .rank_job import JobError, RankRequest, graph_line, plan_jobs, run_jobs
+    from .ranking import RankingError, RankOptions, check_seeds, load_level_graph
 
     given = click.core.ParameterSource.COMMANDLINE
     if engine == "spark" and ctx.get_parameter_source("method") == given:
         raise click.UsageError("--engine spark runs the power method: leave out --method")
     if engine != "spark" and (spark_conf or ctx.get_parameter_source("master") == given):
         raise click.UsageError("--master and --spark-conf are for --engine spark")
-    if sum(bool(x) for x in (sources or source_roots, topics, trusted, flagged)) > 1:
-        raise click.UsageError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
-    if not trusted and ctx.get_parameter_source("good_fraction") == given:
-        raise click.UsageError("--good-fraction is for --trusted (Spam Mass)")
-    jobs: list[RankOptions] = []
-    common = dict(
+    common = RankOptions(
         damping=damping,
         tol=tol,
         max_iter=max_iter,
@@ -569,27 +470,17 @@ def rank(
         strict=strict,
         force=force,
     )
-    if level != "page" and (sources or source_roots or topics or trusted or flagged):
-        raise click.UsageError(
-            f"--level {level} ranks {level}s with a uniform rank source: no --source, --topic, --trusted"
-        )
-    if topics:
-        for topic in topics:
-            topic_name, sep, path = topic.partition("=")
-            if not sep or not topic_name or not path:
-                raise click.BadParameter(f"{topic!r}: expected NAME=FILE", param_hint="--topic")
-            if any(job.name == f"topic:{topic_name}" for job in jobs):
-                raise click.BadParameter(f"topic {topic_name!r} is given twice", param_hint="--topic")
-            jobs.append(RankOptions(name=f"topic:{topic_name}", sources=_read_url_file(path, "--topic"), **common))
-    elif trusted:
-        seeds = _read_url_file(trusted, "--trusted")
-        jobs.append(RankOptions(name=name or "trust", trusted=seeds, good_fraction=good_fraction, **common))
-    elif flagged:
-        jobs.append(RankOptions(name=name or "badrank", flagged=_read_url_file(flagged, "--flagged"), **common))
-    else:
-        default = f"{level}rank" if level != "page" else "personalized" if sources or source_roots else "pagerank"
-        given_sources = Seeds.from_urls("--source", sources) if sources else None
-        jobs.append(RankOptions(name=name or default, sources=given_sources, source_roots=source_roots, **common))
+    fraction = good_fraction if ctx.get_parameter_source("good_fraction") == given else None
+    request = RankRequest(common, name, tuple(sources), source_roots, tuple(topics), trusted, flagged, fraction)
+    try:
+        jobs = plan_jobs(request)
+    except JobError as error:
+        if error.option is None:
+            raise click.UsageError(str(error)) from error
+        raise click.BadParameter(str(error), param_hint=error.option) from error
+
+    def show(name: str, iteration: int, residual: float) -> None:
+        click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
 
     store = open_store(store_path)
     solver = None
@@ -597,25 +488,15 @@ def rank(
         checked = check_seeds(store, jobs, strict)  # every seed list, before anything is ranked or written
         for problem in checked.skipped:
             click.echo(f"Warning: {problem}; skipped (--strict refuses it)", err=True)
-        jobs = checked.jobs
         if engine == "spark":  # started before the graph is read: what stops Spark is told at once
             from .spark.engine import SparkSolver
 
             solver = SparkSolver(master, spark_conf).start()
         loaded = load_level_graph(store, level, include_nofollow)
-        nodes = f"{level}s"
         if not quiet:
-            click.echo(
-                f"graph: {loaded.graph.n:,} {nodes}, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)",
-                err=True,
-            )
-        # several topics are written all or none: one that fails leaves those ranked before it unwritten
-        said: list[str] = []
-        with store.transaction() if len(jobs) > 1 else contextlib.nullcontext():
-            for options in jobs:
-                said.append(_rank_one(store, options, loaded, solver, nodes, quiet, together=len(jobs) > 1))
-        for line in said:
-            click.echo(line)
+            click.echo(graph_line(loaded, level), err=True)
+        said = run_jobs(store, checked.jobs, loaded, solver, None if quiet else show, None if quiet else _say)
+        click.echo("\n".join(said))
     except (RankingError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     finally:
@@ -624,41 +505,8 @@ def rank(
         store.close()
 
 
-def _rank_one(store: Store, options, loaded, solver, nodes: str, quiet: bool, together: bool) -> str:
-    """Rank one job of ``rank`` (``together``: one of several written all or none); returns the line that says
-    what was written."""
-    from .ranking import Unchanged
-    from .ranking import rank as run_rank
-    from .solver import ConvergenceError
-
-    def show(iteration: int, residual: float, name: str = options.name) -> None:
-        if not quiet:
-            click.echo(f"  {name} iteration {iteration:>4}  L1 residual {residual:.3e}", err=True)
-
-    def say(step: str) -> None:
-        click.echo(f"  {step}", err=True)
-
-    try:
-        outcome = run_rank(store, options, show, loaded, solver, None if quiet else say)
-    except ConvergenceError as error:
-        written = ": no ranking of this run was written" if together else ""
-        raise click.ClickException(f"{error} (raise --max-iter or --tol){written}") from error
-    if isinstance(outcome, Unchanged):
-        return outcome.message
-    result = outcome.result
-    warm = ""
-    if outcome.warm_from is not None:
-        saved = outcome.iterations_saved
-        warm = f"; warm start from v{outcome.warm_from}"
-        if saved is not None and saved > 0:
-            warm += f": {saved} iterations saved against a cold start"
-        elif saved is not None:  # a warm start far from the answer can take longer than a cold one
-            warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
-    return (
-        f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} {nodes} in "
-        f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
-        f"{outcome.seconds:.2f} s, written in {outcome.write_seconds:.2f} s{warm}"
-    )
+def _say(step: str) -> None:
+    click.echo(f"  {step}", err=True)
 
 
 def _spark_conf(values: Sequence[str]) -> dict[str, str]:
@@ -1017,6 +865,7 @@ def anchors(url, store_path, ranking_name, limit, fmt):
 @click.option(
     "-o", "--output", "path", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv]."
 )
+@_help_with(columns=columns.help_text())
 def export(store_path, ranking_name, what, fmt, path):
     """The store as a table for pandas, DuckDB or Spark: scores (default), links, pages, hosts or sites.
 
@@ -1024,15 +873,7 @@ def export(store_path, ranking_name, what, fmt, path):
     field where a value is not known).  A host (site) ranking's scores are its
     hosts (sites).
 
-    \b
-    Columns:
-      scores  url, pagerank, algorithm1, percentile, toolbar, rank, inlinks, title (+ spam_mass for TrustRank)
-              of a host ranking: host, host_pagerank, algorithm1, percentile, toolbar, host_rank, pages, inlinks
-              of a site ranking: site, site_pagerank, algorithm1, percentile, toolbar, site_rank, hosts, inlinks
-      links   src, dst (page ids), weight, nofollow, first_build
-      pages   id, url, host, host_id, title, crawled, status, first_build, last_build
-      hosts   id, name, pages, host_pagerank, host_rank
-      sites   id, name, hosts, site_pagerank, site_rank
+    {columns}
 
     \b
     Examples:
@@ -1079,23 +920,12 @@ def stats(store_path, ranking_name, plot):
     Example:
         rankstore stats --plot pagerank.png
     """
-    import numpy as np
-
     with reading(store_path) as store:
         ranking = store.rankings.ranking(ranking_name)
-        _, scores = store.rankings.scores_of(ranking.id)
+        _, found = store.rankings.scores_of(ranking.id)
         history = store.rankings.ranking_with_history(ranking) if plot else None
-    scores = np.sort(scores)[::-1]
-    final = f"final L1 residual {ranking.residuals[-1]:.2e}" if ranking.residuals else "no residual recorded"
-    click.echo(
-        f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
-        f"{ranking.iterations} iterations, {final}"
-    )
-    click.echo(f"params: {json.dumps(ranking.params, sort_keys=True)}")
-    click.echo(
-        f"scores: max {scores[0]:.4e}, median {np.median(scores):.4e}, min {scores[-1]:.4e}, "
-        f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}"
-    )
+    scores = output.best_first(found)
+    click.echo("\n".join(output.ranking_lines(ranking, scores)))
     if plot:
         from .plots import stats_figure
 

@@ -23,53 +23,23 @@ import pyarrow as pa
 
 from . import output
 from .choices import EXPORT_TABLES
+from .columns import TABLE_COLUMNS
 from .store import Store
 
-__all__ = ["TABLES", "SCHEMAS", "batches", "write", "Scores", "scores", "write_scores"]
+__all__ = ["TABLES", "ARROW_TYPES", "SCHEMAS", "batches", "write", "Scores", "scores", "write_scores"]
 
 TABLES = EXPORT_TABLES
 
-SCHEMAS = {
-    "links": pa.schema(
-        [
-            ("src", pa.int32()),
-            ("dst", pa.int32()),
-            ("weight", pa.float64()),
-            ("nofollow", pa.bool_()),
-            ("first_build", pa.int32()),
-        ]
-    ),
-    "pages": pa.schema(
-        [
-            ("id", pa.int32()),
-            ("url", pa.string()),
-            ("host", pa.string()),
-            ("host_id", pa.int32()),
-            ("title", pa.string()),
-            ("crawled", pa.bool_()),
-            ("status", pa.int32()),
-            ("first_build", pa.int32()),
-            ("last_build", pa.int32()),
-        ]
-    ),
-    "hosts": pa.schema(
-        [
-            ("id", pa.int32()),
-            ("name", pa.string()),
-            ("pages", pa.int64()),
-            ("host_pagerank", pa.float64()),
-            ("host_rank", pa.int64()),
-        ]
-    ),
-    "sites": pa.schema(
-        [
-            ("id", pa.int32()),
-            ("name", pa.string()),
-            ("hosts", pa.int64()),
-            ("site_pagerank", pa.float64()),
-            ("site_rank", pa.int64()),
-        ]
-    ),
+ARROW_TYPES = {
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "string": pa.string(),
+}
+SCHEMAS = {  # each table's columns as rankstore.columns declares them (and `rankstore export --help` lists them)
+    table: pa.schema([(column.name, ARROW_TYPES[column.kind]) for column in columns])
+    for table, columns in TABLE_COLUMNS.items()
 }
 
 _ROWS = 1 << 16

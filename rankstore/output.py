@@ -32,7 +32,12 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .store import Ranking
 
 __all__ = [
     "csv_text",
@@ -44,6 +49,10 @@ __all__ = [
     "write_csv_columns",
     "table_lines",
     "TEXT_COLUMNS",
+    "human_bytes",
+    "store_text",
+    "best_first",
+    "ranking_lines",
 ]
 
 
@@ -261,3 +270,88 @@ def table_lines(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
         if title:
             out.append(line(blank, title))
     return out
+
+
+# ------------------------------------------------------------------ the store's description (`rankstore info`)
+
+FILES_SHOWN = 10  # files at URLs listed for a build in the text (all of them in JSON)
+
+
+def human_bytes(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} TiB"
+
+
+def store_text(details: dict, fmt: str) -> str:
+    """``Store.info()`` as ``rankstore info --format FMT`` writes it: JSON (every file at a URL), or lines to
+    read (``table``: counts, then each build and ranking on a line, a build's first files under it)."""
+    if fmt == "json":
+        return json.dumps(details, indent=2, ensure_ascii=False) + "\n"
+    if fmt != "table":
+        raise ValueError(f"format must be table or json, not {fmt!r}")
+    lines = [
+        f"store:    {details['path']} ({human_bytes(details['size_bytes'])}, schema {details['schema_version']})",
+        f"pages:    {details['pages']:,} ({details['crawled_pages']:,} crawled, "
+        f"{details['pages'] - details['crawled_pages']:,} only linked to) on {details['hosts']:,} host(s)",
+        f"links:    {details['links']:,} ({details['nofollow_links']:,} nofollow)",
+    ]
+    loaded = f" ({details['site_links']:,} site links from a domain graph)" if details["site_links"] else ""
+    lines.append(f"sites:    {details['sites']:,}{loaded}")
+    lines.append(f"builds:   {len(details['builds'])}")
+    for item in details["builds"]:
+        skipped = f", {item['skipped']:,} skipped" if item["skipped"] else ""
+        lines.append(
+            f"  #{item['id']} {item['started_at']} {item['status']}: {item['pages']:,} pages, "
+            f"{item['links']:,} links{skipped} from {', '.join(item['sources'])}"
+        )
+        lines += _file_lines(item["files"])
+    lines.append(f"rankings: {len(details['rankings'])}")
+    for item in details["rankings"]:
+        built = f" of build {item['build']}" if item["build"] is not None else ""
+        lines.append(
+            f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} {item['level']}s{built}, "
+            f"{item['iterations']} iterations"
+        )
+        if item["stale"]:
+            lines.append(f"    stale: {item['stale']}")
+    return "\n".join(lines) + "\n"
+
+
+def _file_lines(files: list[dict]) -> list[str]:
+    """The files at URLs a build took whole, under it."""
+    if not files:
+        return []
+    size = sum(item["size"] for item in files)
+    unreadable = sum(1 for item in files if item["unreadable"])
+    damaged = f", {unreadable:,} with records that could not be read" if unreadable else ""
+    lines = [f"    {len(files):,} file(s) at URLs taken whole ({human_bytes(size)}{damaged}):"]
+    for item in files[:FILES_SHOWN]:
+        note = f", {item['unreadable']:,} unreadable" if item["unreadable"] else ""
+        lines.append(f"      {item['name']} ({item['size']:,} bytes, {item['checksum']}{note})")
+    if len(files) > FILES_SHOWN:
+        lines.append(f"      ... and {len(files) - FILES_SHOWN:,} more (--format json lists them all)")
+    return lines
+
+
+# ------------------------------------------------------------------ a ranking's summary (`rankstore stats`)
+
+
+def best_first(scores: np.ndarray) -> np.ndarray:
+    """A ranking's scores sorted best first, as its summary and its distribution plot take them."""
+    return np.sort(scores)[::-1]
+
+
+def ranking_lines(ranking: Ranking, scores: np.ndarray) -> list[str]:
+    """What ``rankstore stats`` says of a version: its size and convergence, its parameters, and its scores'
+    spread (``scores`` best first, :func:`best_first`)."""
+    final = f"final L1 residual {ranking.residuals[-1]:.2e}" if ranking.residuals else "no residual recorded"
+    return [
+        f"{ranking.name} v{ranking.version} ({ranking.created_at}): {ranking.pages:,} pages, "
+        f"{ranking.iterations} iterations, {final}",
+        f"params: {json.dumps(ranking.params, sort_keys=True)}",
+        f"scores: max {scores[0]:.4e}, median {np.median(scores):.4e}, min {scores[-1]:.4e}, "
+        f"sum {scores.sum():.6f}; top 1% hold {scores[: max(1, len(scores) // 100)].sum():.1%}",
+    ]

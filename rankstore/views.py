@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import display
+from .columns import SCORE_COLUMNS, SPAM_MASS, names
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .output import ShareLine
 from .store import BacklinkReport, Ranking, Store
@@ -112,7 +113,7 @@ SHOW_HOST_COLUMNS = [*HOST_RANKING_COLUMNS[:-1], "url", "host"]  # a page answer
 SHOW_SITE_COLUMNS = [*SITE_RANKING_COLUMNS[:-1], "url", "site"]  # a URL answered by its site's rank
 ANCHOR_COLUMNS = ["anchor", "links", "contribution"]
 BUILD_COLUMNS = ["build", "started_at", "finished_at", "status", "pages", "links", "new_links", "lost_links"]
-EXPORT_COLUMNS = ["url", "pagerank", "algorithm1", "percentile", "toolbar", "rank", "inlinks", "title"]
+EXPORT_COLUMNS = names(SCORE_COLUMNS["page"])  # declared once, with export's tables, in rankstore.columns
 COMPARE_COLUMNS = [
     "ranking_a",
     "ranking_b",
@@ -124,8 +125,8 @@ COMPARE_COLUMNS = [
     "kendall",
     *(f"top_{k}" for k in TOP_KS),
 ]
-EXPORT_HOST_COLUMNS = ["host", "host_pagerank", "algorithm1", "percentile", "toolbar", "host_rank", "pages", "inlinks"]
-EXPORT_SITE_COLUMNS = ["site", "site_pagerank", "algorithm1", "percentile", "toolbar", "site_rank", "hosts", "inlinks"]
+EXPORT_HOST_COLUMNS = names(SCORE_COLUMNS["host"])
+EXPORT_SITE_COLUMNS = names(SCORE_COLUMNS["site"])
 EXPORT_LEVEL_COLUMNS = {"host": EXPORT_HOST_COLUMNS, "site": EXPORT_SITE_COLUMNS}
 _BAR_PX = 20  # the CLI's bar column
 _PERCENTILE_DIGITS = 4
@@ -523,7 +524,7 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
     ]
     columns = dict(zip(EXPORT_COLUMNS, values, strict=True))
     if any(row.extra is not None for row in found):
-        columns["spam_mass"] = [row.extra for row in found]
+        columns[SPAM_MASS.name] = [row.extra for row in found]
     return columns
 
 
