@@ -1041,7 +1041,7 @@ def test_one_ranks_reads_a_version_once_for_all_its_threads(store_path):
     reader.start()
     reader.join()
     assert ranks.ready()  # in this thread, with a connection of its own
-    assert ranks.store() is not done[0] and ranks.store()._arrays is done[0]._arrays
+    assert ranks.store() is not done[0] and ranks.store().rankings._arrays is done[0].rankings._arrays
     ranks.close()
 
 
