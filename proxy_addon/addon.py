@@ -37,13 +37,16 @@ from mitmproxy.proxy import server_hooks
 from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
+from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, plan
+from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerError, mark, state_of
 from proxy_addon.markup import PROXY_HOST, STYLE_HASH
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
+from proxy_addon.pool import Workers
 from proxy_addon.ranks import LevelChoice, Ranks
 from proxy_addon.rewrite import TooManyLinks
-from proxy_addon.worker import WorkerError, Workers, preload, prepare_panel, ready, rewrite_page
+from proxy_addon.worker import preload, prepare_panel, ready, rewrite_page
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -197,7 +200,7 @@ class PageRankProxy:
                     flow.request.headers.pop(name, None)
             return
         # answered here whatever happens: no request ever leaves for the reserved host
-        flow.metadata["pagerank"] = "own-page"
+        mark(flow, FlowState.OWN_PAGE)
         if self.ranks is None:
             flow.response = _own_error(503, "No store is set: start the proxy with --set rankstore=PATH.")
             return
@@ -217,21 +220,18 @@ class PageRankProxy:
         flow.response = http.Response.make(status, b"" if flow.request.method == "HEAD" else body, headers)
 
     def _prepare_panel(self, flow: http.HTTPFlow) -> None:
-        """While a page's request goes to the origin, a worker makes its panel (the panel needs only the
-        URL), or this loop for a page alone in the proxy; the page's job then skips that part.  Only while
-        every worker is idle: a busy proxy has no time to spend on a guess (a response that is no page)."""
-        workers, settings = self.workers, self.settings
-        if workers is None or settings is None or not settings.panel or self.stopping:
+        """While a page's request goes to the origin, have its panel made (the panel needs only the URL)
+        where :func:`~.dispatch.plan` says; the page's job then skips that part."""
+        if self.settings is None or self.stopping or flow.response is not None or not might_be_page(flow.request):
             return
-        if flow.response is not None or not might_be_page(flow.request):
-            return
-        if len(self.in_flight) == 1 and settings.inline_bytes and uncompressed(flow.request):
-            # Alone, its answer will likely be rewritten in this loop (response): its panel is made here, once
-            # this hook has let the request go on its way (a callback of the loop's next turn), unless
-            # another flow has come by then.
-            if self.reading is None or self.reading.done():
-                asyncio.get_running_loop().call_soon(self._panel_ahead, flow)
-        elif workers.all_idle():
+        workers = self.workers
+        traffic = self._traffic(others=len(self.in_flight) - 1, workers_idle=workers is not None and workers.all_idle())
+        ahead = plan(Page(None, not uncompressed(flow.request)), traffic, self._means()).ahead
+        if ahead is Ahead.LOOP:
+            # made once this hook has let the request go on its way (a callback of the loop's next turn),
+            # unless another flow has come by then
+            asyncio.get_running_loop().call_soon(self._panel_ahead, flow)
+        elif ahead is Ahead.WORKER and workers is not None:
             workers.prepare(flow.request.url)
 
     def _panel_ahead(self, flow: http.HTTPFlow) -> None:
@@ -270,116 +270,143 @@ class PageRankProxy:
 
     def _choose(self, flow: http.HTTPFlow) -> None:
         """Stream a response through untouched, or hold its body back to be rewritten."""
-        if self.settings is None or flow.response is None or flow.metadata.get("pagerank") == "own-page":
+        if self.settings is None or flow.response is None or state_of(flow) is FlowState.OWN_PAGE:
             return
         if not is_candidate(flow, self.settings.max_body):
             flow.response.stream = True  # byte for byte, never buffered
-            flow.metadata["pagerank"] = "passed"
+            mark(flow, FlowState.PASSED)
         else:
-            flow.metadata["pagerank"] = "candidate"  # its body, once whole, goes to a worker
+            mark(flow, FlowState.CANDIDATE)  # its body, once whole, is rewritten (response)
 
     async def response(self, flow: http.HTTPFlow) -> None:
-        self.in_flight.discard(flow.id)
-        self.deadline.response(flow)  # the origin is done
-        if self.panel_waits is flow:  # answered before its connection was made: nothing to make ahead now
-            self.panel_waits = None
-        if self.settings is None or flow.response is None or flow.response.stream or self.stopping:
+        self._settle(flow)
+        body = self._held_body(flow)
+        if body is None:
             return
-        verdict = flow.metadata.get("pagerank")
-        if verdict != "candidate" and (verdict is not None or not is_candidate(flow, self.settings.max_body)):
-            return  # None: a response no server sent (another addon's, a replay), never seen by responseheaders
-        started = time.perf_counter()
-        response = flow.response
-        # The raw bytes go to the rewriting process, which undoes their Content-Encoding within
-        # pagerank_max_body: a compression bomb never inflates in mitmproxy's event loop.
-        body = response.raw_content
-        if not body or len(body) > self.settings.max_body:
+        response, started = flow.response, time.perf_counter()
+        assert response is not None  # a body held back has its response
+        waited = await self._take_turn(flow, len(body))
+        if waited is None:
             return
-        settings = self.settings
-        waited = ""
-        if self.pacer is not None:
-            loop = asyncio.get_running_loop()
-            wait = self.pacer.delay(len(body), loop.time())
-            if wait:
-                await asyncio.sleep(wait)  # a large page behind others: its turn (proxy_addon.pacing)
-                if self.stopping or not flow.live or flow.error or flow.response is not response:
-                    return
-                waited = f", after {wait * 1000:.0f} ms for its turn"
-        content_type, url = response.headers.get("content-type"), flow.request.url
-        encoding = response.headers.get("content-encoding")
-        job = (content_type, url, encoding, settings.max_body, settings.max_links)
-        done: tuple[bytes, int, int, bool] | str
-        here = (
-            len(body) <= settings.inline_bytes
-            and not self.in_flight
-            and not self.rewriting
-            and (encoding is None or encoding.strip().lower() in ("", "identity"))
-            and (self.reading is None or self.reading.done())  # a new version being read for the loop: wait
-        )
+        job = self._job(flow)
         try:
-            if here:
-                # Alone in the proxy and small: rewritten in this loop, which has no other flow to serve, at a
-                # fraction of a worker's round trip (BENCHMARKS.md); re-encoding, large pages, pages of many
-                # links and pages among others go to the workers.
-                try:
-                    done = rewrite_page(
-                        settings.store,
-                        settings.ranking,
-                        settings.panel,
-                        body,
-                        *job,
-                        most_links=options.INLINE_LINKS,
-                        most_backlinks=options.INLINE_BACKLINKS,
-                        most_lookups=options.INLINE_LOOKUPS,
-                        levels=_levels(settings),
-                    )
-                except TooManyLinks:  # or a new version of the ranking, not read for the loop yet
-                    here = False
-                    self._read_if_new()
-            if not here:
-                self.rewriting += 1
-                try:
-                    done = await self._rewrite_off_loop(body, job)
-                finally:
-                    self.rewriting -= 1
+            done, route = await self._rewrite(body, job)
         except (StoreError, WorkerError) as error:
-            log.warning("pagerank: %s: %s", url, error)
-            flow.metadata["pagerank"] = f"untouched: {error}{waited}"
+            log.warning("pagerank: %s: %s", job.url, error)
+            mark(flow, FlowState.UNTOUCHED, f"untouched: {error}{_waited(waited)}")
             return
         except Exception as error:  # a bug of ours in this loop's rewrite (a worker reports its own): untouched
-            log.exception("pagerank: %s: rewriting failed", url)
-            flow.metadata["pagerank"] = f"untouched: {type(error).__name__}: {error}{waited}"
+            log.exception("pagerank: %s: rewriting failed", job.url)
+            mark(flow, FlowState.UNTOUCHED, f"untouched: {type(error).__name__}: {error}{_waited(waited)}")
             return
-        if isinstance(done, str):
-            flow.metadata["pagerank"] = f"untouched: {done}{waited}"
-            return
-        if not flow.live or flow.error or flow.response is not response:
-            return  # the client has gone, or the flow was killed, while the page was rewritten
-        new_body, links, ranked, kept = done  # kept: the panel was made before (as the request travelled, or
-        # on an earlier visit) and the store has not changed since
-        response.raw_content = new_body  # encoded as it came
-        names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
-        if b"transfer-encoding" not in names:
-            response.headers["content-length"] = str(len(new_body))
-        # The bars are the store's as it is now, not the origin's: a validator of the origin's would let a
-        # browser keep this copy across a new ranking (its 304 brings back the old bars), so none is left and
-        # the browser must ask again each time.
-        for validator in ("etag", "last-modified"):
-            if validator.encode() in names:
-                del response.headers[validator]
-        caching = response.headers.get("cache-control")
-        if caching is None or "no-cache" not in caching.lower():
-            response.headers["cache-control"] = f"{caching}, no-cache" if caching else "no-cache"
-        for name in CSP_HEADERS:
-            if name.encode() in names:
-                policies = response.headers.get_all(name)
-                response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
-        flow.metadata["pagerank"] = (
-            f"{links} bars ({ranked} ranked) in {(time.perf_counter() - started) * 1000:.1f} ms"
-            + (", panel kept" if kept else "")
-            + (", in the loop" if here else "")
-            + waited
+        if isinstance(done, Untouched):
+            mark(flow, FlowState.UNTOUCHED, f"untouched: {done.reason}{_waited(waited)}")
+        elif self._still_wanted(flow, response):  # else the client has gone, or the flow was killed, meanwhile
+            _apply(response, done.body)
+            mark(flow, FlowState.REWRITTEN, _rewritten_note(done, time.perf_counter() - started, route, waited))
+
+    def _settle(self, flow: http.HTTPFlow) -> None:
+        """The flow's origin is done: it is in flight no longer, and nothing of it is made ahead now."""
+        self.in_flight.discard(flow.id)
+        self.deadline.response(flow)
+        if self.panel_waits is flow:  # answered before its connection was made
+            self.panel_waits = None
+
+    def _held_body(self, flow: http.HTTPFlow) -> bytes | None:
+        """The raw body of a response held back to be rewritten, or None to let it go as it is.
+
+        The raw bytes go to the rewrite, which undoes their Content-Encoding within pagerank_max_body: a
+        compression bomb never inflates in mitmproxy's event loop."""
+        settings, response = self.settings, flow.response
+        if settings is None or response is None or response.stream or self.stopping:
+            return None
+        state = state_of(flow)
+        # None: a response no server sent (another addon's, a replay), never seen by responseheaders
+        if state is not FlowState.CANDIDATE and (state is not None or not is_candidate(flow, settings.max_body)):
+            return None
+        body = response.raw_content
+        if not body or len(body) > settings.max_body:
+            return None
+        return body
+
+    async def _take_turn(self, flow: http.HTTPFlow, size: int) -> float | None:
+        """Seconds a large page behind others waited for its turn (:mod:`.pacing`), None if the proxy
+        stopped or the client left meanwhile."""
+        if self.pacer is None:
+            return 0.0
+        wait = self.pacer.delay(size, asyncio.get_running_loop().time())
+        if not wait:
+            return 0.0
+        response = flow.response
+        await asyncio.sleep(wait)
+        return None if self.stopping or not self._still_wanted(flow, response) else wait
+
+    @staticmethod
+    def _still_wanted(flow: http.HTTPFlow, response: http.Response | None) -> bool:
+        """Is the client still there for this response (not gone, the flow not killed nor answered anew)?"""
+        return flow.live and not flow.error and flow.response is response
+
+    def _job(self, flow: http.HTTPFlow) -> PageJob:
+        settings, response = self.settings, flow.response
+        assert settings is not None and response is not None
+        return PageJob(
+            response.headers.get("content-type"),
+            flow.request.url,
+            response.headers.get("content-encoding"),
+            settings.max_body,
+            settings.max_links,
         )
+
+    async def _rewrite(self, body: bytes, job: PageJob) -> tuple[Rewritten | Untouched, Route]:
+        """The page rewritten where :func:`~.dispatch.plan` says, and where that was.  The loop's rewrite is
+        bounded: a page that would cost it more (many links, a new ranking version not read for the loop
+        yet) goes off the loop instead."""
+        route = plan(Page(len(body), compressed(job.content_encoding)), self._traffic(), self._means()).route
+        if route is Route.LOOP:
+            try:
+                return self._rewrite_here(body, job), route
+            except TooManyLinks:
+                self._read_if_new()
+            route = Route.WORKER if self.workers is not None else Route.THREAD
+        self.rewriting += 1
+        try:
+            return await self._rewrite_off_loop(body, job), route
+        finally:
+            self.rewriting -= 1
+
+    def _rewrite_here(self, body: bytes, job: PageJob) -> Rewritten | Untouched:
+        """:func:`rewrite_page` in this loop, bounded (:mod:`.options`' ``INLINE_*``)."""
+        settings = self.settings
+        assert settings is not None
+        return rewrite_page(
+            settings.store,
+            settings.ranking,
+            settings.panel,
+            body,
+            job.content_type,
+            job.url,
+            job.content_encoding,
+            job.limit,
+            job.max_links,
+            most_links=options.INLINE_LINKS,
+            most_backlinks=options.INLINE_BACKLINKS,
+            most_lookups=options.INLINE_LOOKUPS,
+            levels=_levels(settings),
+        )
+
+    def _traffic(self, others: int | None = None, workers_idle: bool = False) -> Traffic:
+        return Traffic(
+            others=len(self.in_flight) if others is None else others,
+            rewriting=self.rewriting,
+            reading=self.reading is not None and not self.reading.done(),
+            workers_idle=workers_idle,
+        )
+
+    def _means(self) -> Means:
+        settings = self.settings
+        assert settings is not None
+        workers = self.workers
+        return Means(workers.count if workers is not None else 0, settings.inline_bytes, bool(settings.panel))
 
     def _read_if_new(self) -> None:
         """Unless this process has read the newest version of the ranking (its arrays, its best pages'
@@ -407,15 +434,25 @@ class PageRankProxy:
             if "shutdown" not in str(error):
                 raise
 
-    async def _rewrite_off_loop(self, body: bytes, job: tuple) -> tuple[bytes, int, int, bool] | str:
+    async def _rewrite_off_loop(self, body: bytes, job: PageJob) -> Rewritten | Untouched:
         """:func:`rewrite_page` in a worker, or in a thread without workers: other flows go on meanwhile."""
         settings = self.settings
         assert settings is not None
         if self.workers is not None:
             # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
-            return await self.workers.rewrite(body, *job, poll=not self.in_flight)
+            return await self.workers.rewrite(body, job, poll=not self.in_flight)
         return await asyncio.to_thread(
-            rewrite_page, settings.store, settings.ranking, settings.panel, body, *job, levels=_levels(settings)
+            rewrite_page,
+            settings.store,
+            settings.ranking,
+            settings.panel,
+            body,
+            job.content_type,
+            job.url,
+            job.content_encoding,
+            job.limit,
+            job.max_links,
+            levels=_levels(settings),
         )
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -437,6 +474,41 @@ class PageRankProxy:
 def _levels(settings: Settings) -> LevelChoice:
     """The host and site rankings the options name ("" for the store's own choice)."""
     return LevelChoice(settings.host_ranking, settings.site_ranking)
+
+
+def _apply(response: http.Response, body: bytes) -> None:
+    """Put a rewritten body (encoded as it came) in its response, and make its headers fit it."""
+    response.raw_content = body
+    names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
+    if b"transfer-encoding" not in names:
+        response.headers["content-length"] = str(len(body))
+    # The bars are the store's as it is now, not the origin's: a validator of the origin's would let a
+    # browser keep this copy across a new ranking (its 304 brings back the old bars), so none is left and
+    # the browser must ask again each time.
+    for validator in ("etag", "last-modified"):
+        if validator.encode() in names:
+            del response.headers[validator]
+    caching = response.headers.get("cache-control")
+    if caching is None or "no-cache" not in caching.lower():
+        response.headers["cache-control"] = f"{caching}, no-cache" if caching else "no-cache"
+    for name in CSP_HEADERS:
+        if name.encode() in names:
+            policies = response.headers.get_all(name)
+            response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
+
+
+def _waited(seconds: float) -> str:
+    return f", after {seconds * 1000:.0f} ms for its turn" if seconds else ""
+
+
+def _rewritten_note(done: Rewritten, seconds: float, route: Route, waited: float) -> str:
+    """The flow's note for a page rewritten: its bars, the time it took, and how."""
+    return (
+        f"{done.links} bars ({done.ranked} ranked) in {seconds * 1000:.1f} ms"
+        + (", panel kept" if done.panel_kept else "")
+        + (", in the loop" if route is Route.LOOP else "")
+        + _waited(waited)
+    )
 
 
 _DOCUMENTS = ("document", "iframe", "frame")  # Sec-Fetch-Dest of a request for a page a person sees

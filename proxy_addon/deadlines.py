@@ -37,6 +37,8 @@ from mitmproxy.proxy import events
 from mitmproxy.proxy.layers.http import HttpLayer, ResponseProtocolError
 from mitmproxy.utils import asyncio_utils
 
+from .jobs import FlowState, mark, state_of
+
 log = logging.getLogger(__name__)
 IDLE_TIMEOUT = 60  # seconds: the option's default
 
@@ -70,7 +72,7 @@ class OriginDeadline:
             self.timeout = check_idle_timeout(ctx.options.pagerank_idle_timeout)
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if not self.timeout or flow.response is not None or flow.metadata.get("pagerank") == "own-page":
+        if not self.timeout or flow.response is not None or state_of(flow) is FlowState.OWN_PAGE:
             return  # answered already, or one of the proxy's own pages (the PageRank addon marks them)
         self._arm(flow, "sent no response")
 
@@ -126,7 +128,7 @@ class OriginDeadline:
 
         message = f"The site {what} within {seconds} s (the proxy's --idle-timeout), so the proxy gave up on it."
         log.info("pagerank: %s: %s", flow.request.url[:200], message)
-        flow.metadata["pagerank"] = f"cut off: the origin {what} within {seconds} s"
+        mark(flow, FlowState.CUT_OFF, f"cut off: the origin {what} within {seconds} s")
         _answer_and_close(flow, message)
 
 

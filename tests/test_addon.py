@@ -19,7 +19,7 @@ from mitmproxy.test import taddons, tflow, tutils
 from proxy_addon.addon import PageRankProxy
 from proxy_addon.markup import STYLE_HASH
 from proxy_addon.options import parse_settings
-from proxy_addon.worker import JOBS_IN_FLIGHT
+from proxy_addon.pool import JOBS_IN_FLIGHT
 from rankstore.cli import cli
 from rankstore.store import Store
 
@@ -286,14 +286,14 @@ async def test_a_worker_that_dies_leaves_its_page_untouched_and_is_replaced(addo
 
 async def test_worker_error_is_reported_and_the_worker_lives_on(addon, site, monkeypatch):
     # a job the worker cannot unpickle stands in for any error inside it
-    from proxy_addon import worker
+    from proxy_addon import jobs
 
-    real_dumps = worker.pickle.dumps
-    monkeypatch.setattr(worker.pickle, "dumps", lambda value, protocol=None: b"garbage")
+    real_dumps = jobs.pickle.dumps
+    monkeypatch.setattr(jobs.pickle, "dumps", lambda value, protocol=None: b"garbage")
     flow = make_flow(site + "index.html", b"<a href='docs/'>Docs</a>")
     await run_hooks(addon, flow)
     assert flow.metadata["pagerank"].startswith("untouched: UnpicklingError")
-    monkeypatch.setattr(worker.pickle, "dumps", real_dumps)
+    monkeypatch.setattr(jobs.pickle, "dumps", real_dumps)
     flow = make_flow(site + "index.html", b"<a href='docs/'>Docs</a>")
     await run_hooks(addon, flow)
     assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
@@ -379,9 +379,9 @@ def test_lookups_remembered_until_a_new_ranking_version(store_path, site, tmp_pa
 @pytest.mark.parametrize("shared_bytes", [0, 1_000, 4 * 1024 * 1024])
 async def test_bodies_pass_through_shared_memory_or_the_pipe(site, store_path, monkeypatch, shared_bytes):
     # 0: no shared memory; 1,000: the body fits, its answer does not; 4 MiB: both go through it
-    from proxy_addon import worker
+    from proxy_addon import pool
 
-    monkeypatch.setattr(worker, "SHARED_BYTES", shared_bytes)
+    monkeypatch.setattr(pool, "SHARED_BYTES", shared_bytes)
     addon = PageRankProxy()
     with taddons.context(addon) as context:
         context.configure(addon, rankstore=store_path, pagerank_inline_bytes=0)
@@ -522,7 +522,7 @@ async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
 async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(addon, site):
     style = await _through_with_request(addon, site + "style.css")
     assert style.metadata["pagerank"].startswith("1 bars") and not style.metadata["pagerank"].endswith("kept")
-    from proxy_addon.worker import _Job
+    from proxy_addon.pool import _Job
 
     busy = addon.workers._workers[-1]  # one of the two is working: the proxy is not quiet
     busy.pending.append(_Job(asyncio.get_running_loop().create_future(), None, site, 0))
@@ -711,9 +711,9 @@ def test_the_marks_start_over_past_their_bound_and_with_a_new_version(store_path
 
 
 async def test_pages_larger_than_a_pipe_holds_go_through_it_whole_and_in_order(site, store_path, monkeypatch):
-    from proxy_addon import worker
+    from proxy_addon import pool
 
-    monkeypatch.setattr(worker, "SHARED_BYTES", 0)  # every body and answer in the pipes (64 KB each)
+    monkeypatch.setattr(pool, "SHARED_BYTES", 0)  # every body and answer in the pipes (64 KB each)
     addon = PageRankProxy()
     with taddons.context(addon) as context:
         context.configure(addon, rankstore=store_path, pagerank_workers=1, pagerank_max_links=0)
@@ -731,9 +731,9 @@ async def test_pages_larger_than_a_pipe_holds_go_through_it_whole_and_in_order(s
 
 
 async def test_no_page_waits_in_a_worker_behind_a_big_one(addon, site, monkeypatch):
-    from proxy_addon import worker
+    from proxy_addon import pool
 
-    monkeypatch.setattr(worker, "PIPELINE_BYTES", 1_000)
+    monkeypatch.setattr(pool, "PIPELINE_BYTES", 1_000)
     workers = addon.workers
     await workers.start()
     big = b"<html><body><a href='docs/'>Docs</a>" + b"<p>" * 700 + b"</body></html>"
@@ -751,10 +751,10 @@ async def test_no_page_waits_in_a_worker_behind_a_big_one(addon, site, monkeypat
 
 
 async def test_a_page_alone_is_waited_for_awake_and_one_among_others_is_not(addon, site, monkeypatch):
-    from proxy_addon import worker
+    from proxy_addon import pool
 
     yields = []
-    monkeypatch.setattr(worker.os, "sched_yield", lambda: yields.append(1))
+    monkeypatch.setattr(pool.os, "sched_yield", lambda: yields.append(1))
     await addon.workers.start()
     alone = make_flow(site + "index.html")
     await addon.request(alone)
@@ -1121,3 +1121,24 @@ async def test_a_page_request_is_never_conditional(either, site):
     await either.request(image)
     assert "if-none-match" not in flow.request.headers and "if-modified-since" not in flow.request.headers
     assert image.request.headers["if-none-match"] == '"abc"'
+
+
+async def test_each_flow_carries_its_state_as_an_enum_apart_from_its_note(either, site):
+    """The addon decides by the flow's state (proxy_addon.jobs.FlowState), never by its note's text."""
+    from proxy_addon.jobs import STATE, FlowState
+
+    rewritten = make_flow(site + "index.html")
+    await run_hooks(either, rewritten)
+    assert rewritten.metadata[STATE] is FlowState.REWRITTEN and rewritten.metadata["pagerank"].startswith("1 bars")
+    passed = make_flow(site + "style.css", b"a { }", content_type="text/css")
+    await run_hooks(either, passed)
+    assert passed.metadata[STATE] is FlowState.PASSED and passed.response.stream
+    untouched = make_flow(site + "index.html", b"x" * 100 + b"<a href=y>" * 200_000)
+    await run_hooks(either, untouched)
+    assert untouched.metadata[STATE] is FlowState.UNTOUCHED and untouched.metadata["pagerank"].startswith("untouched")
+    # a note that reads like a state is no state: the page is held back and rewritten as a candidate
+    noted = make_flow(site + "index.html")
+    either.responseheaders(noted)
+    noted.metadata["pagerank"] = "passed"
+    await either.response(noted)
+    assert noted.metadata[STATE] is FlowState.REWRITTEN and "<pagerank-bar" in noted.response.text

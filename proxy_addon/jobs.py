@@ -1,0 +1,175 @@
+"""The page path as data: a page's job, its outcomes, the messages between the proxy and a worker, and a
+flow's state.
+
+A page's rewrite is asked for with a :class:`PageJob` (what the page needs beside its body) and ends as
+:class:`Rewritten` or :class:`Untouched` (why not), wherever it ran: mitmproxy's event loop, a thread, or a
+worker process (:mod:`.worker`, driven by :mod:`.pool`).  A worker that fails on a page says so
+(:class:`WorkerError` in the proxy).
+
+Between the proxy and a worker these travel as length-prefixed pickles of plain tuples, written and read
+only here: a pickled named tuple or dataclass costs several times a plain tuple's (its class is looked up
+by name and called, each way), on every page.  The layouts:
+
+* a page: ``("page", body, content_type, url, content_encoding, limit, max_links)``, ``body`` its bytes or,
+  when they sit in the worker's shared region, a :class:`Slot` ``(offset, length, room)``;
+* a panel to make ahead: ``("prepare", url)``, not answered;
+* an answer: ``(True, (body, links, ranked, panel_kept))`` (``body`` its length when it went back in the
+  job's slot), ``(True, reason)`` for a page left untouched, or ``(False, message)`` for a failure.
+"""
+
+from __future__ import annotations
+
+import enum
+import pickle
+import struct
+from typing import NamedTuple
+
+HEADER = struct.Struct("!I")  # each message's length, before it
+
+
+class PageJob(NamedTuple):
+    """A page to rewrite, but for its body: how to read it, and the limits it must keep."""
+
+    content_type: str | None
+    url: str
+    content_encoding: str | None = None
+    limit: int = 8 * 1024 * 1024  # the decoded body's bytes at most (:mod:`.bodies`)
+    max_links: int = 0  # link tags at most (0: no budget)
+
+
+class Rewritten(NamedTuple):
+    """A page rewritten: its new body (encoded as it came), its bars, those of them ranked, and whether its
+    panel was one kept (made ahead, or on an earlier visit, the store unchanged since)."""
+
+    body: bytes
+    links: int
+    ranked: int
+    panel_kept: bool
+
+
+class Untouched(str):
+    """A page left as it came, and why (the text is the reason, for the log and the flow's note)."""
+
+    __slots__ = ()
+
+    @property
+    def reason(self) -> str:
+        return str(self)
+
+
+class WorkerError(RuntimeError):
+    """A worker could not rewrite a page (the message says why); the page passes untouched."""
+
+
+class Slot(NamedTuple):
+    """Where a body sits in a worker's shared region, and the room there for its answer."""
+
+    offset: int
+    length: int
+    room: int
+
+
+class PanelJob(NamedTuple):
+    """Make and keep the panel of the page at ``url``, while its request travels (not answered)."""
+
+    url: str
+
+
+class PageOrder(NamedTuple):
+    """A page's job as a worker reads it: the job, and its body's bytes or where they are."""
+
+    job: PageJob
+    body: bytes | Slot
+
+
+class InSlot(NamedTuple):
+    """A worker's :class:`Rewritten` whose body went back in the job's slot: only its length travels."""
+
+    length: int
+    links: int
+    ranked: int
+    panel_kept: bool
+
+    def with_body(self, body: bytes) -> Rewritten:
+        return Rewritten(body, self.links, self.ranked, self.panel_kept)
+
+
+class Failed(NamedTuple):
+    """A worker's failure on a page (an exception of its own): the page passes untouched."""
+
+    message: str
+
+
+Answer = Rewritten | InSlot | Untouched | Failed
+
+
+def _framed(message: tuple) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(data)) + data
+
+
+def page_message(job: PageJob, body: bytes | Slot) -> bytes:
+    """A page's job, framed for a worker's input."""
+    return _framed(("page", tuple(body) if isinstance(body, Slot) else body, *job))
+
+
+def panel_message(url: str) -> bytes:
+    """A panel to make ahead, framed for a worker's input."""
+    return _framed(("prepare", url))
+
+
+def read_order(payload: bytes) -> PageOrder | PanelJob:
+    """What a worker is asked (a payload without its header)."""
+    kind, sent, *job = pickle.loads(payload)
+    if kind == "prepare":
+        return PanelJob(sent)
+    return PageOrder(PageJob(*job), Slot(*sent) if isinstance(sent, tuple) else sent)
+
+
+def answer_message(answer: Answer) -> bytes:
+    """A worker's answer, framed for its output."""
+    if isinstance(answer, Failed):
+        return _framed((False, answer.message))
+    if isinstance(answer, Untouched):
+        return _framed((True, str(answer)))
+    return _framed((True, tuple(answer)))
+
+
+def read_answer(payload: bytes) -> Answer:
+    """A worker's answer (a payload without its header)."""
+    ok, value = pickle.loads(payload)
+    if not ok:
+        return Failed(value)
+    if isinstance(value, str):
+        return Untouched(value)
+    if isinstance(value[0], int):
+        return InSlot(*value)
+    return Rewritten(*value)
+
+
+class FlowState(enum.Enum):
+    """Where a flow is on the page path (``flow.metadata[STATE]``); what happened, in words, is its note
+    (``flow.metadata[NOTE]``), for the log and whoever reads the flow (tests, mitmproxy's views)."""
+
+    OWN_PAGE = "own-page"  # one of the proxy's own pages, answered by the addon
+    PASSED = "passed"  # streamed through byte for byte, never buffered
+    CANDIDATE = "candidate"  # its body held back, to be rewritten once whole
+    REWRITTEN = "rewritten"  # bars (and a panel) added
+    UNTOUCHED = "untouched"  # held back, but let go as it came (the note says why)
+    CUT_OFF = "cut off"  # the origin missed its deadline: the client got a 504 (:mod:`.deadlines`)
+
+
+STATE = "pagerank_state"
+NOTE = "pagerank"  # the key the flow's note has always had: readers of the text keep working
+
+
+def mark(flow, state: FlowState, note: str | None = None) -> None:
+    """Set a flow's state, and its note (by default the state's name)."""
+    flow.metadata[STATE] = state
+    flow.metadata[NOTE] = state.value if note is None else note
+
+
+def state_of(flow) -> FlowState | None:
+    """A flow's state, None if the addon has not seen it (a response no server sent: a replay, another
+    addon's)."""
+    return flow.metadata.get(STATE)
