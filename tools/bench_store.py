@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Store lookups the proxy needs: backlinks by rank of a page with 1,000,000 backlinks, batched URL lookups.
 
-    .venv/bin/python tools/bench_store.py [--backlinks 1000000] [--titles-only] [--ranking-read 3]
+    .venv/bin/python tools/bench_store.py [--backlinks 1000000] [--titles-only [--source STORE]] [--ranking-read 3]
 
 Builds (once, cached in ~/.cache/pagerank-proxy, by schema version) a store
 from a generated edge list: page 0 is linked from the next N pages, page 1
@@ -27,6 +27,7 @@ import glob
 import gzip
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -95,27 +96,35 @@ TITLE_QUERIES = [
 
 
 def titled_store(source: str, pages: int) -> str:
-    """A copy of the store whose pages have titles (the generated crawl has none), made once."""
+    """A copy of the store whose pages have titles (generated crawls have none), made once per store.
+
+    Titles are made a million pages at a time, so that the paper-scale store's 24M fit in memory."""
     from rankstore.store import SCHEMA_VERSION, Store
 
-    path = os.path.join(CACHE, f"titles-{pages}-v{SCHEMA_VERSION}.db")
+    name = os.path.splitext(os.path.basename(source))[0]
+    generated = name.startswith("store-")  # this tool's own store, else one given with --source
+    path = os.path.join(CACHE, f"titles-{pages}-v{SCHEMA_VERSION}.db" if generated else f"titles-{name}.db")
     if os.path.exists(path):
         return path
     import numpy as np
 
     started = time.perf_counter()
-    subprocess.run(["sqlite3", source, f"VACUUM INTO '{path}.part'"], check=True)
+    Store(source).close()  # its log copied into the file, and its schema brought up to date
+    shutil.copyfile(source, path + ".part")
     with Store(path + ".part") as store:
         count = store.pages.last_page_id()
         rng = np.random.default_rng(3)
-        vocabulary = np.array([f"w{i}" for i in range(50_000)] + ["lorem"])
-        words = rng.zipf(1.3, size=(count, 4)) % len(vocabulary)
-        common = rng.random((count, len(COMMON))) < np.array(COMMON_SHARE)
+        vocabulary = [f"w{i}" for i in range(50_000)] + ["lorem"]
+        shares = np.array(COMMON_SHARE)
 
         def titles():
-            for page in range(count):
-                chosen = [w for w, keep in zip(COMMON, common[page]) if keep]
-                yield " ".join(chosen + vocabulary[words[page]].tolist()).capitalize(), page + 1
+            for start in range(0, count, 1_000_000):
+                n = min(1_000_000, count - start)
+                words = (rng.zipf(1.3, size=(n, 4)) % len(vocabulary)).tolist()
+                common = (rng.random((n, len(COMMON))) < shares).tolist()
+                for i in range(n):
+                    chosen = [w for w, keep in zip(COMMON, common[i]) if keep]
+                    yield " ".join(chosen + [vocabulary[k] for k in words[i]]).capitalize(), start + i + 1
 
         store.pages.retitle(titles())
     os.replace(path + ".part", path)
@@ -186,7 +195,6 @@ def bench_ranking_read(source: str, passes: int) -> None:
     loop: an asyncio loop ticking every millisecond while the version is read in a thread (as the proxy
     does) or in the loop, on a copy of the store ranked again before each read."""
     import asyncio
-    import shutil
     import tempfile
 
     from proxy_addon import worker
@@ -247,6 +255,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--titles-only", action="store_true", help="only the title search, on the newest cached store")
     parser.add_argument(
+        "--source",
+        metavar="STORE",
+        help="with --titles-only: the title search on a titled copy of this store (e.g. the paper-scale one)",
+    )
+    parser.add_argument(
         "--ranking-read",
         type=int,
         default=0,
@@ -260,6 +273,11 @@ def main() -> None:
         bench_ranking_read(make_store(args.backlinks), args.ranking_read)
         return
 
+    if args.titles_only and args.source:
+        with Store(args.source, readonly=True) as store:
+            pages = store.pages.last_page_id()
+        bench_titles(args.source, pages, args.repeat)
+        return
     if args.titles_only:
         cached = sorted(glob.glob(os.path.join(CACHE, f"store-{args.backlinks}-v*.db")), key=os.path.getmtime)
         bench_titles(cached[-1] if cached else make_store(args.backlinks), args.backlinks, args.repeat)
