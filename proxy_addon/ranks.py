@@ -17,7 +17,16 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 
 from rankstore import display
-from rankstore.store import LevelHead, LevelScores, Ranking, RankingLevelError, RankingNotFound, Store, StoreError
+from rankstore.store import (
+    LevelHead,
+    LevelScores,
+    Ranking,
+    RankingLevelError,
+    RankingNotFound,
+    Store,
+    StoreError,
+    analysis,
+)
 from rankstore.store.levels import ESTIMATE_LEVELS, LevelKeys
 from rankstore.urls import host_of, site_of
 
@@ -599,7 +608,7 @@ class PageView:
         page = self.store.pages.page_id(url)
         if page is None:
             return [], [], 0, since
-        links = self.store.analysis.in_slice(page)  # the library's read of the page's in-links, with each link's build
+        links = analysis.in_slice(self.store, page)  # the library's read of the page's in-links, with each link's build
         arrays = self.store.rankings.ranking_arrays(self.ranking_id)
         chosen = arrays.best_of(links.sources, limit + 1)
         # a page newer than the version has no score yet; a page is never its own backlink
@@ -633,7 +642,7 @@ class PageView:
             hosts = {}
             self.ranks._hosts = (version, hosts)
         if host not in hosts:
-            hosts[host] = self.store.analysis.host_ranks([host]).get(host)
+            hosts[host] = analysis.host_ranks(self.store, [host]).get(host)
         return hosts[host]
 
     def marks(self, directory: str) -> Marks:

@@ -26,7 +26,7 @@ from .choices import (
 )
 from .sources import FORMATS, SourceError
 from .sources.remote import DEFAULT_PATHS_BASE
-from .store import Store, StoreError
+from .store import Store, StoreError, analysis
 from .store.analysis import SORTS
 
 EXIT_SKIPPED = 3
@@ -719,7 +719,7 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
     if lost and (host is not None or group_by == "host"):
         raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
     with reading(store_path) as store:
-        after = store.analysis.since_build(since) if since is not None else None
+        after = analysis.since_build(store, since) if since is not None else None
         if lost:
             assert target is not None
             table = views.lost_view(store, target, ranking_name, after, limit, offset)

@@ -24,7 +24,7 @@ import pyarrow as pa
 from . import output
 from .choices import EXPORT_TABLES
 from .columns import TABLE_COLUMNS
-from .store import Store
+from .store import Store, analysis
 
 __all__ = ["TABLES", "ARROW_TYPES", "SCHEMAS", "batches", "write", "Scores", "scores", "write_scores"]
 
@@ -52,16 +52,16 @@ def batches(store: Store, table: str) -> Iterator[pa.RecordBatch]:
     elif table == "pages":
         yield from _pages(store)
     elif table == "hosts":
-        yield from _nodes(store.analysis.host_ranking(), store.hosts.host_batches(_ROWS), "pages", SCHEMAS["hosts"])
+        yield from _nodes(analysis.host_ranking(store), store.hosts.host_batches(_ROWS), "pages", SCHEMAS["hosts"])
     elif table == "sites":
-        yield from _nodes(store.analysis.site_ranking(), store.sites.site_batches(_ROWS), "hosts", SCHEMAS["sites"])
+        yield from _nodes(analysis.site_ranking(store), store.sites.site_batches(_ROWS), "hosts", SCHEMAS["sites"])
     else:
         raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
 
 
 def _links(store: Store) -> Iterator[pa.RecordBatch]:
     """Every link in in-link order (by target, then source), one in_links block at a time."""
-    uniform = store.analysis.graph_born() or None
+    uniform = analysis.graph_born(store) or None
     schema = SCHEMAS["links"]
     for block in store.graph.in_link_blocks():
         src = block.sources + 1

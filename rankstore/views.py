@@ -25,7 +25,7 @@ from . import display
 from .columns import SCORE_COLUMNS, SPAM_MASS, names
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .output import ShareLine
-from .store import BacklinkReport, Ranking, Store
+from .store import BacklinkReport, Ranking, Store, analysis
 from .store.queries import search_words
 from .urls import host_of, site_of
 
@@ -183,7 +183,7 @@ def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
 
 
 def decorate_level(rows: Sequence[dict], level: str, lowest: float, highest: float) -> list[dict]:
-    """Host (or site) rows of a ranking of that level (``Store.analysis.top_nodes``, ``lookup_nodes``) -> rank, score,
+    """Host (or site) rows of a ranking of that level (``analysis.top_nodes``, ``lookup_nodes``) -> rank, score,
     percentile, toolbar and bar among the ranking's hosts (sites), with what each holds of the level below
     (a host's pages, a site's hosts) and its in-links: the columns of ``LEVEL_COLUMNS[level]``."""
     if not rows:
@@ -253,7 +253,7 @@ def with_host_ranks(store: Store, rows: list[dict]) -> list[dict]:
     """Each page row with its host's score and rank (``host_pagerank``, ``host_rank``), once the hosts are
     ranked; the rows as they are before."""
     pages = [row for row in rows if row.get("url") is not None]
-    ranks = store.analysis.host_ranks([host_of(row["url"]) for row in pages])
+    ranks = analysis.host_ranks(store, [host_of(row["url"]) for row in pages])
     if ranks:
         for row in pages:
             row["host_pagerank"], row["host_rank"] = ranks.get(host_of(row["url"]), (None, None))
@@ -279,7 +279,7 @@ def top_view(store: Store, name: str, limit: int) -> Table:
     notes = stale_notes(store, ranking)
     if ranking.level != "page":
         rows = decorate_level(
-            store.analysis.top_nodes(name, ranking.level, limit), ranking.level, *store.rankings.score_range(ranking)
+            analysis.top_nodes(store, name, ranking.level, limit), ranking.level, *store.rankings.score_range(ranking)
         )
         return Table(rows, LEVEL_COLUMNS[ranking.level], notes)
     rows = decorate(store.queries.top(name, limit), *store.rankings.score_range(ranking))
@@ -297,7 +297,7 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
         with store.snapshot():
             pages = store.pages.page_ids_for(urls)
             hosts = {url: host_of(url) for url in urls if url in pages}
-            found = store.analysis.lookup_hosts(list(hosts.values()), name)
+            found = analysis.lookup_hosts(store, list(hosts.values()), name)
         asked = [url for url in urls if url in hosts and hosts[url] in found]
         rows = decorate_level([found[hosts[url]] for url in asked], "host", *store.rankings.score_range(ranking))
         for row, url in zip(rows, asked):
@@ -309,7 +309,7 @@ def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     if ranking.level == "site":
         # a site is in the store without any page of it (a domain graph's): its URLs are answered by its rank
         sites = {url: site_of(host_of(url)) for url in urls}
-        found = store.analysis.lookup_sites(list(sites.values()), name)
+        found = analysis.lookup_sites(store, list(sites.values()), name)
         asked = [url for url in urls if sites[url] in found]
         rows = decorate_level([found[sites[url]] for url in asked], "site", *store.rankings.score_range(ranking))
         for row, url in zip(rows, asked):
@@ -403,7 +403,7 @@ def backlinks_view(
     shares that are not pages (:class:`Table` ``shares``; none with ``since``)."""
     ranking = store.rankings.page_ranking(name)
     lowest, highest = store.rankings.score_range(ranking)
-    report = store.analysis.backlink_report(url, name, sort, since, limit, offset, host=host)
+    report = analysis.backlink_report(store, url, name, sort, since, limit, offset, host=host)
     rows = link_columns(report.rows, lowest, highest) + link_columns(report.nofollow_rows, lowest, highest)
     with_host_ranks(store, rows)
     shares = share_lines(report, rows, host is not None) if since is None else []
@@ -419,7 +419,7 @@ def backlinks_view(
 
 def lost_view(store: Store, url: str, name: str, since: int | None, limit: int, offset: int = 0) -> Table:
     ranking = store.rankings.page_ranking(name)
-    found = store.analysis.lost_backlinks(url, name, since, limit, offset)
+    found = analysis.lost_backlinks(store, url, name, since, limit, offset)
     rows = with_host_ranks(store, link_columns(found, *store.rankings.score_range(ranking)))
     return Table(rows, page_columns(rows, LOST_EXTRA), stale_notes(store, ranking))
 
@@ -435,7 +435,7 @@ def referring_hosts_view(
     offset: int = 0,
 ) -> Table:
     ranking = store.rankings.page_ranking(name)
-    rows = store.analysis.referring_hosts(url, host, name, sort, since, limit, offset)
+    rows = analysis.referring_hosts(store, url, host, name, sort, since, limit, offset)
     return Table(rows, HOST_COLUMNS, stale_notes(store, ranking))
 
 
@@ -453,11 +453,11 @@ def intersect_view(
     order = intersect_rankings(store, name, by_host)
     notes = stale_notes(store, order.ranking) if order.ranking is not None else []
     if by_host:
-        rows = store.analysis.intersect(targets, mine, name, True, limit, offset, host_ranking=order.host_ranking)
+        rows = analysis.intersect(store, targets, mine, name, True, limit, offset, host_ranking=order.host_ranking)
         return Table(rows, INTERSECT_HOST_COLUMNS, notes)
     assert order.ranking is not None
     rows = decorate(
-        store.analysis.intersect(targets, mine, name, False, limit, offset), *store.rankings.score_range(order.ranking)
+        analysis.intersect(store, targets, mine, name, False, limit, offset), *store.rankings.score_range(order.ranking)
     )
     return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
@@ -477,17 +477,17 @@ def intersect_rankings(store: Store, name: str, by_host: bool) -> IntersectOrder
     if not by_host:
         return IntersectOrder(store.rankings.page_ranking(name), "hostrank")
     host_ranking = name if store.rankings.ranking(name).level == "host" else "hostrank"
-    ranked = store.rankings.ranking(host_ranking) if store.analysis.host_ranking(host_ranking) is not None else None
+    ranked = store.rankings.ranking(host_ranking) if analysis.host_ranking(store, host_ranking) is not None else None
     return IntersectOrder(ranked, host_ranking)
 
 
 def anchors_view(store: Store, url: str, name: str, limit: int) -> Table:
     ranking = store.rankings.page_ranking(name)
-    return Table(store.analysis.anchors(url, name, limit), ANCHOR_COLUMNS, stale_notes(store, ranking))
+    return Table(analysis.anchors(store, url, name, limit), ANCHOR_COLUMNS, stale_notes(store, ranking))
 
 
 def builds_view(store: Store) -> Table:
-    return Table(store.analysis.build_history(), BUILD_COLUMNS)
+    return Table(analysis.build_history(store), BUILD_COLUMNS)
 
 
 def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
@@ -495,7 +495,7 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
     (``EXPORT_COLUMNS``, with ``spam_mass`` where the ranking has it; ``EXPORT_LEVEL_COLUMNS``)."""
     if ranking.level != "page":
         level = ranking.level
-        rows = store.analysis.top_nodes(ranking.name, level, ALL_ROWS)
+        rows = analysis.top_nodes(store, ranking.name, level, ALL_ROWS)
         scores = [row["pagerank"] for row in rows]
         positions = [row["position"] for row in rows]
         values = [  # in the order of EXPORT_LEVEL_COLUMNS

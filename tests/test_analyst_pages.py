@@ -25,7 +25,7 @@ from proxy_addon.pages import CSP, MAX_PARAM, respond
 from proxy_addon.pages.params import MAX_NOT, MAX_SINCE, MAX_TARGETS
 from proxy_addon.ranks import Ranks
 from rankstore.cli import cli
-from rankstore.store import PageData, Store
+from rankstore.store import PageData, Store, analysis
 
 
 def get(ranks: Ranks, path: str, **params) -> tuple[int, str]:
@@ -77,7 +77,7 @@ def test_backlinks_show_the_reports_rows_and_shares(history):
     for sort in ("pagerank", "contribution"):
         status, body = get(ranks, "/backlinks", url=target, sort=sort)
         assert status == 200
-        report = store.analysis.backlink_report(target, sort=sort, limit=50)
+        report = analysis.backlink_report(store, target, sort=sort, limit=50)
         assert urls(body) == [row["url"] for row in report.rows + report.nofollow_rows]
         shown = [float(v) for v in re.findall(r'data-contribution="([^"]+)"', body)]
         assert shown == [row["contribution"] for row in report.rows]
@@ -86,7 +86,7 @@ def test_backlinks_show_the_reports_rows_and_shares(history):
         assert "random jump" in body and "pages without out-links" in body
         assert re.search(r"<td>total</td><td class=\"n\">100\.00%</td>", body)  # the shares add up to 1
     second = get(ranks, "/backlinks", url=target, page="2")[1]
-    assert urls(second)[:5] == [row["url"] for row in store.analysis.backlink_report(target, limit=5, offset=50).rows]
+    assert urls(second)[:5] == [row["url"] for row in analysis.backlink_report(store, target, limit=5, offset=50).rows]
 
 
 def test_since_and_lost_views_equal_the_librarys_rows(history):
@@ -94,17 +94,19 @@ def test_since_and_lost_views_equal_the_librarys_rows(history):
     target = url + TARGET
     status, body = get(ranks, "/backlinks", url=target, since="1")
     assert status == 200
-    assert urls(body) == [row["url"] for row in store.analysis.backlink_report(target, since=1).rows] == [url + GAINS]
+    assert urls(body) == [row["url"] for row in analysis.backlink_report(store, target, since=1).rows] == [url + GAINS]
     assert body.count('data-new="true"') == 1 and "<mark class=new>new</mark>" in body
     assert urls(get(ranks, "/backlinks", url=target, since="2")[1]) == []
     status, body = get(ranks, "/backlinks", url=target, lost="1")
     assert status == 200
-    assert urls(body) == [row["url"] for row in store.analysis.lost_backlinks(target)] == [url + LOSES]
+    assert urls(body) == [row["url"] for row in analysis.lost_backlinks(store, target)] == [url + LOSES]
     assert urls(get(ranks, "/backlinks", url=target, lost="1", since="2")[1]) == []
     # a date reads as the CLI reads it: the builds started before that day
     assert urls(get(ranks, "/backlinks", url=target, since="2000-01-01")[1])[:3] == [
         row["url"]
-        for row in store.analysis.backlink_report(target, since=store.analysis.since_build("2000-01-01"), limit=3).rows
+        for row in analysis.backlink_report(
+            store, target, since=analysis.since_build(store, "2000-01-01"), limit=3
+        ).rows
     ]
 
 
@@ -158,7 +160,7 @@ def test_builds_page_and_its_links(history):
     target = url + TARGET
     status, body = get(ranks, "/builds", url=target)
     assert status == 200
-    rows = store.analysis.build_history()
+    rows = analysis.build_history(store)
     shown = re.findall(r'<tr data-build="(\d+)">(.*?)</tr>', body)
     assert [int(build) for build, _ in shown] == [row["build"] for row in rows] == [1, 2]
     cells = re.findall(r"<td[^>]*>(.*?)</td>", shown[1][1])
@@ -175,25 +177,25 @@ def test_referring_hosts_and_compare_equal_the_librarys_rows(three):
     host_a = site_urls["a"].split("/")[2]
     status, body = get(ranks, "/backlinks", url=host_a, host="1", group="host")
     assert status == 200
-    rows = store.analysis.referring_hosts(None, host_a, limit=50)
+    rows = analysis.referring_hosts(store, None, host_a, limit=50)
     assert rows and hosts(body) == [row["host"] for row in rows]
     assert "#" in body and "its backlinks" in body
     status, body = get(ranks, "/backlinks", url=host_a, host="1")  # the whole site as the target, with host rank
     assert status == 200 and "<th>Host rank</th>" in body
-    report = store.analysis.backlink_report(None, host=host_a)
+    report = analysis.backlink_report(store, None, host=host_a)
     assert urls(body) == [row["url"] for row in report.rows + report.nofollow_rows]
     assert "internal links and pages without out-links" in body
 
     one, two, mine = site_urls["a"] + "p1.html", site_urls["b"] + "p2.html", site_urls["c"] + "p3.html"
     status, body = get(ranks, "/compare", target=[one, two, ""], **{"not": [mine, ""]})
     assert status == 200
-    expected = store.analysis.intersect([(one, None), (two, None)], [(mine, None)])
+    expected = analysis.intersect(store, [(one, None), (two, None)], [(mine, None)])
     assert urls(body) == [row["url"] for row in expected]
     assert f'value="{html.escape(one)}"' in body  # the form keeps what was asked
     host_b, host_c = site_urls["b"].split("/")[2], site_urls["c"].split("/")[2]
     status, body = get(ranks, "/compare", target=[host_a, host_b], host="1", group="host", **{"not": host_c})
     assert status == 200
-    expected = store.analysis.intersect([(None, host_a), (None, host_b)], [(None, host_c)], by_host=True)
+    expected = analysis.intersect(store, [(None, host_a), (None, host_b)], [(None, host_c)], by_host=True)
     assert hosts(body) == [row["host"] for row in expected]
     for fmt in ("csv", "json"):
         status, headers, csv_body = respond(
@@ -234,7 +236,7 @@ def test_panel_shows_host_rank_beside_page_rank(three):
     ranks, site_urls, store = three
     data = ranks.panel(site_urls["a"] + "p1.html")
     host = site_urls["a"].split("/")[2]
-    assert (data.hostrank, data.host_position) == store.analysis.host_ranks([host])[host]
+    assert (data.hostrank, data.host_position) == analysis.host_ranks(store, [host])[host]
     assert f"host #{data.host_position}" in panel(data)
     assert data.since is None and not any(link.new for link in data.backlinks)  # one build: nothing is new
 
@@ -252,7 +254,7 @@ def test_panel_follows_a_new_version_of_the_host_ranking(sites, tmp_path):  # no
         cli_csv("rank", "--level", "host", "--damping", "0.5", "--store", path, "-q")  # the page ranking unchanged
         after = ranks.panel(page)
         with Store(path, readonly=True) as store:
-            assert (after.hostrank, after.host_position) == store.analysis.host_ranks([host])[host]
+            assert (after.hostrank, after.host_position) == analysis.host_ranks(store, [host])[host]
         assert after.hostrank != before.hostrank and after.info == before.info
     finally:
         ranks.close()
@@ -415,7 +417,7 @@ def test_analyst_pages_in_headless_chromium(history):
             "return [...document.querySelectorAll('tr[data-contribution]')].map(r => "
             "[parseFloat(r.dataset.contribution), r.innerText])"
         )
-        best = store.analysis.backlink_report(target, sort="contribution", limit=50).rows
+        best = analysis.backlink_report(store, target, sort="contribution", limit=50).rows
         assert len(rows) == len(best) == 50
         assert [value for value, _ in rows] == [row["contribution"] for row in best]
         assert best[0]["url"] in rows[0][1] and f"{best[0]['share']:.2%}" in rows[0][1]
@@ -426,7 +428,7 @@ def test_analyst_pages_in_headless_chromium(history):
         other = url + "library/stdtypes.html"
         driver.get(f"http://pagerank.proxy/compare?target={target}&target={other}")
         text = driver.execute_script("return document.querySelector('table').innerText")
-        expected = store.analysis.intersect([(target, None), (other, None)], limit=3)
+        expected = analysis.intersect(store, [(target, None), (other, None)], limit=3)
         assert all(row["url"] in text for row in expected)
 
         driver.get(f"http://pagerank.proxy/builds?url={target}")

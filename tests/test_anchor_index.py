@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from rankstore.cli import cli
-from rankstore.store import SCHEMA_VERSION, Store
+from rankstore.store import SCHEMA_VERSION, Store, analysis
 
 INDEX = "link_notes_by_dst"
 
@@ -35,11 +35,11 @@ def busiest(path: str) -> str:
 
 
 def anchor_plans(path: str, url: str) -> list[str]:
-    """The query plan of each statement on ``link_notes`` that ``Store.analysis.anchors`` runs, as it runs it."""
+    """The query plan of each statement on ``link_notes`` that ``analysis.anchors`` runs, as it runs it."""
     with Store(path, readonly=True) as store:
         statements: list[str] = []
         store.db.set_trace_callback(statements.append)
-        rows = store.analysis.anchors(url)
+        rows = analysis.anchors(store, url)
         store.db.set_trace_callback(None)
         assert rows, "the page has anchored in-links"
         touching = [sql for sql in statements if "link_notes" in sql and not sql.startswith("EXPLAIN")]

@@ -20,7 +20,7 @@ import pytest
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from rankstore.store import Store
+from rankstore.store import Store, analysis
 
 from conftest import run
 
@@ -82,7 +82,7 @@ def test_host_numbers_are_named_alike_everywhere(ranked):
     rows = json.loads(run("show", page, "--format", "json", "--store", store))
     with Store(store, readonly=True) as opened:
         host = page.split("/")[2]
-        assert (rows[0]["host_pagerank"], rows[0]["host_rank"]) == opened.analysis.host_ranks([host])[host]
+        assert (rows[0]["host_pagerank"], rows[0]["host_rank"]) == analysis.host_ranks(opened, [host])[host]
 
 
 def test_booleans_are_true_and_false(ranked):

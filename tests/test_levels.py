@@ -20,7 +20,7 @@ import pytest
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
-from rankstore.store import Store, StoreError
+from rankstore.store import Store, StoreError, analysis
 from rankstore.urls import host_of
 
 from conftest import POSTGRES_DOC, invoke, run
@@ -43,7 +43,7 @@ def two_sites(python_doc_store, tmp_path_factory):
 
 def host_numbers(store: str, url: str) -> tuple[float, int]:
     with Store(store, readonly=True) as opened:
-        return opened.analysis.host_ranks([host_of(url)])[host_of(url)]
+        return analysis.host_ranks(opened, [host_of(url)])[host_of(url)]
 
 
 def test_show_with_a_host_ranking_answers_for_the_pages_host(two_sites):
@@ -68,8 +68,8 @@ def test_a_url_not_in_the_store_is_answered_by_its_hosts_rank_saying_so(two_site
     store, python_page, _ = two_sites
     nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
     with Store(store, readonly=True) as opened:
-        assert opened.pages.page_id(nowhere) is None and host_of(nowhere) in opened.analysis.host_ranks(
-            [host_of(nowhere)]
+        assert opened.pages.page_id(nowhere) is None and host_of(nowhere) in analysis.host_ranks(
+            opened, [host_of(nowhere)]
         )
     result = invoke("show", python_page, nowhere, "--format", "json", "--store", store)
     assert (
@@ -133,7 +133,7 @@ def test_intersect_of_linking_hosts_takes_a_host_ranking(two_sites):
     assert rows
     with Store(store, readonly=True) as opened:
         for row in rows:
-            assert (row["host_pagerank"], row["host_rank"]) == opened.analysis.host_ranks([row["host"]])[row["host"]]
+            assert (row["host_pagerank"], row["host_rank"]) == analysis.host_ranks(opened, [row["host"]])[row["host"]]
     ranks = [row["host_rank"] for row in rows if row["host_rank"] is not None]
     assert ranks == sorted(ranks)
 
@@ -189,7 +189,7 @@ def test_the_library_refuses_a_host_ranking_for_pages(two_sites):
             lambda: opened.queries.top("hostrank"),
             lambda: opened.queries.lookup([python_page], "hostrank"),
             lambda: opened.queries.search_titles(["functions"], "hostrank"),
-            lambda: opened.analysis.backlink_report(python_page, "hostrank"),
+            lambda: analysis.backlink_report(opened, python_page, "hostrank"),
         ):
             with pytest.raises(StoreError, match="hostrank ranks hosts, not pages"):  # RankingLevelError
                 ask()
@@ -213,7 +213,7 @@ def test_own_pages_read_a_host_ranking_at_its_level(ranks, two_sites):
     status, body = get(ranks, "/top", ranking="hostrank", n="10")
     assert status == 200
     with Store(store, readonly=True) as opened:
-        best = [row["host"] for row in opened.analysis.top_hosts("hostrank", 10)]
+        best = [row["host"] for row in analysis.top_hosts(opened, "hostrank", 10)]
     assert re.findall(r'<tr [^>]*data-host="([^"]*)"', body) == best
     status, body = get(ranks, "/page", url=python_page, ranking="hostrank")
     assert status == 200

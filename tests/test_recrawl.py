@@ -34,7 +34,7 @@ from proxy_addon.markup import panel
 from proxy_addon.ranks import Ranks
 from rankstore.cli import cli
 from rankstore.sources import edgelist
-from rankstore.store import Store
+from rankstore.store import Store, analysis
 
 from conftest import POSTGRES_DOC
 
@@ -232,7 +232,7 @@ def test_a_link_is_new_until_its_page_is_crawled_again(small_build):
     assert new == [] and data.new_backlinks == 0 and url + "a.html" in {link.url for link in data.backlinks}
     with Store(store, readonly=True) as opened:
         target = opened.pages.page_id(url + "d.html")
-        links = opened.analysis.in_slice(target)
+        links = analysis.in_slice(opened, target)
         marked = opened.graph.new_in_links(target, links)
         assert len(marked) == len(links.sources)
         by_url = opened.pages.urls_of((links.sources + 1).tolist())

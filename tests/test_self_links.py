@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from rankstore.solver import Graph, pagerank
-from rankstore.store import Store
+from rankstore.store import Store, analysis
 
 from conftest import PYTHON_DOC, run
 
@@ -62,8 +62,8 @@ def test_backlinks_leave_the_page_itself_out(self_linked):
         page = opened.pages.page_id(url)
         assert url not in [row[0] for row in opened.queries.top_backlinks(ranking.id, url, 10_000)]  # the panel's query
         own = float(arrays.votes[page - 1]) / float(arrays.scores[page - 1])  # an unweighted link: votes[v]
-        hosts = opened.analysis.referring_hosts(url, limit=1000)
-        anchors = opened.analysis.anchors(url, limit=10_000)
+        hosts = analysis.referring_hosts(opened, url, limit=1000)
+        anchors = analysis.anchors(opened, url, limit=10_000)
     shares = report["shares"]
     assert shares["links_to_itself"] == pytest.approx(own, rel=1e-12)
     assert sum(row["share"] or 0.0 for row in rows) + sum(shares.values()) == pytest.approx(1.0, abs=1e-9)
@@ -185,8 +185,8 @@ def test_a_page_is_not_its_own_lost_backlink(recrawled):
 def test_referring_hosts_and_intersect_leave_the_page_itself_out(self_linked):
     store, url = self_linked
     with Store(store, readonly=True) as opened:
-        linking = {row["url"] for row in opened.analysis.intersect([(url, None)], limit=100_000)}
-        hosts = opened.analysis.referring_hosts(url, limit=1000)
+        linking = {row["url"] for row in analysis.intersect(opened, [(url, None)], limit=100_000)}
+        hosts = analysis.referring_hosts(opened, url, limit=1000)
     assert linking and url not in linking
     host = url.split("/")[2]
     for row in hosts:  # the page's own host counts the other pages of it that link, with their best

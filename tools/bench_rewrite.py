@@ -42,6 +42,8 @@ from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from rankstore.store import analysis  # noqa: E402
+
 DOC = "/usr/share/doc/python3.11/html"
 
 
@@ -155,7 +157,7 @@ def site_from_hosts(store_path: str) -> None:
     with Store(store_path) as store:
         if store.levels.level_head("site") is not None:
             return
-        hosts = store.rankings.ranking_arrays(store.analysis.host_level_ranking("hostrank").id)
+        hosts = store.rankings.ranking_arrays(analysis.host_level_ranking(store, "hostrank").id)
         sites = store.sites.host_sites()[: hosts.pages]
         count = store.sites.site_count()
         scores = np.bincount(sites, weights=hosts.scores, minlength=count + 1)[1:]

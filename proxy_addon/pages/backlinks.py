@@ -13,9 +13,9 @@ One page, several views of the same target, each a shareable URL:
 ``&with_shares=1``                   format=csv: the share lines too, as the CLI's ``--with-shares``
 ``&ranking=NAME``                    another page ranking than the proxy's own (a host ranking is refused)
 
-Rows come from :meth:`~rankstore.store.Analysis.backlink_report`,
-:meth:`~rankstore.store.Analysis.lost_backlinks` and
-:meth:`~rankstore.store.Analysis.referring_hosts`: the CLI's rows, rendered here.
+Rows come from :func:`~rankstore.store.analysis.backlink_report`,
+:func:`~rankstore.store.analysis.lost_backlinks` and
+:func:`~rankstore.store.analysis.referring_hosts`: the CLI's rows, rendered here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rankstore import views
-from rankstore.store import StoreError
+from rankstore.store import StoreError, analysis
 from rankstore.store.analysis import SORTS
 from rankstore.urls import host_of
 
@@ -104,7 +104,7 @@ def parse_since(store, text: str) -> int | None:
     if len(text) > MAX_SINCE:
         raise BadRequest(f"since can be at most {MAX_SINCE} characters long.")
     try:
-        return store.analysis.since_build(text)
+        return analysis.since_build(store, text)
     except StoreError:  # its message names the build or the form; ours says the same without store text
         raise BadRequest(
             "since must be a build number that /builds lists, or a UTC date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)."
@@ -169,7 +169,7 @@ def _report(ranks: Ranks, view: View):
     offset = (view.page - 1) * PAGE_SIZE
     table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE, offset)
     listed = report.rows + report.nofollow_rows
-    hosts = store.analysis.host_ranks([host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
+    hosts = analysis.host_ranks(store, [host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
     own = hosts.get(view.host or host_of(view.target))
     about = (
         f"PageRank {score(report.pagerank)}"
@@ -209,7 +209,7 @@ def _lost(ranks: Ranks, view: View):
         note = said if len(table.rows) > CSV_ROWS else None
         return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "lost-backlinks", note)
     offset = (view.page - 1) * PAGE_SIZE
-    found = store.analysis.lost_backlinks(view.url, name, view.since, PAGE_SIZE + 1, offset)
+    found = analysis.lost_backlinks(store, view.url, name, view.since, PAGE_SIZE + 1, offset)
     notes = views.stale_notes(store, store.rankings.page_ranking(name))
     rows = found[:PAGE_SIZE]
     about = (

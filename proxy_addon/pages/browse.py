@@ -8,7 +8,7 @@ Each takes ``ranking=`` (the proxy's own by default) and ``format=csv|json``
 from __future__ import annotations
 
 from rankstore import views
-from rankstore.store import Ranking
+from rankstore.store import Ranking, analysis
 from rankstore.store.queries import search_words
 from rankstore.urls import host_of, site_of
 
@@ -74,7 +74,7 @@ def top(ranks: Ranks, query: Query):
         return download(fmt, table.columns, table.rows, "top")
     notes = views.stale_notes(store, chosen)
     if chosen.level != "page":
-        rows = store.analysis.top_nodes(chosen.name, chosen.level, limit)
+        rows = analysis.top_nodes(store, chosen.name, chosen.level, limit)
         title = f"Top {limit} {chosen.level}s by {chosen.name}"
         return html_response(title, host_table(ranks, store, rows, chosen), notes)
     rows = store.queries.top(chosen.name, limit)
@@ -151,7 +151,7 @@ def page_view(ranks: Ranks, query: Query):
         return html_response("Page", body, notes)
     info: LinkInfo = infos(ranks, [found], chosen)[0]
     host = host_of(url)
-    hostrank = store.analysis.host_ranks([host]).get(host)
+    hostrank = analysis.host_ranks(store, [host]).get(host)
     outgoing = store.queries.out_links_ranked(url, chosen.name, 200)
     incoming = store.queries.backlinks(url, chosen.name, 20)
     links = with_ranking(ranks, chosen.name, url=url)
@@ -200,7 +200,7 @@ def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
     name = host_of(url) if level == "host" else site_of(host_of(url))
     with store.snapshot():
         known = level == "site" or store.pages.page_id(url) is not None
-        row = store.analysis.lookup_nodes([name], chosen.name, level).get(name) if known else None
+        row = analysis.lookup_nodes(store, [name], chosen.name, level).get(name) if known else None
     if row is None:
         raise NotFound(f"{url} is not in the store.")
     notes = [*views.stale_notes(store, chosen), views.level_note(chosen.name, level)]

@@ -1,7 +1,7 @@
 """/compare: link intersect, the pages (or hosts) that link to every target and to none of mine.
 
 ``/compare?target=A&target=B[&not=MINE][&host=1][&group=host][&format=csv|json][&ranking=NAME]``: the rows
-of :meth:`~rankstore.store.Analysis.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
+of :func:`~rankstore.store.analysis.intersect`, as ``rankstore intersect`` gives them; a form enters the targets.
 Linking pages come by a page ranking (a host ranking is refused), linking hosts by host rank (``ranking=``
 itself when it ranks hosts).
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from rankstore import views
+from rankstore.store import analysis
 
 from ..markup import escape, format_score, proxy_url
 from ..ranks import Ranks
@@ -64,8 +65,8 @@ def compare(ranks: Ranks, query: Query):
     offset = (page - 1) * PAGE_SIZE
     order = views.intersect_rankings(store, name, by_host)
     notes = views.stale_notes(store, order.ranking) if order.ranking is not None else []
-    found = store.analysis.intersect(
-        chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=order.host_ranking
+    found = analysis.intersect(
+        store, chosen, excluded, name, by_host, PAGE_SIZE + 1, offset, host_ranking=order.host_ranking
     )
     rows = found[:PAGE_SIZE]
     names = [url or host or "" for url, host in chosen]

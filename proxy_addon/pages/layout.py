@@ -198,7 +198,7 @@ def rows_table(ranks: Ranks, rows: Sequence[dict], ranking: Ranking, start: int 
 
 
 def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
-    """What a bar shows for each host (site) row of a host (site) ranking (``Store.analysis.top_nodes``,
+    """What a bar shows for each host (site) row of a host (site) ranking (``analysis.top_nodes``,
     ``lookup_nodes``)."""
     count = f"{ranking.level}s"
     as_pages = [

@@ -4,7 +4,8 @@ Its modules, one job each: :mod:`.schema` (tables, views), :mod:`.migrations`
 (older layouts brought up to date), :mod:`.pages` (pages and out-links, what a
 build writes), :mod:`.graph` (the in-link CSR that ``rank`` and backlinks
 read), :mod:`.rankings` (versions as arrays), :mod:`.queries` (what the CLI
-and the proxy ask).  :class:`Store` puts them together on one connection.
+and the proxy ask), :mod:`.analysis` (the analyst's views, functions over the
+parts).  :class:`Store` puts them together on one connection.
 
 The store runs in WAL mode: a reader (the proxy) never blocks a writer and
 sees each transaction whole or not at all.  A build commits in large batches;
@@ -24,8 +25,8 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 
-from . import migrations
-from .analysis import Analysis, BacklinkReport, TargetLinks
+from . import analysis, migrations
+from .analysis import BacklinkReport, TargetLinks
 from .base import StoreBase
 from .errors import (
     NotAStore,
@@ -61,7 +62,7 @@ __all__ = [
     "SourceFiles",
     "Levels",
     "Queries",
-    "Analysis",
+    "analysis",
     "PanelHeads",
     "BacklinkReport",
     "StoreError",
@@ -109,7 +110,8 @@ class Store(StoreBase):
     The store keeps the connection, its transactions and the schema's upkeep; what is asked of the
     tables goes through its parts, each a :class:`~.base.Part` holding the store: :attr:`pages`,
     :attr:`graph`, :attr:`rankings`, :attr:`hosts`, :attr:`sites`, :attr:`site_links`,
-    :attr:`sources`, :attr:`levels`, :attr:`queries` and :attr:`analysis`.
+    :attr:`sources`, :attr:`levels` and :attr:`queries`.  The analyst's views are functions over those
+    parts in :mod:`.analysis`, each taking the store first.
     """
 
     def __init__(self, path: str, readonly: bool = False, create: bool = True, arrays: dict | None = None):
@@ -128,7 +130,6 @@ class Store(StoreBase):
         self.sources = SourceFiles(self)
         self.levels = Levels(self)
         self.queries = Queries(self)
-        self.analysis = Analysis(self)
         check_path(path, create=create and not readonly)
         try:
             self.db = self._connect(path, readonly)

@@ -23,15 +23,24 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import Part
 from .errors import StoreError
 from .graph import INLINE_BYTES
 from .rankings import Ranking, RankingArrays
 
-__all__ = ["Analysis", "BacklinkReport", "InSlice", "TargetLinks", "SORTS"]
+if TYPE_CHECKING:
+    from . import Store
+
+__all__ = [
+    "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
+    "in_slice", "graph_born", "since_build", "target_links", "backlink_report", "lost_backlinks", "build_history",
+    "host_ranking", "host_ranks_of", "referring_hosts", "intersect", "anchors", "level_ranking",
+    "host_level_ranking", "top_nodes", "top_hosts", "top_sites", "lookup_nodes", "lookup_hosts", "lookup_sites",
+    "site_ranking", "host_ranks",
+]  # fmt: skip
 
 # a level's table, and what its rows count of the level below (the rows' keys: see _level_rows)
 _LEVEL_TABLES = {"host": ("hosts", "pages"), "site": ("sites", "hosts")}
@@ -121,697 +130,716 @@ def _largest(values: np.ndarray, positions_of, candidates: np.ndarray, count: in
     return near[order[:count]]
 
 
-class Analysis(Part):
-    """Backlink analysis; part of :class:`~rankstore.store.Store`."""
+def in_slice(store: Store, page_id: int) -> InSlice:
+    """The in-links of page ``page_id`` with everything the in-link arrays keep about each.
 
-    def in_slice(self, page_id: int) -> InSlice:
-        """The in-links of page ``page_id`` with everything the in-link arrays keep about each.
+    A small block comes whole with the query; a large one (a page with
+    many backlinks has a block of its own) is read through SQLite's
+    incremental blob I/O, which copies once where a query copies twice.
+    The first builds are read when asked for (:attr:`InSlice.born`).
+    """
+    row = store.db.execute(
+        "SELECT first, length(offsets), length(nofollow), length(weights), length(born),"
+        " CASE WHEN length(sources) <= ?2 THEN offsets END, CASE WHEN length(sources) <= ?2 THEN sources END,"
+        " CASE WHEN length(sources) <= ?2 THEN nofollow END, CASE WHEN length(sources) <= ?2 THEN weights END"
+        " FROM in_links WHERE first <= ?1 ORDER BY first DESC LIMIT 1",
+        (page_id - 1, INLINE_BYTES),
+    ).fetchone()
+    empty = np.zeros(0, dtype=np.int32)
+    if row is None:
+        return InSlice(empty, None, None, empty)
+    first, offsets_size, nofollow_size, weights_size, born, *inline = row
+    at = page_id - 1 - first
+    if 4 * (at + 1) >= offsets_size:
+        return InSlice(empty, None, None, empty)
+    if inline[1] is not None:  # small: the whole block came with the row
+        offsets, sources, nofollow, weights = inline
+        start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
+        count = stop - start
+        found = np.frombuffer(sources, dtype=np.int32, count=count, offset=4 * start)
+        flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
+        weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
+    else:
+        start, stop = np.frombuffer(store.graph.in_links_part("offsets", first, 4 * at, 8), dtype=np.int32).tolist()
+        count = stop - start
+        found = np.frombuffer(store.graph.in_links_part("sources", first, 4 * start, 4 * count), dtype=np.int32)
+        flags = weight = None
+        if nofollow_size:
+            flags = np.frombuffer(store.graph.in_links_part("nofollow", first, start, count), dtype=bool)
+        if weights_size:
+            weight = np.frombuffer(store.graph.in_links_part("weights", first, 8 * start, 8 * count), dtype=np.float64)
+    if not born:
+        uniform = graph_born(store)
+        return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
 
-        A small block comes whole with the query; a large one (a page with
-        many backlinks has a block of its own) is read through SQLite's
-        incremental blob I/O, which copies once where a query copies twice.
-        The first builds are read when asked for (:attr:`InSlice.born`).
-        """
-        row = self.db.execute(
-            "SELECT first, length(offsets), length(nofollow), length(weights), length(born),"
-            " CASE WHEN length(sources) <= ?2 THEN offsets END, CASE WHEN length(sources) <= ?2 THEN sources END,"
-            " CASE WHEN length(sources) <= ?2 THEN nofollow END, CASE WHEN length(sources) <= ?2 THEN weights END"
-            " FROM in_links WHERE first <= ?1 ORDER BY first DESC LIMIT 1",
-            (page_id - 1, INLINE_BYTES),
-        ).fetchone()
-        empty = np.zeros(0, dtype=np.int32)
-        if row is None:
-            return InSlice(empty, None, None, empty)
-        first, offsets_size, nofollow_size, weights_size, born, *inline = row
-        at = page_id - 1 - first
-        if 4 * (at + 1) >= offsets_size:
-            return InSlice(empty, None, None, empty)
-        if inline[1] is not None:  # small: the whole block came with the row
-            offsets, sources, nofollow, weights = inline
-            start, stop = np.frombuffer(offsets, dtype=np.int32, count=2, offset=4 * at).tolist()
-            count = stop - start
-            found = np.frombuffer(sources, dtype=np.int32, count=count, offset=4 * start)
-            flags = np.frombuffer(nofollow, dtype=bool, count=count, offset=start) if nofollow else None
-            weight = np.frombuffer(weights, dtype=np.float64, count=count, offset=8 * start) if weights else None
-        else:
-            start, stop = np.frombuffer(
-                self.store.graph.in_links_part("offsets", first, 4 * at, 8), dtype=np.int32
-            ).tolist()
-            count = stop - start
-            found = np.frombuffer(
-                self.store.graph.in_links_part("sources", first, 4 * start, 4 * count), dtype=np.int32
-            )
-            flags = weight = None
-            if nofollow_size:
-                flags = np.frombuffer(self.store.graph.in_links_part("nofollow", first, start, count), dtype=bool)
-            if weights_size:
-                weight = np.frombuffer(
-                    self.store.graph.in_links_part("weights", first, 8 * start, 8 * count), dtype=np.float64
-                )
-        if not born:
-            uniform = self.graph_born()
-            return InSlice(found, flags, weight, np.broadcast_to(np.int32(uniform), (count,)), uniform)
+    def births() -> np.ndarray:
+        # the whole slice even for a report's few rows: a blob read at an offset walks the blob's chain of
+        # pages from its start, so fifty reads of four bytes cost more than one of the million
+        data = store.graph.in_links_part("born", first, 4 * start, 4 * count)
+        return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
-        def births() -> np.ndarray:
-            # the whole slice even for a report's few rows: a blob read at an offset walks the blob's chain of
-            # pages from its start, so fifty reads of four bytes cost more than one of the million
-            data = self.store.graph.in_links_part("born", first, 4 * start, 4 * count)
-            return np.frombuffer(data, dtype=">i4").astype(np.int32)
+    return InSlice(found, flags, weight, births)
 
-        return InSlice(found, flags, weight, births)
 
-    def graph_born(self) -> int:
-        """The build that first saw every link, while one did (0 when the store does not know)."""
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'graph_born'").fetchone()
-        return int(row[0]) if row and row[0] else 0
+def graph_born(store: Store) -> int:
+    """The build that first saw every link, while one did (0 when the store does not know)."""
+    row = store.db.execute("SELECT value FROM meta WHERE key = 'graph_born'").fetchone()
+    return int(row[0]) if row and row[0] else 0
 
-    def since_build(self, since: str) -> int:
-        """A build id from ``since``: a build number, or a date/time (the last build started by then)."""
-        text = since.strip()
-        if text.isdigit():
-            build = int(text)
-            if self.db.execute("SELECT 1 FROM builds WHERE id = ?", (build,)).fetchone() is None:
-                raise StoreError(f"no build {build} (`rankstore builds` lists them)")
-            return build
-        for form in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
-            try:
-                moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(text, form))
-                break
-            except ValueError:
-                continue
-        else:
-            raise StoreError(f"{since!r}: give a build number or a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)")
-        if len(text) == 10:  # a day: the builds of that day are after it
-            moment = moment[:10] + "T00:00:00Z"
-        row = self.db.execute("SELECT max(id) FROM builds WHERE started_at < ?", (moment,)).fetchone()
-        return row[0] or 0
 
-    def target_links(self, url: str | None = None, host: str | None = None) -> TargetLinks:
-        """The in-links of a page (its links to itself apart), or of every page of a host (links from the host
-        itself left out)."""
-        if host is None:
-            assert url is not None
-            page = self.store.pages.page_id(url)
-            if page is None:
-                raise StoreError(f"{url}: not in the store")
-            links = self.in_slice(page)
-            own = links.sources == page - 1
-            itself = None
-            if own.any():
-                itself, links = _subset(links, own), _subset(links, ~own)
-            return TargetLinks(
-                links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1]), itself
-            )
-        number = self.store.hosts.host_id(host)
-        if number is None:
-            raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
-        pages = self.store.hosts.pages_of_host(number)
-        parts = [(page, self.in_slice(int(page) + 1)) for page in pages.tolist()]
-        hosts = self.store.hosts.page_hosts()
-        sources = np.concatenate([p.sources for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
-        targets = np.concatenate([np.full(len(p.sources), page) for page, p in parts]) if parts else np.zeros(0)
-        nofollow = weights = None
-        if any(p.nofollow is not None for _, p in parts):
-            nofollow = np.concatenate(
-                [p.nofollow if p.nofollow is not None else np.zeros(len(p.sources), bool) for _, p in parts]
-            )
-        if any(p.weights is not None for _, p in parts):
-            weights = np.concatenate(
-                [p.weights if p.weights is not None else np.ones(len(p.sources)) for _, p in parts]
-            )
-        born = np.concatenate([p.born for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
-        outside = hosts[sources] != number
-        links = InSlice(
-            sources[outside],
-            None if nofollow is None else nofollow[outside],
-            None if weights is None else weights[outside],
-            born[outside],
+def since_build(store: Store, since: str) -> int:
+    """A build id from ``since``: a build number, or a date/time (the last build started by then)."""
+    text = since.strip()
+    if text.isdigit():
+        build = int(text)
+        if store.db.execute("SELECT 1 FROM builds WHERE id = ?", (build,)).fetchone() is None:
+            raise StoreError(f"no build {build} (`rankstore builds` lists them)")
+        return build
+    for form in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
+        try:
+            moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(text, form))
+            break
+        except ValueError:
+            continue
+    else:
+        raise StoreError(f"{since!r}: give a build number or a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)")
+    if len(text) == 10:  # a day: the builds of that day are after it
+        moment = moment[:10] + "T00:00:00Z"
+    row = store.db.execute("SELECT max(id) FROM builds WHERE started_at < ?", (moment,)).fetchone()
+    return row[0] or 0
+
+
+def target_links(store: Store, url: str | None = None, host: str | None = None) -> TargetLinks:
+    """The in-links of a page (its links to itself apart), or of every page of a host (links from the host
+    itself left out)."""
+    if host is None:
+        assert url is not None
+        page = store.pages.page_id(url)
+        if page is None:
+            raise StoreError(f"{url}: not in the store")
+        links = in_slice(store, page)
+        own = links.sources == page - 1
+        itself = None
+        if own.any():
+            itself, links = _subset(links, own), _subset(links, ~own)
+        return TargetLinks(
+            links, np.broadcast_to(np.int64(page - 1), (len(links.sources),)), np.array([page - 1]), itself
         )
-        return TargetLinks(links, targets[outside].astype(np.int64), pages)
+    number = store.hosts.host_id(host)
+    if number is None:
+        raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
+    pages = store.hosts.pages_of_host(number)
+    parts = [(page, in_slice(store, int(page) + 1)) for page in pages.tolist()]
+    hosts = store.hosts.page_hosts()
+    sources = np.concatenate([p.sources for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
+    targets = np.concatenate([np.full(len(p.sources), page) for page, p in parts]) if parts else np.zeros(0)
+    nofollow = weights = None
+    if any(p.nofollow is not None for _, p in parts):
+        nofollow = np.concatenate(
+            [p.nofollow if p.nofollow is not None else np.zeros(len(p.sources), bool) for _, p in parts]
+        )
+    if any(p.weights is not None for _, p in parts):
+        weights = np.concatenate([p.weights if p.weights is not None else np.ones(len(p.sources)) for _, p in parts])
+    born = np.concatenate([p.born for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
+    outside = hosts[sources] != number
+    links = InSlice(
+        sources[outside],
+        None if nofollow is None else nofollow[outside],
+        None if weights is None else weights[outside],
+        born[outside],
+    )
+    return TargetLinks(links, targets[outside].astype(np.int64), pages)
 
-    def _graph_build(self) -> int | None:
-        """The build whose graph the in-link arrays hold."""
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'graph_build'").fetchone()
-        return int(row[0]) if row and row[0] else None
 
-    def _unranked_links(self, ranking: Ranking, links: InSlice) -> np.ndarray | None:
-        """Which links the ranked graph did not have (first seen after the build it ranked), or None when it
-        had them all.  A ranking whose build is not known is taken to have had them."""
-        graph = self._graph_build()
-        if ranking.build is None or graph is None or ranking.build >= graph:
-            return None
-        if links.uniform is not None:
-            return None if links.uniform <= ranking.build else np.ones(len(links.sources), dtype=bool)
-        fresh = links.born > ranking.build
-        return fresh if fresh.any() else None
+def _graph_build(store: Store) -> int | None:
+    """The build whose graph the in-link arrays hold."""
+    row = store.db.execute("SELECT value FROM meta WHERE key = 'graph_build'").fetchone()
+    return int(row[0]) if row and row[0] else None
 
-    def backlink_report(
-        self,
-        url: str | None = None,
-        name: str = "pagerank",
-        sort: str = "pagerank",
-        since: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        host: str | None = None,
-    ) -> BacklinkReport:
-        """The backlinks of ``url`` (or of every page of ``host``, from other hosts) with their contribution
-        and share, new since build ``since`` if given."""
-        if sort not in SORTS:
-            raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        with self.snapshot():
-            ranking = self.store.rankings.page_ranking(name)
-            ranking_id = ranking.id
-            arrays = self.store.rankings.ranking_arrays(ranking_id)
-            params = self.store.rankings.ranking_params(ranking_id)
-            found = self.target_links(url, host)
-            links, targets, pages = found.links, found.targets, found.pages
-            counted = _voting(links, params)  # None: every link votes
-            unranked = self._unranked_links(ranking, links)
-            ranked = pages[pages < arrays.pages]
-            pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
-            report = BacklinkReport(url or host or "", pagerank, 0, [], ranked_build=ranking.build)
-            report.unranked = int(unranked.sum()) if unranked is not None else 0
-            # every link's contribution is needed to sort by it, and for a whole host (whose internal links
-            # give it rank too); for one page, the version keeps what all its backlinks give it together
-            contribution = None
-            weighted = links.weights is not None and params.get("weighted", True)
-            # unweighted, a link from v gives votes[v]: sorted by contribution is sorted by the sources' votes
-            by_votes = (
-                sort == "contribution"
-                and host is None
-                and arrays.linked is not None
-                and not weighted
-                and unranked is None
-            )
-            if (sort == "contribution" and not by_votes) or host is not None or arrays.linked is None:
-                contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
-            if arrays.votes is not None and pagerank:
-                itself = self._given_by_itself(arrays, ranking, found.itself, params)
-                report.self_share = itself / pagerank if itself else None
-                if host is None and arrays.linked is not None:
-                    # what the ranked graph's backlinks gave the page, those lost since among them
-                    given = float(arrays.linked[ranked].sum()) - itself
-                else:
-                    assert contribution is not None
-                    given = float(contribution.sum())
-                report.links_share = given / pagerank
-                jump = self._jump(ranking_id, ranked, arrays.pages, params)
-                report.jump_share = jump / pagerank
-                rest = 1.0 - report.links_share - report.jump_share - (report.self_share or 0.0)
-                report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
-            if since is None:
-                chosen = None
-            elif links.uniform is not None:  # one build saw them all: all new since, or none
-                chosen = None if links.uniform > since else np.zeros(len(links.sources), dtype=bool)
+
+def _unranked_links(store: Store, ranking: Ranking, links: InSlice) -> np.ndarray | None:
+    """Which links the ranked graph did not have (first seen after the build it ranked), or None when it
+    had them all.  A ranking whose build is not known is taken to have had them."""
+    graph = _graph_build(store)
+    if ranking.build is None or graph is None or ranking.build >= graph:
+        return None
+    if links.uniform is not None:
+        return None if links.uniform <= ranking.build else np.ones(len(links.sources), dtype=bool)
+    fresh = links.born > ranking.build
+    return fresh if fresh.any() else None
+
+
+def backlink_report(
+    store: Store,
+    url: str | None = None,
+    name: str = "pagerank",
+    sort: str = "pagerank",
+    since: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    host: str | None = None,
+) -> BacklinkReport:
+    """The backlinks of ``url`` (or of every page of ``host``, from other hosts) with their contribution
+    and share, new since build ``since`` if given."""
+    if sort not in SORTS:
+        raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    with store.snapshot():
+        ranking = store.rankings.page_ranking(name)
+        ranking_id = ranking.id
+        arrays = store.rankings.ranking_arrays(ranking_id)
+        params = store.rankings.ranking_params(ranking_id)
+        found = target_links(store, url, host)
+        links, targets, pages = found.links, found.targets, found.pages
+        counted = _voting(links, params)  # None: every link votes
+        unranked = _unranked_links(store, ranking, links)
+        ranked = pages[pages < arrays.pages]
+        pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
+        report = BacklinkReport(url or host or "", pagerank, 0, [], ranked_build=ranking.build)
+        report.unranked = int(unranked.sum()) if unranked is not None else 0
+        # every link's contribution is needed to sort by it, and for a whole host (whose internal links
+        # give it rank too); for one page, the version keeps what all its backlinks give it together
+        contribution = None
+        weighted = links.weights is not None and params.get("weighted", True)
+        # unweighted, a link from v gives votes[v]: sorted by contribution is sorted by the sources' votes
+        by_votes = (
+            sort == "contribution" and host is None and arrays.linked is not None and not weighted and unranked is None
+        )
+        if (sort == "contribution" and not by_votes) or host is not None or arrays.linked is None:
+            contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
+        if arrays.votes is not None and pagerank:
+            itself = _given_by_itself(store, arrays, ranking, found.itself, params)
+            report.self_share = itself / pagerank if itself else None
+            if host is None and arrays.linked is not None:
+                # what the ranked graph's backlinks gave the page, those lost since among them
+                given = float(arrays.linked[ranked].sum()) - itself
             else:
-                chosen = links.born > since
-            report.backlinks = len(links.sources) if chosen is None else int(chosen.sum())
-            if chosen is None and counted is None:
-                followed = None  # all of them: no index array over a million links
-                candidates = links.sources
-            else:
-                mask = chosen if counted is None else counted if chosen is None else chosen & counted
-                assert mask is not None
-                followed = np.flatnonzero(mask)
-                candidates = links.sources[followed]
-            if sort == "contribution" and contribution is not None:
-                values = contribution if followed is None else contribution[followed]
-                order = _largest(values, arrays.positions_of, candidates, offset + limit)[offset:]
-            elif by_votes and arrays.votes is not None:
-                order = arrays.largest_votes_of(candidates, offset + limit)[offset:]
-            else:
-                order = arrays.best_of(candidates, offset + limit)[offset:]
-            picked = order if followed is None else followed[order]
-            if contribution is None:
-                contribution = self._contributions_at(arrays, links, picked, params)
-                at = np.arange(len(picked))
-            else:
-                at = picked
-            report.rows = self._link_rows(arrays, links, picked, contribution, pagerank, targets, at, unranked)
-            if counted is not None:
-                others = np.flatnonzero(~counted if chosen is None else chosen & ~counted)
-                if len(others):
-                    best = arrays.best_of(links.sources[others], limit)
-                    report.nofollow_rows = self._link_rows(
-                        arrays, links, others[best], None, pagerank, targets, None, unranked
-                    )
-        return report
-
-    def _ranked_votes(self, ranking: Ranking, links: InSlice, params: dict) -> np.ndarray | None:
-        """Which links give their target rank in ``ranking``: those that vote and that its graph had."""
-        voting = _voting(links, params)
-        fresh = self._unranked_links(ranking, links)
-        if fresh is not None:
-            voting = ~fresh if voting is None else voting & ~fresh
-        return voting
-
-    def _given_by_itself(self, arrays: RankingArrays, ranking: Ranking, itself: InSlice | None, params: dict) -> float:
-        """What a page's links to itself gave it in the ranked graph (0 without any)."""
-        if itself is None:
-            return 0.0
-        own = self._contributions(arrays, itself, self._ranked_votes(ranking, itself, params), params)
-        return float(own.sum()) if own is not None else 0.0
-
-    def _contributions_at(
-        self, arrays: RankingArrays, links: InSlice, picked: np.ndarray, params: dict
-    ) -> np.ndarray | None:
-        """What the in-links at ``picked`` pass to their target (links that vote only)."""
-        if arrays.votes is None:
-            return None
-        sources = links.sources[picked]
-        values = np.where(sources < arrays.pages, arrays.votes[np.minimum(sources, arrays.pages - 1)], 0.0)
-        if links.weights is not None and params.get("weighted", True):
-            values = values * links.weights[picked]
-        return values
-
-    def _contributions(
-        self, arrays: RankingArrays, links: InSlice, counted: np.ndarray | None, params: dict
-    ) -> np.ndarray | None:
-        """What each in-link passes to its target in this version (0 for a link that casts no vote)."""
-        if arrays.votes is None:
-            return None
-        inside = links.sources < arrays.pages
-        votes = np.zeros(len(links.sources))
-        votes[inside] = arrays.votes[links.sources[inside]]
-        if links.weights is not None and params.get("weighted", True):
-            votes *= links.weights
+                assert contribution is not None
+                given = float(contribution.sum())
+            report.links_share = given / pagerank
+            jump = _jump(store, ranking_id, ranked, arrays.pages, params)
+            report.jump_share = jump / pagerank
+            rest = 1.0 - report.links_share - report.jump_share - (report.self_share or 0.0)
+            report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
+        if since is None:
+            chosen = None
+        elif links.uniform is not None:  # one build saw them all: all new since, or none
+            chosen = None if links.uniform > since else np.zeros(len(links.sources), dtype=bool)
+        else:
+            chosen = links.born > since
+        report.backlinks = len(links.sources) if chosen is None else int(chosen.sum())
+        if chosen is None and counted is None:
+            followed = None  # all of them: no index array over a million links
+            candidates = links.sources
+        else:
+            mask = chosen if counted is None else counted if chosen is None else chosen & counted
+            assert mask is not None
+            followed = np.flatnonzero(mask)
+            candidates = links.sources[followed]
+        if sort == "contribution" and contribution is not None:
+            values = contribution if followed is None else contribution[followed]
+            order = _largest(values, arrays.positions_of, candidates, offset + limit)[offset:]
+        elif by_votes and arrays.votes is not None:
+            order = arrays.largest_votes_of(candidates, offset + limit)[offset:]
+        else:
+            order = arrays.best_of(candidates, offset + limit)[offset:]
+        picked = order if followed is None else followed[order]
+        if contribution is None:
+            contribution = _contributions_at(arrays, links, picked, params)
+            at = np.arange(len(picked))
+        else:
+            at = picked
+        report.rows = _link_rows(store, arrays, links, picked, contribution, pagerank, targets, at, unranked)
         if counted is not None:
-            votes[~counted] = 0.0
-        return votes
-
-    def _jump(self, ranking_id: int, targets: np.ndarray, pages: int, params: dict) -> float:
-        """(1-d)·ΣE(u) over the target pages (indices): what the random jump gives them, E read once."""
-        damping = float(params.get("damping", 0.85))
-        teleport = self.store.rankings.teleport_of(ranking_id)
-        if teleport is None:
-            return (1.0 - damping) * len(targets) / pages
-        ids, weights = teleport
-        return (1.0 - damping) * float(weights[np.isin(ids - 1, targets)].sum())
-
-    def _link_rows(
-        self,
-        arrays: RankingArrays,
-        links: InSlice,
-        picked: np.ndarray,
-        contribution: np.ndarray | None,
-        pagerank: float | None,
-        targets: np.ndarray,
-        where: np.ndarray | None = None,
-        unranked: np.ndarray | None = None,
-    ) -> list[dict]:
-        """Rows for the links at ``picked``; their contributions are ``contribution[where]`` (``picked`` by
-        default: ``contribution`` may hold every link's, or only the picked ones').  A link that ``unranked``
-        marks (new since the ranked build) has no contribution or share."""
-        where = picked if where is None else where
-        indices = links.sources[picked].tolist()
-        rows = self.store.queries.page_rows(arrays, indices)
-        pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
-        anchors: dict[tuple[int, int], str] = {}
-        for start in range(0, len(pairs), 400):
-            chunk = pairs[start : start + 400]
-            anchors.update(
-                ((src, dst), anchor)
-                for src, dst, anchor in self.db.execute(
-                    "SELECT src, dst, anchor FROM link_notes WHERE (src, dst) IN (VALUES "
-                    + ",".join("(?, ?)" for _ in chunk)
-                    + ") AND anchor IS NOT NULL",
-                    [value for pair in chunk for value in pair],
+            others = np.flatnonzero(~counted if chosen is None else chosen & ~counted)
+            if len(others):
+                best = arrays.best_of(links.sources[others], limit)
+                report.nofollow_rows = _link_rows(
+                    store, arrays, links, others[best], None, pagerank, targets, None, unranked
                 )
+    return report
+
+
+def _ranked_votes(store: Store, ranking: Ranking, links: InSlice, params: dict) -> np.ndarray | None:
+    """Which links give their target rank in ``ranking``: those that vote and that its graph had."""
+    voting = _voting(links, params)
+    fresh = _unranked_links(store, ranking, links)
+    if fresh is not None:
+        voting = ~fresh if voting is None else voting & ~fresh
+    return voting
+
+
+def _given_by_itself(
+    store: Store, arrays: RankingArrays, ranking: Ranking, itself: InSlice | None, params: dict
+) -> float:
+    """What a page's links to itself gave it in the ranked graph (0 without any)."""
+    if itself is None:
+        return 0.0
+    own = _contributions(arrays, itself, _ranked_votes(store, ranking, itself, params), params)
+    return float(own.sum()) if own is not None else 0.0
+
+
+def _contributions_at(arrays: RankingArrays, links: InSlice, picked: np.ndarray, params: dict) -> np.ndarray | None:
+    """What the in-links at ``picked`` pass to their target (links that vote only)."""
+    if arrays.votes is None:
+        return None
+    sources = links.sources[picked]
+    values = np.where(sources < arrays.pages, arrays.votes[np.minimum(sources, arrays.pages - 1)], 0.0)
+    if links.weights is not None and params.get("weighted", True):
+        values = values * links.weights[picked]
+    return values
+
+
+def _contributions(
+    arrays: RankingArrays, links: InSlice, counted: np.ndarray | None, params: dict
+) -> np.ndarray | None:
+    """What each in-link passes to its target in this version (0 for a link that casts no vote)."""
+    if arrays.votes is None:
+        return None
+    inside = links.sources < arrays.pages
+    votes = np.zeros(len(links.sources))
+    votes[inside] = arrays.votes[links.sources[inside]]
+    if links.weights is not None and params.get("weighted", True):
+        votes *= links.weights
+    if counted is not None:
+        votes[~counted] = 0.0
+    return votes
+
+
+def _jump(store: Store, ranking_id: int, targets: np.ndarray, pages: int, params: dict) -> float:
+    """(1-d)·ΣE(u) over the target pages (indices): what the random jump gives them, E read once."""
+    damping = float(params.get("damping", 0.85))
+    teleport = store.rankings.teleport_of(ranking_id)
+    if teleport is None:
+        return (1.0 - damping) * len(targets) / pages
+    ids, weights = teleport
+    return (1.0 - damping) * float(weights[np.isin(ids - 1, targets)].sum())
+
+
+def _link_rows(
+    store: Store,
+    arrays: RankingArrays,
+    links: InSlice,
+    picked: np.ndarray,
+    contribution: np.ndarray | None,
+    pagerank: float | None,
+    targets: np.ndarray,
+    where: np.ndarray | None = None,
+    unranked: np.ndarray | None = None,
+) -> list[dict]:
+    """Rows for the links at ``picked``; their contributions are ``contribution[where]`` (``picked`` by
+    default: ``contribution`` may hold every link's, or only the picked ones').  A link that ``unranked``
+    marks (new since the ranked build) has no contribution or share."""
+    where = picked if where is None else where
+    indices = links.sources[picked].tolist()
+    rows = store.queries.page_rows(arrays, indices)
+    pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
+    anchors: dict[tuple[int, int], str] = {}
+    for start in range(0, len(pairs), 400):
+        chunk = pairs[start : start + 400]
+        anchors.update(
+            ((src, dst), anchor)
+            for src, dst, anchor in store.db.execute(
+                "SELECT src, dst, anchor FROM link_notes WHERE (src, dst) IN (VALUES "
+                + ",".join("(?, ?)" for _ in chunk)
+                + ") AND anchor IS NOT NULL",
+                [value for pair in chunk for value in pair],
             )
-        many = len({dst for _, dst in pairs}) > 1
-        urls = self.store.pages.urls_of(sorted({dst for _, dst in pairs})) if many else {}
-        first_seen = links.born[picked].tolist()
-        for row, at, slot, pair, born in zip(rows, picked.tolist(), where.tolist(), pairs, first_seen):
-            row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
-            row["anchor"] = anchors.get(pair)
-            value = float(contribution[slot]) if contribution is not None else (0.0 if row["nofollow"] else None)
-            if unranked is not None and unranked[at]:
-                value = None
-            row["contribution"] = value
-            row["share"] = value / pagerank if value is not None and pagerank else None
-            row["first_seen"] = int(born) or None
-            if many:
-                row["target"] = urls.get(pair[1])
-        return rows
+        )
+    many = len({dst for _, dst in pairs}) > 1
+    urls = store.pages.urls_of(sorted({dst for _, dst in pairs})) if many else {}
+    first_seen = links.born[picked].tolist()
+    for row, at, slot, pair, born in zip(rows, picked.tolist(), where.tolist(), pairs, first_seen):
+        row["nofollow"] = bool(links.nofollow[at]) if links.nofollow is not None else False
+        row["anchor"] = anchors.get(pair)
+        value = float(contribution[slot]) if contribution is not None else (0.0 if row["nofollow"] else None)
+        if unranked is not None and unranked[at]:
+            value = None
+        row["contribution"] = value
+        row["share"] = value / pagerank if value is not None and pagerank else None
+        row["first_seen"] = int(born) or None
+        if many:
+            row["target"] = urls.get(pair[1])
+    return rows
 
-    def lost_backlinks(
-        self, url: str, name: str = "pagerank", since: int | None = None, limit: int = 50, offset: int = 0
-    ) -> list[dict]:
-        """Links to ``url`` that a recrawl of their source page no longer found (and that have not come back),
-        lost after build ``since`` if given; best PageRank of the source first.  A page's lost link to itself
-        is no lost backlink, as its link to itself is no backlink."""
-        with self.snapshot():
-            arrays = self.store.rankings.ranking_arrays(self.store.rankings.ranking_head(name)[0])
-            target = self.store.pages.page_id(url)
-            if target is None:
-                raise StoreError(f"{url}: not in the store")
-            lost = self.db.execute(
-                "SELECT src, first_build, last_build, lost_build FROM lost_links"
-                " WHERE dst = ? AND src != dst AND lost_build > ? ORDER BY lost_build DESC",
-                (target, since or 0),
-            ).fetchall()
-            present = set((self.in_slice(target).sources + 1).tolist())
-            latest: dict[int, tuple] = {}
-            for src, first, last, gone in lost:  # newest loss of each source, if the link is still gone
-                if src not in present and src not in latest:
-                    latest[src] = (first, last, gone)
-            sources = np.array(sorted(latest), dtype=np.int64) - 1
-            best = arrays.best_of(sources, offset + limit)[offset:] if len(sources) else np.zeros(0, dtype=np.int64)
-            indices = sources[best].tolist()
-            rows = self.store.queries.page_rows(arrays, indices) if indices else []
-        for row, index in zip(rows, indices):
-            first, last, gone = latest[index + 1]
-            row.update(first_seen=first, last_seen=last, lost_in=gone)
-        return rows
 
-    def build_history(self) -> list[dict]:
-        """Each build with the links it found new and the links it lost."""
-        born: dict[int, int] = {}
-        for (blob,) in self.db.execute("SELECT born FROM in_links"):
-            if blob:
-                for build, count in zip(*np.unique(np.frombuffer(blob, dtype=">i4"), return_counts=True)):
-                    born[int(build)] = born.get(int(build), 0) + int(count)
-        uniform = self.graph_born()
-        if uniform:
-            total = self.db.execute("SELECT value FROM meta WHERE key = 'graph_links'").fetchone()
-            born[uniform] = born.get(uniform, 0) + (int(total[0]) if total else 0)
-        for build, count in self.db.execute(
-            "SELECT first_build, count(*) FROM lost_links WHERE first_build IS NOT NULL GROUP BY first_build"
-        ):
-            born[build] = born.get(build, 0) + count  # found by that build, lost since
-        lost = dict(self.db.execute("SELECT lost_build, count(*) FROM lost_links GROUP BY lost_build"))
+def lost_backlinks(
+    store: Store, url: str, name: str = "pagerank", since: int | None = None, limit: int = 50, offset: int = 0
+) -> list[dict]:
+    """Links to ``url`` that a recrawl of their source page no longer found (and that have not come back),
+    lost after build ``since`` if given; best PageRank of the source first.  A page's lost link to itself
+    is no lost backlink, as its link to itself is no backlink."""
+    with store.snapshot():
+        arrays = store.rankings.ranking_arrays(store.rankings.ranking_head(name)[0])
+        target = store.pages.page_id(url)
+        if target is None:
+            raise StoreError(f"{url}: not in the store")
+        lost = store.db.execute(
+            "SELECT src, first_build, last_build, lost_build FROM lost_links"
+            " WHERE dst = ? AND src != dst AND lost_build > ? ORDER BY lost_build DESC",
+            (target, since or 0),
+        ).fetchall()
+        present = set((in_slice(store, target).sources + 1).tolist())
+        latest: dict[int, tuple] = {}
+        for src, first, last, gone in lost:  # newest loss of each source, if the link is still gone
+            if src not in present and src not in latest:
+                latest[src] = (first, last, gone)
+        sources = np.array(sorted(latest), dtype=np.int64) - 1
+        best = arrays.best_of(sources, offset + limit)[offset:] if len(sources) else np.zeros(0, dtype=np.int64)
+        indices = sources[best].tolist()
+        rows = store.queries.page_rows(arrays, indices) if indices else []
+    for row, index in zip(rows, indices):
+        first, last, gone = latest[index + 1]
+        row.update(first_seen=first, last_seen=last, lost_in=gone)
+    return rows
+
+
+def build_history(store: Store) -> list[dict]:
+    """Each build with the links it found new and the links it lost."""
+    born: dict[int, int] = {}
+    for (blob,) in store.db.execute("SELECT born FROM in_links"):
+        if blob:
+            for build, count in zip(*np.unique(np.frombuffer(blob, dtype=">i4"), return_counts=True)):
+                born[int(build)] = born.get(int(build), 0) + int(count)
+    uniform = graph_born(store)
+    if uniform:
+        total = store.db.execute("SELECT value FROM meta WHERE key = 'graph_links'").fetchone()
+        born[uniform] = born.get(uniform, 0) + (int(total[0]) if total else 0)
+    for build, count in store.db.execute(
+        "SELECT first_build, count(*) FROM lost_links WHERE first_build IS NOT NULL GROUP BY first_build"
+    ):
+        born[build] = born.get(build, 0) + count  # found by that build, lost since
+    lost = dict(store.db.execute("SELECT lost_build, count(*) FROM lost_links GROUP BY lost_build"))
+    return [
+        {
+            "build": build_id,
+            "started_at": started,
+            "finished_at": finished,
+            "status": status,
+            "pages": pages,
+            "links": links,
+            "new_links": born.get(build_id, 0),
+            "lost_links": lost.get(build_id, 0),
+        }
+        for build_id, started, finished, status, pages, links in store.db.execute(
+            "SELECT id, started_at, finished_at, status, pages, links FROM builds ORDER BY id"
+        )
+    ]
+
+
+# ---------------------------------------------------------------- hosts and sites: backlinks folded into
+# referring hosts, whole sites as targets, link intersect, host rank beside page rank
+
+
+def _newest_of_level(store: Store, name: str, level: str) -> tuple[int, RankingArrays] | None:
+    """(id, arrays) of the newest ranking ``name`` of ``level`` ('host' or 'site'), or None when there is none.
+
+    Named apart from :func:`host_ranking`, whose name the views that take a host ranking's name
+    (``host_ranking=``) would hide."""
+    row = store.db.execute(
+        "SELECT id FROM rankings WHERE name = ? AND level = ? ORDER BY version DESC LIMIT 1", (name, level)
+    ).fetchone()
+    return (row[0], store.rankings.ranking_arrays(row[0])) if row else None
+
+
+def host_ranking(store: Store, name: str = "hostrank") -> tuple[int, RankingArrays] | None:
+    """(id, arrays) of the newest host-level ranking ``name``, or None when there is none."""
+    return _newest_of_level(store, name, "host")
+
+
+def host_ranks_of(
+    store: Store, page_indices: Sequence[int], name: str = "hostrank"
+) -> list[tuple[str, float | None, int | None]]:
+    """(host, host PageRank, host rank) of each page, from the newest host ranking (None without one)."""
+    hosts = store.hosts.page_hosts()
+    found = host_ranking(store, name)
+    ids = [int(hosts[i]) if i < len(hosts) else 0 for i in page_indices]
+    names = store.hosts.host_names(set(ids) - {0})
+    out = []
+    for host in ids:
+        score = rank = None
+        if found is not None and 0 < host <= found[1].pages:
+            score, rank = float(found[1].scores[host - 1]), int(found[1].position[host - 1]) + 1
+        out.append((names.get(host, ""), score, rank))
+    return out
+
+
+def referring_hosts(
+    store: Store,
+    url: str | None = None,
+    host: str | None = None,
+    name: str = "pagerank",
+    sort: str = "pagerank",
+    since: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    host_ranking: str = "hostrank",
+) -> list[dict]:
+    """The hosts linking to a page (or to a host's pages): how many of their pages link, their best
+    page, their host rank and the PageRank their links pass on, best first (by host rank where there is
+    a host ranking, else by best page; or by summed contribution)."""
+    with store.snapshot():
+        ranking = store.rankings.page_ranking(name)
+        arrays = store.rankings.ranking_arrays(ranking.id)
+        params = store.rankings.ranking_params(ranking.id)
+        found = target_links(store, url, host)
+        links, pages = found.links, found.pages
+        contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
+        if since is None or (links.uniform is not None and links.uniform > since):
+            sources, values = links.sources, contribution
+        else:
+            chosen = links.born > since
+            sources = links.sources[chosen]
+            values = contribution[chosen] if contribution is not None else None
+        hosts = store.hosts.page_hosts()[sources]
+        order = np.argsort(hosts, kind="stable")  # by host
+        hosts_sorted, sources_sorted = hosts[order], sources[order]
+        starts = (
+            np.flatnonzero(np.concatenate([[True], hosts_sorted[1:] != hosts_sorted[:-1]]))
+            if len(order)
+            else np.zeros(0, dtype=np.int64)
+        )
+        ends = np.append(starts[1:], len(order))
+        group_hosts = hosts_sorted[starts]
+        # each host's best page: the smallest position in the order by score
+        best_pages = sources_sorted[starts].astype(np.int64)
+        if len(starts):
+            best = np.minimum.reduceat(arrays.positions_of(sources_sorted), starts)
+            ranked_best = best < arrays.pages  # a host whose linking pages are all newer than the version: any
+            best_pages[ranked_best] = arrays.best[best[ranked_best]]
+        if host is None:  # one target page: each linking page links to it once
+            distinct = ends - starts
+        else:
+            distinct = _distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
+        summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
+        ranked = _newest_of_level(store, host_ranking, "host")
+        host_scores = np.full(len(group_hosts), np.nan)
+        host_positions = np.full(len(group_hosts), -1, dtype=np.int64)
+        if ranked is not None:
+            inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
+            host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
+            host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
+        if sort == "contribution" and summed is not None:
+            pick = np.lexsort((arrays.positions_of(best_pages), -summed))
+        elif ranked is not None:
+            pick = np.lexsort((arrays.positions_of(best_pages), np.where(host_positions < 0, 1 << 40, host_positions)))
+        else:
+            pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
+        pick = pick[offset : offset + limit]
+        names = store.hosts.host_names(group_hosts[pick].tolist())
+        best_rows = store.queries.page_rows(arrays, best_pages[pick].tolist())
+        total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
+    rows = []
+    for at, page in zip(pick.tolist(), best_rows):
+        value = float(summed[at]) if summed is not None else None
+        rows.append(
+            {
+                "host": names.get(int(group_hosts[at]), ""),
+                "pages": int(distinct[at]),
+                "links": int(ends[at] - starts[at]),
+                "best_url": page["url"],
+                "best_pagerank": page["pagerank"],
+                "host_pagerank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
+                "host_rank": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
+                "contribution": value,
+                "share": value / total if value is not None and total else None,
+            }
+        )
+    return rows
+
+
+def _distinct_counts(hosts: np.ndarray, sources: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Distinct pages of each host's run (hosts sorted; a page may link to several pages of a site)."""
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
+    key = np.unique(hosts.astype(np.int64) << 32 | sources)
+    return np.unique(key >> 32, return_counts=True)[1]
+
+
+def intersect(
+    store: Store,
+    targets: Sequence[tuple[str | None, str | None]],
+    mine: Sequence[tuple[str | None, str | None]] = (),
+    name: str = "pagerank",
+    by_host: bool = False,
+    limit: int = 50,
+    offset: int = 0,
+    host_ranking: str = "hostrank",
+) -> list[dict]:
+    """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first:
+    pages by page ranking ``name``, hosts by host ranking ``host_ranking`` (where there is one)."""
+    with store.snapshot():
+        arrays = None if by_host else store.rankings.ranking_arrays(store.rankings.page_head(name)[0])
+        hosts = store.hosts.page_hosts() if by_host else None
+
+        def linking(target: tuple[str | None, str | None]) -> np.ndarray:
+            sources = target_links(store, *target).links.sources.astype(np.int64)
+            return np.unique(hosts[sources] if hosts is not None else sources)
+
+        common = None
+        for target in targets:
+            found = linking(target)
+            common = found if common is None else np.intersect1d(common, found, assume_unique=True)
+        common = common if common is not None else np.zeros(0, dtype=np.int64)
+        for target in mine:
+            common = np.setdiff1d(common, linking(target), assume_unique=True)
+        if arrays is not None:
+            chosen = common[arrays.best_of(common, offset + limit)[offset:]]
+            return store.queries.page_rows(arrays, chosen.tolist())
+        ranked = _newest_of_level(store, host_ranking, "host")
+        if ranked is not None:
+            positions = np.where(
+                (common > 0) & (common <= ranked[1].pages),
+                ranked[1].position[np.clip(common - 1, 0, None)],
+                1 << 40,
+            )
+            chosen = common[np.argsort(positions, kind="stable")[offset : offset + limit]]
+        else:
+            chosen = common[offset : offset + limit]
+        names = store.hosts.host_names(chosen.tolist())
         return [
             {
-                "build": build_id,
-                "started_at": started,
-                "finished_at": finished,
-                "status": status,
-                "pages": pages,
-                "links": links,
-                "new_links": born.get(build_id, 0),
-                "lost_links": lost.get(build_id, 0),
+                "host": names.get(int(h), ""),
+                "host_pagerank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
+                "host_rank": int(ranked[1].position[h - 1]) + 1 if ranked and 0 < h <= ranked[1].pages else None,
             }
-            for build_id, started, finished, status, pages, links in self.db.execute(
-                "SELECT id, started_at, finished_at, status, pages, links FROM builds ORDER BY id"
-            )
+            for h in chosen.tolist()
         ]
 
-    # ---------------------------------------------------------------- hosts and sites: backlinks folded into
-    # referring hosts, whole sites as targets, link intersect, host rank beside page rank
 
-    def host_ranking(self, name: str = "hostrank") -> tuple[int, RankingArrays] | None:
-        """(id, arrays) of the newest host-level ranking ``name``, or None when there is none."""
-        row = self.db.execute(
-            "SELECT id FROM rankings WHERE name = ? AND level = 'host' ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone()
-        return (row[0], self.store.rankings.ranking_arrays(row[0])) if row else None
-
-    def host_ranks_of(
-        self, page_indices: Sequence[int], name: str = "hostrank"
-    ) -> list[tuple[str, float | None, int | None]]:
-        """(host, host PageRank, host rank) of each page, from the newest host ranking (None without one)."""
-        hosts = self.store.hosts.page_hosts()
-        found = self.host_ranking(name)
-        ids = [int(hosts[i]) if i < len(hosts) else 0 for i in page_indices]
-        names = self.store.hosts.host_names(set(ids) - {0})
-        out = []
-        for host in ids:
-            score = rank = None
-            if found is not None and 0 < host <= found[1].pages:
-                score, rank = float(found[1].scores[host - 1]), int(found[1].position[host - 1]) + 1
-            out.append((names.get(host, ""), score, rank))
-        return out
-
-    def referring_hosts(
-        self,
-        url: str | None = None,
-        host: str | None = None,
-        name: str = "pagerank",
-        sort: str = "pagerank",
-        since: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        host_ranking: str = "hostrank",
-    ) -> list[dict]:
-        """The hosts linking to a page (or to a host's pages): how many of their pages link, their best
-        page, their host rank and the PageRank their links pass on, best first (by host rank where there is
-        a host ranking, else by best page; or by summed contribution)."""
-        with self.snapshot():
-            ranking = self.store.rankings.page_ranking(name)
-            arrays = self.store.rankings.ranking_arrays(ranking.id)
-            params = self.store.rankings.ranking_params(ranking.id)
-            found = self.target_links(url, host)
-            links, pages = found.links, found.pages
-            contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
-            if since is None or (links.uniform is not None and links.uniform > since):
-                sources, values = links.sources, contribution
-            else:
-                chosen = links.born > since
-                sources = links.sources[chosen]
-                values = contribution[chosen] if contribution is not None else None
-            hosts = self.store.hosts.page_hosts()[sources]
-            order = np.argsort(hosts, kind="stable")  # by host
-            hosts_sorted, sources_sorted = hosts[order], sources[order]
-            starts = (
-                np.flatnonzero(np.concatenate([[True], hosts_sorted[1:] != hosts_sorted[:-1]]))
-                if len(order)
-                else np.zeros(0, dtype=np.int64)
+def anchors(store: Store, url: str, name: str = "pagerank", limit: int = 50) -> list[dict]:
+    """The anchor texts of the links to ``url``, grouped (case and spacing folded), by summed contribution."""
+    with store.snapshot():
+        ranking = store.rankings.page_ranking(name)
+        arrays = store.rankings.ranking_arrays(ranking.id)
+        params = store.rankings.ranking_params(ranking.id)
+        target = store.pages.page_id(url)
+        if target is None:
+            raise StoreError(f"{url}: not in the store")
+        links = in_slice(store, target)
+        contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
+        by_source = dict(
+            zip(
+                (links.sources + 1).tolist(),
+                contribution.tolist() if contribution is not None else [None] * len(links.sources),
             )
-            ends = np.append(starts[1:], len(order))
-            group_hosts = hosts_sorted[starts]
-            # each host's best page: the smallest position in the order by score
-            best_pages = sources_sorted[starts].astype(np.int64)
-            if len(starts):
-                best = np.minimum.reduceat(arrays.positions_of(sources_sorted), starts)
-                ranked_best = best < arrays.pages  # a host whose linking pages are all newer than the version: any
-                best_pages[ranked_best] = arrays.best[best[ranked_best]]
-            if host is None:  # one target page: each linking page links to it once
-                distinct = ends - starts
-            else:
-                distinct = self._distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
-            summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
-            ranked = self.host_ranking(host_ranking)
-            host_scores = np.full(len(group_hosts), np.nan)
-            host_positions = np.full(len(group_hosts), -1, dtype=np.int64)
-            if ranked is not None:
-                inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
-                host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
-                host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
-            if sort == "contribution" and summed is not None:
-                pick = np.lexsort((arrays.positions_of(best_pages), -summed))
-            elif ranked is not None:
-                pick = np.lexsort(
-                    (arrays.positions_of(best_pages), np.where(host_positions < 0, 1 << 40, host_positions))
-                )
-            else:
-                pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
-            pick = pick[offset : offset + limit]
-            names = self.store.hosts.host_names(group_hosts[pick].tolist())
-            best_rows = self.store.queries.page_rows(arrays, best_pages[pick].tolist())
-            total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
-        rows = []
-        for at, page in zip(pick.tolist(), best_rows):
-            value = float(summed[at]) if summed is not None else None
-            rows.append(
-                {
-                    "host": names.get(int(group_hosts[at]), ""),
-                    "pages": int(distinct[at]),
-                    "links": int(ends[at] - starts[at]),
-                    "best_url": page["url"],
-                    "best_pagerank": page["pagerank"],
-                    "host_pagerank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
-                    "host_rank": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
-                    "contribution": value,
-                    "share": value / total if value is not None and total else None,
-                }
+        )
+        groups: dict[str, dict] = {}
+        for src, anchor in store.db.execute(
+            "SELECT src, anchor FROM link_notes WHERE dst = ?1 AND src != ?1 AND anchor IS NOT NULL", (target,)
+        ):
+            text = " ".join(anchor.split())
+            group = groups.setdefault(text.casefold(), {"anchor": text, "links": 0, "contribution": 0.0})
+            group["links"] += 1
+            value = by_source.get(src)
+            if value is not None:
+                group["contribution"] += value
+    rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
+    return rows[:limit]
+
+
+def level_ranking(store: Store, name: str, level: str) -> Ranking:
+    """The newest version of ranking ``name``, which must rank ``level`` ('host' or 'site')."""
+    ranking = store.rankings.ranking(name)
+    if ranking.level != level:
+        raise StoreError(
+            f"{name} ranks {ranking.level}s, not {level}s: `rankstore rank --level {level}` ranks the {level}s"
+        )
+    return ranking
+
+
+def host_level_ranking(store: Store, name: str = "hostrank") -> Ranking:
+    """The newest version of ranking ``name``, which must rank hosts."""
+    return level_ranking(store, name, "host")
+
+
+def _level_rows(store: Store, level: str, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+    """Rows of hosts (or sites) by index in a ranking of their level (id - 1), keyed by the level: a
+    host's ``host``, ``pages`` (its pages) and ``hosts`` (hosts ranked), a site's ``site``, ``hosts`` (its
+    hosts) and ``sites``; and ``pagerank``, ``position``, ``inlinks`` (None for one newer than the
+    version)."""
+    table, members = _LEVEL_TABLES[level]
+    ids = [i + 1 for i in indices]
+    known: dict[int, tuple[str, int]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        known.update(
+            (row[0], row[1:])
+            for row in store.db.execute(
+                f"SELECT id, name, {members} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk
             )
-        return rows
+        )
+    rows = []
+    for index in indices:
+        name, count = known.get(index + 1, ("", 0))
+        ranked = index < arrays.pages
+        rows.append(
+            {
+                level: name,
+                "pagerank": float(arrays.scores[index]) if ranked else None,
+                "position": int(arrays.position[index]) if ranked else None,
+                "inlinks": int(arrays.inlinks[index]) if ranked else None,
+                members: count,
+                table: arrays.pages,
+            }
+        )
+    return rows
 
-    @staticmethod
-    def _distinct_counts(hosts: np.ndarray, sources: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        """Distinct pages of each host's run (hosts sorted; a page may link to several pages of a site)."""
-        if not len(starts):
-            return np.zeros(0, dtype=np.int64)
-        key = np.unique(hosts.astype(np.int64) << 32 | sources)
-        return np.unique(key >> 32, return_counts=True)[1]
 
-    def intersect(
-        self,
-        targets: Sequence[tuple[str | None, str | None]],
-        mine: Sequence[tuple[str | None, str | None]] = (),
-        name: str = "pagerank",
-        by_host: bool = False,
-        limit: int = 50,
-        offset: int = 0,
-        host_ranking: str = "hostrank",
-    ) -> list[dict]:
-        """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first:
-        pages by page ranking ``name``, hosts by host ranking ``host_ranking`` (where there is one)."""
-        with self.snapshot():
-            arrays = None if by_host else self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
-            hosts = self.store.hosts.page_hosts() if by_host else None
+def top_nodes(store: Store, name: str, level: str, limit: int = 15, offset: int = 0) -> list[dict]:
+    """The best hosts (or sites) of a ranking of that level (rows of :func:`_level_rows`)."""
+    with store.snapshot():
+        arrays = store.rankings.ranking_arrays(level_ranking(store, name, level).id)
+        return _level_rows(store, level, arrays, arrays.best[offset : offset + limit].tolist())
 
-            def linking(target: tuple[str | None, str | None]) -> np.ndarray:
-                sources = self.target_links(*target).links.sources.astype(np.int64)
-                return np.unique(hosts[sources] if hosts is not None else sources)
 
-            common = None
-            for target in targets:
-                found = linking(target)
-                common = found if common is None else np.intersect1d(common, found, assume_unique=True)
-            common = common if common is not None else np.zeros(0, dtype=np.int64)
-            for target in mine:
-                common = np.setdiff1d(common, linking(target), assume_unique=True)
-            if arrays is not None:
-                chosen = common[arrays.best_of(common, offset + limit)[offset:]]
-                return self.store.queries.page_rows(arrays, chosen.tolist())
-            ranked = self.host_ranking(host_ranking)
-            if ranked is not None:
-                positions = np.where(
-                    (common > 0) & (common <= ranked[1].pages),
-                    ranked[1].position[np.clip(common - 1, 0, None)],
-                    1 << 40,
-                )
-                chosen = common[np.argsort(positions, kind="stable")[offset : offset + limit]]
-            else:
-                chosen = common[offset : offset + limit]
-            names = self.store.hosts.host_names(chosen.tolist())
-            return [
-                {
-                    "host": names.get(int(h), ""),
-                    "host_pagerank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
-                    "host_rank": int(ranked[1].position[h - 1]) + 1 if ranked and 0 < h <= ranked[1].pages else None,
-                }
-                for h in chosen.tolist()
-            ]
+def top_hosts(store: Store, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
+    """The best hosts of a host ranking (rows of :func:`_level_rows`)."""
+    return top_nodes(store, name, "host", limit, offset)
 
-    def anchors(self, url: str, name: str = "pagerank", limit: int = 50) -> list[dict]:
-        """The anchor texts of the links to ``url``, grouped (case and spacing folded), by summed contribution."""
-        with self.snapshot():
-            ranking = self.store.rankings.page_ranking(name)
-            arrays = self.store.rankings.ranking_arrays(ranking.id)
-            params = self.store.rankings.ranking_params(ranking.id)
-            target = self.store.pages.page_id(url)
-            if target is None:
-                raise StoreError(f"{url}: not in the store")
-            links = self.in_slice(target)
-            contribution = self._contributions(arrays, links, self._ranked_votes(ranking, links, params), params)
-            by_source = dict(
-                zip(
-                    (links.sources + 1).tolist(),
-                    contribution.tolist() if contribution is not None else [None] * len(links.sources),
-                )
-            )
-            groups: dict[str, dict] = {}
-            for src, anchor in self.db.execute(
-                "SELECT src, anchor FROM link_notes WHERE dst = ?1 AND src != ?1 AND anchor IS NOT NULL", (target,)
-            ):
-                text = " ".join(anchor.split())
-                group = groups.setdefault(text.casefold(), {"anchor": text, "links": 0, "contribution": 0.0})
-                group["links"] += 1
-                value = by_source.get(src)
-                if value is not None:
-                    group["contribution"] += value
-        rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
-        return rows[:limit]
 
-    def level_ranking(self, name: str, level: str) -> Ranking:
-        """The newest version of ranking ``name``, which must rank ``level`` ('host' or 'site')."""
-        ranking = self.store.rankings.ranking(name)
-        if ranking.level != level:
-            raise StoreError(
-                f"{name} ranks {ranking.level}s, not {level}s: `rankstore rank --level {level}` ranks the {level}s"
-            )
-        return ranking
+def top_sites(store: Store, name: str = "siterank", limit: int = 15, offset: int = 0) -> list[dict]:
+    """The best sites of a site ranking (rows of :func:`_level_rows`)."""
+    return top_nodes(store, name, "site", limit, offset)
 
-    def host_level_ranking(self, name: str = "hostrank") -> Ranking:
-        """The newest version of ranking ``name``, which must rank hosts."""
-        return self.level_ranking(name, "host")
 
-    def _level_rows(self, level: str, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
-        """Rows of hosts (or sites) by index in a ranking of their level (id - 1), keyed by the level: a
-        host's ``host``, ``pages`` (its pages) and ``hosts`` (hosts ranked), a site's ``site``, ``hosts`` (its
-        hosts) and ``sites``; and ``pagerank``, ``position``, ``inlinks`` (None for one newer than the
-        version)."""
-        table, members = _LEVEL_TABLES[level]
-        ids = [i + 1 for i in indices]
-        known: dict[int, tuple[str, int]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            known.update(
-                (row[0], row[1:])
-                for row in self.db.execute(
-                    f"SELECT id, name, {members} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk
-                )
-            )
-        rows = []
-        for index in indices:
-            name, count = known.get(index + 1, ("", 0))
-            ranked = index < arrays.pages
-            rows.append(
-                {
-                    level: name,
-                    "pagerank": float(arrays.scores[index]) if ranked else None,
-                    "position": int(arrays.position[index]) if ranked else None,
-                    "inlinks": int(arrays.inlinks[index]) if ranked else None,
-                    members: count,
-                    table: arrays.pages,
-                }
-            )
-        return rows
+def lookup_nodes(store: Store, names: Sequence[str], name: str, level: str) -> dict[str, dict]:
+    """Rows of :func:`_level_rows` for hosts (or sites) by name, from ranking ``name`` of that level; those
+    not in the store are left out."""
+    number_of = store.hosts.host_id if level == "host" else store.sites.site_id
+    with store.snapshot():
+        arrays = store.rankings.ranking_arrays(level_ranking(store, name, level).id)
+        ids = {node: number_of(node) for node in dict.fromkeys(names)}
+        present = {node: number for node, number in ids.items() if number is not None}
+        rows = _level_rows(store, level, arrays, [number - 1 for number in present.values()])
+    return dict(zip(present, rows))
 
-    def top_nodes(self, name: str, level: str, limit: int = 15, offset: int = 0) -> list[dict]:
-        """The best hosts (or sites) of a ranking of that level (rows of :meth:`_level_rows`)."""
-        with self.snapshot():
-            arrays = self.store.rankings.ranking_arrays(self.level_ranking(name, level).id)
-            return self._level_rows(level, arrays, arrays.best[offset : offset + limit].tolist())
 
-    def top_hosts(self, name: str = "hostrank", limit: int = 15, offset: int = 0) -> list[dict]:
-        """The best hosts of a host ranking (rows of :meth:`_level_rows`)."""
-        return self.top_nodes(name, "host", limit, offset)
+def lookup_hosts(store: Store, hosts: Sequence[str], name: str = "hostrank") -> dict[str, dict]:
+    """Rows of :func:`_level_rows` for hosts by name, from host ranking ``name``; hosts not in the store
+    are left out."""
+    return lookup_nodes(store, hosts, name, "host")
 
-    def top_sites(self, name: str = "siterank", limit: int = 15, offset: int = 0) -> list[dict]:
-        """The best sites of a site ranking (rows of :meth:`_level_rows`)."""
-        return self.top_nodes(name, "site", limit, offset)
 
-    def lookup_nodes(self, names: Sequence[str], name: str, level: str) -> dict[str, dict]:
-        """Rows of :meth:`_level_rows` for hosts (or sites) by name, from ranking ``name`` of that level; those
-        not in the store are left out."""
-        number_of = self.store.hosts.host_id if level == "host" else self.store.sites.site_id
-        with self.snapshot():
-            arrays = self.store.rankings.ranking_arrays(self.level_ranking(name, level).id)
-            ids = {node: number_of(node) for node in dict.fromkeys(names)}
-            present = {node: number for node, number in ids.items() if number is not None}
-            rows = self._level_rows(level, arrays, [number - 1 for number in present.values()])
-        return dict(zip(present, rows))
+def lookup_sites(store: Store, sites: Sequence[str], name: str = "siterank") -> dict[str, dict]:
+    """Rows of :func:`_level_rows` for sites by name, from site ranking ``name``; sites not in the store
+    are left out."""
+    return lookup_nodes(store, sites, name, "site")
 
-    def lookup_hosts(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, dict]:
-        """Rows of :meth:`_level_rows` for hosts by name, from host ranking ``name``; hosts not in the store
-        are left out."""
-        return self.lookup_nodes(hosts, name, "host")
 
-    def lookup_sites(self, sites: Sequence[str], name: str = "siterank") -> dict[str, dict]:
-        """Rows of :meth:`_level_rows` for sites by name, from site ranking ``name``; sites not in the store
-        are left out."""
-        return self.lookup_nodes(sites, name, "site")
+def site_ranking(store: Store, name: str = "siterank") -> tuple[int, RankingArrays] | None:
+    """(id, arrays) of the newest site-level ranking ``name``, or None when there is none."""
+    return _newest_of_level(store, name, "site")
 
-    def site_ranking(self, name: str = "siterank") -> tuple[int, RankingArrays] | None:
-        """(id, arrays) of the newest site-level ranking ``name``, or None when there is none."""
-        row = self.db.execute(
-            "SELECT id FROM rankings WHERE name = ? AND level = 'site' ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone()
-        return (row[0], self.store.rankings.ranking_arrays(row[0])) if row else None
 
-    def host_ranks(self, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
-        """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""
-        found = self.host_ranking(name)
-        if found is None:
-            return {}
-        _, arrays = found
-        out = {}
-        for host in set(hosts):
-            number = self.store.hosts.host_id(host)
-            if number is not None and number <= arrays.pages:
-                out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
-        return out
+def host_ranks(store: Store, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
+    """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""
+    found = host_ranking(store, name)
+    if found is None:
+        return {}
+    _, arrays = found
+    out = {}
+    for host in set(hosts):
+        number = store.hosts.host_id(host)
+        if number is not None and number <= arrays.pages:
+            out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
+    return out

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import analysis
 from .base import Part
 from .errors import StoreError
 from .pages import url_keys
@@ -112,7 +113,7 @@ class Levels(Part):
         if level not in _TABLES:
             raise StoreError(f"{level!r}: a level above pages is one of {', '.join(_TABLES)}")
         if name:
-            return self.store.analysis.level_ranking(name, level)
+            return analysis.level_ranking(self.store, name, level)
         row = self.db.execute(
             "SELECT coalesce((SELECT name FROM rankings WHERE name = ?1 AND level = ?2 LIMIT 1),"
             " (SELECT name FROM rankings WHERE level = ?2 ORDER BY id DESC LIMIT 1))",
@@ -240,7 +241,7 @@ class Levels(Part):
 
     def _level_sources(self, pages: np.ndarray) -> np.ndarray:
         """The page indices of the links into ``pages``, one per link."""
-        parts = [self.store.analysis.in_slice(int(page) + 1).sources for page in pages.tolist()]
+        parts = [analysis.in_slice(self.store, int(page) + 1).sources for page in pages.tolist()]
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def _level_of_pages(self, level: str, pages: np.ndarray) -> np.ndarray:
