@@ -55,7 +55,7 @@ def _pair(source: str, folder) -> Pair:
     for path in paths:
         shutil.copy(source, path)
     with Store(source, readonly=True) as store:
-        rows = store.page_urls(store.last_page_id())
+        rows = store.pages.page_urls(store.pages.last_page_id())
     return Pair(paths[0], paths[1], tuple(url for _, url in sorted(rows)))
 
 
@@ -69,7 +69,7 @@ def weighted(python_doc_store, tmp_path_factory) -> Pair:
     """The python-docs links as an edge list ``SRC DST WEIGHT``, each weight 1 to 5 by the link's ends."""
     folder = tmp_path_factory.mktemp("weighted")
     with Store(python_doc_store, readonly=True) as store:
-        _, links = store.dump()
+        _, links = store.pages.dump()
     lines = [f"{src} {dst} {1 + (len(src) * 7 + len(dst) * 3) % 5}" for src, dst, *_ in links if src != dst]
     edges = folder / "edges.txt"
     edges.write_text("\n".join(lines) + "\n")
@@ -77,7 +77,7 @@ def weighted(python_doc_store, tmp_path_factory) -> Pair:
     status, output = _cli(["build", str(edges), "--store", built])
     assert status == 0, output
     with Store(built, readonly=True) as store:
-        assert store.in_links().weights is not None and len(set(store.in_links().weights.tolist())) == 5
+        assert store.graph.in_links().weights is not None and len(set(store.graph.in_links().weights.tolist())) == 5
     return _pair(built, folder / "pair")
 
 
@@ -101,8 +101,8 @@ def _rank_both(pair: Pair, *args: str) -> None:
 
 def _scores(path: str, name: str) -> tuple[np.ndarray, np.ndarray | None, dict]:
     with Store(path, readonly=True) as store:
-        ranking = store.ranking(name)
-        arrays = store.ranking_arrays(ranking.id)
+        ranking = store.rankings.ranking(name)
+        arrays = store.rankings.ranking_arrays(ranking.id)
         return arrays.scores.copy(), None if arrays.extra is None else arrays.extra.copy(), dict(ranking.params)
 
 
