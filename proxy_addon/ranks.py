@@ -127,6 +127,55 @@ class _Head:
         return (self.host.ranking_id if self.host else 0, self.site.ranking_id if self.site else 0)
 
 
+class KnownPages(NamedTuple):
+    """What is known of URLs in one version of the page ranking."""
+
+    version: int | None  # the ranking version it holds
+    urls: dict[str, LinkInfo]
+    whole: bool  # every page of the version is in it: a URL not in it is in none
+
+
+class AbsentPages(NamedTuple):
+    """URLs the version does not rank: None (in no page of the store) or "not ranked yet".  Kept apart from
+    the version's own answers, since a build that adds pages may turn the one into the other."""
+
+    key: tuple[int, int] | None  # (ranking id, the store's pages)
+    urls: dict[str, LinkInfo | None]
+
+
+class HostRanks(NamedTuple):
+    """Host -> (host rank score, position), or None, in one version of the host ranking."""
+
+    version: int | None
+    hosts: dict[str, tuple[float, int] | None]
+
+
+class Estimates(NamedTuple):
+    """The info of a link to a page with no score, worked out from its host's rank, else its site's (None for
+    neither), in one pair of host and site ranking versions."""
+
+    key: tuple[int, int] | None  # (host ranking id, site ranking id)
+    by_host: dict[str, LinkInfo | None]
+    by_url: dict[str, LinkInfo | None]
+
+
+@dataclass
+class MarksCount:
+    """How many hrefs the marks tables hold: counted as the page given the last table added to it."""
+
+    hrefs: int = 0
+    table: Marks | None = None  # the table last given out
+    size: int = 0  # its size then
+
+
+class MarksCache(NamedTuple):
+    """Base directory -> the rewriter's table of what each href shows, in one version of every ranking."""
+
+    key: tuple | None  # (ranking id, the store's pages, host and site ranking ids)
+    tables: dict[str, Marks]
+    tally: MarksCount
+
+
 class Ranks:
     def __init__(
         self,
@@ -149,25 +198,14 @@ class Ranks:
         # ranking id -> its arrays (Store.rankings.ranking_arrays), shared by this object's connections: a version read
         # by one thread is read for all
         self._arrays: dict = {}
-        # (ranking id, URL -> info, whether every page of that version is in it: a URL not in it is in none)
-        self._known: tuple[int | None, dict[str, LinkInfo], bool] = (None, {}, False)
-        # ((ranking id, the store's pages), URL -> None (in no page of the store) or "not ranked yet"): apart from
-        # the version's own answers, since a build that adds pages may turn the one into the other
-        self._absent: tuple[tuple[int, int] | None, dict[str, LinkInfo | None]] = (None, {})
-        self._hosts: tuple[int | None, dict[str, tuple[float, int] | None]] = (None, {})  # (host ranking id, host ->)
-        # ((host and site ranking ids), host -> the info of a link to a page of it that has no score: its host's
-        # rank, else its site's; None for neither)
-        self._estimates: tuple[tuple[int, int] | None, dict[str, LinkInfo | None], dict[str, LinkInfo | None]] = (
-            None,
-            {},
-            {},
-        )
+        self._known = KnownPages(None, {}, False)
+        self._absent = AbsentPages(None, {})
+        self._hosts = HostRanks(None, {})
+        self._estimates = Estimates(None, {}, {})
         # level -> its names' keys (Store.levels.level_keys), shared by this object's connections, read again once the
         # store numbers more hosts (sites)
         self._keys: dict[str, LevelKeys] = {}
-        # ((ranking id, store's pages), base directory -> href -> mark, [hrefs in all, the table last given,
-        # its size then])
-        self._marks: tuple[tuple | None, dict[str, Marks], list] = (None, {}, [0, None, 0])
+        self._marks = MarksCache(None, {}, MarksCount())
         store = self.store()
         page_ranking(store, ranking)  # fails early, with a clear message, for a missing ranking or one of hosts
         level_heads(store, levels)  # and for a host or site ranking named that is not one
@@ -263,7 +301,7 @@ class Ranks:
             heads = level_heads(store, self.levels)
             counts = tuple(store.levels.level_count(level.level) if level else 0 for level in heads)
         return (
-            self._known[0] == ranking_id
+            self._known.version == ranking_id
             and ranking_id in self._arrays
             and all(
                 level is None
@@ -435,7 +473,7 @@ class PageView:
         key, known, by_url = self.ranks._estimates
         if key != self.level_ids or len(by_url) > _CACHE_URLS:
             known, by_url = {}, {}
-            self.ranks._estimates = (self.level_ids, known, by_url)
+            self.ranks._estimates = Estimates(self.level_ids, known, by_url)
         return known, by_url
 
     def page_lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
@@ -453,7 +491,7 @@ class PageView:
         cache, absent = self._cache(), self._absent()
         missing = [url for url in urls if url not in cache and url not in absent]
         later = self.store_pages > self.pages  # pages came into the store since the version: unranked
-        if missing and self.ranks._known[2]:  # every page of the version is known: these are in none of it
+        if missing and self.ranks._known.whole:  # every page of the version is known: these are in none of it
             if not later:  # nor in the store
                 return {url: info for url in urls if (info := cache.get(url) or absent.get(url)) is not None}
         elif missing:
@@ -640,7 +678,7 @@ class PageView:
         known, hosts = self.ranks._hosts
         if known != version:
             hosts = {}
-            self.ranks._hosts = (version, hosts)
+            self.ranks._hosts = HostRanks(version, hosts)
         if host not in hosts:
             hosts[host] = analysis.host_ranks(self.store, [host]).get(host)
         return hosts[host]
@@ -654,13 +692,13 @@ class PageView:
         # a build that adds pages turns some hrefs' "not in the store" into "not ranked yet"; a new version of
         # the host or site ranking changes their estimates
         key = (self.ranking_id, self.store_pages, self.level_ids)
-        if version == key and count[1] is not None:
-            count[0] += len(count[1]) - count[2]  # what the previous page added
-        if version != key or count[0] + len(tables) > _CACHE_MARKS:  # an empty table counts too
-            tables, count = {}, [0, None, 0]
-            self.ranks._marks = (key, tables, count)
+        if version == key and count.table is not None:
+            count.hrefs += len(count.table) - count.size  # what the previous page added
+        if version != key or count.hrefs + len(tables) > _CACHE_MARKS:  # an empty table counts too
+            tables, count = {}, MarksCount()
+            self.ranks._marks = MarksCache(key, tables, count)
         table = tables.setdefault(directory, {})
-        count[1], count[2] = table, len(table)
+        count.table, count.size = table, len(table)
         return table
 
     def _cache(self) -> dict[str, LinkInfo]:
@@ -670,7 +708,7 @@ class PageView:
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             cache = {}
             whole = self._preload(cache, min(self.ranks.preload_pages, _CACHE_URLS))
-            self.ranks._known = (self.ranking_id, cache, whole)
+            self.ranks._known = KnownPages(self.ranking_id, cache, whole)
         return cache
 
     def _absent(self) -> dict[str, LinkInfo | None]:
@@ -679,7 +717,7 @@ class PageView:
         key, absent = self.ranks._absent
         if key != (self.ranking_id, self.store_pages) or len(absent) > _CACHE_URLS:
             absent = {}
-            self.ranks._absent = ((self.ranking_id, self.store_pages), absent)
+            self.ranks._absent = AbsentPages((self.ranking_id, self.store_pages), absent)
         return absent
 
     def _preload(self, cache: dict[str, LinkInfo], most: int) -> bool:
