@@ -46,7 +46,7 @@ from proxy_addon.pages import respond
 from proxy_addon.pool import Workers
 from proxy_addon.ranks import LevelChoice, Ranks
 from proxy_addon.rewrite import TooManyLinks
-from proxy_addon.worker import preload, prepare_panel, ready, rewrite_page
+from proxy_addon.worker import preload, prepare_panel, ready, rewrite_job
 from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -375,23 +375,19 @@ class PageRankProxy:
             self.rewriting -= 1
 
     def _rewrite_here(self, body: bytes, job: PageJob) -> Rewritten | Untouched:
-        """:func:`rewrite_page` in this loop, bounded (:mod:`.options`' ``INLINE_*``)."""
+        """:func:`~.worker.rewrite_job` in this loop, bounded (:mod:`.options`' ``INLINE_*``)."""
         settings = self.settings
         assert settings is not None
-        return rewrite_page(
+        return rewrite_job(
             settings.store,
             settings.ranking,
             settings.panel,
             body,
-            job.content_type,
-            job.url,
-            job.content_encoding,
-            job.limit,
-            job.max_links,
+            job,
+            _levels(settings),
             most_links=options.INLINE_LINKS,
             most_backlinks=options.INLINE_BACKLINKS,
             most_lookups=options.INLINE_LOOKUPS,
-            levels=_levels(settings),
         )
 
     def _traffic(self, others: int | None = None, workers_idle: bool = False) -> Traffic:
@@ -435,24 +431,14 @@ class PageRankProxy:
                 raise
 
     async def _rewrite_off_loop(self, body: bytes, job: PageJob) -> Rewritten | Untouched:
-        """:func:`rewrite_page` in a worker, or in a thread without workers: other flows go on meanwhile."""
+        """:func:`~.worker.rewrite_job` in a worker, or in a thread without workers: other flows go on meanwhile."""
         settings = self.settings
         assert settings is not None
         if self.workers is not None:
             # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
             return await self.workers.rewrite(body, job, poll=not self.in_flight)
         return await asyncio.to_thread(
-            rewrite_page,
-            settings.store,
-            settings.ranking,
-            settings.panel,
-            body,
-            job.content_type,
-            job.url,
-            job.content_encoding,
-            job.limit,
-            job.max_links,
-            levels=_levels(settings),
+            rewrite_job, settings.store, settings.ranking, settings.panel, body, job, _levels(settings)
         )
 
     def error(self, flow: http.HTTPFlow) -> None:

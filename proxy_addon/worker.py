@@ -62,6 +62,36 @@ def _ranks_for(store: str, ranking: str, panel: int, levels: LevelChoice = AUTOM
     return _ranks[key]
 
 
+def rewrite_job(
+    store: str,
+    ranking: str,
+    panel: int,
+    body: bytes,
+    job: PageJob,
+    levels: LevelChoice = AUTOMATIC,
+    *,
+    most_links: int | None = None,
+    most_backlinks: int | None = None,
+    most_lookups: int | None = None,
+) -> Rewritten | Untouched:
+    """:func:`rewrite_page` of a :class:`~.jobs.PageJob`, its fields read by name."""
+    return rewrite_page(
+        store,
+        ranking,
+        panel,
+        body,
+        job.content_type,
+        job.url,
+        job.content_encoding,
+        job.limit,
+        job.max_links,
+        most_links=most_links,
+        most_backlinks=most_backlinks,
+        most_lookups=most_lookups,
+        levels=levels,
+    )
+
+
 def rewrite_page(
     store: str,
     ranking: str,
@@ -274,18 +304,7 @@ def _do(
         assert shared is not None
         body = shared[sent.offset : sent.offset + sent.length]
     assert isinstance(body, bytes)
-    done = rewrite_page(
-        store,
-        ranking,
-        panel,
-        body,
-        job.content_type,
-        job.url,
-        job.content_encoding,
-        job.limit,
-        job.max_links,
-        levels=levels,
-    )
+    done = rewrite_job(store, ranking, panel, body, job, levels)
     if isinstance(done, Rewritten) and isinstance(sent, Slot) and len(done.body) <= sent.room:
         assert shared is not None
         shared[sent.offset : sent.offset + len(done.body)] = done.body
