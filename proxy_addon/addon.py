@@ -37,7 +37,7 @@ from mitmproxy.proxy import server_hooks
 from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
-from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, plan
+from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, off_loop, plan
 from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerError, mark, state_of
 from proxy_addon.markup import PROXY_HOST, STYLE_HASH
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
@@ -367,10 +367,10 @@ class PageRankProxy:
                 return self._rewrite_here(body, job), route
             except TooManyLinks:
                 self._read_if_new()
-            route = Route.WORKER if self.workers is not None else Route.THREAD
+            route = off_loop(self._means())
         self.rewriting += 1
         try:
-            return await self._rewrite_off_loop(body, job), route
+            return await self._rewrite_off_loop(body, job, route), route
         finally:
             self.rewriting -= 1
 
@@ -430,11 +430,12 @@ class PageRankProxy:
             if "shutdown" not in str(error):
                 raise
 
-    async def _rewrite_off_loop(self, body: bytes, job: PageJob) -> Rewritten | Untouched:
-        """:func:`~.worker.rewrite_job` in a worker, or in a thread without workers: other flows go on meanwhile."""
+    async def _rewrite_off_loop(self, body: bytes, job: PageJob, route: Route) -> Rewritten | Untouched:
+        """:func:`~.worker.rewrite_job` in a worker or in a thread, as ``route`` says: other flows go on meanwhile."""
         settings = self.settings
         assert settings is not None
-        if self.workers is not None:
+        if route is Route.WORKER:
+            assert self.workers is not None
             # a page alone in the proxy: its answer is waited for awake (Workers.rewrite)
             return await self.workers.rewrite(body, job, poll=not self.in_flight)
         return await asyncio.to_thread(

@@ -64,10 +64,15 @@ class Plan:
     ahead: Ahead = Ahead.NONE
 
 
+def off_loop(means: Means) -> Route:
+    """Where a page goes that the loop does not rewrite (or gave up: it would have cost the loop more)."""
+    return Route.WORKER if means.workers else Route.THREAD
+
+
 def plan(page: Page, traffic: Traffic, means: Means) -> Plan:
     """Where ``page`` is (or, while its request travels, will likely be) rewritten, and where its panel is
     made ahead (only while its request travels)."""
-    off_loop = Route.WORKER if means.workers else Route.THREAD
+    elsewhere = off_loop(means)
     if page.size is None:
         # its request travels: the panel is made where the page is expected
         alone_and_light = traffic.others == 0 and means.inline_bytes > 0 and not page.compressed
@@ -76,7 +81,7 @@ def plan(page: Page, traffic: Traffic, means: Means) -> Plan:
             ahead = Ahead.NONE if traffic.reading or not means.panel or not means.workers else Ahead.LOOP
             return Plan(Route.LOOP, ahead)
         worker_ahead = means.panel and means.workers and traffic.workers_idle
-        return Plan(off_loop, Ahead.WORKER if worker_ahead else Ahead.NONE)
+        return Plan(elsewhere, Ahead.WORKER if worker_ahead else Ahead.NONE)
     in_loop = (
         page.size <= means.inline_bytes
         and traffic.others == 0
@@ -84,7 +89,7 @@ def plan(page: Page, traffic: Traffic, means: Means) -> Plan:
         and not page.compressed
         and not traffic.reading
     )
-    return Plan(Route.LOOP if in_loop else off_loop)
+    return Plan(Route.LOOP if in_loop else elsewhere)
 
 
 def compressed(content_encoding: str | None) -> bool:

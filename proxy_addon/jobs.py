@@ -47,14 +47,10 @@ class Rewritten(NamedTuple):
     panel_kept: bool
 
 
-class Untouched(str):
-    """A page left as it came, and why (the text is the reason, for the log and the flow's note)."""
+class Untouched(NamedTuple):
+    """A page left as it came, and why (for the log and the flow's note)."""
 
-    __slots__ = ()
-
-    @property
-    def reason(self) -> str:
-        return str(self)
+    reason: str
 
 
 class WorkerError(RuntimeError):
@@ -131,7 +127,7 @@ def answer_message(answer: Answer) -> bytes:
     if isinstance(answer, Failed):
         return _framed((False, answer.message))
     if isinstance(answer, Untouched):
-        return _framed((True, str(answer)))
+        return _framed((True, answer.reason))
     return _framed((True, tuple(answer)))
 
 
@@ -164,12 +160,17 @@ NOTE = "pagerank"  # the key the flow's note has always had: readers of the text
 
 
 def mark(flow, state: FlowState, note: str | None = None) -> None:
-    """Set a flow's state, and its note (by default the state's name)."""
-    flow.metadata[STATE] = state
+    """Set a flow's state, and its note (by default the state's name).  The metadata holds the state's
+    value, a string: mitmproxy saves a flow's metadata (``-w``, mitmweb) only if it holds plain data."""
+    flow.metadata[STATE] = state.value
     flow.metadata[NOTE] = state.value if note is None else note
 
 
 def state_of(flow) -> FlowState | None:
     """A flow's state, None if the addon has not seen it (a response no server sent: a replay, another
-    addon's)."""
-    return flow.metadata.get(STATE)
+    addon's) or it holds no state of this version's (a flow read from a file)."""
+    value = flow.metadata.get(STATE)
+    try:
+        return None if value is None else FlowState(value)
+    except ValueError:
+        return None

@@ -17,6 +17,7 @@ from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
 from proxy_addon.addon import PageRankProxy
+from proxy_addon.jobs import Rewritten, Untouched
 from proxy_addon.markup import STYLE_HASH
 from proxy_addon.options import parse_settings
 from proxy_addon.pool import JOBS_IN_FLIGHT
@@ -433,9 +434,9 @@ def test_the_link_budget_counts_link_tags(store_path, site, tags, budget, passed
     body = b"<!doctype html><body>" + b"".join(tag[i % 2] for i in range(tags))
     done = rewrite_page(store_path, "pagerank", 10, body, "text/html", site + "page.html", None, 1 << 20, budget)
     if passed:
-        assert done == f"over {budget:,} link tags"
+        assert done == Untouched(f"over {budget:,} link tags")
     else:
-        assert not isinstance(done, str) and done[1] == tags // 2  # <abbr> is counted, but gets no bar
+        assert isinstance(done, Rewritten) and done[1] == tags // 2  # <abbr> is counted, but gets no bar
 
 
 def test_a_page_too_short_to_hold_the_budget_in_links_is_not_counted(store_path, site):
@@ -445,7 +446,7 @@ def test_a_page_too_short_to_hold_the_budget_in_links_is_not_counted(store_path,
     done = rewrite_page(
         store_path, "pagerank", 10, b"<a><a><a><a><a><a><a>", "text/html", site + "p.html", None, 1 << 20, 6
     )
-    assert not isinstance(done, str) and done[1] == 0
+    assert isinstance(done, Rewritten) and done[1] == 0
 
 
 async def test_a_response_that_no_server_sent_is_annotated_too(either, site):
@@ -890,7 +891,7 @@ async def test_a_failure_of_the_loops_rewrite_leaves_the_page_untouched_and_is_l
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(module, "rewrite_page", broken)
+    monkeypatch.setattr(module, "rewrite_job", broken)
     body = b"<html><body><a href='docs/'>Docs</a></body></html>"
     flow = make_flow(site + "index.html", body)
     await run_hooks(loop_addon, flow)
@@ -1125,20 +1126,20 @@ async def test_a_page_request_is_never_conditional(either, site):
 
 async def test_each_flow_carries_its_state_as_an_enum_apart_from_its_note(either, site):
     """The addon decides by the flow's state (proxy_addon.jobs.FlowState), never by its note's text."""
-    from proxy_addon.jobs import STATE, FlowState
+    from proxy_addon.jobs import FlowState, state_of
 
     rewritten = make_flow(site + "index.html")
     await run_hooks(either, rewritten)
-    assert rewritten.metadata[STATE] is FlowState.REWRITTEN and rewritten.metadata["pagerank"].startswith("1 bars")
+    assert state_of(rewritten) is FlowState.REWRITTEN and rewritten.metadata["pagerank"].startswith("1 bars")
     passed = make_flow(site + "style.css", b"a { }", content_type="text/css")
     await run_hooks(either, passed)
-    assert passed.metadata[STATE] is FlowState.PASSED and passed.response.stream
+    assert state_of(passed) is FlowState.PASSED and passed.response.stream
     untouched = make_flow(site + "index.html", b"x" * 100 + b"<a href=y>" * 200_000)
     await run_hooks(either, untouched)
-    assert untouched.metadata[STATE] is FlowState.UNTOUCHED and untouched.metadata["pagerank"].startswith("untouched")
+    assert state_of(untouched) is FlowState.UNTOUCHED and untouched.metadata["pagerank"].startswith("untouched")
     # a note that reads like a state is no state: the page is held back and rewritten as a candidate
     noted = make_flow(site + "index.html")
     either.responseheaders(noted)
     noted.metadata["pagerank"] = "passed"
     await either.response(noted)
-    assert noted.metadata[STATE] is FlowState.REWRITTEN and "<pagerank-bar" in noted.response.text
+    assert state_of(noted) is FlowState.REWRITTEN and "<pagerank-bar" in noted.response.text

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from proxy_addon import markup, rewrite
+from proxy_addon.jobs import Rewritten
 from proxy_addon.markup import MAX_BAR_PX, LinkInfo, bars, format_score, panel
 from proxy_addon.pages import respond
 from proxy_addon.ranks import LevelChoice, Ranks
@@ -288,7 +289,7 @@ def test_rankings_chosen_by_the_proxys_options(hosts_store):
 
 def test_the_worker_rewrites_with_estimates(hosts_store, scanner):
     done = rewrite_page(hosts_store, "pagerank", 10, DOCUMENT.encode(), "text/html; charset=utf-8", PAGE)
-    assert not isinstance(done, str)
+    assert isinstance(done, Rewritten)
     body = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", done[0].decode(), flags=re.S)
     assert body.isascii()
     levels = re.findall(r'<pagerank-bar data-pagerank="unranked" data-pagerank-level="(\w+)"', body)

@@ -95,21 +95,21 @@ async def test_a_page_whose_flow_is_gone_or_failed_is_never_written(store_path, 
         elif where == "workers":
             rewrite = addon._rewrite_off_loop
 
-            async def then_end(body, job):
-                done = await rewrite(body, job)
+            async def then_end(body, job, route):
+                done = await rewrite(body, job, route)
                 end(flow)
                 return done
 
             addon._rewrite_off_loop = then_end
         else:
-            real = addon_module.rewrite_page
+            real = addon_module.rewrite_job
 
             def then_end(*args, **kwargs):
                 done = real(*args, **kwargs)
                 end(flow)
                 return done
 
-            monkeypatch.setattr(addon_module, "rewrite_page", then_end)
+            monkeypatch.setattr(addon_module, "rewrite_job", then_end)
         await run_hooks(addon, flow)
         if not how.endswith("from the start"):
             assert flow.metadata["pagerank"] == "candidate"  # it was rewritten, and let go
@@ -132,9 +132,9 @@ async def test_a_page_that_waited_its_turn_is_not_rewritten_once_its_flow_is_gon
         addon.pacer = Gone()
         rewrite, rewritten = addon._rewrite_off_loop, []
 
-        async def counted(body, job):
+        async def counted(body, job, route):
             rewritten.append(job)
-            return await rewrite(body, job)
+            return await rewrite(body, job, route)
 
         addon._rewrite_off_loop = counted
         await run_hooks(addon, flows[1])

@@ -86,7 +86,7 @@ def test_an_answer_in_the_slot_takes_its_body_back():
 
 def test_untouched_is_its_reason():
     untouched = Untouched("too large (over 8 MiB)")
-    assert untouched.reason == "too large (over 8 MiB)" == untouched
+    assert untouched.reason == "too large (over 8 MiB)" and not isinstance(untouched, str)
     assert pickle.loads(pickle.dumps(untouched)) == untouched
 
 
@@ -104,5 +104,25 @@ def test_a_flows_state_is_kept_apart_from_its_note(state, note, shown):
     flow = tflow.tflow(resp=True)
     assert state_of(flow) is None  # not seen by the addon
     mark(flow, state, note)
-    assert state_of(flow) is state and flow.metadata[STATE] is state
+    assert state_of(flow) is state and flow.metadata[STATE] == state.value
     assert flow.metadata[NOTE] == shown  # the text the log and the flow's readers have always seen
+
+
+@pytest.mark.parametrize("state", list(FlowState))
+def test_a_marked_flow_is_saved_and_read_back_with_its_state(state, tmp_path):
+    """mitmproxy's save (``-w``, mitmweb) writes a flow's metadata only if it is plain data."""
+    from mitmproxy import io
+
+    flow = tflow.tflow(resp=True)
+    mark(flow, state, "a note")
+    with open(tmp_path / "flows", "wb") as out:
+        io.FlowWriter(out).add(flow)
+    with open(tmp_path / "flows", "rb") as saved:
+        (read,) = list(io.FlowReader(saved).stream())
+    assert state_of(read) is state and read.metadata[NOTE] == "a note"
+
+
+def test_a_state_this_version_does_not_know_is_none():
+    flow = tflow.tflow(resp=True)
+    flow.metadata[STATE] = "a state of another version"
+    assert state_of(flow) is None

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from proxy_addon import options
+from proxy_addon.jobs import Rewritten
 from proxy_addon.markup import LinkInfo, panel, prose
 from proxy_addon.ranks import Ranks
 from proxy_addon.worker import _ranks_for, preload, rewrite_page
@@ -117,7 +118,7 @@ def test_a_link_to_a_page_added_since_says_not_ranked_yet_in_its_tooltip_and_the
             most_backlinks=options.INLINE_BACKLINKS,
             most_lookups=options.INLINE_LOOKUPS,
         )
-        assert not isinstance(done, str)
+        assert isinstance(done, Rewritten)
         return done[0], done[3]
 
     preload(store, "pagerank", 10)  # as the addon does for its loop before the first page
