@@ -118,6 +118,9 @@ def test_proxy_table_follows_the_addon_and_the_flags(monkeypatch):
     assert rows["listen_port"].flag == "--port"
     assert rows["pagerank_workers"].default == "the cores, at most 4"  # the same table on any machine
     assert "`8388608` (8 MiB)" in rows["pagerank_max_body"].default
+    # mitmproxy's own options: its default first, for `mitmdump -s` users, then pagerank-proxy's where it differs
+    assert rows["listen_host"].default == "mitmproxy's: every address (pagerank-proxy: `127.0.0.1`)"
+    assert rows["listen_port"].default == "mitmproxy's: `8080`"
     # a changed default or a new option changes the table
     monkeypatch.setattr(proxy_options, "MAX_LINKS", 12345)
     assert "`12345`" in gen.proxy_table() and gen.proxy_table() != table

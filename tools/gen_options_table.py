@@ -139,9 +139,24 @@ def proxy_rows() -> list[OptionRow]:
         if flag is not None and flag.default != samples[CORE_SAMPLES[0]][name][0]:
             default += f" (pagerank-proxy: {_code(str(flag.default))})"
         rows.append(OptionRow(name, default, meaning, flag.option_strings[0] if flag else ""))
+    from mitmproxy.options import Options
+    from mitmproxy.proxy.mode_specs import ProxyMode
+
+    mitmproxy = Options()
     for name, flag in flags.items():  # mitmproxy's own options that pagerank-proxy sets from a flag
         help_text = re.sub(r"\s*\(default: [^)]*\)$", "", flag.help or "")
-        rows.append(OptionRow(name, _code(str(flag.default)), help_text, flag.option_strings[0]))
+        ours = mitmproxy.default(name)
+        if name == "listen_host" and not ours:
+            shown = "every address"
+        elif name == "listen_port" and ours is None:  # the mode's own port
+            ours = ProxyMode.parse("regular").default_port
+            shown = _code(str(ours))
+        else:
+            shown = _code(str(ours))
+        default = f"mitmproxy's: {shown}"
+        if flag.default != ours:
+            default += f" (pagerank-proxy: {_code(str(flag.default))})"
+        rows.append(OptionRow(name, default, help_text, flag.option_strings[0]))
     return rows
 
 
