@@ -158,7 +158,7 @@ def build(
     """
     from .build import BuildProgress, check_sources, is_remote_source
     from .build import build as run_build
-    from .progress import Meter, skipped_lines, summary_lines
+    from .progress import Meter, progress_words, skipped_lines, summary_lines
 
     for source in sources:
         if not is_remote_source(source) and not os.path.exists(source):
@@ -175,7 +175,7 @@ def build(
         label="building",
         file=sys.stderr,
         show_eta=True,
-        item_show_func=lambda state: None if state is None else _build_progress(state, time.perf_counter() - started),
+        item_show_func=lambda state: None if state is None else progress_words(state, time.perf_counter() - started),
     )
 
     def progress(state: BuildProgress) -> None:
@@ -215,13 +215,6 @@ def build(
     if report.skipped:
         click.echo("\n".join(skipped_lines(report)), err=True)
         sys.exit(EXIT_SKIPPED)
-
-
-def _build_progress(state, seconds: float) -> str:
-    """The progress bar's words (:func:`rankstore.progress.progress_words`)."""
-    from .progress import progress_words
-
-    return progress_words(state, seconds)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -335,7 +328,9 @@ def _fail(message: str, status: int = 1) -> None:
     help="power: stop when the L1 change of an iteration is below this; bicgstab: when the L1 residual is"
     " (relative to 1-d; the scores are then within 2x this of the exact ones, in L1).",
 )
-@click.option("--max-iter", type=click.IntRange(1), default=1000, show_default=True)
+@click.option(
+    "--max-iter", type=click.IntRange(1), default=1000, show_default=True, help="Steps at most before giving up."
+)
 @click.option(
     "--dangling",
     type=click.Choice(DANGLING),
@@ -654,7 +649,7 @@ def show(urls, store_path, ranking_name, fmt):
 @store_option
 @ranking_option
 @limit_option(50)
-@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option("--offset", type=click.IntRange(0), default=0, help="Rows to skip first (with -n, a page at a time).")
 @click.option(
     "--sort",
     type=click.Choice(SORTS),
@@ -784,7 +779,7 @@ def builds(store_path, fmt):
 @store_option
 @ranking_option
 @limit_option(50)
-@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option("--offset", type=click.IntRange(0), default=0, help="Rows to skip first (with -n, a page at a time).")
 @format_option
 def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, limit, offset, fmt):
     """Who links to every TARGET and not to mine, best first: link intersect.
@@ -812,7 +807,7 @@ def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, lim
 @store_option
 @ranking_option
 @limit_option(20)
-@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option("--offset", type=click.IntRange(0), default=0, help="Rows to skip first (with -n, a page at a time).")
 @format_option
 def search(words, store_path, ranking_name, limit, offset, fmt):
     """Pages whose title has every word, best PageRank first (the paper's title search, §5.1).
@@ -861,9 +856,16 @@ def anchors(url, store_path, ranking_name, limit, fmt):
     show_default=True,
     help="Which table: the ranking's scores, or the whole store's links, pages, hosts or sites.",
 )
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True)
 @click.option(
-    "-o", "--output", "path", type=click.Path(dir_okay=False), help="File to write [default: stdout for csv]."
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="csv",
+    show_default=True,
+    help="CSV (to stdout unless -o), or Parquet (to the file -o names).",
+)
+@click.option(
+    "-o", "--output", "path", type=click.Path(dir_okay=False), help="File to write; - or none: stdout (CSV only)."
 )
 @_help_with(columns=columns.help_text())
 def export(store_path, ranking_name, what, fmt, path):
@@ -884,6 +886,8 @@ def export(store_path, ranking_name, what, fmt, path):
         rankstore export --what links --format parquet -o links.parquet
         duckdb -c "SELECT count(*) FROM 'links.parquet' WHERE NOT nofollow"
     """
+    if path == "-":
+        path = None
     if fmt == "parquet" and not path:
         raise click.UsageError("--format parquet needs --output FILE")
     from .export import SCHEMAS, batches, scores, write, write_scores

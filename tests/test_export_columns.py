@@ -112,3 +112,10 @@ def test_every_column_is_typed_and_said():
     for column in every:
         assert column.kind in ARROW_TYPES, column
         assert column.meaning.strip(), column
+
+
+@pytest.mark.parametrize("what", ["scores", "pages"])
+def test_output_dash_is_stdout(store, tmp_path, monkeypatch, what):
+    monkeypatch.chdir(tmp_path)
+    assert run("export", "--what", what, "-o", "-", "--store", store) == run("export", "--what", what, "--store", store)
+    assert not (tmp_path / "-").exists()

@@ -26,7 +26,8 @@ from warcio.warcwriter import WARCWriter
 from watgen import write_wat
 
 from rankstore.build import BuildProgress, build
-from rankstore.cli import EXIT_SKIPPED, _build_progress, cli
+from rankstore.cli import EXIT_SKIPPED, cli
+from rankstore.progress import progress_words
 from rankstore.sources import Record, Skipped, SourceError
 from rankstore.sources.warc import read_warc
 from rankstore.sources.warc_stream import read_warc_stream
@@ -541,7 +542,7 @@ def test_progress_counts_files_and_bytes(server, tmp_path):
 
     def progress(state: BuildProgress) -> None:
         seen.append((state.files, state.files_total, state.bytes_read))
-        text = _build_progress(state, 1.0)
+        text = progress_words(state, 1.0)
         assert text.startswith(f"{state.files:,}/{state.files_total:,} files, ")
 
     with Store(str(tmp_path / "s.db")) as opened:

@@ -266,9 +266,9 @@ class Store(StoreBase):
         return cursor.lastrowid
 
     def continue_build(self, build_id: int) -> int:
-        """Go on with a build cut short (:meth:`interrupted_build`): as :meth:`begin_build`, with the pages it
-        wrote counted as this run's (a page captured again is weighed against them, a graph's links to
-        them merged); returns the links it had written."""
+        """Go on with a build cut short (:meth:`.SourceFiles.interrupted_build`): as :meth:`begin_build`,
+        with the pages it wrote counted as this run's (a page captured again is weighed against them, a
+        graph's links to them merged); returns the links it had written."""
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return self.pages.continue_build(build_id)
 

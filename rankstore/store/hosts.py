@@ -71,6 +71,8 @@ def fold_links(
 
 
 def ensure_named(db: sqlite3.Connection, table: str, count: str, names: Sequence[str]) -> np.ndarray:
+    """The ids of ``names`` in ``table`` (hosts or sites), numbering those it lacks after its highest id; the
+    meta counter ``count`` follows.  Shared by :meth:`Hosts.ensure_hosts` and :meth:`.Sites.ensure_sites`."""
     ids = np.zeros(len(names), dtype=np.int64)
     next_id = db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0] + 1
     for start in range(0, len(names), 500):

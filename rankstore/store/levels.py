@@ -231,7 +231,7 @@ class Levels(Part):
 
         Where a site has no pages (a Common Crawl domain graph loads its
         vertices as sites), its referrers come from the loaded site links
-        alone (:meth:`~rankstore.store.Store.site_in_links`).
+        alone (:meth:`.SiteLinks.in_links`).
         """
         hosts = self.store.hosts.page_hosts()
         if level == "host":

@@ -9,7 +9,7 @@ links add ``nofollow`` and ``anchor``).  A page added since the version has
 
 A ranking has a level (:attr:`~.rankings.Ranking.level`): a host ranking's
 arrays are by host id, so every question about pages asks for a page ranking
-(:meth:`Queries.page_ranking`) and is refused one of hosts
+(:meth:`.Rankings.page_ranking`) and is refused one of hosts
 (:class:`RankingLevelError`), never answered with a host's score read as a
 page's.  A page's links to itself are never listed among its backlinks.
 """
