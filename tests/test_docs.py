@@ -239,3 +239,15 @@ def test_benchmarks_stand_per_area_in_one_table():
             assert re.fullmatch(r"[0-9a-f]{7,}( .*)?|not recorded|before .*", commit), row
         prose = area.split(heads[0], 1)[0] + "\n".join(area.split(heads[0], 1)[1].splitlines()[len(rows) + 2 :])
         assert "How it is measured" in prose or "how it is measured" in prose, name
+
+
+def test_export_columns_are_said_in_options_md(monkeypatch):
+    """Each export column's meaning, as rankstore.columns declares it, is in docs/OPTIONS.md's table."""
+    from rankstore import columns
+
+    text = open(os.path.join(ROOT, "docs", "OPTIONS.md"), encoding="utf-8").read()
+    for table in [*columns.TABLE_COLUMNS.values(), *columns.SCORE_COLUMNS.values(), (columns.SPAM_MASS,)]:
+        for column in table:
+            assert f"| `{column.name}` | {column.kind} | {column.meaning} |" in text
+    monkeypatch.setattr(columns, "SPAM_MASS", columns.Column("spam_mass", "float64", "a new meaning"))
+    assert "a new meaning" in gen.export_columns()

@@ -214,7 +214,21 @@ def rankstore_tables() -> str:
         parts.append("| option | default | what it does |\n|---|---|---|")
         parts.extend(f"| `{_cell(row.option)}` | {_cell(row.default)} | {_cell(row.meaning)} |" for row in command.rows)
         parts.append("")
+    parts.append(export_columns())
     return "\n".join(parts).rstrip("\n")
+
+
+def export_columns() -> str:
+    """What each column of ``rankstore export`` holds, as :mod:`rankstore.columns` declares it."""
+    from rankstore import columns
+
+    parts = ["### rankstore export's columns\n", "| `--what` | column | type | what it holds |", "|---|---|---|---|"]
+    tables = [(f"scores, a {level} ranking", table) for level, table in columns.SCORE_COLUMNS.items()]
+    tables.insert(1, ("scores, a TrustRank", (columns.SPAM_MASS,)))
+    tables += list(columns.TABLE_COLUMNS.items())
+    for what, table in tables:
+        parts.extend(f"| {what} | `{c.name}` | {c.kind} | {_cell(c.meaning)} |" for c in table)
+    return "\n".join(parts)
 
 
 def fill(text: str, mark: str, body: str) -> str:
