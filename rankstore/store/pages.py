@@ -28,7 +28,7 @@ import xxhash
 
 from ..urls import host_of
 from .base import StoreBase
-from .schema import PART_LINKS
+from .schema import ANCHORS_BY_TARGET, PART_LINKS
 
 __all__ = ["PageBatch", "PageData", "PagesMixin", "capture_time", "url_key", "url_keys"]
 
@@ -145,14 +145,18 @@ class PagesMixin(StoreBase):
             # load spends its time on; sorted once at the end, they cost little
             self.db.execute("DROP INDEX IF EXISTS pages_by_url")
             self.db.execute("DROP INDEX IF EXISTS pages_by_host")
+            # so are the anchored notes' entries by target: an interrupted first build gets the index back
+            # at the next writing open, which makes the schema's indexes that are missing
+            self.db.execute("DROP INDEX IF EXISTS link_notes_by_dst")
 
     def _index_pages(self) -> None:
-        """After a first build: the URL and host indexes, and the URL keys, written in sorted order."""
+        """After a first build: the URL and host indexes, the URL keys and the anchors index, in sorted order."""
         if not self._first_build:
             return
         self._write_keys(*self._known_page_keys())
         self.db.execute("CREATE UNIQUE INDEX IF NOT EXISTS pages_by_url ON pages (url)")
         self.db.execute("CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host)")
+        self.db.execute(ANCHORS_BY_TARGET)
         self._first_build = False
 
     def _write_keys(self, keys: np.ndarray, ids: np.ndarray) -> None:
