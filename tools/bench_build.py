@@ -10,6 +10,10 @@
 3. extraction alone on the same sample of pages: ours (selectolax/lexbor) vs
    beautifulsoup4 + lxml, one process each, and the ratio;
 4. WARC reading alone: FastWARC vs warcio;
+   and (``--against-bare``, three rounds) the build as a whole process against
+   a bare loop, also a whole process: warcio reading the WARC, lexbor
+   (selectolax) parsing each HTML page and every ``<a href>`` joined to its
+   URL, nothing stored: our speed as a multiple of its;
 5. edge lists (`--edges-only` for this part alone): `rankstore build` of URL
    edge lists where URLs repeat, links/s, against igraph reading the same file
    into memory (`Graph.Read_Ncol`, names kept; no store): rust-doc's links
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -52,6 +57,12 @@ def tree_rss_kib(pid: int) -> int:
         except (FileNotFoundError, ProcessLookupError):
             continue
     return total
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children that have ended and been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_measured(command: list[str]) -> tuple[float, int, str]:
@@ -107,6 +118,59 @@ def build_once(warc: str, work: str, label: str) -> dict:
         "links": info["builds"][-1]["links"],
         "input_mib": os.path.getsize(warc) / 2**20,
     }
+
+
+# The peer of the build as a whole: read, parse, resolve, nothing more (no canonical form, no store).
+BARE_LOOP = """
+import sys
+from urllib.parse import urljoin
+from selectolax.lexbor import LexborHTMLParser
+from warcio.archiveiterator import ArchiveIterator
+
+pages = links = titles = 0
+with open(sys.argv[1], "rb") as handle:
+    for record in ArchiveIterator(handle):
+        if record.rec_type != "response" or record.http_headers is None:
+            continue
+        if record.http_headers.get_statuscode() != "200":
+            continue
+        if not (record.http_headers.get_header("Content-Type") or "").startswith("text/html"):
+            continue
+        url = record.rec_headers.get_header("WARC-Target-URI").strip("<>")
+        tree = LexborHTMLParser(record.content_stream().read())
+        titles += tree.css_first("title") is not None
+        targets = {urljoin(url, node.attributes.get("href") or "") for node in tree.css("a[href]")}
+        pages += 1
+        links += len(targets)
+print(pages, links)
+"""
+
+
+def against_bare(warc: str, work: str, rounds: int) -> None:
+    """The build as a whole process against the bare warcio + lexbor loop, alternated, ``rounds`` times."""
+    print(f"\n== rankstore build against a bare warcio + lexbor loop, {rounds} rounds (whole processes)")
+    # CPU seconds too: on a machine shared with other work, wall time says how busy it was as much as
+    # how much work each did; the build's work is spread over processes, the loop's is one process
+    ratios, cpu_ratios = [], []
+    for attempt in range(rounds):
+        cpu = children_cpu()
+        ours = build_once(warc, work, f"bare-{attempt}")
+        ours_cpu = children_cpu() - cpu
+        cpu = children_cpu()
+        bare_s, _, output = run_measured([sys.executable, "-c", BARE_LOOP, warc])
+        bare_cpu = children_cpu() - cpu
+        pages, links = (int(n) for n in output.split())
+        ratios.append(bare_s / ours["seconds"])
+        cpu_ratios.append(bare_cpu / ours_cpu)
+        print(
+            f"round {attempt + 1}: rankstore build {ours['seconds']:.2f} s, {ours_cpu:.2f} s CPU "
+            f"({ours['pages']:,} pages); bare loop {bare_s:.2f} s, {bare_cpu:.2f} s CPU ({pages:,} pages, "
+            f"{links:,} links): ours {ratios[-1]:.2f}x its speed, {cpu_ratios[-1]:.2f}x its CPU a page"
+        )
+    print(
+        f"ours {min(ratios):.2f}-{max(ratios):.2f}x the bare loop's speed; "
+        f"{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}x less CPU"
+    )
 
 
 def sample_bodies(warc: str, count: int) -> list[tuple[str, bytes, str]]:
@@ -218,6 +282,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=1500, help="pages for the extractor comparison")
     parser.add_argument("--edges-only", action="store_true", help="only the edge-list rows")
+    parser.add_argument(
+        "--against-bare", type=int, metavar="ROUNDS", help="only the build against a bare warcio + lexbor loop"
+    )
     args = parser.parse_args()
     sys.path.insert(0, ROOT)
     if args.edges_only:
@@ -229,6 +296,12 @@ def main() -> None:
         return
     warc = ensure_crawl()
     work = tempfile.mkdtemp(prefix="bench-build-")
+    if args.against_bare:
+        try:
+            against_bare(warc, work, args.against_bare)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         print(f"\n== end to end: rankstore build {warc}")
         runs = [build_once(warc, work, "crawl")]
@@ -276,6 +349,7 @@ def main() -> None:
             f"FastWARC: {fast_s:.2f} s, warcio: {slow_s:.2f} s: FastWARC {slow_s / fast_s:.1f}x faster "
             f"({fast / 2**20:.0f} / {slow / 2**20:.0f} MiB of payload)"
         )
+        against_bare(warc, work, 3)
         edge_lists(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

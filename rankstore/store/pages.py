@@ -28,7 +28,7 @@ import xxhash
 
 from ..urls import host_of
 from .base import Part
-from .schema import PART_LINKS
+from .schema import ANCHORS_BY_TARGET, PART_LINKS
 
 if TYPE_CHECKING:
     from . import Store
@@ -150,6 +150,9 @@ class Pages(Part):
             # load spends its time on; sorted once at the end, they cost little
             self.db.execute("DROP INDEX IF EXISTS pages_by_url")
             self.db.execute("DROP INDEX IF EXISTS pages_by_host")
+            # so are the anchored notes' entries by target: an interrupted first build gets the index back
+            # at the next writing open, which makes the schema's indexes that are missing
+            self.db.execute("DROP INDEX IF EXISTS link_notes_by_dst")
 
     def start_build(self) -> None:
         """A build begins: the caches of the last one dropped, and how pages are indexed while it runs chosen."""
@@ -173,12 +176,13 @@ class Pages(Part):
         ).fetchone()[0]
 
     def _index_pages(self) -> None:
-        """After a first build: the URL and host indexes, and the URL keys, written in sorted order."""
+        """After a first build: the URL and host indexes, the URL keys and the anchors index, in sorted order."""
         if not self._first_build:
             return
         self._write_keys(*self._known_page_keys())
         self.db.execute("CREATE UNIQUE INDEX IF NOT EXISTS pages_by_url ON pages (url)")
         self.db.execute("CREATE INDEX IF NOT EXISTS pages_by_host ON pages (host)")
+        self.db.execute(ANCHORS_BY_TARGET)
         self._first_build = False
 
     def _write_keys(self, keys: np.ndarray, ids: np.ndarray) -> None:
