@@ -5,8 +5,8 @@ agreement runs several rank vectors in one pass over the links (the job's own
 feature for topics), so that every E and dangling rule costs one iteration
 loop per graph, not one each: uniform E with the ``uniform`` and ``leak``
 rules (``source`` is ``uniform`` when E is), a personalised E with
-``uniform``, ``source`` and ``leak``, and both E with ``remove`` in a pass of
-their own (it ranks the core graph).  The reference is the scipy engine's
+``uniform``, ``source`` and ``leak``, and (on postgres-docs) both E with
+``remove`` in a pass of their own (it ranks the core graph).  The reference is the scipy engine's
 power method at the same tolerance, and its default, BiCGSTAB.  python-docs at
 the paper's damping, 0.85; postgres-docs at 0.6.
 """
@@ -52,7 +52,7 @@ def _personalised(n: int) -> np.ndarray:
     return e
 
 
-def _agreement(spark, store_path: str, tmp_path, damping: float) -> None:
+def _agreement(spark, store_path: str, tmp_path, damping: float, remove: bool) -> None:
     with Store(store_path, readonly=True) as store:
         graph = load_graph(store).graph
     n, e = graph.n, _personalised(graph.n)
@@ -68,7 +68,7 @@ def _agreement(spark, store_path: str, tmp_path, damping: float) -> None:
     }
     removing = {"u_remove": (None, "remove"), "e_remove": ("e", "remove")}
     options = job.JobOptions(damping=damping, tol=TOL)
-    for batch in (cases, removing):
+    for batch in (cases, removing) if remove else (cases,):
         vectors = [job.Vector(source, None, dangling, column) for column, (source, dangling) in batch.items()]
         out = str(tmp_path / f"out-{len(vectors)}")
         result = job.pagerank(spark.spark, links, nodes, out, vectors, options)
@@ -89,13 +89,15 @@ def _agreement(spark, store_path: str, tmp_path, damping: float) -> None:
 
 
 def test_agreement_on_python_doc(spark, python_doc_store, tmp_path):
-    _agreement(spark, python_doc_store, tmp_path, 0.85)
+    _agreement(spark, python_doc_store, tmp_path, 0.85, remove=False)
 
 
 def test_agreement_on_postgres_doc(spark, postgres_doc_store, tmp_path):
     # another damping than the default, honoured by both engines; and a third of the iterations (each a
     # Spark job of a few tenths of a second here)
-    _agreement(spark, postgres_doc_store, tmp_path, 0.6)
+    # the ``remove`` rule's pass (the core graph ranked, then the pages removed restored) here alone: its
+    # loop is as long as the others'
+    _agreement(spark, postgres_doc_store, tmp_path, 0.6, remove=True)
 
 
 def test_rank_engine_spark_writes_a_version_as_scipy_does(spark, python_doc_store, tmp_path, capsys):

@@ -37,6 +37,7 @@ from rankstore.spark import engine
 from rankstore.store import Store
 
 AGREE = 1e-8
+DAMPING = 0.15  # few of Spark's iterations (each a job on the cluster) to a tolerance far under AGREE
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "rankstore" / "spark" / "job.py"
 START_SECONDS = 120  # a JVM's start on a busy 2-core machine
@@ -171,7 +172,7 @@ def test_spark_submit_on_a_standalone_cluster(cluster, python_doc_store, tmp_pat
         "--conf",
         "spark.ui.enabled=false",
         str(JOB),
-        *("--links", links, "--nodes", pages, "--out", str(out), "--damping", "0.3", "--tol", "1e-10"),
+        *("--links", links, "--nodes", pages, "--out", str(out), "--damping", str(DAMPING), "--tol", "1e-10"),
     ]
     done = subprocess.run(submit, capture_output=True, text=True, timeout=600, env=cluster.env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-5000:]
@@ -189,7 +190,7 @@ def test_spark_submit_on_a_standalone_cluster(cluster, python_doc_store, tmp_pat
         graph = load_graph(store).graph
     assert ranks["id"].to_pylist() == list(range(1, graph.n + 1))  # page ids, as exported
     assert f"ranked {graph.n:,} nodes" in done.stdout, done.stdout
-    problem = Problem(graph, 0.3, None, "uniform", 1e-10, 1000, None, True)
+    problem = Problem(graph, DAMPING, None, "uniform", 1e-10, 1000, None, True)
     scores = ranks["score"].to_numpy()
     for method in ("power", "bicgstab"):
         reference = scipy_solver(method)(problem)
