@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 
 from . import analysis, migrations
 from .analysis import BacklinkReport, TargetLinks
-from .base import StoreBase
+from .base import Transaction
 from .errors import (
     NotAStore,
     RankingNotFound,
@@ -104,7 +104,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class Store(StoreBase):
+class Store:
     """A rankstore SQLite file.  ``readonly=True`` for readers such as the proxy.
 
     The store keeps the connection, its transactions and the schema's upkeep; what is asked of the
@@ -148,6 +148,35 @@ class Store(StoreBase):
     def reader(self) -> sqlite3.Connection:
         """Another read-only connection to the store's file, for reading in a thread of its own."""
         return self._connect(self.path, readonly=True)
+
+    def transaction(self) -> Transaction:
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception)."""
+        return Transaction(self.db, "BEGIN IMMEDIATE")
+
+    def snapshot(self) -> Transaction:
+        """A read transaction: every query inside sees one version of the store."""
+        return Transaction(self.db, "BEGIN")
+
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: it moves with every commit another connection makes to the store.
+
+        Asked of SQLite, never read from the ``-shm`` file: opening and closing
+        that file would drop every POSIX lock the process holds on it (SQLite's
+        among them), and another process would then take the store for its own.
+        """
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def begin_read(self) -> bool:
+        """Begin a read transaction unless one is open (a reader's that spans several calls, ended by
+        :meth:`end_read`); whether it began one."""
+        if self.db.in_transaction:
+            return False
+        self.db.execute("BEGIN")
+        return True
+
+    def end_read(self) -> None:
+        """End the read transaction :meth:`begin_read` began."""
+        self.db.execute("COMMIT")
 
     @staticmethod
     def _connect(path: str, readonly: bool) -> sqlite3.Connection:
