@@ -38,6 +38,19 @@ def run(*args: str) -> str:
     return result.stdout
 
 
+def ranked_copy(source: str, folder) -> str:
+    """A copy of the store ``source`` in ``folder``, ranked (its own, for a module whose tests may write to it)."""
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    path = os.path.join(str(folder), os.path.basename(source))
+    shutil.copy(source, path)
+    result = CliRunner().invoke(cli, ["rank", "--store", path, "-q"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return path
+
+
 def _need(path: str) -> None:
     if not os.path.isdir(path):
         pytest.fail(f"{path} is missing: run tools/setup.sh (apt-get install python3.11-doc postgresql-doc-15)")

@@ -13,16 +13,14 @@ from click.testing import CliRunner
 from rankstore.cli import cli
 from rankstore.store import SCHEMA_VERSION, Store, analysis
 
+from conftest import ranked_copy
+
 INDEX = "link_notes_by_dst"
 
 
 @pytest.fixture(scope="module")
 def ranked(python_doc_store, tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("anchor-index") / "py.db")
-    shutil.copy(python_doc_store, path)
-    result = CliRunner().invoke(cli, ["rank", "--store", path, "-q"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return path
+    return ranked_copy(python_doc_store, tmp_path_factory.mktemp("anchor-index"))
 
 
 def busiest(path: str) -> str:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +14,8 @@ from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from rankstore.cli import cli
 from rankstore.store import Store
+
+from conftest import ranked_copy
 
 NASTY = [
     "\x00",
@@ -46,11 +47,7 @@ CONTROL = {"\x00", "built\x00functions", "\x00built", '"\x00"', "\x01\x02\x1b[31
 
 @pytest.fixture(scope="module")
 def ranked(python_doc_store, tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("search-defects") / "py.db")
-    shutil.copy(python_doc_store, path)
-    result = CliRunner().invoke(cli, ["rank", "--store", path, "-q"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return path
+    return ranked_copy(python_doc_store, tmp_path_factory.mktemp("search-defects"))
 
 
 @pytest.fixture(scope="module")

@@ -117,32 +117,31 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     master_url = f"spark://127.0.0.1:{port}"
     spark_class = str(home / "bin" / "spark-class")
     daemons: list[subprocess.Popen] = []
+
+    def start(name: str, arguments: list[str], ready: str) -> None:
+        """A daemon of spark-class, its output in logs/NAME.log, waited for until that log says ``ready``."""
+        log = logs / f"{name}.log"
+        with open(log, "wb") as out:
+            daemon = subprocess.Popen(
+                [spark_class, *arguments], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        daemons.append(daemon)
+        _wait_for(log, ready, daemon, name)
+
     try:
-        master_log = logs / "master.log"
-        with open(master_log, "wb") as out:
-            master = subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-                + ["--port", str(port), "--webui-port", str(_free_port())],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        daemons.append(master)
-        _wait_for(master_log, "I have been elected leader", master, "master")
-        worker_log = logs / "worker.log"
-        with open(worker_log, "wb") as out:
-            worker = subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1"]
-                + ["--port", str(_free_port()), "--webui-port", str(_free_port())]
-                + ["--cores", "1", "--memory", "1g", "--work-dir", str(work)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        daemons.append(worker)
-        _wait_for(worker_log, "Successfully registered with master", worker, "worker")
+        start(
+            "master",
+            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+            + ["--port", str(port), "--webui-port", str(_free_port())],
+            "I have been elected leader",
+        )
+        start(
+            "worker",
+            ["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1"]
+            + ["--port", str(_free_port()), "--webui-port", str(_free_port())]
+            + ["--cores", "1", "--memory", "1g", "--work-dir", str(work)],
+            "Successfully registered with master",
+        )
         yield Cluster(master_url, work, logs, env)
     finally:
         for daemon in reversed(daemons):
