@@ -36,6 +36,7 @@ import numpy as np
 
 from .extract import extract, resolve_listed
 from .imported import CC_HARMONIC, CC_PAGERANK, read_cc_ranks_into, write_imported
+from .linksort import LinkSorter, spill_folder
 from .sources import (
     GONE_STATUSES,
     GRAPH_FORMATS,
@@ -72,6 +73,7 @@ from .sources.remote import (
     read_listing,
 )
 from .store import PageData, Ranking, RankingNotFound, Store, TakenFile
+from .store.base import Transaction
 from .urls import canonical, canonical_many
 
 __all__ = ["BuildProgress", "BuildReport", "PlannedSource", "build", "prepare", "check_sources", "is_remote_source"]
@@ -428,15 +430,15 @@ def build(
                     file_done()
                     continue
                 unreadable: Counter = Counter()
-                graph = _GraphLoader(store, report, state, progress)
                 read = (
                     read_remote(name, "edges", advance)
                     if source.remote
                     else read_source(name, "edges", progress=advance)
                 )
-                for batch in kept(read, name, unreadable):
-                    graph.take(batch)
-                graph.finish()
+                with _GraphLoader(store, report, state, progress) as graph:
+                    for batch in kept(read, name, unreadable):
+                        graph.take(batch)
+                    graph.finish()
                 note(taken([name], unreadable))
                 if not source.remote:
                     file_done()
@@ -451,10 +453,10 @@ def build(
                 file_done(len(urls))
             else:
                 unreadable = Counter()
-                graph = _GraphLoader(store, report, state, progress)
-                for batch in kept(read_cc_graph(vertices, edges, scheme, advance), web_graph[0].name, unreadable):
-                    graph.take(batch)
-                graph.finish()
+                with _GraphLoader(store, report, state, progress) as graph:
+                    for batch in kept(read_cc_graph(vertices, edges, scheme, advance), web_graph[0].name, unreadable):
+                        graph.take(batch)
+                    graph.finish()
                 note(taken(urls, unreadable))
                 file_done(sum(1 for source in web_graph if not source.remote))
         # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
@@ -570,8 +572,12 @@ def _load_pages(
 class _GraphLoader:
     """Graph batches -> pages and links: each new vertex's URL in normal form, once; links as arrays.
 
-    A graph whose vertices are sites (a Common Crawl domain graph) becomes sites and site links: its edges
-    are kept as site ids until the whole graph is read, then replace the store's site links at once.
+    A graph whose vertices are sites (a Common Crawl domain graph) becomes sites and site links: its
+    vertices are numbered in one transaction (so that a build cut short leaves no half-numbered graph,
+    and the sites' name index is made once, at the end), its edges gathered by target in bounded memory
+    (:class:`~rankstore.linksort.LinkSorter`), and they replace the store's site links at once when the
+    whole graph is read.  Use as a context manager: an error rolls the vertices back and drops the
+    gathered links.
     """
 
     def __init__(
@@ -584,18 +590,33 @@ class _GraphLoader:
         self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id (site id); 0 for a vertex not kept
         self.sources: list[np.ndarray] = []  # page ids of the pages whose links were written
         self.of_sites = False  # the vertices are sites (a domain graph's): its links are site links
-        self.site_links: list[tuple[np.ndarray, np.ndarray]] = []  # (source, target) site ids, batch by batch
+        self.site_ids: list[np.ndarray] = []  # a domain graph's vertices' site ids, batch by batch
+        self.vertices: Transaction | None = None  # the transaction numbering a domain graph's vertices
+        self.site_links: LinkSorter | None = None  # its links, gathered by target
+
+    def __enter__(self) -> _GraphLoader:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if self.vertices is not None:
+            self.vertices.__exit__(kind or RuntimeError, error, trace)  # rolled back: the graph was not read
+            self.vertices = None
+            self.store.sites.abandon_bulk()
+        if self.site_links is not None:
+            self.site_links.close()
 
     def take(self, batch: EdgeBatch) -> None:
         if batch.urls:
             self._add_vertices(batch)
-        if batch.sites:
-            with self.store.transaction():
-                sites = self.store.sites.ensure_sites(batch.sites)
-            self.pages = np.concatenate([self.pages, sites])
+        if len(batch.sites):
+            if self.vertices is None and not self.of_sites:
+                self.vertices = self.store.transaction()
+                self.vertices.__enter__()
+            self.site_ids.append(self.store.sites.ensure_sites(batch.sites).astype(np.int32))
             self.of_sites = True
         if len(batch.src) and self.of_sites:
-            self.site_links.append((self.pages[batch.src].astype(np.int32), self.pages[batch.dst].astype(np.int32)))
+            sorter = self._sites_numbered()
+            sorter.add(self.pages[batch.src] - 1, self.pages[batch.dst] - 1)
             self.state.links += len(batch.src)
             if self.progress is not None:
                 self.progress(self.state)
@@ -614,17 +635,34 @@ class _GraphLoader:
             if self.progress is not None:
                 self.progress(self.state)
 
+    def _sites_numbered(self) -> LinkSorter:
+        """Once a domain graph's vertices are all read: their numbering committed, and the sorter its links go
+        to.  A site name given twice keeps its first id (the vertices naming it all link as that site)."""
+        if self.site_links is None:
+            sites = np.concatenate(self.site_ids) if self.site_ids else np.zeros(0, dtype=np.int32)
+            self.site_ids = []
+            assert self.vertices is not None
+            again = self.store.sites.reindex()
+            if again:
+                repeated = np.isin(sites, np.fromiter(again, dtype=np.int32, count=len(again)))
+                sites[repeated] = [again[number] for number in sites[repeated].tolist()]
+                self.report.skipped["site named twice (its vertices linked as the first)"] += len(again)
+            self.vertices.__exit__(None, None, None)
+            self.vertices = None
+            self.pages = sites
+            self.site_links = LinkSorter(self.store.sites.site_count(), spill_folder(self.store.path))
+        return self.site_links
+
     def finish(self) -> None:
         """Mark the graph's source pages crawled, or store its site links, once the whole graph is read."""
         if self.sources:
             self.store.pages.mark_crawled(np.concatenate(self.sources), self.report.build_id)
         self.sources = []
         if self.of_sites:
-            src = np.concatenate([pair[0] for pair in self.site_links]) if self.site_links else np.zeros(0, np.int32)
-            dst = np.concatenate([pair[1] for pair in self.site_links]) if self.site_links else np.zeros(0, np.int32)
-            self.site_links = []
+            sorter = self._sites_numbered()
             with self.store.transaction():
-                self.report.links += self.store.site_links.replace(src, dst, self.store.sites.site_count())
+                self.report.links += self.store.site_links.replace_parts(sorter.parts(), sorter.n)
+            sorter.close()
 
     def _add_vertices(self, batch: EdgeBatch) -> None:
         normal = canonical_many(batch.urls)

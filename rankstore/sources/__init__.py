@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "Record",
@@ -102,7 +106,7 @@ class EdgeBatch:
     dst: np.ndarray
     weights: np.ndarray | None = None
     where: str = ""
-    sites: list[str] = field(default_factory=list)
+    sites: Sequence[str] | pa.Array = field(default_factory=list)  # a domain graph's: a pyarrow string array
 
 
 @dataclass(slots=True)

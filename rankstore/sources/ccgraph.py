@@ -378,7 +378,7 @@ def read_cc_graph(
             count += len(ids)
             where = f"{path}:{first}-{last}"
             if domains:
-                yield EdgeBatch([], empty, empty, None, where, sites=_host_names(names))
+                yield EdgeBatch([], empty, empty, None, where, sites=_reversed_names(names))
             else:
                 yield EdgeBatch(_root_urls(names, scheme), empty, empty, None, where)
     for item in _part_blocks(edges, progress, chunk_lines):
@@ -429,6 +429,18 @@ def _numbered(number: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def _host_names(names: pa.Array) -> list[str]:
     """Each reversed name put right (``com.example.blog`` -> ``blog.example.com``)."""
     return [".".join(name.split(".")[::-1]) for name in names.cast(pa.string()).to_pylist()]
+
+
+def _reversed_names(names: pa.Array) -> pa.Array:
+    """:func:`_host_names` in pyarrow, as a string array: a domain graph's 135 million names in bulk."""
+    parts = pc.split_pattern(names.cast(pa.string()), ".")
+    offsets = parts.offsets.to_numpy()
+    lengths = np.diff(offsets)
+    firsts = np.repeat(offsets[:-1], lengths)
+    # each label's place in its name, counted from the end
+    turned = 2 * firsts + np.repeat(lengths, lengths) - 1 - np.arange(len(firsts))
+    labels = parts.flatten().take(pa.array(turned))
+    return pc.binary_join(pa.ListArray.from_arrays(parts.offsets, labels), ".")
 
 
 def _root_urls(names: pa.Array, scheme: str) -> list[str]:

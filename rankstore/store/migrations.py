@@ -12,6 +12,10 @@
   them), empty in an older store.
 * 8 -> 9: ``link_notes_by_dst``, the anchored links by target, so that
   ``anchors`` reads a page's in-links without a scan of ``link_notes``.
+* 9 -> 10: the sites' names unique by an index of their own
+  (``sites_by_name``), which a domain graph's load can drop and make again;
+  ``site_links`` packs each site's sources as varint gaps (:mod:`.gaps`), not
+  int32.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -25,8 +29,9 @@ import sqlite3
 
 import numpy as np
 
+from . import gaps
 from .rankings import ranking_rows
-from .schema import ANCHORS_BY_TARGET, PAGES, PART_LINKS, SOURCE_FILES, TABLES, VIEWS
+from .schema import ANCHORS_BY_TARGET, PAGES, PART_LINKS, SITES, SITES_BY_NAME, SOURCE_FILES, TABLES, VIEWS
 
 __all__ = ["schema_version", "migrate"]
 
@@ -58,6 +63,9 @@ def migrate(store, found: int) -> None:
         _sites(store)
     if found <= 8:
         _anchor_index(db)
+    if found <= 9:
+        _sites_index(db)
+        _packed_site_links(db)
 
 
 def _renormalise_urls(db: sqlite3.Connection) -> None:
@@ -141,6 +149,30 @@ def _sites(store) -> None:
 def _anchor_index(db: sqlite3.Connection) -> None:
     """Schema 9: ``link_notes_by_dst``, made from the notes already stored."""
     db.execute(ANCHORS_BY_TARGET)
+
+
+def _sites_index(db: sqlite3.Connection) -> None:
+    """Schema 10: ``sites`` without the column's UNIQUE, ``sites_by_name`` instead; the views are made again
+    by the caller (``current_scores`` reads the sites)."""
+    for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
+        db.execute(f"DROP VIEW {name}")
+    db.execute(SITES.replace("sites (", "sites_moved (", 1))
+    db.execute("INSERT INTO sites_moved (id, name, hosts) SELECT id, name, hosts FROM sites ORDER BY id")
+    db.execute("DROP TABLE sites")
+    db.execute("ALTER TABLE sites_moved RENAME TO sites")
+    db.execute(SITES_BY_NAME)
+
+
+def _packed_site_links(db: sqlite3.Connection) -> None:
+    """Schema 10: each block of ``site_links`` again, its int32 sources packed as varint gaps."""
+    rows = db.execute("SELECT first, offsets, sources FROM site_links ORDER BY first").fetchall()
+    for first, offsets, sources in rows:
+        indptr = np.frombuffer(offsets, dtype=np.int32).astype(np.int64)
+        packed = gaps.pack(indptr, np.frombuffer(sources, dtype=np.int32))
+        db.execute(
+            "UPDATE site_links SET offsets = ?, sources = ? WHERE first = ?",
+            (packed.offsets.tobytes(), packed.data, first),
+        )
 
 
 def _source_files(db: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 9; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 10; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -33,7 +33,8 @@ Layout (schema 9; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   id, in blocks.  A ranking of ``level`` 'site' has its arrays by site index.
 * ``site_links``: the site-level edges of a Common Crawl domain graph (whose
   vertices are sites, not pages), as the sites' in-link CSR in blocks like
-  ``in_links``; replaced whole by each load (:mod:`.site_links`).
+  ``in_links``, each site's sources packed as varint gaps (:mod:`.gaps`);
+  replaced whole by each load (:mod:`.site_links`).
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results; ``ranking_blocks`` holds one
@@ -63,7 +64,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -104,6 +105,15 @@ SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
     unreadable INTEGER NOT NULL DEFAULT 0
 )"""
 
+
+SITES = """CREATE TABLE IF NOT EXISTS sites (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL,
+    hosts INTEGER NOT NULL DEFAULT 0
+)"""
+# unique, but an index of its own rather than the column's constraint: a domain graph's 135 million sites are
+# inserted without it and indexed once, sorted (see :meth:`rankstore.store.sites.Sites.ensure_sites`)
+SITES_BY_NAME = "CREATE UNIQUE INDEX IF NOT EXISTS sites_by_name ON sites (name)"
 
 # only anchored links: the notes of nofollow or weight alone are never read by target
 ANCHORS_BY_TARGET = "CREATE INDEX IF NOT EXISTS link_notes_by_dst ON link_notes (dst) WHERE anchor IS NOT NULL"
@@ -179,11 +189,8 @@ CREATE TABLE IF NOT EXISTS page_hosts (
     first INTEGER PRIMARY KEY,
     hosts BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS sites (
-    id    INTEGER PRIMARY KEY,
-    name  TEXT NOT NULL UNIQUE,
-    hosts INTEGER NOT NULL DEFAULT 0
-);
+{SITES};
+{SITES_BY_NAME};
 CREATE TABLE IF NOT EXISTS host_sites (
     first INTEGER PRIMARY KEY,
     sites BLOB NOT NULL

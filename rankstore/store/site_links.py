@@ -4,24 +4,53 @@ A domain graph names no page and no host, so its edges have no place in the
 page graph; they are kept at their own level, in ``site_links``, as the
 in-link CSR of the sites (row ``s``, site id ``s + 1``, lists the sites
 linking to it), in blocks of at most ``BLOCK_LINKS`` links and
-``BLOCK_MAX_PAGES`` sites like ``in_links``: ``offsets`` int32 per site of the
-block, ``sources`` int32 site indices, both native-endian as ``in_links``'s.
+``BLOCK_MAX_PAGES`` sites like ``in_links`` (a site with more links has a
+block of its own).  Each site's sources are sorted and packed as varint gaps
+(:mod:`.gaps`): ``offsets`` holds uint32 byte offsets into ``sources``, one
+per site of the block and one more, native-endian as ``in_links``'s arrays.
 A site's links to itself are left out and each pair is kept once: a
-domain-graph edge is one link (:meth:`SiteLinks.replace_site_links`).
-The table is replaced whole by each load (one transaction, with the build's
-others), so a reader sees one graph's edges or the other's.  ``meta`` keeps
-how many sites the edges were numbered against (``site_links_sites``): sites
-numbered later have no row and no loaded link.
+domain-graph edge is one link.  The table is replaced whole by each load (one
+transaction), so a reader sees one graph's edges or the other's.  ``meta``
+keeps how many sites the edges were numbered against (``site_links_sites``):
+sites numbered later have no row and no loaded link; and how many links the
+table holds (``site_links``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
 import numpy as np
 
+from . import gaps
 from .base import Part
-from .graph import InLinks, _blocks
+from .graph import BLOCK_LINKS, BLOCK_MAX_PAGES, InLinks
 
-__all__ = ["SiteLinks"]
+__all__ = ["InLinkPart", "SiteLinks"]
+
+
+class InLinkPart(NamedTuple):
+    """Rows ``first``, ``first + 1``... of an in-link CSR: each row's sources ascending, no repeats."""
+
+    first: int  # the node index of the first row
+    indptr: np.ndarray  # int64, from 0
+    indices: np.ndarray  # int32 node indices
+
+
+def _block_rows(part: InLinkPart) -> Iterator[tuple[int, int, bytes, bytes]]:
+    """``site_links`` rows of a part: (first, sites, offsets, packed sources), cut as ``in_links``'s blocks."""
+    indptr = part.indptr
+    n = len(indptr) - 1
+    first = 0
+    while first < n:
+        base = int(indptr[first])
+        stop = int(np.searchsorted(indptr, base + BLOCK_LINKS, side="right")) - 1
+        stop = min(max(stop, first + 1), first + BLOCK_MAX_PAGES, n)
+        end = int(indptr[stop])
+        packed = gaps.pack(indptr[first : stop + 1] - base, part.indices[base:end])
+        yield part.first + first, stop - first, packed.offsets.tobytes(), packed.data
+        first = stop
 
 
 class SiteLinks(Part):
@@ -30,7 +59,8 @@ class SiteLinks(Part):
     def replace(self, src: np.ndarray, dst: np.ndarray, sites: int) -> int:
         """Replace the store's loaded site links with ``src`` -> ``dst`` (site ids, 1..``sites``): a site's
         links to itself left out, each pair kept once.  Returns the links kept.  Call inside a write
-        transaction: the table is empty between the delete and the inserts."""
+        transaction.  For a graph held in memory; a large one comes sorted, part by part, to
+        :meth:`replace_parts`."""
         keep = src != dst
         key = (dst[keep].astype(np.int64) - 1) * max(sites, 1) + (src[keep].astype(np.int64) - 1)
         del keep
@@ -40,44 +70,63 @@ class SiteLinks(Part):
         indptr = np.searchsorted(key, np.arange(sites + 1, dtype=np.int64) * max(sites, 1))
         indices = (key % max(sites, 1)).astype(np.int32)
         del key
+        return self.replace_parts([InLinkPart(0, indptr, indices)], sites)
+
+    def replace_parts(self, parts: Iterable[InLinkPart], sites: int) -> int:
+        """Replace the store's loaded site links with the in-link CSR given as parts (in order of their first
+        rows, none overlapping; site indices below ``sites``, no self-links).  Returns the links kept.  Call
+        inside a write transaction: the table is empty between the delete and the inserts."""
         self.db.execute("DELETE FROM site_links")
-        self.db.executemany(
-            "INSERT INTO site_links (first, sites, offsets, sources) VALUES (?, ?, ?, ?)",
-            (row[:4] for row in _blocks(indptr, indices, None, None)),
-        )
+        links = 0
+        for part in parts:
+            links += len(part.indices)
+            self.db.executemany(
+                "INSERT INTO site_links (first, sites, offsets, sources) VALUES (?, ?, ?, ?)", _block_rows(part)
+            )
         self.db.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [("site_links_sites", str(sites)), ("site_links", str(len(indices)))],
+            [("site_links_sites", str(sites)), ("site_links", str(links))],
         )
-        return len(indices)
+        return links
 
     def links(self, sites: int) -> InLinks:
-        """The loaded site links as the in-link CSR of ``sites`` sites (those numbered since have none)."""
-        rows = self.db.execute("SELECT offsets, sources FROM site_links ORDER BY first").fetchall()
-        counts = [np.diff(np.frombuffer(offsets, dtype=np.int32)) for offsets, _ in rows]
+        """The loaded site links as the in-link CSR of ``sites`` sites (those numbered since have none).
+
+        The sources are unpacked into one array allocated once (4 bytes a link: at 2 billion links the
+        array is most of what ``rank`` holds)."""
+        total = self.count()
+        indices = np.empty(total, dtype=np.int32)
+        counts = np.zeros(sites, dtype=np.int64)
+        at = 0
+        for first, offsets, sources in self.db.execute("SELECT first, offsets, sources FROM site_links ORDER BY first"):
+            bounds = np.frombuffer(offsets, dtype=np.uint32)
+            lengths = gaps.list_lengths(bounds, sources)
+            rows = min(len(lengths), max(sites - first, 0))
+            counts[first : first + rows] = lengths[:rows]
+            kept = int(lengths[:rows].sum())
+            if kept > len(indices) - at:  # a count in meta behind the table (an older store): grow
+                indices = np.concatenate([indices[:at], np.empty(kept, dtype=np.int32)])
+            indices[at : at + kept] = gaps.unpack(bounds[: rows + 1], sources, kept)
+            at += kept
         indptr = np.zeros(sites + 1, dtype=np.int64)
-        if counts:
-            filled = np.concatenate(counts)[:sites]
-            np.cumsum(filled, out=indptr[1 : len(filled) + 1])
-            indptr[len(filled) + 1 :] = indptr[len(filled)]
-        sources = [np.frombuffer(blob, dtype=np.int32) for _, blob in rows]
-        indices = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
-        return InLinks(sites, indptr, indices[: indptr[-1]], None, None)
+        np.cumsum(counts, out=indptr[1:])
+        return InLinks(sites, indptr, indices[:at], None, None)
 
     def in_links(self, site: int) -> np.ndarray:
-        """The site indices of the loaded links into site id ``site`` (one block read, as a page's backlinks
-        are one slice of ``in_links``); empty for a site the loaded graph has no link into."""
+        """The site indices of the loaded links into site id ``site``, ascending (one block read, as a
+        page's backlinks are one slice of ``in_links``); empty for a site the loaded graph has no link into."""
         row = self.db.execute(
             "SELECT first, offsets, sources FROM site_links WHERE first <= ? ORDER BY first DESC LIMIT 1", (site - 1,)
         ).fetchone()
         if row is None:
             return np.zeros(0, dtype=np.int32)
         first, offsets, sources = row
-        bounds = np.frombuffer(offsets, dtype=np.int32)
+        bounds = np.frombuffer(offsets, dtype=np.uint32)
         at = site - 1 - first
         if at >= len(bounds) - 1:
             return np.zeros(0, dtype=np.int32)
-        return np.frombuffer(sources, dtype=np.int32)[bounds[at] : bounds[at + 1]]
+        lo, hi = int(bounds[at]), int(bounds[at + 1])
+        return gaps.unpack(np.array([0, hi - lo], dtype=np.uint32), sources[lo:hi])
 
     def count(self) -> int:
         """How many site links the last domain graph loaded (0 without one)."""

@@ -20,18 +20,26 @@ Crawl's HostToDomainGraph folds hosts into domains (its edges deduplicated).
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..urls import sites_of
 from .base import Part
 from .hosts import LevelGraph, ensure_named, fold_links
+from .schema import SITES_BY_NAME
 
 __all__ = ["Sites", "SiteBatch", "SITE_BLOCK"]
 
 SITE_BLOCK = 1 << 14  # hosts per host_sites row
+BULK = 100_000  # names at once from which ensure_sites numbers them in bulk (JSON into SQL, not 500 at a time)
+BULK_KNOWN = 5_000_000  # sites a store may hold for a bulk numbering to drop sites_by_name and make it again
+_INSERT_ROWS = 1 << 20  # sites inserted by one statement
 
 
 @dataclass(frozen=True)
@@ -52,24 +60,18 @@ class Sites(Part):
         last = self.store.hosts.host_count()
         if last <= done:
             return
-        known = dict(self.db.execute("SELECT name, id FROM sites"))
-        fresh: dict[str, int] = {}
         start = done - done % SITE_BLOCK  # the first block that changes, written again whole
         ids = np.zeros(last - start, dtype=np.int32)
         if start < done:
             ids[: done - start] = self._site_block(start)[: done - start]
         cursor = self.db.execute("SELECT id, name FROM hosts WHERE id > ? ORDER BY id", (done,))
+        # the names of one chunk looked up (and numbered) at once: a store with a domain graph's 135 million
+        # sites is never read whole
         while rows := cursor.fetchmany(1 << 16):
             names = sites_of([host for _, host in rows])
-            for site in dict.fromkeys(names):  # in order of first appearance
-                if site not in known:
-                    known[site] = fresh[site] = len(known) + 1
             first = rows[0][0] - 1 - start  # hosts are numbered one after the other
-            ids[first : first + len(rows)] = np.fromiter(map(known.__getitem__, names), np.int32, len(names))
-        self.db.executemany(
-            "INSERT INTO sites (id, name, hosts) VALUES (?, ?, 0)", ((number, name) for name, number in fresh.items())
-        )
-        counts = np.bincount(ids[done - start :], minlength=len(known) + 1)
+            ids[first : first + len(rows)] = self.ensure_sites(names)
+        counts = np.bincount(ids[done - start :])
         changed = np.flatnonzero(counts)
         self.db.executemany(
             "UPDATE sites SET hosts = hosts + ? WHERE id = ?", zip(counts[changed].tolist(), changed.tolist())
@@ -83,11 +85,94 @@ class Sites(Part):
         )
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_hosts', ?)", (str(last),))
 
-    def ensure_sites(self, names: Sequence[str]) -> np.ndarray:
+    def ensure_sites(self, names: Sequence[str] | pa.Array) -> np.ndarray:
         """The ids of sites named (int64, in order), numbering those the store has not after the known ones:
         a site may come without a host (a Common Crawl domain graph or ranks file names sites directly).
-        Call inside a write transaction."""
-        return ensure_named(self.db, "sites", "hosts", names)
+        Call inside a write transaction.
+
+        Many names at once (a domain graph's vertices, :data:`BULK` or more, a list or a pyarrow string
+        array) go to SQL as JSON arrays, a million a statement.  Into a store of at most
+        :data:`BULK_KNOWN` sites they go without ``sites_by_name``, which :meth:`reindex` makes again,
+        sorted, once the last of them is in: a name repeated across such calls is found then, not here."""
+        if len(names) < BULK and not isinstance(names, pa.Array):
+            if self._unindexed:
+                raise RuntimeError("sites are being numbered in bulk: reindex() first")
+            return ensure_named(self.db, "sites", "hosts", names)
+        column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
+        encoded = pc.dictionary_encode(column.cast(pa.string()))
+        unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
+        count = self.site_count()
+        if not self._unindexed and count <= BULK_KNOWN:
+            self.db.execute("DROP INDEX IF EXISTS sites_by_name")
+            self._unindexed = True
+            self._known = self._names_and_ids() if count else None
+        if self._unindexed:
+            ids = np.zeros(len(unique), dtype=np.int64)
+            if self._known is not None:
+                known_names, known_ids = self._known
+                at = pc.index_in(unique, value_set=known_names).to_numpy(zero_copy_only=False)
+                found = ~np.isnan(at) if at.dtype.kind == "f" else at >= 0
+                ids[found] = known_ids[at[found].astype(np.int64)]
+        else:
+            ids = self._ids_of(unique)
+        fresh = np.flatnonzero(ids == 0)
+        ids[fresh] = np.arange(count + 1, count + 1 + len(fresh))
+        for lo in range(0, len(fresh), _INSERT_ROWS):
+            chunk = fresh[lo : lo + _INSERT_ROWS]
+            self.db.execute(
+                "INSERT INTO sites (id, name, hosts) SELECT key + ?, value, 0 FROM json_each(?)",
+                (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
+            )
+        return ids[position]
+
+    _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
+    _known: tuple[pa.Array, np.ndarray] | None = None  # the sites held before a bulk numbering: names, ids
+
+    def _names_and_ids(self) -> tuple[pa.Array, np.ndarray]:
+        rows = self.db.execute("SELECT name, id FROM sites ORDER BY id").fetchall()
+        return pa.array([name for name, _ in rows], pa.string()), np.array([i for _, i in rows], dtype=np.int64)
+
+    def _ids_of(self, names: pa.Array) -> np.ndarray:
+        """The ids of ``names`` (distinct) by ``sites_by_name``; 0 for a name the store has not."""
+        ids = np.zeros(len(names), dtype=np.int64)
+        for lo in range(0, len(names), _INSERT_ROWS):
+            chunk = names.slice(lo, _INSERT_ROWS)
+            rows = self.db.execute(
+                "SELECT j.key, s.id FROM json_each(?) j JOIN sites s ON s.name = j.value", (_json_array(chunk),)
+            ).fetchall()
+            if rows:
+                at, found = np.array(rows, dtype=np.int64).T
+                ids[lo + at] = found
+        return ids
+
+    def reindex(self) -> dict[int, int]:
+        """Make ``sites_by_name`` again after a bulk numbering (call in its transaction).  A name numbered
+        twice keeps its first id: returns {later id: first id} of those, whose rows are deleted (their ids
+        stay unused)."""
+        if not self._unindexed:
+            return {}
+        self._unindexed, self._known = False, None
+        try:
+            self.db.execute(SITES_BY_NAME)
+            return {}
+        except sqlite3.IntegrityError:
+            pass
+        self.db.execute("CREATE INDEX sites_by_name_repeated ON sites (name)")
+        again: dict[int, int] = {}
+        for ids in self.db.execute(
+            "SELECT group_concat(id) FROM (SELECT name, id FROM sites ORDER BY name, id) GROUP BY name"
+            " HAVING count(*) > 1"
+        ):
+            first, *later = (int(number) for number in ids[0].split(","))
+            again.update(dict.fromkeys(later, first))
+        self.db.executemany("DELETE FROM sites WHERE id = ?", ((number,) for number in again))
+        self.db.execute("DROP INDEX sites_by_name_repeated")
+        self.db.execute(SITES_BY_NAME)
+        return again
+
+    def abandon_bulk(self) -> None:
+        """Forget a bulk numbering whose transaction rolled back (the index is back with it)."""
+        self._unindexed, self._known = False, None
 
     def _meta_int(self, key: str) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -170,3 +255,13 @@ class Sites(Part):
             members[: len(loaded.indptr) - 1] |= np.diff(loaded.indptr) > 0
             members[loaded.indices] = True
         return None if members.all() else members
+
+
+def _json_array(names: pa.Array) -> str:
+    """A JSON array of strings: joined in C when no name needs escaping (a domain graph's never do)."""
+    if len(names) == 0:
+        return "[]"
+    if pc.any(pc.match_substring_regex(names, r'["\\\x00-\x1f]')).as_py():
+        return json.dumps(names.to_pylist())
+    whole = pa.ListArray.from_arrays(pa.array([0, len(names)], pa.int32()), names.cast(pa.string()))
+    return '["' + pc.binary_join(whole, '","')[0].as_py() + '"]'

@@ -1,0 +1,148 @@
+/* The C twin of rankstore.store.gaps: sorted int32 lists packed as LEB128 varints of their gaps, and
+ * unpacked, without the GIL.
+ *
+ * A list [s0, s1, ...] (ascending, no repeats) is written as s0, then s_i - s_(i-1) - 1 for each next
+ * one, each a little-endian base-128 varint (7 bits a byte, the high bit set on every byte but a
+ * value's last).  The lists of a block are written one after the other; a list's bytes start at its
+ * offset, so a reader unpacks one list without the others. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static int contiguous(PyObject *object, Py_buffer *view, int writable) {
+    return PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
+}
+
+/* pack(indptr int64[n+1], indices int32, out uint8 (5 bytes a link at most), offsets uint32[n+1]) ->
+ * bytes written.  indptr is relative to indices' start. */
+static PyObject *pack(PyObject *self, PyObject *args) {
+    PyObject *indptr_o, *indices_o, *out_o, *offsets_o;
+    if (!PyArg_ParseTuple(args, "OOOO", &indptr_o, &indices_o, &out_o, &offsets_o)) return NULL;
+    Py_buffer indptr = {0}, indices = {0}, out = {0}, offsets = {0};
+    PyObject *result = NULL;
+    if (contiguous(indptr_o, &indptr, 0) < 0 || contiguous(indices_o, &indices, 0) < 0 ||
+        contiguous(out_o, &out, 1) < 0 || contiguous(offsets_o, &offsets, 1) < 0)
+        goto done;
+    Py_ssize_t rows = indptr.len / 8 - 1, links = indices.len / 4;
+    if (rows < 0 || offsets.len / 4 != rows + 1 || out.len < 5 * links) {
+        PyErr_SetString(PyExc_ValueError, "pack: arrays of the wrong sizes");
+        goto done;
+    }
+    const int64_t *ptr = indptr.buf;
+    const int32_t *src = indices.buf;
+    uint8_t *o = out.buf;
+    uint32_t *offs = offsets.buf;
+    int bad = 0;
+    uint64_t at = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < rows && !bad; i++) {
+        int64_t lo = ptr[i], hi = ptr[i + 1];
+        if (lo < 0 || hi < lo || hi > links || at > UINT32_MAX) {
+            bad = 1;
+            break;
+        }
+        offs[i] = (uint32_t)at;
+        int64_t last = -1;
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t value = (int64_t)src[k];
+            if (value <= last) {
+                bad = 2;
+                break;
+            }
+            uint64_t v = (uint64_t)(value - last - 1);
+            last = value;
+            while (v >= 128) {
+                o[at++] = (uint8_t)(v | 128);
+                v >>= 7;
+            }
+            o[at++] = (uint8_t)v;
+        }
+    }
+    if (!bad) {
+        if (at > UINT32_MAX) bad = 1;
+        else offs[rows] = (uint32_t)at;
+    }
+    Py_END_ALLOW_THREADS;
+    if (bad == 1) PyErr_SetString(PyExc_ValueError, "pack: row pointers out of order, or a block over 4 GiB");
+    else if (bad == 2) PyErr_SetString(PyExc_ValueError, "pack: a list is not ascending without repeats");
+    else result = PyLong_FromUnsignedLongLong(at);
+done:
+    if (indptr.obj) PyBuffer_Release(&indptr);
+    if (indices.obj) PyBuffer_Release(&indices);
+    if (out.obj) PyBuffer_Release(&out);
+    if (offsets.obj) PyBuffer_Release(&offsets);
+    return result;
+}
+
+/* unpack(data uint8, offsets uint32[n+1], out int32) -> values written: the lists of rows [0, n) one
+ * after the other.  Raises ValueError on bytes that are no list of int32 (a varint cut short or too
+ * long, a value past int32) or an out too small. */
+static PyObject *unpack(PyObject *self, PyObject *args) {
+    PyObject *data_o, *offsets_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO", &data_o, &offsets_o, &out_o)) return NULL;
+    Py_buffer data = {0}, offsets = {0}, out = {0};
+    PyObject *result = NULL;
+    if (contiguous(data_o, &data, 0) < 0 || contiguous(offsets_o, &offsets, 0) < 0 ||
+        contiguous(out_o, &out, 1) < 0)
+        goto done;
+    Py_ssize_t rows = offsets.len / 4 - 1, room = out.len / 4;
+    const uint8_t *d = data.buf;
+    const uint32_t *offs = offsets.buf;
+    int32_t *o = out.buf;
+    Py_ssize_t n = 0;
+    int bad = rows < 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < rows && !bad; i++) {
+        uint64_t at = offs[i], end = offs[i + 1];
+        if (end < at || end > (uint64_t)data.len) {
+            bad = 1;
+            break;
+        }
+        int64_t last = -1;
+        while (at < end) {
+            uint64_t v = 0;
+            int shift = 0;
+            for (;;) {
+                if (at >= end || shift > 28) {
+                    bad = 1;
+                    break;
+                }
+                uint8_t byte = d[at++];
+                v |= (uint64_t)(byte & 127) << shift;
+                shift += 7;
+                if (byte < 128) break;
+            }
+            if (bad) break;
+            int64_t value = last + 1 + (int64_t)v;
+            if (value > INT32_MAX || n >= room) {
+                bad = 1;
+                break;
+            }
+            o[n++] = (int32_t)value;
+            last = value;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    if (bad) PyErr_SetString(PyExc_ValueError, "unpack: bytes that are no packed lists, or out too small");
+    else result = PyLong_FromSsize_t(n);
+done:
+    if (data.obj) PyBuffer_Release(&data);
+    if (offsets.obj) PyBuffer_Release(&offsets);
+    if (out.obj) PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"pack", pack, METH_VARARGS,
+     "pack(indptr, indices, out, offsets) -> bytes written: sorted int32 lists as varint gaps, without the GIL."},
+    {"unpack", unpack, METH_VARARGS,
+     "unpack(data, offsets, out) -> values written: the lists back, without the GIL."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {.m_base = PyModuleDef_HEAD_INIT, .m_name = "_fastgaps", .m_size = -1,
+                                    .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__fastgaps(void) { return PyModule_Create(&module); }
