@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A web graph of the size of Common Crawl's domain graph, in its domain-graph format: 135 million sites, 2 billion links.
+"""A web graph of the size of Common Crawl's domain graph, in its format: 135 million sites, 2 billion links.
 
     .venv/bin/python tools/make_domain_graph.py --out /work/domain-graph
     .venv/bin/python tools/make_domain_graph.py --scale 1/16 --out /tmp/domain-16
@@ -62,15 +62,18 @@ measured time and memory.
 from __future__ import annotations
 
 import argparse
+import collections
+import gzip
 import os
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
-from make_paper_graph import Writer, source_ranges, write_list
+from make_paper_graph import csv_bytes, source_ranges, write_list
 
 SITES = 135_153_877  # cc-main-2025-jan-feb-mar domain graph: vertices
 LINKS = 2_037_859_503  # ... and edges
@@ -101,6 +104,10 @@ TLD_SHARES = {
     "kz": 0.1, "il.co": 0.1, "sg.com": 0.1, "my.com": 0.1, "hk.com": 0.1, "th.co": 0.1, "ph.com": 0.1,
     "pe": 0.1, "ie": 0.2, "lu": 0.1, "is": 0.05, "live": 0.1, "store": 0.1, "blog": 0.1,
     "news": 0.05, "tech": 0.1, "pro": 0.1, "mobi": 0.05, "asia": 0.05, "edu": 0.3, "gov": 0.05, "ai": 0.1,
+    "ws": 0.25, "nu": 0.25, "fm": 0.25, "to": 0.25, "ly": 0.25, "gg": 0.25, "im": 0.25, "ng.com": 0.25,
+    "eg.com": 0.25, "pk.com": 0.25, "bd.com": 0.25, "sa.com": 0.25, "ae": 0.25, "qa": 0.25, "ma": 0.25,
+    "tn": 0.25, "ke.co": 0.25, "lk": 0.25, "np.com": 0.25, "ge": 0.25, "am": 0.25, "az": 0.25, "md": 0.25,
+    "uz": 0.25, "ba": 0.25,
 }  # fmt: skip
 # a label's first character, then the others: letters by English frequencies, digits, hyphens (not first or last)
 FIRST_CHARS = {
@@ -111,7 +118,7 @@ FIRST_CHARS = {
 OTHER_CHARS = {
     **dict(zip("abcdefghijklmnopqrstuvwxyz", [8.2, 1.5, 2.8, 4.3, 12.7, 2.2, 2.0, 6.1, 7.0, 0.15, 0.8, 4.0, 2.4,
                                               6.7, 7.5, 1.9, 0.1, 6.0, 6.3, 9.1, 2.8, 1.0, 2.4, 0.15, 2.0, 0.07])),
-    **dict.fromkeys("0123456789", 0.4),
+    **dict.fromkeys("0123456789", 0.15),
     "-": 1.5,
 }  # fmt: skip
 
@@ -162,23 +169,48 @@ def suffixes() -> list[tuple[str, float]]:
 
 def labels(first: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` distinct labels beginning with the byte ``first``, sorted, as a 2-d uint8 array (0-padded)."""
-    found = np.zeros(0, dtype="S1")
+    found = np.zeros((0, 1), dtype=np.uint8)
     while len(found) < count:
         need = count - len(found)
         length = np.clip(np.rint(rng.lognormal(np.log(LABEL_MEDIAN), LABEL_SIGMA, need)), 1, MAX_LABEL)
         length = length.astype(np.int64)
-        width = int(length.max())
+        width = max(int(length.max()), found.shape[1])
         chars = np.zeros((need, width), dtype=np.uint8)
         inside = np.arange(width) < length[:, None]
         chars[inside] = OTHER_TABLE[rng.integers(0, len(OTHER_TABLE), int(length.sum()))]
         chars[:, 0] = first
-        rows = np.arange(need)
-        last = chars[rows, length - 1]
+        last = chars[np.arange(need), length - 1]
         hyphen = np.flatnonzero(last == ord("-"))  # no label ends with a hyphen
         chars[hyphen, length[hyphen] - 1] = LETTERS[rng.integers(0, len(LETTERS), len(hyphen))]
-        # as fixed-width byte strings, which sort as the names do (the 0 padding sorts first)
-        found = np.unique(np.concatenate([found, chars.view(f"S{width}").ravel()]))
-    return found.view(np.uint8).reshape(count, -1)
+        if found.shape[1] < width:
+            found = np.pad(found, ((0, 0), (0, width - found.shape[1])))
+        found = distinct_sorted(np.concatenate([found, chars]))
+    return found
+
+
+def distinct_sorted(chars: np.ndarray) -> np.ndarray:
+    """Rows of bytes (0-padded strings) sorted as strings, repeated ones dropped.
+
+    Sorted by their bytes 2 to 9 as a number (the first is the bucket's), which
+    decides all but a few; rows whose number ties are sorted again as strings.
+    """
+    rows, width = chars.shape
+    head = np.zeros((rows, 8), dtype=np.uint8)
+    head[:, : min(8, width - 1)] = chars[:, 1:9]
+    number = head.view(">u8").ravel().astype(np.uint64)
+    order = np.argsort(number)
+    number, chars = number[order], chars[order]
+    tied = np.zeros(rows, dtype=bool)
+    tied[1:] = number[1:] == number[:-1]
+    tied[:-1] |= tied[1:]
+    if tied.any():  # string order refines the numbers' order, so the tied rows keep their places as a set
+        at = np.flatnonzero(tied)
+        strings = np.sort(np.ascontiguousarray(chars[at]).view(f"S{width}").ravel())
+        chars[at] = strings.view(np.uint8).reshape(len(at), width)
+        keep = np.ones(rows, dtype=bool)
+        keep[at[1:]] = (chars[at[1:]] != chars[at[:-1]]).any(axis=1) | (at[1:] != at[:-1] + 1)
+        chars = chars[keep]
+    return chars
 
 
 def names_array(suffix: str, chars: np.ndarray) -> pa.Array:
@@ -207,9 +239,7 @@ def vertex_tables(sites: int, rng: np.random.Generator):
             hosts = np.minimum(rng.zipf(HOSTS_ZIPF, bucket), MAX_HOSTS)
             for at in range(0, bucket, CHUNK_VERTICES):
                 end = min(at + CHUNK_VERTICES, bucket)
-                yield pa.table(
-                    {"id": np.arange(start + at, start + end), "name": name[at:end], "hosts": hosts[at:end]}
-                )
+                yield pa.table({"id": np.arange(start + at, start + end), "name": name[at:end], "hosts": hosts[at:end]})
             start += bucket
 
 
@@ -262,27 +292,66 @@ def links_of(
     """Exactly degree[i] distinct targets, none i itself, for each source i in [first, last): sorted
     (sources, targets)."""
     sites = len(degree)
+    shift = max(1, (sites - 1).bit_length())  # key = source << shift | target: shifts and masks, not divisions
     want = degree[first:last].astype(np.int64)
     sources = np.arange(first, last, dtype=np.int64)
-    key = np.zeros(0, dtype=np.int64)  # source * sites + target, sorted, distinct
+    key = np.zeros(0, dtype=np.int64)  # sorted, distinct
     lacking = want
     for round_ in range(100):
         src = np.repeat(sources, lacking)
         dst = popular.draw(len(src), rng) if round_ < POPULAR_ROUNDS else rng.integers(0, sites, len(src))
-        fresh = (src * sites + dst)[dst != src]
+        fresh = ((src << shift) | dst)[dst != src]
         del src, dst
-        if len(key):
-            fresh.sort()  # then merged into the sorted keys: a stable sort of two sorted runs is a merge
+        fresh.sort()
+        if len(key):  # a stable sort of two sorted runs is a merge
             key = np.concatenate([key, fresh])
             key.sort(kind="stable")
         else:
             key = fresh
-            key.sort()
         key = key[np.concatenate([[True], key[1:] != key[:-1]])]
-        lacking = want - np.bincount(key // sites - first, minlength=last - first)
+        lacking = want - np.bincount((key >> shift) - first, minlength=last - first)
         if not lacking.any():
-            return key // sites, key % sites
+            return key >> shift, key & ((1 << shift) - 1)
     raise SystemExit("could not draw enough distinct links: use fewer --links")
+
+
+class PartWriter:
+    """Appends tables, as tab-separated lines, to gzip part files: formatted and compressed by a pool of threads
+    while the next table is made (pyarrow and zlib let go of the GIL), written in order.
+
+    Each table is a gzip member of its own; a part of several members is one gzip stream to every reader
+    (gzip, zcat, Python's gzip, rankstore's).
+    """
+
+    def __init__(self, threads: int = 2):
+        self.pool = ThreadPoolExecutor(threads)
+        self.threads = threads
+        self.pending: collections.deque[tuple[str | None, Future, bool]] = collections.deque()
+        self.handle = None
+
+    def write(self, path: str | None, table: pa.Table, close: bool) -> None:
+        """Appends the table to the part at ``path`` (None: the part being written), closing it after if
+        ``close``."""
+        self.pending.append((path, self.pool.submit(_gzipped, table), close))
+        while len(self.pending) > self.threads:  # a few tables in flight bound the memory
+            self._write_one()
+
+    def _write_one(self) -> None:
+        path, future, close = self.pending.popleft()
+        if path is not None:
+            self.handle = open(path, "wb")
+        self.handle.write(future.result())
+        if close:
+            self.handle.close()
+
+    def finish(self) -> None:
+        while self.pending:
+            self._write_one()
+        self.pool.shutdown()
+
+
+def _gzipped(table: pa.Table) -> bytes:
+    return gzip.compress(csv_bytes(table), compresslevel=1, mtime=0)
 
 
 def make_domain_graph(size: GraphSize, out: str, parts: int, seed: int, progress: bool = False) -> Made:
@@ -302,7 +371,7 @@ def make_domain_graph(size: GraphSize, out: str, parts: int, seed: int, progress
 
     for folder in ("vertices", "edges"):
         os.makedirs(os.path.join(out, folder), exist_ok=True)
-    writer = Writer()
+    writer = PartWriter()
     vertex_parts = [f"vertices/part-{part:05d}.gz" for part in range(parts)]
     bounds = [part * size.sites // parts for part in range(parts + 1)]
     hosts = written = 0
@@ -340,9 +409,7 @@ def make_domain_graph(size: GraphSize, out: str, parts: int, seed: int, progress
             say(f"{links:,} of {size.links:,} links")
     writer.finish()
     write_list(os.path.join(out, "edges.paths.gz"), edge_parts)
-    made = Made(
-        size.sites, links, hosts, int(np.count_nonzero(degree == 0)), top_in, int(degree.max(initial=0))
-    )
+    made = Made(size.sites, links, hosts, int(np.count_nonzero(degree == 0)), top_in, int(degree.max(initial=0)))
     say(
         f"{made.links:,} links written; most-linked site {made.top_in_degree:,} links "
         f"({made.top_in_degree / max(made.links, 1):.2%}), {made.dangling / made.sites:.0%} dangling, "
