@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A web graph of the size of Common Crawl's domain graph, in its format: 135 million sites, 2 billion links.
 
+Examples:
     .venv/bin/python tools/make_domain_graph.py --out /work/domain-graph
     .venv/bin/python tools/make_domain_graph.py --scale 1/16 --out /tmp/domain-16
     .venv/bin/python tools/make_domain_graph.py --sites 5000 --links 100000 --parts 3 --out /tmp/small-domains
