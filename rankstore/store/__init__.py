@@ -301,6 +301,26 @@ class Store:
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return self.pages.continue_build(build_id)
 
+    def forget_build(self, build_id: int) -> bool:
+        """Drop the record of build ``build_id`` if it committed nothing else (its first transaction failed,
+        as when the disk fills): the store is then as it was before it, and no ranking reads as stale
+        because of it.  Whether it was dropped; a build that committed pages, links or files is kept, to be
+        continued or derived from as a build cut short is."""
+        with self.transaction():
+            wrote = self.db.execute(
+                "SELECT EXISTS (SELECT 1 FROM pages WHERE build_id = ?1 OR first_build = ?1)"
+                " OR EXISTS (SELECT 1 FROM source_files WHERE build = ?1)"
+                " OR EXISTS (SELECT 1 FROM link_births WHERE build = ?1)"
+                " OR EXISTS (SELECT 1 FROM lost_links WHERE lost_build = ?1)"
+                " OR EXISTS (SELECT 1 FROM meta WHERE key = 'graph_build' AND value = CAST(?1 AS TEXT))"
+                " OR EXISTS (SELECT 1 FROM builds WHERE id = ?1 AND status != 'running')",
+                (build_id,),
+            ).fetchone()[0]
+            if wrote:
+                return False
+            self.db.execute("DELETE FROM builds WHERE id = ?", (build_id,))
+        return True
+
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
         """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
         with self.transaction():
