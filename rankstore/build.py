@@ -20,17 +20,19 @@ build cut short is continued by the next run of its sources.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import queue
 import re
+import sqlite3
 import tempfile
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 
@@ -72,7 +74,7 @@ from .sources.remote import (
     read_head,
     read_listing,
 )
-from .store import PageData, Ranking, RankingNotFound, Store, TakenFile
+from .store import PageData, Ranking, RankingNotFound, Store, StoreFull, TakenFile, explain
 from .store.base import Transaction
 from .urls import canonical, canonical_many
 
@@ -294,6 +296,39 @@ class BuildProgress:
 ProgressCallback = Callable[[BuildProgress], None]
 
 
+P = ParamSpec("P")
+
+
+def _forgets_a_build_the_disk_cut_short(function: Callable[P, BuildReport]) -> Callable[P, BuildReport]:
+    """A build whose first transaction met a full disk leaves no record of itself (:meth:`Store.forget_build`):
+    the store is as it was, the rankings not stale.  Either way the error raised says which, in one line."""
+
+    @functools.wraps(function)
+    def building(*args: P.args, **kwargs: P.kwargs) -> BuildReport:
+        store = args[0] if args else kwargs["store"]
+        assert isinstance(store, Store)
+        last = store.last_build()
+        try:
+            return function(*args, **kwargs)
+        except (sqlite3.Error, OSError) as error:
+            said = explain(store.path, error)
+            if not isinstance(said, StoreFull):
+                raise
+            ours = store.last_build()
+            if ours is not None and ours != last and store.forget_build(ours):
+                raise StoreFull(
+                    f"{store.path}: the disk is full; the build was rolled back and the store is as it was "
+                    "before it: free some space and run the build again"
+                ) from error
+            raise StoreFull(
+                f"{store.path}: the disk is full; the build stopped at its last commit and the previous graph "
+                "and rankings are still served: free some space and run the build again to finish it"
+            ) from error
+
+    return building
+
+
+@_forgets_a_build_the_disk_cut_short
 def build(
     store: Store,
     sources: Sequence[str],

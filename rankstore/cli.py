@@ -228,16 +228,22 @@ def build(
     help="Lines to read, or JSON (--json says the same).",
 )
 @click.option("--json", "as_json", is_flag=True, hidden=True)
-def info(store_path, fmt, as_json):
+@click.option(
+    "--space",
+    is_flag=True,
+    help="Also the bytes each part of the store takes (pages, links, rankings...), and per link: "
+    "reads the whole file, so it takes longer on a big store.",
+)
+def info(store_path, fmt, as_json, space):
     """Counts, builds, rankings (with their level, and whether a newer build makes them stale) and size on disk.
 
     \b
     Example:
-        rankstore info --store site.db --format json
+        rankstore info --store site.db --space --format json
     """
     store = open_store(store_path, readonly=True)
     try:
-        details = store.info()
+        details = store.info(space=space)
     finally:
         store.close()
     click.echo(output.store_text(details, "json" if as_json else fmt), nl=False)

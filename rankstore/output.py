@@ -317,6 +317,13 @@ def store_text(details: dict, fmt: str) -> str:
         )
         if item["stale"]:
             lines.append(f"    stale: {item['stale']}")
+    if "space" in details:
+        lines.append("space:")
+        for part in details["space"]:
+            per_link = f", {part['bytes_per_link']:,.2f} B a link" if part["bytes_per_link"] is not None else ""
+            lines.append(
+                f"  {part['part'] + ':':<13} {human_bytes(part['bytes']):>10} {100 * part['share']:5.1f}%{per_link}"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,7 @@ new ones, and readers the previous graph.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sqlite3
@@ -50,6 +51,7 @@ from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
 from .site_links import SiteLinks
 from .sites import Sites
 from .sources import SourceFiles, TakenFile
+from .space import space as store_space
 
 __all__ = [
     "Store",
@@ -301,6 +303,26 @@ class Store:
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return self.pages.continue_build(build_id)
 
+    def forget_build(self, build_id: int) -> bool:
+        """Drop the record of build ``build_id`` if it committed nothing else (its first transaction failed,
+        as when the disk fills): the store is then as it was before it, and no ranking reads as stale
+        because of it.  Whether it was dropped; a build that committed pages, links or files is kept, to be
+        continued or derived from as a build cut short is."""
+        with self.transaction():
+            wrote = self.db.execute(
+                "SELECT EXISTS (SELECT 1 FROM pages WHERE build_id = ?1 OR first_build = ?1)"
+                " OR EXISTS (SELECT 1 FROM source_files WHERE build = ?1)"
+                " OR EXISTS (SELECT 1 FROM link_births WHERE build = ?1)"
+                " OR EXISTS (SELECT 1 FROM lost_links WHERE lost_build = ?1)"
+                " OR EXISTS (SELECT 1 FROM meta WHERE key = 'graph_build' AND value = CAST(?1 AS TEXT))"
+                " OR EXISTS (SELECT 1 FROM builds WHERE id = ?1 AND status != 'running')",
+                (build_id,),
+            ).fetchone()[0]
+            if wrote:
+                return False
+            self.db.execute("DELETE FROM builds WHERE id = ?", (build_id,))
+        return True
+
     def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
         """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
         with self.transaction():
@@ -318,7 +340,9 @@ class Store:
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def info(self) -> dict:
+    def info(self, space: bool = False) -> dict:
+        """The store's counts, builds and rankings; with ``space``, also the bytes each part takes on disk
+        (:func:`.space.space`, which reads every page of the file)."""
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
         builds = builds_json(
             self.db.execute(
@@ -345,6 +369,7 @@ class Store:
                 self.rankings.stale_note(current) if current and current.version == item["version"] else None
             )
         links, nofollow = self.graph.graph_counts()
+        site_links = self.site_links.count()
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return {
             "path": self.path,
@@ -353,13 +378,13 @@ class Store:
             "crawled_pages": one("SELECT count(*) FROM pages WHERE crawled"),
             "hosts": one("SELECT count(DISTINCT host) FROM pages"),
             "sites": self.sites.site_count(),
-            "site_links": self.site_links.count(),
+            "site_links": site_links,
             "links": links,
             "nofollow_links": nofollow,
             "builds": builds,
             "rankings": rankings,
             "size_bytes": size,
-        }
+        } | ({"space": [dataclasses.asdict(part) for part in store_space(self, links + site_links)]} if space else {})
 
     def panel_heads(self) -> PanelHeads:
         """The previous build (links first seen after it may be new) and the host ranking's newest version."""

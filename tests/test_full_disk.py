@@ -1,0 +1,144 @@
+"""A disk that fills while a build or a ranking writes: one line, a non-zero exit, and the store as it was.
+
+Each test puts its store on a small tmpfs mounted for it (we are root in the test container), builds and ranks
+a first graph there, then fills the file system up to a few pages and runs the next command: a page-crawl
+build (an edge list), a Common Crawl domain-graph build, or ``rank``.  The previous build's graph and the
+served ranking must read as they did before, through the CLI (``info``, ``top``, ``links``), with the disk
+still full.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+# room for the first graph, its ranking and SQLite's log; the second build needs more than is left
+DISK = "8m"
+# what the disk keeps free when the failing command starts: less than that command writes
+LEFT = 64 * 1024
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A small file system, mounted for the test (root only)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK}", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {made.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def rankstore(*args: str) -> subprocess.CompletedProcess:
+    """``rankstore ARGS`` as a user runs it (its own process, so that its errors go through ``main``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "rankstore", *args], capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def ok(*args: str) -> str:
+    done = rankstore(*args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def fill(mount, left: int = LEFT) -> None:
+    """Fill the file system at ``mount`` until ``left`` bytes remain free."""
+    stat = os.statvfs(mount)
+    free = stat.f_bavail * stat.f_frsize
+    with open(mount / "filler", "wb") as handle:
+        handle.write(b"\0" * max(0, free - left))
+
+
+def assert_says_disk_full(done: subprocess.CompletedProcess, says: str = "disk is full") -> None:
+    said = (done.stdout + done.stderr).strip()
+    assert done.returncode != 0, said
+    assert "Traceback" not in said, said
+    assert len(said.splitlines()) == 1, said
+    assert said.startswith("Error: ") and "disk is full" in said and says in said, said
+
+
+def served(store: str, level: str = "page") -> dict:
+    """What readers see of the store: its counts, builds' outcomes, rankings, the top of its served ranking."""
+    info = json.loads(ok("info", "--format", "json", "--store", store))
+    top = ok(
+        "top", "--store", store, "--format", "json", "-n", "20", *(["--ranking", "siterank"] if level == "site" else [])
+    )
+    return {
+        "counts": {key: info[key] for key in ("pages", "crawled_pages", "links", "sites", "site_links")},
+        "complete_builds": [b["id"] for b in info["builds"] if b["status"] == "complete"],
+        "rankings": [(r["name"], r["version"], r["stale"]) for r in info["rankings"]],
+        "top": json.loads(top),
+    }
+
+
+def edge_list(path, links: int, site: str) -> str:
+    with open(path, "w") as handle:
+        for i in range(links):
+            handle.write(f"http://{site}/page/{i % 700}\thttp://{site}/some/longer/path/{i % 9000}\n")
+    return str(path)
+
+
+def domain_graph(folder, sites: int, links: int) -> list[str]:
+    """A Common Crawl domain graph: vertices ``id<TAB>reversed.domain<TAB>hosts``, in name order, edges sorted."""
+    folder.mkdir()
+    names = sorted(f"com.example{i:06d}" for i in range(sites))
+    vertices = "".join(f"{i}\t{name}\t1\n" for i, name in enumerate(names))
+    pairs = sorted({(i % sites, (i * 7919 + 13) % sites) for i in range(links)})
+    edges = "".join(f"{s}\t{d}\n" for s, d in pairs if s != d)
+    out = []
+    for name, text in (("vertices.txt.gz", vertices), ("edges.txt.gz", edges)):
+        (folder / name).write_bytes(gzip.compress(text.encode(), mtime=0))
+        out.append(str(folder / name))
+    return out
+
+
+def intact(store: str) -> None:
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_page_build_that_fills_the_disk_leaves_the_previous_build_and_ranking_served(small_disk, tmp_path):
+    store = str(small_disk / "s.db")
+    ok("build", edge_list(tmp_path / "first.tsv", 3000, "a.example"), "--store", store, "-q")
+    ok("rank", "--store", store, "-q")
+    before = served(store)
+    fill(small_disk)
+    assert_says_disk_full(
+        rankstore("build", edge_list(tmp_path / "more.tsv", 120_000, "b.example"), "--store", store, "-q"),
+        says="the build was rolled back and the store is as it was before it",
+    )
+    assert served(store) == before  # with the disk still full
+    intact(store)
+
+
+def test_a_domain_graph_build_that_fills_the_disk_leaves_the_previous_build_and_ranking_served(small_disk, tmp_path):
+    store = str(small_disk / "s.db")
+    ok("build", *domain_graph(tmp_path / "first", 500, 3000), "--store", store, "-q")
+    ok("rank", "--level", "site", "--store", store, "-q")
+    before = served(store, "site")
+    fill(small_disk)
+    assert_says_disk_full(
+        rankstore("build", *domain_graph(tmp_path / "more", 60_000, 200_000), "--store", store, "-q"),
+        says="the build was rolled back and the store is as it was before it",
+    )
+    assert served(store, "site") == before
+    intact(store)
+
+
+def test_a_ranking_that_fills_the_disk_leaves_the_previous_version_served(small_disk, tmp_path):
+    store = str(small_disk / "s.db")
+    ok("build", edge_list(tmp_path / "first.tsv", 20_000, "a.example"), "--store", store, "-q")
+    ok("rank", "--store", store, "-q")
+    before = served(store)
+    fill(small_disk, left=8 * 1024)
+    assert_says_disk_full(rankstore("rank", "--store", store, "-q", "--damping", "0.5"))
+    assert served(store) == before
+    intact(store)
