@@ -145,6 +145,33 @@ def test_solvers_match_dense_reference_with_personalisation(dangling, method):
     assert np.abs(ours - reference).sum() < 1e-12
 
 
+@pytest.mark.parametrize("method", ["power", "bicgstab"])
+@pytest.mark.parametrize("dangling", ["uniform", "source", "leak", "remove"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_graph_past_the_copy_bound_is_renamed_in_place_and_given_back_as_it_was(
+    monkeypatch, dangling, method, weighted
+):
+    """Past COPY_LINKS the product keeps no copy of the links in its own order: the same scores as the dense
+    reference, on two threads, and the graph's arrays as they were once it is done."""
+    rng = np.random.default_rng(5)
+    n = 300
+    edges = list({(int(s), int(t)) for s, t in rng.integers(0, n, size=(3000, 2))})
+    edges = [e for e in edges if e[0] % 5]  # sinks
+    weights = list(rng.uniform(0.5, 3, len(edges))) if weighted else None
+    personalization = rng.uniform(0, 1, n) * (rng.uniform(size=n) < 0.3)
+    given = graph(edges, n, weights)
+    before = given.indices.copy(), given.indptr.copy()
+    if dangling == "remove":  # no dense reference: the product that keeps its copy
+        reference = pagerank(graph(edges, n, weights), 0.85, personalization, dangling, tol=1e-14, method=method)
+    else:
+        reference = pagerank_dense(dense(edges, n, weights), 0.85, personalization, dangling)
+    monkeypatch.setattr(solver_product, "COPY_LINKS", 0)
+    monkeypatch.setattr(solver_product, "_THREAD_MIN_LINKS", 0)
+    ours = pagerank(given, 0.85, personalization, dangling, tol=1e-14, method=method, threads=2).scores
+    assert np.abs(ours - getattr(reference, "scores", reference)).sum() < 1e-12
+    assert np.array_equal(given.indices, before[0]) and np.array_equal(given.indptr, before[1])
+
+
 def test_duplicate_links_count_once_and_self_links_count():
     with_duplicates = graph([(A, B), (A, B), (A, C), (B, B), (C, A)], 3)
     assert with_duplicates.links == 4

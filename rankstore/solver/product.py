@@ -18,6 +18,9 @@ from .graph import Graph
 
 _THREAD_MIN_LINKS = 2_000_000
 _CHUNK = 16_000_000  # links a thread handles at once while setting up
+# links past which the product renames the graph's sources in place rather than keep a copy in its own order:
+# the copy is 4 bytes a link, and at Common Crawl's 2 billion domain links the two would not fit 16 GiB
+COPY_LINKS = 1 << 30
 
 
 try:  # scipy's own kernels: y += A x in place (A @ x allocates y), and the row gather behind A[rows]
@@ -245,6 +248,11 @@ class _Product:
         del degree, out
         self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}
 
+        self.in_place = links > COPY_LINKS
+        if self.in_place:
+            self._renumber_in_place(graph, threads, kinds, weights)
+            return
+
         # the links in the inner order: row by row of it, each row's links as they were
         new_of = np.empty(n, dtype=np.int32)
         new_of[self.order] = np.arange(n, dtype=np.int32)
@@ -282,6 +290,37 @@ class _Product:
             block_cuts[0], block_cuts[-1] = 0, n
         self.blocks = [(start, stop) for start, stop in zip(block_cuts[:-1], block_cuts[1:]) if stop > start]
 
+    def _renumber_in_place(self, graph: Graph, threads: int, kinds: list, weights: np.ndarray | None) -> None:
+        """Past :data:`COPY_LINKS`, no copy of the links: their sources are renamed into the inner order in
+        the graph's own array (and back by :meth:`close`), its rows stay where they are, and each product
+        is summed by rows as they are into a scratch vector, then gathered into the inner order."""
+        n, indptr, indices = graph.n, graph.indptr, graph.indices
+        self._graph = graph
+        new_of = np.empty(n, dtype=np.int32)
+        new_of[self.order] = np.arange(n, dtype=np.int32)
+        self._rename(indices, new_of)
+        del new_of
+        self.indices, self.indptr = indices, indptr
+        self.values = None if weights is None else {kind: weights.astype(kind, copy=False) for kind in kinds}
+        self.scratch = {kind: np.empty(n, dtype=kind) for kind in kinds}
+        cuts = [0, n]
+        if threads > 1:
+            cuts = np.searchsorted(indptr, np.linspace(0, graph.links, threads + 1)).tolist()
+            cuts[0], cuts[-1] = 0, n
+        self.row_blocks = [(start, stop) for start, stop in zip(cuts[:-1], cuts[1:]) if stop > start]
+        even = np.linspace(0, n, threads + 1).astype(np.int64).tolist()
+        self.blocks = [(start, stop) for start, stop in zip(even[:-1], even[1:]) if stop > start]
+
+    def _rename(self, indices: np.ndarray, names: np.ndarray) -> None:
+        """``indices[:] = names[indices]`` in place, a chunk at a time, on the threads."""
+        chunks = list(range(0, len(indices), _CHUNK))
+
+        def rename(lo: int) -> None:
+            part = indices[lo : lo + _CHUNK]
+            part[:] = np.take(names, part)
+
+        self._map(rename, chunks)
+
     def inner(self, vector: np.ndarray) -> np.ndarray:
         """A vector over the graph's pages, in the inner order."""
         return vector[self.order]
@@ -303,6 +342,16 @@ class _Product:
         """out = fill + P z; returns ``after(start, stop)`` of each row block."""
         indptr, indices, kernel = self.indptr, self.indices, row_sums
         values = None if self.values is None else self.values[z.dtype]
+        if self.in_place:
+            scratch, order = self.scratch[z.dtype], self.order
+            self._map(lambda b: kernel(indptr, indices, values, z, scratch, b[0], b[1], 0.0), self.row_blocks)
+
+            def gathered(start: int, stop: int) -> object:
+                np.take(scratch, order[start:stop], out=out[start:stop])
+                out[start:stop] += fill if np.isscalar(fill) else fill[start:stop]
+                return after(start, stop) if after is not None else None
+
+            return self._map(lambda b: gathered(*b), self.blocks)
 
         def block(start: int, stop: int) -> object:
             kernel(indptr, indices, values, z, out, start, stop, fill)
@@ -311,6 +360,9 @@ class _Product:
         return self._map(lambda b: block(*b), self.blocks)
 
     def close(self) -> None:
+        if self.in_place:  # the graph's sources back as they were
+            self.in_place = False
+            self._rename(self._graph.indices, self.order)
         if self.pool is not None:
             self.pool.shutdown()
 

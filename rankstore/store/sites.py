@@ -40,6 +40,7 @@ SITE_BLOCK = 1 << 14  # hosts per host_sites row
 BULK = 100_000  # names at once from which ensure_sites numbers them in bulk (JSON into SQL, not 500 at a time)
 BULK_KNOWN = 5_000_000  # sites a store may hold for a bulk numbering to drop sites_by_name and make it again
 _INSERT_ROWS = 1 << 20  # sites inserted by one statement
+_MARK_LINKS = 1 << 24  # links marked at once
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,14 @@ class Sites(Part):
         hosts = self.store.hosts.host_graph(include_nofollow)
         sites = self.host_sites()
         count = self.site_count()
+        if hosts.indptr[-1] == 0:
+            # no link between hosts: the loaded domain graph is the site graph as it is stored, already
+            # coalesced and without self-links (at 2 billion links no key array a link is made to fold it)
+            host_members = hosts.members
+            del hosts
+            loaded = self.store.site_links.links(count)
+            members = self._sites_in_graph(count, host_members, loaded)
+            return LevelGraph(count, loaded.indptr, loaded.indices, None, members)
         if len(sites) < hosts.n or (hosts.n and int(sites[: hosts.n].min()) == 0):
             raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
         dst = np.repeat(sites[: hosts.n], np.diff(hosts.indptr))
@@ -253,7 +262,8 @@ class Sites(Part):
         members[with_pages[with_pages > 0] - 1] = True
         if len(loaded.indices):
             members[: len(loaded.indptr) - 1] |= np.diff(loaded.indptr) > 0
-            members[loaded.indices] = True
+            for lo in range(0, len(loaded.indices), _MARK_LINKS):  # numpy widens an index array to int64: a slice
+                members[loaded.indices[lo : lo + _MARK_LINKS]] = True
         return None if members.all() else members
 
 
