@@ -36,6 +36,7 @@ from typing import Any, ParamSpec
 
 import numpy as np
 
+from .edgeruns import EdgeRuns, split_keys
 from .extract import extract, resolve_listed
 from .imported import CC_HARMONIC, CC_PAGERANK, read_cc_ranks_into, write_imported
 from .linksort import LinkSorter, spill_folder
@@ -82,6 +83,12 @@ __all__ = ["BuildProgress", "BuildReport", "PlannedSource", "build", "prepare", 
 
 _CHUNK = 32
 _BATCH_LINKS = 200_000
+# A graph's links gathered in memory before a sorted run of them goes to a file beside the store
+# (8 bytes a link, and as much again to sort them).
+_GATHER_LINKS = 1 << 25
+_BATCH_GATHERED = 1 << 21  # links gathered written in one transaction
+# Sources of a batch of links that an earlier batch had too, beyond which the graph is taken as unordered.
+_RECURRING_SOURCES = 4
 _HTML_SNIFF = 1024
 # WHATWG MIME sniffing's "binary data bytes": never in a text document.
 _BINARY_BYTES = bytes(list(range(0x00, 0x09)) + [0x0B] + list(range(0x0E, 0x1B)) + list(range(0x1C, 0x20)))
@@ -628,6 +635,9 @@ class _GraphLoader:
         self.site_ids: list[np.ndarray] = []  # a domain graph's vertices' site ids, batch by batch
         self.vertices: Transaction | None = None  # the transaction numbering a domain graph's vertices
         self.site_links: LinkSorter | None = None  # its links, gathered by target
+        self.held: tuple[np.ndarray, np.ndarray, None] | None = None  # the last batch of links, not yet written
+        self.seen: np.ndarray | None = None  # by page id: a source of a batch of links taken so far
+        self.gathered: EdgeRuns | None = None  # the links, once the graph's sources recur across batches
 
     def __enter__(self) -> _GraphLoader:
         return self
@@ -639,6 +649,8 @@ class _GraphLoader:
             self.store.sites.abandon_bulk()
         if self.site_links is not None:
             self.site_links.close()
+        if self.gathered is not None:
+            self.gathered.close()
 
     def take(self, batch: EdgeBatch) -> None:
         if batch.urls:
@@ -661,14 +673,43 @@ class _GraphLoader:
             dropped = len(kept) - int(kept.sum())
             if dropped:
                 self.report.skipped["link to or from a URL that is not http(s)"] += dropped
-            weights = batch.weights[kept] if batch.weights is not None else None
-            sources, links = self.store.pages.write_edges(src[kept], dst[kept], weights, self.report.build_id)
-            self.sources.append(sources)
-            self.report.links += links
-            self.state.links += links
-            self.state.pages = len(self.store.pages.written_pages())
-            if self.progress is not None:
-                self.progress(self.state)
+            if batch.weights is not None:
+                self._write(src[kept], dst[kept], batch.weights[kept])
+            else:
+                self._take_plain(src[kept], dst[kept])
+
+    def _take_plain(self, src: np.ndarray, dst: np.ndarray) -> None:
+        """A batch of links without weights: written a batch behind, while its sources come once; once they
+        recur across batches, gathered (with the batch held back) and written by source at the end."""
+        if self.gathered is None:
+            seen = np.zeros(0, dtype=bool) if self.seen is None else self.seen
+            if len(src) and int(src.max()) >= len(seen):
+                seen = np.concatenate([seen, np.zeros(max(int(src.max()) + 1, 2 * len(seen)) - len(seen), bool)])
+            again = src[seen[src]]
+            # a source cut between two batches of a sorted graph recurs once: not a reason to gather
+            if len(again) and len(np.unique(again)) > _RECURRING_SOURCES:
+                self.gathered = EdgeRuns(os.path.dirname(os.path.abspath(self.store.path)), _GATHER_LINKS)
+                self.seen = None
+            else:
+                seen[src] = True
+                self.seen = seen
+                if self.held is not None:
+                    self._write(*self.held)
+                self.held = (src, dst, None)
+                return
+        if self.held is not None:
+            self.gathered.add(self.held[0], self.held[1])
+            self.held = None
+        self.gathered.add(src, dst)
+
+    def _write(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None) -> None:
+        sources, links = self.store.pages.write_edges(src, dst, weights, self.report.build_id)
+        self.sources.append(sources)
+        self.report.links += links
+        self.state.links += links
+        self.state.pages = len(self.store.pages.written_pages())
+        if self.progress is not None:
+            self.progress(self.state)
 
     def _sites_numbered(self) -> LinkSorter:
         """Once a domain graph's vertices are all read: their numbering committed, and the sorter its links go
@@ -690,6 +731,14 @@ class _GraphLoader:
 
     def finish(self) -> None:
         """Mark the graph's source pages crawled, or store its site links, once the whole graph is read."""
+        if self.held is not None:
+            self._write(*self.held)
+            self.held = None
+        if self.gathered is not None:
+            with self.gathered as gathered:
+                for keys in gathered.grouped(_BATCH_GATHERED):
+                    self._write(*split_keys(keys), None)
+            self.gathered = None
         if self.sources:
             self.store.pages.mark_crawled(np.concatenate(self.sources), self.report.build_id)
         self.sources = []

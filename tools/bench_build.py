@@ -19,11 +19,16 @@
    into memory (`Graph.Read_Ncol`, names kept; no store): rust-doc's links
    (772,696 over 40,621 URLs) and a generated 5,000,000-line list over 100,000
    URLs (Zipf targets).  Target: >= 1,000,000 links/s.
+6. any order of edges (``--shuffled PAGES:LINKS`` alone): a Common Crawl host
+   graph made by tools/make_paper_graph.py, built as Common Crawl sorts it and
+   built again with its edges shuffled over the same parts; the shuffled build's
+   time as a multiple of the sorted one's (target: 1.5x or less).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import resource
 import shutil
@@ -278,6 +283,91 @@ def edge_lists(work: str) -> None:
         )
 
 
+def paper_graph(pages: int, links: int, parts: int) -> str:
+    """A Common Crawl host graph made by tools/make_paper_graph.py, sorted as Common Crawl writes it (cached)."""
+    path = os.path.join(CACHE, f"host-graph-{pages}-{links}")
+    if not os.path.exists(path):
+        os.makedirs(CACHE, exist_ok=True)
+        subprocess.run(
+            [sys.executable, os.path.join(ROOT, "tools", "make_paper_graph.py"), "--pages", str(pages)]
+            + ["--links", str(links), "--parts", str(parts), "--out", path + ".part"],
+            check=True,
+            cwd=ROOT,
+        )
+        os.replace(path + ".part", path)
+    return path
+
+
+def shuffled_twin(graph: str, seed: int = 34) -> str:
+    """The same graph with its edges in a random order over as many parts (cached): its sources recur in
+    every batch the build reads."""
+    import gzip
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    path = graph + "-shuffled"
+    if os.path.exists(path):
+        return path
+    out = path + ".part"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "edges"))
+    for name in ("vertices", "vertices.paths.gz"):
+        os.symlink(os.path.join(graph, name), os.path.join(out, name))
+    parts = sorted(os.listdir(os.path.join(graph, "edges")))
+    options = pacsv.ParseOptions(delimiter="\t")
+    read = pacsv.ReadOptions(column_names=["from", "to"])
+    columns = pacsv.ConvertOptions(column_types={"from": pa.int32(), "to": pa.int32()})
+    tables = [
+        pacsv.read_csv(
+            os.path.join(graph, "edges", part), read_options=read, parse_options=options, convert_options=columns
+        )
+        for part in parts
+    ]
+    src = np.concatenate([table.column("from").to_numpy() for table in tables])
+    dst = np.concatenate([table.column("to").to_numpy() for table in tables])
+    del tables
+    order = np.random.default_rng(seed).permutation(len(src))
+    src, dst = src[order], dst[order]
+    del order
+    for number, part in enumerate(parts):
+        lo, hi = number * len(src) // len(parts), (number + 1) * len(src) // len(parts)
+        buffer = io.BytesIO()
+        pacsv.write_csv(
+            pa.table({"from": src[lo:hi], "to": dst[lo:hi]}),
+            buffer,
+            pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none"),
+        )
+        with gzip.open(os.path.join(out, "edges", part), "wb", compresslevel=1) as handle:
+            handle.write(buffer.getvalue())
+    with gzip.open(os.path.join(out, "edges.paths.gz"), "wt") as handle:
+        handle.write("".join(f"edges/{part}\n" for part in parts))
+    os.replace(out, path)
+    return path
+
+
+def sorted_and_shuffled(work: str, pages: int, links: int, rounds: int) -> None:
+    """`rankstore build` of a host graph sorted and of its twin with the edges shuffled, alternated."""
+    print(f"\n== a host graph of {pages:,} pages and {links:,} links: sorted, and its edges shuffled")
+    graph = paper_graph(pages, links, max(1, links // 4_000_000))
+    twin = shuffled_twin(graph)
+    times: dict[str, list[float]] = {"sorted": [], "shuffled": []}
+    for attempt in range(rounds):
+        for label, path in (("sorted", graph), ("shuffled", twin)):
+            store = os.path.join(work, f"{label}.db")
+            seconds, peak, _ = run_measured([sys.executable, "-m", "rankstore", "build", path, "--store", store, "-q"])
+            times[label].append(seconds)
+            print(f"round {attempt + 1}: {label:>8} {seconds:.1f} s, peak RSS {peak / 1024:.0f} MiB", flush=True)
+            os.remove(store)
+    best = {label: min(values) for label, values in times.items()}
+    print(
+        f"sorted {best['sorted']:.1f} s ({links / best['sorted']:,.0f} links/s), shuffled {best['shuffled']:.1f} s "
+        f"({links / best['shuffled']:,.0f} links/s): shuffled takes {best['shuffled'] / best['sorted']:.2f}x "
+        "the sorted time (target: 1.5x or less)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=1500, help="pages for the extractor comparison")
@@ -285,8 +375,22 @@ def main() -> None:
     parser.add_argument(
         "--against-bare", type=int, metavar="ROUNDS", help="only the build against a bare warcio + lexbor loop"
     )
+    parser.add_argument(
+        "--shuffled",
+        metavar="PAGES:LINKS",
+        help="only the build of a host graph of that size sorted against its twin with the edges shuffled",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --shuffled")
     args = parser.parse_args()
     sys.path.insert(0, ROOT)
+    if args.shuffled:
+        pages, links = (int(number.replace("_", "")) for number in args.shuffled.split(":"))
+        work = tempfile.mkdtemp(prefix="bench-build-")
+        try:
+            sorted_and_shuffled(work, pages, links, args.rounds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if args.edges_only:
         work = tempfile.mkdtemp(prefix="bench-build-")
         try:

@@ -477,17 +477,26 @@ class Pages(Part):
         ends = np.concatenate([cuts, [len(key)]]).tolist() if len(key) else []
         heads = sources[starts].tolist() if len(key) else []
         again = [i for i, head in enumerate(heads) if head in self._written]
-        if w is not None or again:
-            # weights to note, or sources already written in this build: merged page by page
-            slow = range(len(heads)) if w is not None else again
+        links = 0
+        if w is None and again:
+            # sources already written in this build (a graph whose sources recur): their links joined in bulk,
+            # but for those with notes to merge link by link
+            noted = self._noted([heads[i] for i in again])
+            plain = np.array([heads[i] for i in again if heads[i] not in noted], dtype=np.int64)
+            if len(plain):
+                links += self._extend_plain(plain, key[np.isin(sources, plain)])
+            again_noted = [i for i in again if heads[i] in noted]
+        else:
+            again_noted = again
+        if w is not None or again_noted:
+            # weights to note, or sources already written in this build with notes: merged page by page
+            slow = range(len(heads)) if w is not None else again_noted
             out: dict[int, dict[int, tuple[bool, float, str | None]]] = {}
             for i in slow:
                 start, end = starts[i], ends[i]
                 ws = w[start:end].tolist() if w is not None else [1.0] * (end - start)
                 out[heads[i]] = {t: (False, x, None) for t, x in zip(targets[start:end].tolist(), ws)}
-            links = self._write_out_links(out)
-        else:
-            links = 0
+            links += self._write_out_links(out)
         if w is None:
             skip = set(again)
             data = targets.tobytes()
@@ -514,6 +523,56 @@ class Pages(Part):
             self.db.executemany("INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)", rows)
             self._written.update(head for (head,) in fresh)
         return np.asarray(heads, dtype=np.int64), links
+
+    def _noted(self, ids: Sequence[int]) -> set[int]:
+        """Those of these pages that have link notes."""
+        found: set[int] = set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT DISTINCT src FROM link_notes WHERE src IN ({marks})"
+            found.update(row[0] for row in self.db.execute(query, chunk))
+        return found
+
+    def _extend_plain(self, ids: np.ndarray, key: np.ndarray) -> int:
+        """Pages this build wrote already, none with link notes, gain the links of ``key`` (sorted
+        ``source << 32 | target`` of these pages): each page's out-links become the union, written once.
+        Returns the links that are new to the build."""
+        heads = ids.tolist()
+        held_src: list[int] = []
+        held_len: list[int] = []
+        blobs: list[bytes] = []
+        for start in range(0, len(heads), _IN_CHUNK):
+            chunk = heads[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for src, data in self.db.execute(
+                f"SELECT src, targets FROM out_links WHERE src IN ({marks}) ORDER BY src, part", chunk
+            ):
+                held_src.append(src)
+                held_len.append(len(data) // 4)
+                blobs.append(data)
+        held = np.repeat(np.array(held_src, dtype=np.int64), held_len) << 32 | np.frombuffer(
+            b"".join(blobs), dtype=">i4"
+        ).astype(np.int64)
+        merged = np.sort(np.concatenate([held, key]))
+        if len(merged):
+            merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
+        self.db.executemany("DELETE FROM out_links WHERE src = ?", ((head,) for head in heads))
+        sources = merged >> 32
+        data = (merged & 0xFFFFFFFF).astype(">i4").tobytes()
+        cuts = np.flatnonzero(sources[1:] != sources[:-1]) + 1
+        starts = np.concatenate([[0], cuts]).tolist()
+        ends = np.concatenate([cuts, [len(merged)]]).tolist()
+        step = 4 * PART_LINKS
+        self.db.executemany(
+            "INSERT INTO out_links (src, part, targets) VALUES (?, ?, ?)",
+            (
+                (head, part, data[offset : min(offset + step, 4 * end)])
+                for head, start, end in zip(sources[starts].tolist(), starts, ends)
+                for part, offset in enumerate(range(4 * start, 4 * end, step))
+            ),
+        )
+        return len(merged) - len(held)
 
     def _record_history(self, new: dict[int, Iterable[int]], build_id: int) -> None:
         """Before pages crawled again replace their out-links: the links they gained are born in this build,
