@@ -33,7 +33,10 @@ class Transaction:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self.outer:
-            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            if exc_type is None:
+                self.db.execute("COMMIT")
+            elif self.db.in_transaction:  # SQLite rolls some errors back itself (a full disk: SQLITE_FULL)
+                self.db.execute("ROLLBACK")
 
 
 class Part:
