@@ -148,11 +148,11 @@ def test_solvers_match_dense_reference_with_personalisation(dangling, method):
 @pytest.mark.parametrize("method", ["power", "bicgstab"])
 @pytest.mark.parametrize("dangling", ["uniform", "source", "leak", "remove"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_a_graph_past_the_copy_bound_is_renamed_in_place_and_given_back_as_it_was(
+def test_a_graph_past_the_copy_bound_is_multiplied_as_given_and_left_as_it_was(
     monkeypatch, dangling, method, weighted
 ):
-    """Past COPY_LINKS the product keeps no copy of the links in its own order: the same scores as the dense
-    reference, on two threads, and the graph's arrays as they were once it is done."""
+    """Past COPY_LINKS the product keeps no copy of the links in its own order, its sinks where they are: the
+    same scores as the dense reference, on two threads, and the graph's arrays untouched."""
     rng = np.random.default_rng(5)
     n = 300
     edges = list({(int(s), int(t)) for s, t in rng.integers(0, n, size=(3000, 2))})

@@ -33,17 +33,17 @@ def _bicgstab(
     """
     damping, dangling_to = system.damping, system.dangling_to
     product = _product._Product(system.graph, system.weighted, system.threads, scale=damping)
-    n, live, inverse = product.n, product.live, product.inverse[np.dtype(np.float64)]
+    n, inverse = product.n, product.inverse[np.dtype(np.float64)]
     pieces = _product._Pieces(n, product)
-    has_sinks = dangling_to is not None and live < n
+    has_sinks = dangling_to is not None and product.has_sinks
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
     if dangling_to is not None and not uniform_dangling:
         dangling_to = product.inner(dangling_to)
     einsum = np.einsum
 
     def sinks_sum(vector: np.ndarray, lo: int, hi: int) -> float:
-        """The part of ``vector`` at sinks among pages [lo, hi) (the sinks are the pages from ``live`` on)."""
-        return float(vector[max(lo, live) : hi].sum()) if has_sinks and hi > live else 0.0
+        """The part of ``vector`` at sinks among pages [lo, hi)."""
+        return product.sinks_sum(vector, lo, hi) if has_sinks else 0.0
 
     def moved(scaled: np.ndarray, out: np.ndarray, at_sinks: float) -> None:
         """out = (dM + d s dangling^T) vector, given inverse·vector and the part of ``vector`` at sinks.

@@ -35,20 +35,20 @@ def _power(
     mixed = damping < 1
     product = _product._Product(system.graph, system.weighted, system.threads, scale=damping, single=mixed)
     try:
-        n, live = product.n, product.live
+        n = product.n
         inverse = product.inverse[np.dtype(np.float64)]
         inverse32: np.ndarray = product.inverse.get(np.dtype(np.float32), inverse)  # float32 when mixed
-        teleport = product.inner(system.teleport)
+        teleport = system.teleport if _uniform(system.teleport) else product.inner(system.teleport)
         x = product.inner(start)
         y = np.empty_like(x)
         scaled = np.empty_like(x)  # z = inverse·x, what a float64 step multiplies
         change = np.empty(n, dtype=np.float32)  # the last change, times inverse: what a float32 step multiplies
         following = np.empty_like(change)
         run = np.zeros(n, dtype=np.float32)  # the changes of the float32 steps since the last float64 step
-        uniform_teleport = bool(np.all(teleport == teleport[0]))
+        uniform_teleport = _uniform(teleport) or bool(np.all(teleport == teleport[0]))
         base = (1.0 - damping) * (teleport[0] if uniform_teleport else teleport)
         del teleport
-        has_sinks = dangling_to is not None and live < n
+        has_sinks = dangling_to is not None and product.has_sinks
         uniform_dangling = dangling_to is not None and bool(np.all(dangling_to == dangling_to[0]))
         if dangling_to is not None and not uniform_dangling:
             dangling_to = product.inner(dangling_to)
@@ -62,7 +62,7 @@ def _power(
             return damping * mass * (dangling_to[0] if uniform_dangling else dangling_to)
 
         def sinks_mass(vector: np.ndarray) -> float:
-            return float(vector[live:].sum(dtype=np.float64)) if has_sinks else 0.0
+            return product.sinks_sum(vector, 0, n) if has_sinks else 0.0
 
         def settle() -> None:
             """Add the float32 steps' changes to the scores."""
@@ -103,8 +103,8 @@ def _power(
                     np.add(run[lo:hi], piece, out=run[lo:hi])
                     np.abs(piece, out=part)
                     l1 += float(np.add.reduce(part))
-                    if has_sinks and hi > live:
-                        at_sinks += float(piece[max(live - lo, 0) :].sum(dtype=np.float64))
+                    if has_sinks:
+                        at_sinks += product.sinks_sum(new, lo, hi)
                     np.multiply(piece, inverse32[lo:hi], out=piece)
                 return l1, at_sinks
 
@@ -141,3 +141,8 @@ def _power(
         return Result(product.outer(x), max_iter, residuals, False)
     finally:
         product.close()
+
+
+def _uniform(vector: np.ndarray) -> bool:
+    """Whether a vector is one value broadcast (a uniform rank source, see :func:`.system._normalised`)."""
+    return len(vector) > 0 and vector.strides == (0,)

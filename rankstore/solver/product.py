@@ -18,8 +18,8 @@ from .graph import Graph
 
 _THREAD_MIN_LINKS = 2_000_000
 _CHUNK = 16_000_000  # links a thread handles at once while setting up
-# links past which the product renames the graph's sources in place rather than keep a copy in its own order:
-# the copy is 4 bytes a link, and at Common Crawl's 2 billion domain links the two would not fit 16 GiB
+# links past which the product multiplies the graph as given rather than a copy of it in an order of its own
+# (see _Product._as_given)
 COPY_LINKS = 1 << 30
 
 
@@ -209,7 +209,9 @@ class _Product:
 
     Pages are renumbered once (:func:`_page_groups`): callers move vectors in
     with :meth:`inner` and the answer out with :meth:`outer`.  The sinks are
-    the inner pages [live, n).
+    the inner pages [live, n), or, past :data:`COPY_LINKS` links, where the
+    graph has them (no renumbering: :meth:`_as_given`); :meth:`sinks_sum` sums
+    a vector's part at them either way.
 
     Both kernels release the GIL, so the row blocks run in parallel; the fill
     and any per-block follow-up (``after``) run in the block's thread too, on
@@ -239,18 +241,20 @@ class _Product:
             return total
 
         degree = sum(self._map(lambda share: count(share, None), shares), np.zeros(n, dtype=np.int64))
-        self.order = _grouped_order(_page_groups(degree))
+        self.ordered = links <= COPY_LINKS
+        self.order = _grouped_order(_page_groups(degree)) if self.ordered else np.zeros(0, dtype=np.int32)
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
         graph.remember_out_weight(weights is not None, out)  # the ranking's votes need it again
         with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0: all)
-            inverse = np.where(out > 0, scale / out, 0.0)[self.order]
-        del degree, out
+            inverse = np.where(out > 0, scale / out, 0.0)
+        inverse = inverse[self.order] if self.ordered else inverse
+        del out
         self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}
 
-        self.in_place = links > COPY_LINKS
-        if self.in_place:
-            self._renumber_in_place(graph, threads, kinds, weights)
+        self.sinks: np.ndarray | None = None  # by page, in the given order: True at a sink (unordered only)
+        if links > COPY_LINKS:
+            self._as_given(graph, degree, threads, kinds, weights)
             return
 
         # the links in the inner order: row by row of it, each row's links as they were
@@ -276,6 +280,7 @@ class _Product:
                     _csr_row_index(b - a, rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
                 part[:] = np.take(new_of, part)  # noqa: F821 (bound above; deleted once every call is done)
 
+        del degree
         cuts = _row_cuts(new_indptr, 0, n, _CHUNK // 16)  # smaller: np.take's result is a temporary
         self._map(renumber, [list(zip(cuts[:-1], cuts[1:]))[k::threads] for k in range(threads)])
         if self.values is not None and single:
@@ -290,43 +295,37 @@ class _Product:
             block_cuts[0], block_cuts[-1] = 0, n
         self.blocks = [(start, stop) for start, stop in zip(block_cuts[:-1], block_cuts[1:]) if stop > start]
 
-    def _renumber_in_place(self, graph: Graph, threads: int, kinds: list, weights: np.ndarray | None) -> None:
-        """Past :data:`COPY_LINKS`, no copy of the links: their sources are renamed into the inner order in
-        the graph's own array (and back by :meth:`close`), its rows stay where they are, and each product
-        is summed by rows as they are into a scratch vector, then gathered into the inner order."""
-        n, indptr, indices = graph.n, graph.indptr, graph.indices
-        self._graph = graph
-        new_of = np.empty(n, dtype=np.int32)
-        new_of[self.order] = np.arange(n, dtype=np.int32)
-        self._rename(indices, new_of)
-        del new_of
-        self.indices, self.indptr = indices, indptr
+    def _as_given(self, graph: Graph, degree: np.ndarray, threads: int, kinds: list, weights) -> None:
+        """Past :data:`COPY_LINKS`, the graph's own arrays in the order given, no copy in an order of the
+        product's own (4 bytes a link: at Common Crawl's 2 billion domain links the two would not fit 16
+        GiB); the sinks are then where they are, marked in :attr:`sinks`."""
+        self.sinks = degree == 0
+        self.indices, self.indptr = graph.indices, graph.indptr
         self.values = None if weights is None else {kind: weights.astype(kind, copy=False) for kind in kinds}
-        self.scratch = {kind: np.empty(n, dtype=kind) for kind in kinds}
-        cuts = [0, n]
+        cuts = [0, graph.n]
         if threads > 1:
-            cuts = np.searchsorted(indptr, np.linspace(0, graph.links, threads + 1)).tolist()
-            cuts[0], cuts[-1] = 0, n
-        self.row_blocks = [(start, stop) for start, stop in zip(cuts[:-1], cuts[1:]) if stop > start]
-        even = np.linspace(0, n, threads + 1).astype(np.int64).tolist()
-        self.blocks = [(start, stop) for start, stop in zip(even[:-1], even[1:]) if stop > start]
+            cuts = np.searchsorted(graph.indptr, np.linspace(0, graph.links, threads + 1)).tolist()
+            cuts[0], cuts[-1] = 0, graph.n
+        self.blocks = [(start, stop) for start, stop in zip(cuts[:-1], cuts[1:]) if stop > start]
 
-    def _rename(self, indices: np.ndarray, names: np.ndarray) -> None:
-        """``indices[:] = names[indices]`` in place, a chunk at a time, on the threads."""
-        chunks = list(range(0, len(indices), _CHUNK))
+    @property
+    def has_sinks(self) -> bool:
+        return self.live < self.n
 
-        def rename(lo: int) -> None:
-            part = indices[lo : lo + _CHUNK]
-            part[:] = np.take(names, part)
-
-        self._map(rename, chunks)
+    def sinks_sum(self, vector: np.ndarray, lo: int, hi: int) -> float:
+        """The part of ``vector`` (in the inner order) at sinks among pages [lo, hi), summed in float64."""
+        if self.sinks is not None:
+            return float(np.add.reduce(vector[lo:hi], where=self.sinks[lo:hi], dtype=np.float64))
+        return float(vector[max(lo, self.live) : hi].sum(dtype=np.float64)) if hi > self.live else 0.0
 
     def inner(self, vector: np.ndarray) -> np.ndarray:
-        """A vector over the graph's pages, in the inner order."""
-        return vector[self.order]
+        """A vector over the graph's pages, in the inner order (a copy)."""
+        return vector[self.order] if self.ordered else np.array(vector)
 
     def outer(self, vector: np.ndarray) -> np.ndarray:
         """A vector in the inner order, back over the graph's pages."""
+        if not self.ordered:
+            return vector
         out = np.empty_like(vector)
         out[self.order] = vector
         return out
@@ -342,16 +341,6 @@ class _Product:
         """out = fill + P z; returns ``after(start, stop)`` of each row block."""
         indptr, indices, kernel = self.indptr, self.indices, row_sums
         values = None if self.values is None else self.values[z.dtype]
-        if self.in_place:
-            scratch, order = self.scratch[z.dtype], self.order
-            self._map(lambda b: kernel(indptr, indices, values, z, scratch, b[0], b[1], 0.0), self.row_blocks)
-
-            def gathered(start: int, stop: int) -> object:
-                np.take(scratch, order[start:stop], out=out[start:stop])
-                out[start:stop] += fill if np.isscalar(fill) else fill[start:stop]
-                return after(start, stop) if after is not None else None
-
-            return self._map(lambda b: gathered(*b), self.blocks)
 
         def block(start: int, stop: int) -> object:
             kernel(indptr, indices, values, z, out, start, stop, fill)
@@ -360,9 +349,6 @@ class _Product:
         return self._map(lambda b: block(*b), self.blocks)
 
     def close(self) -> None:
-        if self.in_place:  # the graph's sources back as they were
-            self.in_place = False
-            self._rename(self._graph.indices, self.order)
         if self.pool is not None:
             self.pool.shutdown()
 

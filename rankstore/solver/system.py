@@ -30,8 +30,8 @@ class Result:
 
 
 def _normalised(vector: np.ndarray | None, n: int, name: str) -> np.ndarray:
-    if vector is None:
-        return np.full(n, 1.0 / n)
+    if vector is None:  # uniform: one value seen n times, no vector (a gigabyte at 135 million nodes)
+        return np.broadcast_to(np.float64(1.0 / n), (n,))
     vector = np.asarray(vector, dtype=np.float64)
     if vector.shape != (n,):
         raise ValueError(f"{name} must have one value per page ({n}), got shape {vector.shape}")
