@@ -24,7 +24,8 @@ __all__ = [
 ]
 
 DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-links does with its rank
-METHODS = ("bicgstab", "power")  # the scipy engine's solvers, the default first
+# the scipy engine's solvers, the default first: auto is BiCGSTAB unless memory binds, then the power method
+METHODS = ("auto", "bicgstab", "power")
 LEVELS = ("page", "host", "site")  # rank pages, the host graph, or the site (registered domain) graph
 ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark past it
 OUTPUT_FORMATS = ("table", "csv", "json")  # how the CLI writes a view's rows

@@ -346,9 +346,10 @@ def _fail(message: str, status: int = 1) -> None:
 @click.option(
     "--method",
     type=click.Choice(METHODS),
-    default="bicgstab",
+    default="auto",
     show_default=True,
-    help="Krylov solve of the PageRank system (fast), or the paper's power iteration.",
+    help="Krylov solve of the PageRank system (bicgstab: fast), the paper's power iteration (fewer vectors), "
+    "or auto: bicgstab unless it would hold more than two thirds of this machine's memory.",
 )
 @click.option("--source", "sources", multiple=True, metavar="URL", help="Personalised: E on this page (repeatable).")
 @click.option("--source-roots", is_flag=True, help="Personalised: E on the root page of every server (paper §6).")

@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .choices import ENGINES, LEVELS
-from .solver import Graph, Result, in_sums, pagerank
+from .solver import MEMORY_SHARE, Graph, Result, choose_method, in_sums, pagerank, solve_bytes
 from .store import Ranking, RankingNotFound, Store
 from .store.hosts import LevelGraph
 from .urls import canonical
@@ -234,7 +234,7 @@ class RankOptions:
     strict: bool = False  # refuse a seed URL that is not in the store, rather than skip it
     force: bool = False  # rank even when the newest version ranked this graph with these parameters
     warm_start: bool = True
-    method: str = "bicgstab"
+    method: str = "auto"  # BiCGSTAB unless memory binds (rankstore.solver.choose_method)
     level: str = "page"  # or "host", "site": the host or site graph (see rankstore.store.hosts, .sites)
     engine: str = "scipy"  # which engine solves it; recorded with the version (spark: the power method)
 
@@ -296,7 +296,7 @@ class Problem:
 Solver = Callable[[Problem, Callable[[int, float], None] | None], Result]
 
 
-def scipy_solver(method: str = "bicgstab") -> Solver:
+def scipy_solver(method: str = "auto") -> Solver:
     """The scipy engine: :func:`rankstore.solver.pagerank` with ``method``."""
 
     def solve(problem: Problem, callback: Callable[[int, float], None] | None = None) -> Result:
@@ -436,6 +436,7 @@ def rank(
     started = time.perf_counter()
     if options.engine not in ENGINES:
         raise RankingError(f"engine must be one of {', '.join(ENGINES)}, not {options.engine!r}")
+    own_solver = solver is None  # made here from options.method: made again once "auto" is resolved
     if solver is None:
         if options.engine != "scipy":
             raise RankingError(f"engine {options.engine!r} needs its solver (rankstore.spark.engine.SparkSolver)")
@@ -486,6 +487,15 @@ def rank(
         personalization = _indicator(page_ids, options.flagged)
         graph = graph.reversed()
     dangling = options.dangling or ("uniform" if personalization is None else "source")
+    if method == "auto":
+        method = choose_method(graph)
+        if method == "power" and status is not None:
+            status(
+                f"the power method: BiCGSTAB would hold about {solve_bytes(graph, 'bicgstab') / 2**30:.1f} GiB, "
+                f"more than {MEMORY_SHARE:.0%} of this machine's memory"
+            )
+        if own_solver:
+            solver = scipy_solver(method)
     params = {
         "kind": kind,
         "engine": options.engine,

@@ -9,6 +9,7 @@ import pytest
 
 from rankstore.ranking import load_graph
 from rankstore.solver import ConvergenceError, Graph, pagerank, pagerank_dense
+import rankstore.solver as solvers
 from rankstore.solver import product as solver_product
 from rankstore.store import Store
 
@@ -341,3 +342,19 @@ def test_in_sums_in_row_ranges_on_threads_is_the_plain_sum_over_in_links(monkeyp
     monkeypatch.setattr(product, "_THREAD_MIN_LINKS", 0)
     np.testing.assert_allclose(in_sums(graph, values, weighted, threads=3), expected, rtol=1e-12)
     np.testing.assert_allclose(in_sums(graph, values, weighted, threads=1), expected, rtol=1e-12)
+
+
+def test_auto_is_bicgstab_unless_its_vectors_would_pass_two_thirds_of_the_memory():
+    g = graph([(A, B), (B, C), (C, A)], 3)
+    held = g.indptr.nbytes + g.indices.nbytes
+    assert solvers.solve_bytes(g, "bicgstab") == held + 10 * 8 * 3
+    assert solvers.solve_bytes(g, "power") == held + 7 * 8 * 3
+    for memory, chosen in [
+        (10**9, "bicgstab"),  # plenty
+        (int(1.5 * solvers.solve_bytes(g, "bicgstab")) + 2, "bicgstab"),  # just fits two thirds
+        (int(1.5 * solvers.solve_bytes(g, "power")) + 2, "power"),  # only the power method fits
+        (1, "bicgstab"),  # neither fits: the faster one (it fails as it would have)
+    ]:
+        assert solvers.choose_method(g, memory) == chosen, memory
+    reference = pagerank_dense(dense([(A, B), (B, C), (C, A)], 3), 0.85)
+    assert np.abs(pagerank(g, tol=1e-14, method="auto").scores - reference).sum() < 1e-12

@@ -36,6 +36,7 @@ keeps more of its reads in cache (:class:`_Product`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -53,12 +54,44 @@ __all__ = [
     "DANGLING",
     "METHODS",
     "ConvergenceError",
+    "choose_method",
+    "solve_bytes",
     "Graph",
     "Result",
     "in_sums",
     "pagerank",
     "pagerank_dense",
 ]
+
+
+MEMORY_SHARE = 2 / 3  # of the machine's memory, what a solve may hold before the method is chosen for memory
+# vectors of n float64 each method holds besides the graph (with the caller's start and the answer): BiCGSTAB
+# seven of its own (x, r, r0, p, v, t, inverse·p) and the product's inverse; the power method three float64 and
+# four float32 (its change, the next, their run, the float32 inverse) and the product's inverse
+VECTORS = {"bicgstab": 10.0, "power": 7.0}
+
+
+def machine_memory() -> int:
+    """Bytes of memory of this machine (0 if unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def solve_bytes(graph: Graph, method: str) -> int:
+    """About the bytes a solve of ``graph`` by ``method`` holds at most: the graph, and the method's vectors."""
+    held = graph.indptr.nbytes + graph.indices.nbytes + (graph.weights.nbytes if graph.weights is not None else 0)
+    return int(held + VECTORS[method] * 8 * graph.n)
+
+
+def choose_method(graph: Graph, memory: int | None = None) -> str:
+    """``auto``: BiCGSTAB (fewer products), unless it would hold more than :data:`MEMORY_SHARE` of ``memory``
+    (the machine's) where the power method would not: then the power method, which needs fewer vectors."""
+    budget = MEMORY_SHARE * (machine_memory() if memory is None else memory)
+    if budget and solve_bytes(graph, "bicgstab") > budget and solve_bytes(graph, "power") <= budget:
+        return "power"
+    return "bicgstab"
 
 
 def _solve(solve, dangling: str, system: _System, tol, max_iter, initial, callback) -> Result:
@@ -91,7 +124,7 @@ def pagerank(
     :param start: initial scores (a warm start, e.g. the previous ranking); E when None.
     :param weights: use the graph's link weights (normalised per source page).
     :param callback: called with (iteration, L1 residual) after each iteration.
-    :param method: ``power`` (the paper's iteration; ``tol`` bounds the L1 change
+    :param method: ``auto`` (:func:`choose_method`), ``power`` (the paper's iteration; ``tol`` bounds the L1 change
         of an iteration) or ``bicgstab`` (a Krylov solve of the same linear
         system, 2-3x fewer products; ``tol`` bounds its L1 residual relative to
         (1-d)·E's, which keeps the scores within about ``tol`` of the exact ones
@@ -107,6 +140,8 @@ def pagerank(
         raise ValueError(f"damping must be in [0, 1], got {damping}")
     if graph.n == 0:
         return Result(np.zeros(0), 0, [], True)
+    if method == "auto":
+        method = choose_method(graph)
     teleport = _normalised(personalization, graph.n, "personalization")
     initial = teleport if start is None else _normalised(start, graph.n, "start")
     solve = _bicgstab if method == "bicgstab" and damping < 1 else _power
