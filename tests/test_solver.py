@@ -7,9 +7,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import rankstore.solver as solvers
 from rankstore.ranking import load_graph
 from rankstore.solver import ConvergenceError, Graph, pagerank, pagerank_dense
-import rankstore.solver as solvers
 from rankstore.solver import product as solver_product
 from rankstore.store import Store
 
