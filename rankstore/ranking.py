@@ -268,10 +268,13 @@ class Unchanged:
 
 @dataclass
 class LoadedGraph:
-    page_ids: np.ndarray
+    page_ids: np.ndarray  # the id of each node of the graph, ascending
     graph: Graph
     seconds: float
     members: np.ndarray | None = None  # a level's nodes of the graph (LevelGraph.members); None: every node
+    # how many ids the level has, when the graph leaves some out (hosts or sites without pages or links, which
+    # score 0): the ranking is written for all of them
+    ids: int | None = None
 
 
 @dataclass
@@ -362,12 +365,42 @@ def load_level_graph(store: Store, level: str, include_nofollow: bool = False) -
 def _level_graph(nodes: LevelGraph, what: str, started: float) -> LoadedGraph:
     if nodes.n == 0:
         raise RankingError(f"the store has no {what}: run `rankstore build` first")
+    ids = np.arange(1, nodes.n + 1, dtype=np.int64)
+    count = None
+    if nodes.members is not None:
+        # hosts (sites) no link names and no page holds are no nodes: left out of the graph, so that they score
+        # 0 and the others as in the graph without them (no rank source vector to say so)
+        count = nodes.n
+        ids = ids[nodes.members]
+        nodes = _without_others(nodes)
     indptr = nodes.indptr.astype(np.int32) if nodes.indptr[-1] < 2**31 - 1 else nodes.indptr
     weights = nodes.weights
     if weights is not None and bool(np.all(weights == 1.0)):
         weights = None  # the product then keeps no value per link
     graph = Graph(nodes.n, indptr, nodes.indices, weights)
-    return LoadedGraph(np.arange(1, nodes.n + 1, dtype=np.int64), graph, time.perf_counter() - started, nodes.members)
+    return LoadedGraph(ids, graph, time.perf_counter() - started, None, count)
+
+
+_RENAME_LINKS = 1 << 24  # links renamed at once
+
+
+def _without_others(nodes: LevelGraph) -> LevelGraph:
+    """The graph of ``nodes.members`` alone, renumbered in place (the others have no link in or out)."""
+    assert nodes.members is not None
+    kept = np.flatnonzero(nodes.members)
+    new_index = np.full(nodes.n, -1, dtype=np.int32)
+    new_index[kept] = np.arange(len(kept), dtype=np.int32)
+    if int(np.diff(nodes.indptr)[~nodes.members].max(initial=0)) > 0:
+        raise RankingError("a node outside the graph has links: run `rankstore build` again")
+    indices = nodes.indices
+    for lo in range(0, len(indices), _RENAME_LINKS):
+        part = indices[lo : lo + _RENAME_LINKS]
+        part[:] = np.take(new_index, part)
+        if len(part) and int(part.min()) < 0:
+            raise RankingError("a node outside the graph has links: run `rankstore build` again")
+    # the rows left out are empty: the kept rows' links stay where they are
+    indptr = np.append(nodes.indptr[kept], nodes.indptr[-1])
+    return LevelGraph(len(kept), indptr, indices, nodes.weights)
 
 
 def _indicator(page_ids: np.ndarray, seeds: Seeds) -> np.ndarray:
@@ -465,10 +498,6 @@ def rank(
     page_ids, graph = loaded.page_ids, loaded.graph
     personalization = None
     kind = "pagerank"
-    if options.level != "page" and loaded.members is not None:
-        # hosts (sites) only a ranks file names are no nodes: E, and the rank of dangling nodes with it, on the
-        # others alone, so that they score 0 and the others as in the graph without them
-        personalization = loaded.members.astype(np.float64)
     if options.sources or options.source_roots:
         kind = "personalized"
         personalization = np.zeros(len(page_ids))
@@ -519,7 +548,7 @@ def rank(
         chosen = np.flatnonzero(personalization)
         teleport = (page_ids[chosen], personalization[chosen] / personalization.sum())
     if not options.force:
-        same = _same_as_newest(store, options, params, teleport, len(page_ids))
+        same = _same_as_newest(store, options, params, teleport, loaded.ids or len(page_ids))
         if same is not None:
             return Unchanged(same)
     start, previous = (None, None)
@@ -550,15 +579,25 @@ def rank(
     cold = store.rankings.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:
-        status(f"writing {options.name}: {len(page_ids):,} {options.level}s")
+        status(f"writing {options.name}: {loaded.ids or len(page_ids):,} {options.level}s")
+    scores, in_degree = result.scores, loaded.graph.in_degree()
+    if loaded.ids is not None:  # the ids the graph left out score 0, with no link in or out
+        every = np.arange(1, loaded.ids + 1, dtype=np.int64)
+        at = page_ids - 1
+        scores, in_degree, extra, votes, linked = (
+            None if values is None else _spread(values, at, loaded.ids)
+            for values in (scores, in_degree, extra, votes, linked)
+        )
+        page_ids = every
+    assert scores is not None and in_degree is not None
     ranking = store.rankings.write_ranking(
         options.name,
         params,
         result.iterations,
         result.residuals,
         page_ids,
-        result.scores,
-        loaded.graph.in_degree(),
+        scores,
+        in_degree,
         extra,
         seconds,
         votes=votes,
@@ -571,6 +610,13 @@ def rank(
 
 
 _RUN_FIELDS = ("warm_from", "load_seconds")  # what a version's params say of its run, not of what it ranked
+
+
+def _spread(values: np.ndarray, at: np.ndarray, count: int) -> np.ndarray:
+    """``values`` of some indices ``at``, laid out over ``count`` (0 elsewhere)."""
+    out = np.zeros(count, dtype=values.dtype)
+    out[at] = values
+    return out
 
 
 def _same_as_newest(

@@ -46,6 +46,7 @@ from .bicgstab import _bicgstab
 from .dangling import _remove_and_restore
 from .graph import Graph
 from .power import _power
+from . import product
 from .product import in_sums
 from .reference import pagerank_dense
 from .system import ConvergenceError, Result, _normalised, _System
@@ -65,10 +66,10 @@ __all__ = [
 
 
 MEMORY_SHARE = 2 / 3  # of the machine's memory, what a solve may hold before the method is chosen for memory
-# vectors of n float64 each method holds besides the graph (with the caller's start and the answer): BiCGSTAB
-# seven of its own (x, r, r0, p, v, t, inverse·p) and the product's inverse; the power method three float64 and
-# four float32 (its change, the next, their run, the float32 inverse) and the product's inverse
-VECTORS = {"bicgstab": 10.0, "power": 7.0}
+# vectors of n float64 each method holds besides the graph: BiCGSTAB six of its own (x, r, p, v, t, inverse·p),
+# its float32 shadow residual and the product's inverse; the power method three float64 (x, the next, inverse·x)
+# and three float32 (its change, the next change, their run), with the product's inverse in both widths
+VECTORS = {"bicgstab": 7.5, "power": 6.0}
 
 
 def machine_memory() -> int:
@@ -80,9 +81,11 @@ def machine_memory() -> int:
 
 
 def solve_bytes(graph: Graph, method: str) -> int:
-    """About the bytes a solve of ``graph`` by ``method`` holds at most: the graph, and the method's vectors."""
+    """About the bytes a solve of ``graph`` by ``method`` holds at most: the graph (twice, up to
+    :data:`.product.COPY_LINKS` links, where the product keeps it in an order of its own) and the vectors."""
     held = graph.indptr.nbytes + graph.indices.nbytes + (graph.weights.nbytes if graph.weights is not None else 0)
-    return int(held + VECTORS[method] * 8 * graph.n)
+    copies = 2 if graph.links <= product.COPY_LINKS else 1
+    return int(copies * held + VECTORS[method] * 8 * graph.n)
 
 
 def choose_method(graph: Graph, memory: int | None = None) -> str:

@@ -25,7 +25,7 @@ def _bicgstab(
 
     Two products a step, but far fewer steps than the power method (21 instead
     of 104 on rust-doc, for a 60x smaller error).  Written out here, in place
-    on seven n-vectors (x, r, r0, p, v, t, and inverse·p or inverse·s for the
+    on seven n-vectors (x, r, r0 in float32, p, v, t, and inverse·p or inverse·s for the
     product), rather than scipy's version, which allocates new vectors at
     every step; the vector updates around the two products are fused into
     five passes over cache-sized pieces (:class:`_Pieces`), which also gather
@@ -33,7 +33,7 @@ def _bicgstab(
     """
     damping, dangling_to = system.damping, system.dangling_to
     product = _product._Product(system.graph, system.weighted, system.threads, scale=damping)
-    n, inverse = product.n, product.inverse[np.dtype(np.float64)]
+    n = product.n
     pieces = _product._Pieces(n, product)
     has_sinks = dangling_to is not None and product.has_sinks
     uniform_dangling = dangling_to is not None and len(dangling_to) == 1
@@ -59,7 +59,8 @@ def _bicgstab(
     try:
         x = product.inner(start)
         r = np.empty_like(x)
-        scaled = x * inverse  # inverse·(the vector the next product multiplies)
+        scaled = np.empty_like(x)  # inverse·(the vector the next product multiplies)
+        product.scaled(x, scaled)
         moved(scaled, r, sinks_sum(x, 0, n))
         b = product.inner(system.teleport)
         b *= 1.0 - damping
@@ -67,7 +68,9 @@ def _bicgstab(
         np.subtract(r, x, out=r)
         np.add(r, b, out=r)  # r = b - A x
         del b
-        r0 = r.copy()
+        # the shadow residual only meets the others in dot products: any fixed vector serves, so float32 (half
+        # a vector's memory; at 135 million pages every vector counts)
+        r0 = r.astype(np.float32)
         p = np.zeros_like(x)
         v = np.zeros_like(x)
         t = np.empty_like(x)
@@ -92,7 +95,7 @@ def _bicgstab(
                 np.subtract(piece, scratch[0], out=piece)
                 np.multiply(piece, beta, out=piece)
                 np.add(piece, r[lo:hi], out=piece)
-                np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
+                product.scaled(p, scaled, lo, hi)
                 return (sinks_sum(p, lo, hi),)
 
             (p_sinks,) = pieces.run(new_direction, 1)
@@ -111,7 +114,7 @@ def _bicgstab(
                 piece = r[lo:hi]
                 np.multiply(v[lo:hi], alpha, out=scratch[0])
                 np.subtract(piece, scratch[0], out=piece)
-                np.multiply(piece, inverse[lo:hi], out=scaled[lo:hi])
+                product.scaled(r, scaled, lo, hi)
                 np.abs(piece, out=scratch[0])
                 return scratch[0].sum(), sinks_sum(r, lo, hi)
 

@@ -36,8 +36,7 @@ def _power(
     product = _product._Product(system.graph, system.weighted, system.threads, scale=damping, single=mixed)
     try:
         n = product.n
-        inverse = product.inverse[np.dtype(np.float64)]
-        inverse32: np.ndarray = product.inverse.get(np.dtype(np.float32), inverse)  # float32 when mixed
+        inverse32: np.ndarray | None = product.inverse.get(np.dtype(np.float32))  # when mixed
         teleport = system.teleport if _uniform(system.teleport) else product.inner(system.teleport)
         x = product.inner(start)
         y = np.empty_like(x)
@@ -73,13 +72,14 @@ def _power(
         def double_step() -> float:
             nonlocal mass
             settle()
-            np.multiply(x, inverse, out=scaled)
+            product.scaled(x, scaled)
             product(scaled, y, base + spread(sinks_mass(x)))
             np.subtract(y, x, out=y)  # the change
             np.add(x, y, out=x)
             mass = sinks_mass(y)
             if mixed:
                 change[:] = y
+                assert inverse32 is not None
                 np.multiply(change, inverse32, out=change)
             return _product._l1(y)
 
@@ -105,7 +105,7 @@ def _power(
                     l1 += float(np.add.reduce(part))
                     if has_sinks:
                         at_sinks += product.sinks_sum(new, lo, hi)
-                    np.multiply(piece, inverse32[lo:hi], out=piece)
+                    np.multiply(piece, inverse32[lo:hi], out=piece)  # type: ignore[index]
                 return l1, at_sinks
 
             parts = product(change, new, fill, after=add)

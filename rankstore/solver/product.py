@@ -246,11 +246,19 @@ class _Product:
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
         graph.remember_out_weight(weights is not None, out)  # the ranking's votes need it again
+        self.scale = scale
+        self.divisor: np.ndarray | None = None  # float32 out-degrees, inf at sinks: scaled = x / divisor * scale
+        if not self.ordered and weights is None:
+            # no float64 inverse (a gigabyte at 135 million pages): an out-degree is an integer, exact in float32
+            # (below 2**24), and x / degree * scale is as exact as x * (scale / degree)
+            self.divisor = np.where(out > 0, out, np.inf).astype(np.float32)
+            kinds = kinds[1:]
         with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0: all)
             inverse = np.where(out > 0, scale / out, 0.0)
         inverse = inverse[self.order] if self.ordered else inverse
         del out
         self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}
+        del inverse
 
         self.sinks: np.ndarray | None = None  # by page, in the given order: True at a sink (unordered only)
         if links > COPY_LINKS:
@@ -307,6 +315,15 @@ class _Product:
             cuts = np.searchsorted(graph.indptr, np.linspace(0, graph.links, threads + 1)).tolist()
             cuts[0], cuts[-1] = 0, graph.n
         self.blocks = [(start, stop) for start, stop in zip(cuts[:-1], cuts[1:]) if stop > start]
+
+    def scaled(self, vector: np.ndarray, out: np.ndarray, lo: int = 0, hi: int | None = None) -> None:
+        """out[lo:hi] = inverse·vector[lo:hi] (float64), what a product multiplies."""
+        piece, into = vector[lo:hi], out[lo:hi]
+        if self.divisor is None:
+            np.multiply(piece, self.inverse[np.dtype(np.float64)][lo:hi], out=into)
+        else:
+            np.divide(piece, self.divisor[lo:hi], out=into)
+            np.multiply(into, self.scale, out=into)
 
     @property
     def has_sinks(self) -> bool:
