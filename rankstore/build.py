@@ -629,7 +629,7 @@ class _GraphLoader:
         self.report = report
         self.state = state
         self.progress = progress  # told after each batch: a reader reads ahead of what is stored
-        self.pages = np.zeros(0, dtype=np.int64)  # vertex number -> page id (site id); 0 for a vertex not kept
+        self.pages: np.ndarray = np.zeros(0, dtype=np.int64)  # vertex number -> page id (site id); 0: not kept
         self.sources: list[np.ndarray] = []  # page ids of the pages whose links were written
         self.of_sites = False  # the vertices are sites (a domain graph's): its links are site links
         self.site_ids: list[np.ndarray] = []  # a domain graph's vertices' site ids, batch by batch

@@ -105,7 +105,7 @@ class LinkSorter:
         if self.spilled[bucket]:
             path = self._path(bucket)
             with open(path, "rb") as handle:
-                handle.readinto(memoryview(keys[: self.spilled[bucket]]).cast("B"))
+                handle.readinto(keys[: self.spilled[bucket]].view(np.uint8).data)
             os.remove(path)
             at = self.spilled[bucket]
         for part in held:

@@ -57,6 +57,7 @@ from .choices import ENGINES, LEVELS
 from .solver import MEMORY_SHARE, Graph, Result, choose_method, in_sums, pagerank, solve_bytes
 from .store import Ranking, RankingNotFound, Store
 from .store.hosts import LevelGraph
+from .store.rankings import order_by_score
 from .urls import canonical
 
 __all__ = [
@@ -572,24 +573,29 @@ def rank(
         extra = spam_mass(problem, result.scores, options.good_fraction, solver)
     params["warm_from"] = previous.version if previous is not None else None
     params["load_seconds"] = round(loaded.seconds, 3)
+    scores, in_degree = result.scores, loaded.graph.in_degree()
+    if loaded.ids is not None:  # the ids the graph left out score 0, with no link in or out
+        at = page_ids - 1
+        scores, in_degree = _spread(scores, at, loaded.ids), _spread(in_degree, at, loaded.ids)
+        extra = None if extra is None else _spread(extra, at, loaded.ids)
+    assert scores is not None and in_degree is not None
+    # the order first, then the votes: the sort's temporaries and the votes are not held at once (at 135 million
+    # sites, beside the graph, that is what a ranking's peak of memory is made of)
+    best = order_by_score(scores).astype(np.int32)
     votes = linked = None
     if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
         votes = link_votes(graph, result.scores, options.damping, options.weighted)
         linked = link_mass(graph, votes, options.weighted)
+        if loaded.ids is not None:
+            at = page_ids - 1
+            votes, linked = _spread(votes, at, loaded.ids), _spread(linked, at, loaded.ids)
+    if loaded.ids is not None:
+        page_ids = np.arange(1, loaded.ids + 1, dtype=np.int64)
+        result.scores = scores
     cold = store.rankings.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:
-        status(f"writing {options.name}: {loaded.ids or len(page_ids):,} {options.level}s")
-    scores, in_degree = result.scores, loaded.graph.in_degree()
-    if loaded.ids is not None:  # the ids the graph left out score 0, with no link in or out
-        every = np.arange(1, loaded.ids + 1, dtype=np.int64)
-        at = page_ids - 1
-        scores, in_degree, extra, votes, linked = (
-            None if values is None else _spread(values, at, loaded.ids)
-            for values in (scores, in_degree, extra, votes, linked)
-        )
-        page_ids = every
-    assert scores is not None and in_degree is not None
+        status(f"writing {options.name}: {len(page_ids):,} {options.level}s")
     ranking = store.rankings.write_ranking(
         options.name,
         params,
@@ -604,6 +610,7 @@ def rank(
         linked=linked,
         teleport=teleport,
         level=options.level,
+        best=best,
     )
     written = time.perf_counter() - started - seconds
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold, written)

@@ -42,11 +42,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ..choices import DANGLING, METHODS
+from . import product
 from .bicgstab import _bicgstab
 from .dangling import _remove_and_restore
 from .graph import Graph
 from .power import _power
-from . import product
 from .product import in_sums
 from .reference import pagerank_dense
 from .system import ConvergenceError, Result, _normalised, _System
@@ -68,7 +68,8 @@ __all__ = [
 MEMORY_SHARE = 2 / 3  # of the machine's memory, what a solve may hold before the method is chosen for memory
 # vectors of n float64 each method holds besides the graph: BiCGSTAB six of its own (x, r, p, v, t, inverse·p),
 # its float32 shadow residual and the product's inverse; the power method three float64 (x, the next, inverse·x)
-# and three float32 (its change, the next change, their run), with the product's inverse in both widths
+# and three float32 (its change, the next change, their run), with the product's inverse in both widths.  Past
+# COPY_LINKS, about one less (no shadow vector, float32 out-degrees for the inverse): counted as here, to spare
 VECTORS = {"bicgstab": 7.5, "power": 6.0}
 
 

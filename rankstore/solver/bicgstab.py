@@ -25,7 +25,7 @@ def _bicgstab(
 
     Two products a step, but far fewer steps than the power method (21 instead
     of 104 on rust-doc, for a 60x smaller error).  Written out here, in place
-    on seven n-vectors (x, r, r0 in float32, p, v, t, and inverse·p or inverse·s for the
+    on seven n-vectors (x, r, r0 in float32 or none, p, v, t, and inverse·p or inverse·s for the
     product), rather than scipy's version, which allocates new vectors at
     every step; the vector updates around the two products are fused into
     five passes over cache-sized pieces (:class:`_Pieces`), which also gather
@@ -68,9 +68,10 @@ def _bicgstab(
         np.subtract(r, x, out=r)
         np.add(r, b, out=r)  # r = b - A x
         del b
-        # the shadow residual only meets the others in dot products: any fixed vector serves, so float32 (half
-        # a vector's memory; at 135 million pages every vector counts)
-        r0 = r.astype(np.float32)
+        # the shadow residual only meets the others in dot products: any fixed vector serves.  The first
+        # residual, as is usual, in float32; past COPY_LINKS one made piece by piece from the pages' indices, no
+        # vector held (at 135 million pages every vector counts)
+        r0: np.ndarray | _Shadow = r.astype(np.float32) if product.ordered else _Shadow()
         p = np.zeros_like(x)
         v = np.zeros_like(x)
         t = np.empty_like(x)
@@ -167,3 +168,13 @@ def _bicgstab(
     if dangling_to is not None and x.sum() > 0:
         x /= x.sum()
     return Result(x, steps, residuals or [0.0], converged)
+
+
+class _Shadow:
+    """BiCGSTAB's shadow residual r0, any fixed vector not orthogonal to the residual: each page's value in
+    [0.5, 1.5) from a multiplicative hash of its index (Knuth's), made for the piece asked, never stored."""
+
+    def __getitem__(self, piece: slice) -> np.ndarray:
+        index = np.arange(piece.start, piece.stop, dtype=np.uint32)
+        np.multiply(index, np.uint32(2654435761), out=index)  # wraps modulo 2**32
+        return 0.5 + index * (1.0 / 2**32)

@@ -33,7 +33,7 @@ def _dangling_layers(graph: Graph) -> list[np.ndarray]:
 
 
 def _transition(graph: Graph, weighted: bool, scale: float = 1.0) -> sp.csr_matrix:
-    out = graph.out_weight(weighted)
+    out = graph.out_weight(weighted).astype(np.float64)  # float32 out-degrees past COPY_LINKS
     with np.errstate(divide="ignore"):
         inverse = np.where(out > 0, scale / out, 0.0)
     data = inverse[graph.indices]

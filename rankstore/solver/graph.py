@@ -91,9 +91,12 @@ class Graph:
             self.remember_out_weight(key, out)
         return self._out[key]
 
-    def remember_out_weight(self, weighted: bool, out: np.ndarray) -> None:
-        """Keep an out-weight computed elsewhere (the product counts it in threads)."""
+    def remember_out_weight(self, weighted: bool, out: np.ndarray, compact: bool = False) -> None:
+        """Keep an out-weight computed elsewhere (the product counts it in threads); ``compact``: out-degrees
+        below 2**24 as float32, exact and half the memory (a graph of hundreds of millions of pages)."""
         out = np.asarray(out, dtype=np.float64)
+        if compact and len(out) and not weighted and float(out.max()) < 2**24:
+            out = out.astype(np.float32)
         out.flags.writeable = False
         self._out[weighted and self.weights is not None] = out
 

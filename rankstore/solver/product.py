@@ -245,7 +245,7 @@ class _Product:
         self.order = _grouped_order(_page_groups(degree)) if self.ordered else np.zeros(0, dtype=np.int32)
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
-        graph.remember_out_weight(weights is not None, out)  # the ranking's votes need it again
+        graph.remember_out_weight(weights is not None, out, not self.ordered)  # the ranking's votes need it again
         self.scale = scale
         self.divisor: np.ndarray | None = None  # float32 out-degrees, inf at sinks: scaled = x / divisor * scale
         if not self.ordered and weights is None:

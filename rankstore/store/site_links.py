@@ -25,6 +25,7 @@ import numpy as np
 
 from . import gaps
 from .base import Part
+from .errors import StoreError
 from .graph import BLOCK_LINKS, BLOCK_MAX_PAGES, InLinks
 
 __all__ = ["InLinkPart", "SiteLinks"]
@@ -96,21 +97,34 @@ class SiteLinks(Part):
         array is most of what ``rank`` holds)."""
         total = self.count()
         indices = np.empty(total, dtype=np.int32)
-        counts = np.zeros(sites, dtype=np.int64)
+        counts = np.zeros(sites, dtype=np.int32)
         at = 0
-        for first, offsets, sources in self.db.execute("SELECT first, offsets, sources FROM site_links ORDER BY first"):
+        # read, not mapped: the table is read once, and mapped pages would count as the process's memory
+        mapped = self.db.execute("PRAGMA mmap_size").fetchone()[0]
+        self.db.execute("PRAGMA mmap_size = 0")
+        try:
+            rows = self.db.execute("SELECT first, offsets, sources FROM site_links ORDER BY first")
+            at = self._unpack_rows(rows, sites, indices, counts)
+        finally:
+            self.db.execute(f"PRAGMA mmap_size = {int(mapped)}")
+        indptr = np.zeros(sites + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return InLinks(sites, indptr, indices[:at], None, None)
+
+    @staticmethod
+    def _unpack_rows(rows, sites: int, indices: np.ndarray, counts: np.ndarray) -> int:
+        at = 0
+        for first, offsets, sources in rows:
             bounds = np.frombuffer(offsets, dtype=np.uint32)
             lengths = gaps.list_lengths(bounds, sources)
             rows = min(len(lengths), max(sites - first, 0))
             counts[first : first + rows] = lengths[:rows]
             kept = int(lengths[:rows].sum())
-            if kept > len(indices) - at:  # a count in meta behind the table (an older store): grow
-                indices = np.concatenate([indices[:at], np.empty(kept, dtype=np.int32)])
+            if kept > len(indices) - at:
+                raise StoreError("site_links holds more links than meta says: run `rankstore build` again")
             indices[at : at + kept] = gaps.unpack(bounds[: rows + 1], sources, kept)
             at += kept
-        indptr = np.zeros(sites + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        return InLinks(sites, indptr, indices[:at], None, None)
+        return at
 
     def in_links(self, site: int) -> np.ndarray:
         """The site indices of the loaded links into site id ``site``, ascending (one block read, as a
