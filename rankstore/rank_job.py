@@ -103,14 +103,15 @@ def run_jobs(
     together = len(jobs) > 1
     said = []
     with store.transaction() if together else contextlib.nullcontext():
-        for options in jobs:
+        for number, options in enumerate(jobs, 1):
 
             def heard(iteration: int, residual: float, name: str = options.name) -> None:
                 if show is not None:
                     show(name, iteration, residual)
 
             try:
-                outcome = run_rank(store, options, heard, loaded, solver, say)
+                # the last job lets the graph go once it no longer needs it: its writing then has that memory
+                outcome = run_rank(store, options, heard, loaded, solver, say, release=number == len(jobs))
             except ConvergenceError as error:
                 written = ": no ranking of this run was written" if together else ""
                 raise RankingError(f"{error} (raise --max-iter or --tol){written}") from error

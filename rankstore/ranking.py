@@ -454,8 +454,13 @@ def rank(
     loaded: LoadedGraph | None = None,
     solver: Solver | None = None,
     status: Callable[[str], None] | None = None,
+    release: bool = False,
 ) -> RankOutcome | Unchanged:
     """Compute one ranking and store it as a new version of ``options.name``.
+
+    ``release``: the caller's last use of ``loaded``, whose graph's links are let go (:meth:`Graph.release`)
+    once the votes are counted, before the version is written: at 135 million sites the writing needs that
+    memory.
 
     ``solver`` iterates (the scipy engine with ``options.method`` when None;
     :class:`rankstore.spark.engine.SparkSolver` for ``engine="spark"``);
@@ -579,19 +584,21 @@ def rank(
         scores, in_degree = _spread(scores, at, loaded.ids), _spread(in_degree, at, loaded.ids)
         extra = None if extra is None else _spread(extra, at, loaded.ids)
     assert scores is not None and in_degree is not None
-    # the order first, then the votes: the sort's temporaries and the votes are not held at once (at 135 million
-    # sites, beside the graph, that is what a ranking's peak of memory is made of)
-    best = order_by_score(scores).astype(np.int32)
     votes = linked = None
     if kind != "badrank":  # BadRank flows against the links: a link's share of it is not a vote for its target
         votes = link_votes(graph, result.scores, options.damping, options.weighted)
         linked = link_mass(graph, votes, options.weighted)
-        if loaded.ids is not None:
-            at = page_ids - 1
-            votes, linked = _spread(votes, at, loaded.ids), _spread(linked, at, loaded.ids)
+    if release:
+        del problem
+        graph.release()
+        loaded.graph.release()
+    if votes is not None and linked is not None and loaded.ids is not None:
+        at = page_ids - 1
+        votes, linked = _spread(votes, at, loaded.ids), _spread(linked, at, loaded.ids)
     if loaded.ids is not None:
         page_ids = np.arange(1, loaded.ids + 1, dtype=np.int64)
         result.scores = scores
+    best = order_by_score(scores).astype(np.int32)
     cold = store.rankings.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:

@@ -66,11 +66,13 @@ __all__ = [
 
 
 MEMORY_SHARE = 2 / 3  # of the machine's memory, what a solve may hold before the method is chosen for memory
-# vectors of n float64 each method holds besides the graph: BiCGSTAB six of its own (x, r, p, v, t, inverse·p),
-# its float32 shadow residual and the product's inverse; the power method three float64 (x, the next, inverse·x)
-# and three float32 (its change, the next change, their run), with the product's inverse in both widths.  Past
-# COPY_LINKS, about one less (no shadow vector, float32 out-degrees for the inverse): counted as here, to spare
-VECTORS = {"bicgstab": 7.5, "power": 6.0}
+# vectors of n float64 a rank holds besides the graph, the node ids (one) with each method's own.  BiCGSTAB: six
+# (x, r, p, v, t, inverse·p), its float32 shadow residual, the product's inverse and the out-degrees.  The power
+# method: three float64 (x, the next, inverse·x), three float32 (its change, the next change, their run), the
+# inverse in both widths and the out-degrees.  Past COPY_LINKS (the graph multiplied as given) the inverse is
+# float32 out-degrees, with a byte a node marking the sinks, and BiCGSTAB makes its shadow vector as it goes.
+VECTORS = {"bicgstab": 9.5, "power": 8.0}
+VECTORS_AS_GIVEN = {"bicgstab": 8.125, "power": 6.625}
 
 
 def machine_memory() -> int:
@@ -82,11 +84,12 @@ def machine_memory() -> int:
 
 
 def solve_bytes(graph: Graph, method: str) -> int:
-    """About the bytes a solve of ``graph`` by ``method`` holds at most: the graph (twice, up to
+    """About the bytes a rank of ``graph`` by ``method`` holds at most: the graph (twice, up to
     :data:`.product.COPY_LINKS` links, where the product keeps it in an order of its own) and the vectors."""
     held = graph.indptr.nbytes + graph.indices.nbytes + (graph.weights.nbytes if graph.weights is not None else 0)
-    copies = 2 if graph.links <= product.COPY_LINKS else 1
-    return int(copies * held + VECTORS[method] * 8 * graph.n)
+    if graph.links <= product.COPY_LINKS:
+        return int(2 * held + VECTORS[method] * 8 * graph.n)
+    return int(held + VECTORS_AS_GIVEN[method] * 8 * graph.n)
 
 
 def choose_method(graph: Graph, memory: int | None = None) -> str:

@@ -100,6 +100,14 @@ class Graph:
         out.flags.writeable = False
         self._out[weighted and self.weights is not None] = out
 
+    def release(self) -> None:
+        """Let the links go (their arrays emptied; ``n`` stays): for a caller done with a graph of billions of
+        links that others still hold a reference to."""
+        self.indices = np.zeros(0, dtype=self.indices.dtype)
+        self.indptr = np.zeros(1, dtype=self.indptr.dtype)
+        self.weights = None
+        self._out.clear()
+
     def in_degree(self) -> np.ndarray:
         return np.diff(self.indptr)
 

@@ -36,7 +36,6 @@ def _power(
     product = _product._Product(system.graph, system.weighted, system.threads, scale=damping, single=mixed)
     try:
         n = product.n
-        inverse32: np.ndarray | None = product.inverse.get(np.dtype(np.float32))  # when mixed
         teleport = system.teleport if _uniform(system.teleport) else product.inner(system.teleport)
         x = product.inner(start)
         y = np.empty_like(x)
@@ -79,8 +78,7 @@ def _power(
             mass = sinks_mass(y)
             if mixed:
                 change[:] = y
-                assert inverse32 is not None
-                np.multiply(change, inverse32, out=change)
+                product.scale_in_place(change)
             return _product._l1(y)
 
         def single_step() -> float:
@@ -105,7 +103,7 @@ def _power(
                     l1 += float(np.add.reduce(part))
                     if has_sinks:
                         at_sinks += product.sinks_sum(new, lo, hi)
-                    np.multiply(piece, inverse32[lo:hi], out=piece)  # type: ignore[index]
+                    product.scale_in_place(new, lo, hi)
                 return l1, at_sinks
 
             parts = product(change, new, fill, after=add)

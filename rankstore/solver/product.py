@@ -252,7 +252,7 @@ class _Product:
             # no float64 inverse (a gigabyte at 135 million pages): an out-degree is an integer, exact in float32
             # (below 2**24), and x / degree * scale is as exact as x * (scale / degree)
             self.divisor = np.where(out > 0, out, np.inf).astype(np.float32)
-            kinds = kinds[1:]
+            kinds = []
         with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0: all)
             inverse = np.where(out > 0, scale / out, 0.0)
         inverse = inverse[self.order] if self.ordered else inverse
@@ -324,6 +324,16 @@ class _Product:
         else:
             np.divide(piece, self.divisor[lo:hi], out=into)
             np.multiply(into, self.scale, out=into)
+
+    def scale_in_place(self, vector: np.ndarray, lo: int = 0, hi: int | None = None) -> None:
+        """vector[lo:hi] = inverse·vector[lo:hi], in the vector's own type (float32 for the power method's
+        change)."""
+        piece = vector[lo:hi]
+        if self.divisor is None:
+            np.multiply(piece, self.inverse[piece.dtype][lo:hi], out=piece)
+        else:
+            np.divide(piece, self.divisor[lo:hi], out=piece)
+            np.multiply(piece, piece.dtype.type(self.scale), out=piece)
 
     @property
     def has_sinks(self) -> bool:
