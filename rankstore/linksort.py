@@ -26,7 +26,17 @@ from .store.site_links import InLinkPart
 __all__ = ["BUCKET_ROWS", "MEMORY", "LinkSorter", "spill_folder"]
 
 BUCKET_ROWS = 1 << 22  # targets a bucket holds: 33 buckets for Common Crawl's 135 million domains
-MEMORY = 1 << 30  # bytes of keys held in memory before the buckets go to files
+def _memory() -> int:
+    """Bytes of keys held in memory before the buckets go to files: a quarter of the machine's memory, at most
+    6 GiB (Common Crawl's 2 billion domain links are 16 GiB of keys: most of them stay on disk)."""
+    try:
+        machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        machine = 4 << 30
+    return min(6 << 30, max(1 << 28, machine // 4))
+
+
+MEMORY = _memory()
 
 
 def spill_folder(store_path: str) -> str:
