@@ -635,6 +635,7 @@ class _GraphLoader:
         self.site_ids: list[np.ndarray] = []  # a domain graph's vertices' site ids, batch by batch
         self.vertices: Transaction | None = None  # the transaction numbering a domain graph's vertices
         self.site_links: LinkSorter | None = None  # its links, gathered by target
+        self.named_before = 0  # the store's count of names given twice when the vertices began
         self.held: tuple[np.ndarray, np.ndarray, None] | None = None  # the last batch of links, not yet written
         self.seen: np.ndarray | None = None  # by page id: a source of a batch of links taken so far
         self.gathered: EdgeRuns | None = None  # the links, once the graph's sources recur across batches
@@ -659,6 +660,7 @@ class _GraphLoader:
             if self.vertices is None and not self.of_sites:
                 self.vertices = self.store.transaction()
                 self.vertices.__enter__()
+                self.named_before = self.store.sites.named_again
             self.site_ids.append(self.store.sites.ensure_sites(batch.sites).astype(np.int32))
             self.of_sites = True
         if len(batch.src) and self.of_sites:
@@ -722,7 +724,9 @@ class _GraphLoader:
             if again:
                 repeated = np.isin(sites, np.fromiter(again, dtype=np.int32, count=len(again)))
                 sites[repeated] = [again[number] for number in sites[repeated].tolist()]
-                self.report.skipped["site named twice (its vertices linked as the first)"] += len(again)
+            twice = len(again) + self.store.sites.named_again - self.named_before
+            if twice:
+                self.report.skipped["site named twice (its vertices linked as the first)"] += twice
             self.vertices.__exit__(None, None, None)
             self.vertices = None
             self.pages = sites

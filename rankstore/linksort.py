@@ -26,6 +26,8 @@ from .store.site_links import InLinkPart
 __all__ = ["BUCKET_ROWS", "MEMORY", "LinkSorter", "spill_folder"]
 
 BUCKET_ROWS = 1 << 22  # targets a bucket holds: 33 buckets for Common Crawl's 135 million domains
+
+
 def _memory() -> int:
     """Bytes of keys held in memory before the buckets go to files: a quarter of the machine's memory, at most
     6 GiB (Common Crawl's 2 billion domain links are 16 GiB of keys: most of them stay on disk)."""
@@ -50,11 +52,11 @@ class LinkSorter:
     Use as a context manager: the spill files go when it closes.
     """
 
-    def __init__(self, n: int, folder: str, memory: int = MEMORY, bucket_rows: int = BUCKET_ROWS):
+    def __init__(self, n: int, folder: str, memory: int | None = None, bucket_rows: int | None = None):
         self.n = n
         self.folder = folder
-        self.memory = memory
-        self.rows = max(1, bucket_rows)
+        self.memory = MEMORY if memory is None else memory
+        self.rows = max(1, BUCKET_ROWS if bucket_rows is None else bucket_rows)
         self.buckets = max(1, -(-n // self.rows))
         self.held: list[list[np.ndarray]] = [[] for _ in range(self.buckets)]
         self.held_bytes = 0

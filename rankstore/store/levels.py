@@ -208,22 +208,33 @@ class Levels(Part):
         if most_pages is not None and len(pages) > most_pages:
             return None
         ids = self._level_of_pages(head.level, self._level_sources(pages))
-        if head.level == "site":
-            ids = np.concatenate([ids, self.store.site_links.in_links(number).astype(np.int64) + 1])
-        ids = ids[(ids > 0) & (ids != number)]
-        if not len(ids):
-            return []
-        found, links = np.unique(ids, return_counts=True)
+        loaded = self.store.site_links.in_links(number) if head.level == "site" else np.zeros(0, dtype=np.int32)
         arrays = self.store.rankings.ranking_arrays(head.ranking_id)
+        if len(ids):
+            ids = np.concatenate([ids, loaded.astype(np.int64) + 1])
+            ids = ids[(ids > 0) & (ids != number)]
+            found, links = np.unique(ids, return_counts=True)
+        else:  # a domain graph's links alone: each site once, ascending (a site's own were left out)
+            found = loaded.astype(np.int64) + 1
+            links = None
         inside = found <= arrays.pages
-        found, links = found[inside], links[inside]
-        positions = arrays.position[found - 1]
-        pick = np.argsort(positions, kind="stable")[:limit]
+        if not inside.all():
+            found = found[inside]
+            links = links[inside] if links is not None else None
+        if not len(found):
+            return []
+        pick = arrays.best_of_sorted(found - 1, limit)
+        positions = arrays.position[found[pick] - 1]
         chosen = found[pick].tolist()
         names = self.store.hosts.host_names(chosen) if head.level == "host" else self.store.sites.site_names(chosen)
         return [
-            Referrer(names.get(node, ""), float(arrays.scores[node - 1]), int(positions[at]), int(links[at]))
-            for node, at in zip(chosen, pick.tolist())
+            Referrer(
+                names.get(node, ""),
+                float(arrays.scores[node - 1]),
+                int(position),
+                int(links[at]) if links is not None else 1,
+            )
+            for node, at, position in zip(chosen, pick.tolist(), positions.tolist())
         ]
 
     def _level_pages(self, level: str, number: int) -> np.ndarray:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["Ranking", "RankingArrays", "RankingNotFound", "Rankings", "StoreError"]
 
 _KEEP_ARRAYS = 4  # ranking versions whose arrays a reader keeps loaded
+_DENSE_SHARE = 64  # a list of more than 1/64 of the pages is narrowed down the order by score (best_of_sorted)
+_DENSE_STEP = 4096  # best pages looked up in the list at once
 _COARSE_FROM = 1 << 16  # pages in a list from which it is narrowed by coarse positions first
 
 
@@ -85,6 +87,25 @@ class RankingArrays:
             near = np.flatnonzero(steps <= enough)
             return near[_smallest(np.take(self.position, indices[near], mode="clip"), count)]
         return _smallest(self.positions_of(indices), count)
+
+    def best_of_sorted(self, indices: np.ndarray, count: int) -> np.ndarray:
+        """:meth:`best_of` for ascending ``indices`` (a site's in-links as stored): a long list, a large share of
+        all pages, is searched the other way, down the order by score until ``count`` of it are met (the most
+        linked of 135 million sites, with 19 million in-links: a few hundred of the best pages looked up)."""
+        indices = np.asarray(indices)
+        if len(indices) * _DENSE_SHARE < self.pages or count >= len(indices) or not len(indices):
+            return self.best_of(indices, count)
+        found: list[np.ndarray] = []
+        have = 0
+        for start in range(0, self.pages, _DENSE_STEP):
+            candidates = self.best[start : start + _DENSE_STEP]
+            at = np.minimum(np.searchsorted(indices, candidates), len(indices) - 1)
+            hit = indices[at] == candidates
+            found.append(at[hit])
+            have += int(hit.sum())
+            if have >= count:
+                break
+        return np.concatenate(found)[:count]
 
     @functools.cached_property
     def coarse_votes(self) -> np.ndarray:

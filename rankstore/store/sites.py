@@ -102,6 +102,7 @@ class Sites(Part):
         column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
         encoded = pc.dictionary_encode(column.cast(pa.string()))
         unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
+        self.named_again += len(column) - len(unique)
         count = self.site_count()
         if not self._unindexed and count <= BULK_KNOWN:
             self.db.execute("DROP INDEX IF EXISTS sites_by_name")
@@ -127,6 +128,7 @@ class Sites(Part):
         return ids[position]
 
     _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
+    named_again = 0  # names a bulk numbering was given more than once in one call (each numbered once)
     _known: tuple[pa.Array, np.ndarray] | None = None  # the sites held before a bulk numbering: names, ids
 
     def _names_and_ids(self) -> tuple[pa.Array, np.ndarray]:
