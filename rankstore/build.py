@@ -444,78 +444,89 @@ def build(
         store.sources.record_taken_files(files, report.build_id)
         report.files_taken += len(files)
 
-    with fetcher.active():
-        if pages_sources:
-            writer = _Writer(store, report)
-            try:
-                _load_pages(
-                    items(pages_sources),
-                    writer,
-                    report,
-                    jobs,
-                    commit_every,
-                    state,
-                    lambda: progress(state) if progress is not None else None,
-                    note,
-                )
-            finally:
-                writer.close()
-        # Graphs are written from this thread while the readers take the next block apart in a thread
-        # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
-        state.graph = bool(graph_sources)
-        for source in graph_sources:
-            if source.format != "edges":
-                continue
-            for name in source.files if source.files is not None else [source.name]:
-                if name in before:
-                    report.files_before += 1
-                    file_done()
+    site_links: LinkSorter | None = None  # a domain graph's links, written by the build's last transaction
+    try:
+        with fetcher.active():
+            if pages_sources:
+                writer = _Writer(store, report)
+                try:
+                    _load_pages(
+                        items(pages_sources),
+                        writer,
+                        report,
+                        jobs,
+                        commit_every,
+                        state,
+                        lambda: progress(state) if progress is not None else None,
+                        note,
+                    )
+                finally:
+                    writer.close()
+            # Graphs are written from this thread while the readers take the next block apart in a thread
+            # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
+            state.graph = bool(graph_sources)
+            for source in graph_sources:
+                if source.format != "edges":
                     continue
-                unreadable: Counter = Counter()
-                read = (
-                    read_remote(name, "edges", advance)
-                    if source.remote
-                    else read_source(name, "edges", progress=advance)
-                )
-                with _GraphLoader(store, report, state, progress) as graph:
-                    for batch in kept(read, name, unreadable):
-                        graph.take(batch)
-                    graph.finish()
-                note(taken([name], unreadable))
-                if not source.remote:
-                    file_done()
-        web_graph = [source for source in graph_sources if source.format == "ccgraph"]
-        if web_graph:
-            vertices, edges = _graph_parts(web_graph)
-            urls = [part for part in vertices + edges if is_url(part)]
-            local = len(vertices) + len(edges) - len(urls)
-            if urls and not local and all(url in before for url in urls):
-                # the whole graph was taken before (a graph is read whole: its edges need every vertex part)
-                report.files_before += len(urls)
-                file_done(len(urls))
-            else:
-                unreadable = Counter()
-                with _GraphLoader(store, report, state, progress) as graph:
-                    for batch in kept(read_cc_graph(vertices, edges, scheme, advance), web_graph[0].name, unreadable):
-                        graph.take(batch)
-                    graph.finish()
-                note(taken(urls, unreadable))
-                file_done(sum(1 for source in web_graph if not source.remote))
-        # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
-        # so that they rank as of it.
-        imported = []
-        for source in planned:
-            if source.format in RANK_FORMATS:
                 for name in source.files if source.files is not None else [source.name]:
-                    imported.append(read_cc_ranks_into(store, name, report.skip, advance))
+                    if name in before:
+                        report.files_before += 1
+                        file_done()
+                        continue
+                    unreadable: Counter = Counter()
+                    read = (
+                        read_remote(name, "edges", advance)
+                        if source.remote
+                        else read_source(name, "edges", progress=advance)
+                    )
+                    with _GraphLoader(store, report, state, progress) as graph:
+                        for batch in kept(read, name, unreadable):
+                            graph.take(batch)
+                        graph.finish()
+                    site_links = _latest(site_links, graph.pending_site_links)
+                    note(taken([name], unreadable))
                     if not source.remote:
                         file_done()
-    if progress is not None:
-        progress(state)  # the pages' last links, parsed after the input was read
-    report.gone = len(store.pages.gone_pages())
-    report.older = store.pages.older_captures()
-    report.pages = len(store.pages.written_pages()) - report.gone
-    store.finish_build(report.build_id, report.pages, report.links, dict(report.skipped))
+            web_graph = [source for source in graph_sources if source.format == "ccgraph"]
+            if web_graph:
+                vertices, edges = _graph_parts(web_graph)
+                urls = [part for part in vertices + edges if is_url(part)]
+                local = len(vertices) + len(edges) - len(urls)
+                if urls and not local and all(url in before for url in urls):
+                    # the whole graph was taken before (a graph is read whole: its edges need every vertex part)
+                    report.files_before += len(urls)
+                    file_done(len(urls))
+                else:
+                    unreadable = Counter()
+                    with _GraphLoader(store, report, state, progress) as graph:
+                        for batch in kept(
+                            read_cc_graph(vertices, edges, scheme, advance), web_graph[0].name, unreadable
+                        ):
+                            graph.take(batch)
+                        graph.finish()
+                    site_links = _latest(site_links, graph.pending_site_links)
+                    note(taken(urls, unreadable))
+                    file_done(sum(1 for source in web_graph if not source.remote))
+            # Ranks files: their hosts or sites numbered as read; their rankings written once the build is done,
+            # so that they rank as of it.
+            imported = []
+            for source in planned:
+                if source.format in RANK_FORMATS:
+                    for name in source.files if source.files is not None else [source.name]:
+                        imported.append(read_cc_ranks_into(store, name, report.skip, advance))
+                        if not source.remote:
+                            file_done()
+        if progress is not None:
+            progress(state)  # the pages' last links, parsed after the input was read
+        report.gone = len(store.pages.gone_pages())
+        report.older = store.pages.older_captures()
+        report.pages = len(store.pages.written_pages()) - report.gone
+        report.links += store.finish_build(
+            report.build_id, report.pages, report.links, dict(report.skipped), site_links
+        )
+    finally:
+        if site_links is not None:
+            site_links.close()
     for scores in imported:
         report.rankings += write_imported(store, scores)
     report.seconds = time.perf_counter() - started
@@ -617,9 +628,9 @@ class _GraphLoader:
     A graph whose vertices are sites (a Common Crawl domain graph) becomes sites and site links: its
     vertices are numbered in one transaction (so that a build cut short leaves no half-numbered graph,
     and the sites' name index is made once, at the end), its edges gathered by target in bounded memory
-    (:class:`~rankstore.linksort.LinkSorter`), and they replace the store's site links at once when the
-    whole graph is read.  Use as a context manager: an error rolls the vertices back and drops the
-    gathered links.
+    (:class:`~rankstore.linksort.LinkSorter`), which :attr:`pending_site_links` hands to the build's end
+    to replace the store's site links in its last transaction.  Use as a context manager: an error rolls
+    the vertices back and drops the gathered links.
     """
 
     def __init__(
@@ -636,6 +647,7 @@ class _GraphLoader:
         self.vertices: Transaction | None = None  # the transaction numbering a domain graph's vertices
         self.site_links: LinkSorter | None = None  # its links, gathered by target
         self.named_before = 0  # the store's count of names given twice when the vertices began
+        self.pending_site_links: LinkSorter | None = None  # its links once read, for the build's end to write
         self.held: tuple[np.ndarray, np.ndarray, None] | None = None  # the last batch of links, not yet written
         self.seen: np.ndarray | None = None  # by page id: a source of a batch of links taken so far
         self.gathered: EdgeRuns | None = None  # the links, once the graph's sources recur across batches
@@ -747,10 +759,10 @@ class _GraphLoader:
             self.store.pages.mark_crawled(np.concatenate(self.sources), self.report.build_id)
         self.sources = []
         if self.of_sites:
-            sorter = self._sites_numbered()
-            with self.store.transaction():
-                self.report.links += self.store.site_links.replace_parts(sorter.parts(), sorter.n)
-            sorter.close()
+            # written in the build's last transaction, with its end: a reader meets the old site links whole
+            # until then, beside the site ranking made of them
+            self.pending_site_links = self._sites_numbered()
+            self.site_links = None
 
     def _add_vertices(self, batch: EdgeBatch) -> None:
         normal = canonical_many(batch.urls)
@@ -805,6 +817,15 @@ class _Writer:
         self.thread.join()
         if self.error is not None:
             raise self.error
+
+
+def _latest(held: LinkSorter | None, new: LinkSorter | None) -> LinkSorter | None:
+    """The domain graph's links the build's end writes: the last graph read replaces those before it."""
+    if new is None:
+        return held
+    if held is not None:
+        held.close()
+    return new
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list | TakenFile]:

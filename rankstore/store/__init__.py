@@ -48,7 +48,7 @@ from .pages import PageData, Pages, builds_json, url_key
 from .queries import PanelHeads, Queries
 from .rankings import Ranking, RankingArrays, RankingLevelError, Rankings
 from .schema import COUNTER_ROWS, SCHEMA_VERSION, TABLES, VIEWS
-from .site_links import SiteLinks
+from .site_links import InLinkSource, SiteLinks
 from .sites import Sites
 from .sources import SourceFiles, TakenFile
 from .space import space as store_space
@@ -323,9 +323,16 @@ class Store:
             self.db.execute("DELETE FROM builds WHERE id = ?", (build_id,))
         return True
 
-    def finish_build(self, build_id: int, pages: int, links: int, skipped: dict[str, int]) -> None:
-        """Derive the graph's arrays and the title index, and mark the build complete, in one transaction."""
+    def finish_build(
+        self, build_id: int, pages: int, links: int, skipped: dict[str, int], site_links: InLinkSource | None = None
+    ) -> int:
+        """Derive the graph's arrays and the title index, write a domain graph's ``site_links`` (replacing the
+        store's), and mark the build complete, in one transaction.  Returns the site links written."""
         with self.transaction():
+            written = 0
+            if site_links is not None:
+                written = self.site_links.replace_parts(site_links.parts(), site_links.n)
+                links += written
             self.pages._index_pages()
             self.graph.derive_graph()
             self.hosts.derive_hosts()
@@ -339,6 +346,7 @@ class Store:
             )
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return written
 
     def info(self, space: bool = False) -> dict:
         """The store's counts, builds and rankings; with ``space``, also the bytes each part takes on disk

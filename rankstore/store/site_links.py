@@ -19,7 +19,7 @@ table holds (``site_links``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .base import Part
 from .errors import StoreError
 from .graph import BLOCK_LINKS, BLOCK_MAX_PAGES, InLinks
 
-__all__ = ["InLinkPart", "SiteLinks"]
+__all__ = ["InLinkPart", "InLinkSource", "SiteLinks"]
 
 
 class InLinkPart(NamedTuple):
@@ -37,6 +37,14 @@ class InLinkPart(NamedTuple):
     first: int  # the node index of the first row
     indptr: np.ndarray  # int64, from 0
     indices: np.ndarray  # int32 node indices
+
+
+class InLinkSource(Protocol):
+    """An in-link CSR of ``n`` nodes given part by part (:class:`rankstore.linksort.LinkSorter`)."""
+
+    n: int
+
+    def parts(self) -> Iterator[InLinkPart]: ...
 
 
 def _block_rows(part: InLinkPart) -> Iterator[tuple[int, int, bytes, bytes]]:
