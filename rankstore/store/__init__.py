@@ -205,6 +205,8 @@ class Store:
         # read the file through the OS page cache without a copy per page (mmap)
         db.execute("PRAGMA mmap_size = 17179869184")
         db.execute("PRAGMA cache_size = -262144")
+        # sorts (an index made at once: a domain graph's 135 million site names) on the machine's cores
+        db.execute(f"PRAGMA threads = {min(os.cpu_count() or 1, 8)}")
         return db
 
     def _create_or_migrate(self) -> None:
