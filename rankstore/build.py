@@ -315,6 +315,7 @@ def _forgets_a_build_the_disk_cut_short(function: Callable[P, BuildReport]) -> C
         store = args[0] if args else kwargs["store"]
         assert isinstance(store, Store)
         last = store.last_build()
+        sites = store.sites.site_count()
         try:
             return function(*args, **kwargs)
         except (sqlite3.Error, OSError) as error:
@@ -322,7 +323,7 @@ def _forgets_a_build_the_disk_cut_short(function: Callable[P, BuildReport]) -> C
             if not isinstance(said, StoreFull):
                 raise
             ours = store.last_build()
-            if ours is not None and ours != last and store.forget_build(ours):
+            if ours is not None and ours != last and store.forget_build(ours, sites):
                 raise StoreFull(
                     f"{store.path}: the disk is full; the build was rolled back and the store is as it was "
                     "before it: free some space and run the build again"

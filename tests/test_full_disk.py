@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 # room for the first graph, its ranking and SQLite's log; the second build needs more than is left
@@ -141,4 +142,55 @@ def test_a_ranking_that_fills_the_disk_leaves_the_previous_version_served(small_
     fill(small_disk, left=8 * 1024)
     assert_says_disk_full(rankstore("rank", "--store", store, "-q", "--damping", "0.5"))
     assert served(store) == before
+    intact(store)
+
+
+def dense_domain_graph(folder, sites: int, links: int) -> list[str]:
+    """A domain graph of few sites and many links (random pairs, each once, sorted)."""
+    folder.mkdir()
+    names = sorted(f"com.example{i:06d}" for i in range(sites))
+    rng = np.random.default_rng(1)
+    key = np.unique(rng.integers(0, sites, links) * sites + rng.integers(0, sites, links))
+    vertices = "".join(f"{i}\t{name}\t1\n" for i, name in enumerate(names))
+    edges = "".join(f"{s}\t{d}\n" for s, d in zip((key // sites).tolist(), (key % sites).tolist()) if s != d)
+    out = []
+    for name, text in (("vertices.txt.gz", vertices), ("edges.txt.gz", edges)):
+        (folder / name).write_bytes(gzip.compress(text.encode(), mtime=0))
+        out.append(str(folder / name))
+    return out
+
+
+SPILLING = """
+import sys
+import rankstore.linksort
+rankstore.linksort.MEMORY = 1 << 12  # the links go to files beside the store at once, as at full size
+from rankstore.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_a_domain_graph_whose_spilled_links_fill_the_disk_leaves_the_site_links_and_ranking_served(
+    small_disk, tmp_path
+):
+    store = str(small_disk / "s.db")
+    ok("build", *domain_graph(tmp_path / "first", 500, 3000), "--store", store, "-q")
+    ok("rank", "--level", "site", "--store", store, "-q")
+    before = served(store, "site")
+    more = dense_domain_graph(tmp_path / "more", 3000, 300_000)  # the names fit; 8 bytes a link spilled do not
+    fill(small_disk, 1 << 20)
+    done = subprocess.run(
+        [sys.executable, "-c", SPILLING, "build", *more, "--store", store, "-q"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert_says_disk_full(done, says="the previous graph and rankings are still served")
+    after = served(store, "site")
+    # the new graph's sites were numbered (a transaction of their own, committed); its links never came
+    assert after["counts"]["site_links"] == before["counts"]["site_links"]
+    assert after["top"] == before["top"]
+    # the same versions served; the build is kept, cut short (its sites numbered), so they read as older than it
+    assert [ranking[:2] for ranking in after["rankings"]] == [ranking[:2] for ranking in before["rankings"]]
+    assert not os.path.exists(store + "-links")
     intact(store)

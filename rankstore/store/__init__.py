@@ -305,11 +305,14 @@ class Store:
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return self.pages.continue_build(build_id)
 
-    def forget_build(self, build_id: int) -> bool:
+    def forget_build(self, build_id: int, sites: int | None = None) -> bool:
         """Drop the record of build ``build_id`` if it committed nothing else (its first transaction failed,
         as when the disk fills): the store is then as it was before it, and no ranking reads as stale
-        because of it.  Whether it was dropped; a build that committed pages, links or files is kept, to be
-        continued or derived from as a build cut short is."""
+        because of it.  Whether it was dropped; a build that committed pages, links, files or sites (more than
+        ``sites``, the count before it, when given: a domain graph's vertices) is kept, to be continued or
+        derived from as a build cut short is."""
+        if sites is not None and self.sites.site_count() > sites:
+            return False
         with self.transaction():
             wrote = self.db.execute(
                 "SELECT EXISTS (SELECT 1 FROM pages WHERE build_id = ?1 OR first_build = ?1)"
