@@ -8,26 +8,33 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__, columns, output, views
+# Only what the options and help are made of is imported here: the store, the views and the solver are
+# imported by the commands that use them, so that `--help` answers, and `build` or `rank` starts, without
+# loading what another command needs.
+from . import __version__, columns
 from .choices import (
     DANGLING,
     ENGINES,
     EXPORT_FORMATS,
     EXPORT_WHAT,
+    FORMATS,
     GROUPS,
     INFO_FORMATS,
     LEVELS,
     METHODS,
     OUTPUT_FORMATS,
     SCHEMES,
+    SORTS,
 )
-from .sources import FORMATS, SourceError
-from .sources.remote import DEFAULT_PATHS_BASE
-from .store import Store, StoreError, analysis
-from .store.analysis import SORTS
+from .sources import DEFAULT_PATHS_BASE, SourceError
+
+if TYPE_CHECKING:
+    from . import views
+    from .store import Store
 
 EXIT_SKIPPED = 3
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -50,6 +57,8 @@ _opened: list[str] = []  # the store a command works on, to name it if SQLite fa
 
 def open_store(path: str, readonly: bool = False, create: bool = False) -> Store:
     """The store, opened for the command; only ``build`` creates one."""
+    from .store import Store, StoreError
+
     _opened.append(path)
     try:
         return Store(path, readonly=readonly, create=create)
@@ -241,6 +250,8 @@ def info(store_path, fmt, as_json, space):
     Example:
         rankstore info --store site.db --space --format json
     """
+    from . import output
+
     store = open_store(store_path, readonly=True)
     try:
         details = store.info(space=space)
@@ -284,22 +295,30 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # `rankstore export | head`: the reader has gone, nothing to say
         sys.stderr.close()
         os._exit(0)
-    except (sqlite3.Error, StoreError) as error:
-        from .store import explain
+    except Exception as error:
+        if isinstance(error, sqlite3.Error) or _is_store_error(error):
+            from .store import explain
 
-        _fail(str(explain(_opened[-1] if _opened else "the store", error)))
-    except OSError as error:
-        where = f"{error.filename}: " if error.filename else ""
-        _fail(f"{where}{error.strerror or error}")
-    except MemoryError:
-        _fail("out of memory: the graph does not fit; see BENCHMARKS.md for what a machine holds")
-    except Exception as error:  # a bug: say so in one line; the traceback on request
-        if os.environ.get("RANKSTORE_DEBUG"):
+            _fail(str(explain(_opened[-1] if _opened else "the store", error)))
+        elif isinstance(error, OSError):
+            where = f"{error.filename}: " if error.filename else ""
+            _fail(f"{where}{error.strerror or error}")
+        elif isinstance(error, MemoryError):
+            _fail("out of memory: the graph does not fit; see BENCHMARKS.md for what a machine holds")
+        elif os.environ.get("RANKSTORE_DEBUG"):  # a bug: say so in one line; the traceback on request
             raise
-        _fail(
-            f"internal error: {type(error).__name__}: {error} (set RANKSTORE_DEBUG=1 for the traceback, "
-            "and please report it)"
-        )
+        else:
+            _fail(
+                f"internal error: {type(error).__name__}: {error} (set RANKSTORE_DEBUG=1 for the traceback, "
+                "and please report it)"
+            )
+
+
+def _is_store_error(error: Exception) -> bool:
+    """Whether ``error`` is the store's: only a command that loaded the store can raise one, so the store's
+    modules are looked for among those loaded, not loaded to ask."""
+    errors = sys.modules.get(f"{__package__}.store.errors")
+    return errors is not None and isinstance(error, errors.StoreError)
 
 
 def _fail(message: str, status: int = 1) -> None:
@@ -512,6 +531,8 @@ def _say(step: str) -> None:
 
 
 def _spark_conf(values: Sequence[str]) -> dict[str, str]:
+    if not values:  # the scipy engine's rank: Spark's module left unloaded
+        return {}
     from .spark.engine import parse_conf
 
     try:
@@ -553,16 +574,24 @@ def limit_option(default: int):
             type=click.IntRange(0),
             default=default,
             show_default=True,
-            callback=lambda ctx, param, value: views.ALL_ROWS if value == 0 else value,
+            callback=lambda ctx, param, value: _rows(value),
             help="Rows to give, in every format (table, CSV, JSON); 0 for all.",
         )(function)
 
     return decorate
 
 
+def _rows(limit: int) -> int:
+    from .views import ALL_ROWS
+
+    return ALL_ROWS if limit == 0 else limit
+
+
 def _emit(table: views.Table, fmt: str, with_shares: bool = False) -> None:
     """A view's rows on stdout in ``fmt``; what goes with them (a stale ranking, a level) on stderr, so that
     CSV and JSON stay clean."""
+    from . import output
+
     for note in table.notes:
         click.echo(f"note: {note}", err=True)
     if fmt == "table":
@@ -575,6 +604,8 @@ def _emit(table: views.Table, fmt: str, with_shares: bool = False) -> None:
 @contextlib.contextmanager
 def reading(store_path: str):
     """The store, read-only; store errors become clean CLI errors."""
+    from .store import StoreError
+
     store = open_store(store_path, readonly=True)
     try:
         yield store
@@ -603,6 +634,8 @@ def top(store_path, ranking_name, limit, fmt):
         rankstore top --ranking hostrank       # hosts, after `rankstore rank --level host`
         rankstore top --ranking siterank       # sites, after `rankstore rank --level site`
     """
+    from . import views
+
     with reading(store_path) as store:
         table = views.top_view(store, ranking_name, limit)
     _emit(table, fmt)
@@ -630,6 +663,7 @@ def show(urls, store_path, ranking_name, fmt):
         rankstore show http://127.0.0.1:8000/library/functions.html --format json
         rankstore show https://docs.example.co.uk/a --ranking siterank
     """
+    from . import views
     from .urls import canonical
 
     normal = []
@@ -717,6 +751,9 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
         rankstore backlinks https://competitor.example/ --lost --since 3
         rankstore backlinks competitor.example --host --group-by host
     """
+    from . import views
+    from .store import analysis
+
     target, host = _target(url, whole_host)
     if lost and (host is not None or group_by == "host"):
         raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
@@ -766,6 +803,8 @@ def builds(store_path, fmt):
     Example:
         rankstore builds --format json
     """
+    from . import views
+
     with reading(store_path) as store:
         table = views.builds_view(store)
     _emit(table, fmt)
@@ -802,6 +841,8 @@ def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, lim
         rankstore intersect https://a.example/ https://b.example/ --not https://mine.example/
         rankstore intersect a.example b.example --host --not mine.example --group-by host
     """
+    from . import views
+
     chosen = [_target(value, whole_host) for value in targets]
     excluded = [_target(value, whole_host) for value in mine]
     with reading(store_path) as store:
@@ -825,6 +866,8 @@ def search(words, store_path, ranking_name, limit, offset, fmt):
     Example:
         rankstore search sqlite tutorial -n 10
     """
+    from . import views
+
     with reading(store_path) as store:
         table = views.search_view(store, words, ranking_name, limit, offset)
     _emit(table, fmt)
@@ -846,6 +889,8 @@ def anchors(url, store_path, ranking_name, limit, fmt):
     Example:
         rankstore anchors https://competitor.example/ --format csv
     """
+    from . import views
+
     target, _ = _target(url, False)
     assert target is not None
     with reading(store_path) as store:
@@ -931,6 +976,8 @@ def stats(store_path, ranking_name, plot):
     Example:
         rankstore stats --plot pagerank.png
     """
+    from . import output
+
     with reading(store_path) as store:
         ranking = store.rankings.ranking(ranking_name)
         _, found = store.rankings.scores_of(ranking.id)
@@ -966,6 +1013,7 @@ def compare(rankings, store_path, fmt):
         rankstore compare pagerank                     # the version before against the newest
         rankstore compare pagerank@3 pagerank --format json
     """
+    from . import views
     from .compare import CompareError, RankingRef
 
     if len(rankings) > 2:

@@ -23,6 +23,13 @@
    graph made by tools/make_paper_graph.py, built as Common Crawl sorts it and
    built again with its edges shuffled over the same parts; the shuffled build's
    time as a multiple of the sorted one's (target: 1.5x or less).
+7. the small end (``--build-and-rank`` alone): rust-doc's edge list built and
+   ranked as two whole processes (`rankstore build EDGES -q`, then `rankstore
+   rank -q`, their wall times summed) against one process that reads the same
+   file with igraph (`Graph.Read_Ncol`, names kept) and solves it
+   (`pagerank(implementation="prpack")`), rounds alternated: medians and the
+   ratio (target: 1.0x or less).  rankstore's modules are compiled to bytecode
+   first, as an install does, so that neither side compiles at each start.
 """
 
 from __future__ import annotations
@@ -283,6 +290,52 @@ def edge_lists(work: str) -> None:
         )
 
 
+# The peer of build-and-rank: igraph reads the same edge list into memory and solves it, in one process.
+IGRAPH_READ_AND_SOLVE = """
+import sys, igraph
+g = igraph.Graph.Read_Ncol(sys.argv[1], names=True, directed=True)
+ranks = g.pagerank(implementation="prpack")
+print(g.vcount(), g.ecount())
+"""
+
+
+def build_and_rank(work: str, rounds: int) -> None:
+    """rust-doc's edge list built and ranked as two whole processes against igraph's read and solve, alternated."""
+    import statistics
+
+    path = rust_doc_edges()
+    print(f"\n== build + rank as two processes against igraph's read and solve, {rounds} rounds ({path})")
+    # igraph's modules were compiled to bytecode when it was installed; ours, run from the source tree with
+    # PYTHONDONTWRITEBYTECODE set (as in this project's shells), would be compiled again by every process
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(ROOT, "rankstore")], check=True)
+    print("rankstore's modules compiled to bytecode first, as installing it does (igraph's are)")
+    ours, theirs = [], []
+    for attempt in range(rounds):
+        store = os.path.join(work, f"build-and-rank-{attempt}.db")
+        build_s, build_peak, _ = run_measured(
+            [sys.executable, "-m", "rankstore", "build", path, "--store", store, "-q"]
+        )
+        rank_s, rank_peak, _ = run_measured([sys.executable, "-m", "rankstore", "rank", "--store", store, "-q"])
+        for name in os.listdir(work):
+            if name.startswith(os.path.basename(store)):
+                os.remove(os.path.join(work, name))
+        igraph_s, igraph_peak, counted = run_measured([sys.executable, "-c", IGRAPH_READ_AND_SOLVE, path])
+        ours.append(build_s + rank_s)
+        theirs.append(igraph_s)
+        nodes, links = (int(n) for n in counted.split())
+        print(
+            f"round {attempt + 1}: build {build_s:.2f} s ({build_peak / 1024:.0f} MiB) + rank {rank_s:.2f} s "
+            f"({rank_peak / 1024:.0f} MiB) = {ours[-1]:.2f} s; igraph read + prpack {igraph_s:.2f} s "
+            f"({igraph_peak / 1024:.0f} MiB, {nodes:,} nodes, {links:,} links)",
+            flush=True,
+        )
+    mine, peer = statistics.median(ours), statistics.median(theirs)
+    print(
+        f"medians: build + rank {mine:.2f} s, igraph {peer:.2f} s: ours {mine / peer:.2f}x igraph's time "
+        "(target: 1.0x or less)"
+    )
+
+
 def paper_graph(pages: int, links: int, parts: int) -> str:
     """A Common Crawl host graph made by tools/make_paper_graph.py, sorted as Common Crawl writes it (cached)."""
     path = os.path.join(CACHE, f"host-graph-{pages}-{links}")
@@ -380,14 +433,26 @@ def main() -> None:
         metavar="PAGES:LINKS",
         help="only the build of a host graph of that size sorted against its twin with the edges shuffled",
     )
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of --shuffled")
+    parser.add_argument(
+        "--build-and-rank",
+        action="store_true",
+        help="only rust-doc's edge list built and ranked (two processes) against igraph's read and solve",
+    )
+    parser.add_argument("--rounds", type=int, help="rounds of --shuffled (default 2) or --build-and-rank (default 5)")
     args = parser.parse_args()
     sys.path.insert(0, ROOT)
+    if args.build_and_rank:
+        work = tempfile.mkdtemp(prefix="bench-build-")
+        try:
+            build_and_rank(work, args.rounds or 5)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if args.shuffled:
         pages, links = (int(number.replace("_", "")) for number in args.shuffled.split(":"))
         work = tempfile.mkdtemp(prefix="bench-build-")
         try:
-            sorted_and_shuffled(work, pages, links, args.rounds)
+            sorted_and_shuffled(work, pages, links, args.rounds or 2)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
+from ..choices import FORMATS
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # in annotations only: the CLI imports this module to declare its options
+    import numpy as np
     import pyarrow as pa
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "EdgeBatch",
     "Skipped",
     "SourceError",
+    "DEFAULT_PATHS_BASE",
     "FORMATS",
     "GRAPH_FORMATS",
     "RANK_FORMATS",
@@ -40,6 +42,8 @@ __all__ = [
 # The answers that say a page is no more (Not Found, Gone): a recrawl that gets one drops the page's links.
 # Other errors (403, 429, 5xx) say nothing of the page: its last good capture stands.
 GONE_STATUSES = frozenset({404, 410})
+
+DEFAULT_PATHS_BASE = "https://data.commoncrawl.org/"  # what a *.paths.gz listing's paths are resolved against
 
 
 @dataclass(slots=True)
@@ -124,7 +128,6 @@ class SourceError(Exception):
 
 Progress = Callable[[int], None]
 
-FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks")
 GRAPH_FORMATS = ("edges", "ccgraph")  # read as EdgeBatch, not as a Record per page
 RANK_FORMATS = ("ccranks",)  # Common Crawl's ranks files: scores of hosts or sites, stored without solving
 

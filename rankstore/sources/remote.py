@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import xxhash
 
 from .. import __version__
-from . import SourceError
+from . import DEFAULT_PATHS_BASE, SourceError
 
 __all__ = [
     "DEFAULT_PATHS_BASE",
@@ -59,7 +59,6 @@ __all__ = [
     "read_listing",
 ]
 
-DEFAULT_PATHS_BASE = "https://data.commoncrawl.org/"
 LISTING_SUFFIXES = (".paths.gz", ".paths")
 HEAD_BYTES = 1 << 16  # what is read of a file to tell its format
 _RETRIED_STATUSES = frozenset({408, 429})  # with every 5xx: the server may answer later
