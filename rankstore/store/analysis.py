@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..choices import SORTS
 from .errors import StoreError
 from .graph import INLINE_BYTES
 from .rankings import Ranking, RankingArrays
@@ -45,7 +46,6 @@ __all__ = [
 # a level's table, and what its rows count of the level below (the rows' keys: see _level_rows)
 _LEVEL_TABLES = {"host": ("hosts", "pages"), "site": ("sites", "hosts")}
 
-SORTS = ("pagerank", "contribution")
 
 
 @dataclass
