@@ -366,7 +366,8 @@ def load_level_graph(store: Store, level: str, include_nofollow: bool = False) -
 def _level_graph(nodes: LevelGraph, what: str, started: float) -> LoadedGraph:
     if nodes.n == 0:
         raise RankingError(f"the store has no {what}: run `rankstore build` first")
-    ids = np.arange(1, nodes.n + 1, dtype=np.int64)
+    # int32 ids (4 bytes a node less beside the solver's vectors, at 135 million sites)
+    ids = np.arange(1, nodes.n + 1, dtype=np.int32 if nodes.n < 2**31 - 1 else np.int64)
     count = None
     if nodes.members is not None:
         # hosts (sites) no link names and no page holds are no nodes: left out of the graph, so that they score

@@ -81,7 +81,8 @@ class Graph:
         return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.indptr))
 
     def out_weight(self, weighted: bool = True) -> np.ndarray:
-        """Total out-link weight per page (out-degree when unweighted); computed once per graph (read-only)."""
+        """Total out-link weight per page (out-degree when unweighted); computed once per graph (read-only).
+        At a sink, 0, or inf when the product kept it (:meth:`remember_out_weight`): divide, do not compare."""
         key = weighted and self.weights is not None
         if key not in self._out:
             if key:
@@ -91,12 +92,12 @@ class Graph:
             self.remember_out_weight(key, out)
         return self._out[key]
 
-    def remember_out_weight(self, weighted: bool, out: np.ndarray, compact: bool = False) -> None:
-        """Keep an out-weight computed elsewhere (the product counts it in threads); ``compact``: out-degrees
-        below 2**24 as float32, exact and half the memory (a graph of hundreds of millions of pages)."""
-        out = np.asarray(out, dtype=np.float64)
-        if compact and len(out) and not weighted and float(out.max()) < 2**24:
-            out = out.astype(np.float32)
+    def remember_out_weight(self, weighted: bool, out: np.ndarray, at_sinks: float = 0.0) -> None:
+        """Keep an out-weight computed elsewhere (the product counts it in threads).  ``at_sinks``: what it holds
+        where a page has no out-links, 0, or inf where the product keeps float32 out-degrees as its divisor (the
+        same array, none more at hundreds of millions of pages): v / out is 0 there either way."""
+        if at_sinks == 0.0:
+            out = np.asarray(out, dtype=np.float64)
         out.flags.writeable = False
         self._out[weighted and self.weights is not None] = out
 

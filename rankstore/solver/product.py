@@ -245,20 +245,23 @@ class _Product:
         self.order = _grouped_order(_page_groups(degree)) if self.ordered else np.zeros(0, dtype=np.int32)
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
-        graph.remember_out_weight(weights is not None, out, not self.ordered)  # the ranking's votes need it again
         self.scale = scale
         self.divisor: np.ndarray | None = None  # float32 out-degrees, inf at sinks: scaled = x / divisor * scale
-        if not self.ordered and weights is None:
+        self.inverse: dict = {}
+        if not self.ordered and weights is None and (not len(out) or int(out.max()) < 2**24):
             # no float64 inverse (a gigabyte at 135 million pages): an out-degree is an integer, exact in float32
-            # (below 2**24), and x / degree * scale is as exact as x * (scale / degree)
+            # (below 2**24), and x / degree * scale is as exact as x * (scale / degree); the ranking's votes
+            # divide by the same array
             self.divisor = np.where(out > 0, out, np.inf).astype(np.float32)
-            kinds = []
-        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0: all)
-            inverse = np.where(out > 0, scale / out, 0.0)
-        inverse = inverse[self.order] if self.ordered else inverse
+            graph.remember_out_weight(False, self.divisor, at_sinks=np.inf)
+        else:
+            graph.remember_out_weight(weights is not None, out)  # the ranking's votes need it again
+            with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where a page has no out-links (damping 0)
+                inverse = np.where(out > 0, scale / out, 0.0)
+            inverse = inverse[self.order] if self.ordered else inverse
+            self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}
+            del inverse
         del out
-        self.inverse = {kind: inverse.astype(kind, copy=False) for kind in kinds}
-        del inverse
 
         self.sinks: np.ndarray | None = None  # by page, in the given order: True at a sink (unordered only)
         if links > COPY_LINKS:

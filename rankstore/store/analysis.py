@@ -47,7 +47,6 @@ __all__ = [
 _LEVEL_TABLES = {"host": ("hosts", "pages"), "site": ("sites", "hosts")}
 
 
-
 @dataclass
 class InSlice:
     """One page's in-links: source page indices, and per link its nofollow flag, weight and first build.
