@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from proxy_addon import markup, rewrite
+from proxy_addon import ranks as ranks_module
 from proxy_addon.jobs import Rewritten
 from proxy_addon.markup import MAX_BAR_PX, LinkInfo, bars, format_score, panel
 from proxy_addon.pages import respond
@@ -379,3 +380,17 @@ async def test_the_addon_shows_estimates_with_the_rankings_its_options_name(host
     with pytest.raises(exceptions.OptionsError, match="pagerank ranks pages, not sites"):
         async with running_addon(hosts_store, pagerank_site_ranking="pagerank"):
             pass
+
+
+def test_past_keys_most_names_the_name_index_answers_with_the_same_bars(hosts_store, monkeypatch):
+    """A level of more names than KEYS_MOST (a Common Crawl domain graph's 135 million sites) is never read
+    whole into keys: the name index answers, and the page's bars are byte for byte those the keys give."""
+    with Ranks(hosts_store).page() as view:
+        with_keys = annotate(DOCUMENT, PAGE, view.lookup, None, view.marks).text
+    monkeypatch.setattr(ranks_module, "KEYS_MOST", 0)
+    fresh = Ranks(hosts_store)
+    with fresh.page() as view:
+        assert view.level_keys("host") is None and view.level_keys("site") is None
+        without = annotate(DOCUMENT, PAGE, view.lookup, None, view.marks).text
+    assert fresh._keys == {}  # nothing read
+    assert without == with_keys
