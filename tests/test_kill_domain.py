@@ -112,17 +112,23 @@ def _intact(path: str, before: tuple) -> None:
     assert _served(path) == before
 
 
+def _kill_at(stores, tmp_path, where: tuple[str, str], *command: str) -> tuple[str, tuple]:
+    """A copy of the base store, ``rankstore COMMAND`` on it killed as it reaches ``where`` (module,
+    function), checked intact and serving what it served; (its path, what it served)."""
+    path = str(tmp_path / "k.db")
+    shutil.copy(stores[0], path)
+    before = _served(stores[0])
+    marker = tmp_path / "here"
+    hooked = [sys.executable, "-c", HOOKED, *where, str(marker)]
+    _killed([*hooked, *command, "--store", path, "-q"], marker)
+    _intact(path, before)
+    return path, before
+
+
 @pytest.mark.parametrize("step", sorted(BUILD_STEPS))
 def test_a_domain_build_killed_leaves_the_old_site_ranking_served_and_reruns(stores, tmp_path, step):
-    base, second, clean = stores
-    path = str(tmp_path / "k.db")
-    shutil.copy(base, path)
-    before = _served(base)
-    marker = tmp_path / "here"
-    module, name = BUILD_STEPS[step]
-    hooked = [sys.executable, "-c", HOOKED, module, name, str(marker)]
-    _killed([*hooked, "build", second, "--store", path, "-q"], marker)
-    _intact(path, before)
+    _, second, clean = stores
+    path, _ = _kill_at(stores, tmp_path, BUILD_STEPS[step], "build", second)
     run("build", second, "--store", path, "-q")
     assert not os.path.exists(spill_folder(path))
     assert _site_graph(path) == _site_graph(clean)
@@ -130,14 +136,6 @@ def test_a_domain_build_killed_leaves_the_old_site_ranking_served_and_reruns(sto
 
 @pytest.mark.parametrize("step", sorted(RANK_STEPS))
 def test_a_site_ranking_killed_leaves_the_one_before_served(stores, tmp_path, step):
-    base, _, _ = stores
-    path = str(tmp_path / "k.db")
-    shutil.copy(base, path)
-    before = _served(base)
-    marker = tmp_path / "here"
-    module, name = RANK_STEPS[step]
-    hooked = [sys.executable, "-c", HOOKED, module, name, str(marker)]
-    _killed([*hooked, "rank", "--level", "site", "--force", "--store", path, "-q"], marker)
-    _intact(path, before)
+    path, before = _kill_at(stores, tmp_path, RANK_STEPS[step], "rank", "--level", "site", "--force")
     run("rank", "--level", "site", "--force", "--store", path, "-q")
     assert _served(path)[0][1] == before[0][1] + 1
