@@ -71,7 +71,7 @@ def pack_python(indptr: np.ndarray, indices: np.ndarray) -> Packed:
     return Packed(offsets.astype(np.uint32), out.tobytes())
 
 
-def unpack_python(offsets: np.ndarray, data: bytes) -> np.ndarray:
+def unpack_python(offsets: np.ndarray, data: bytes | memoryview) -> np.ndarray:
     """The lists of ``offsets``/``data`` back, one after the other, as int32 (the reference)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     raw = np.frombuffer(data, dtype=np.uint8)[: int(offsets[-1]) if len(offsets) else 0]
@@ -122,13 +122,15 @@ def pack(indptr: np.ndarray, indices: np.ndarray) -> Packed:
     return Packed(offsets, out[:written].tobytes())
 
 
-def unpack(offsets: np.ndarray, data: bytes, count: int | None = None) -> np.ndarray:
+def unpack(offsets: np.ndarray, data: bytes | memoryview, count: int | None = None) -> np.ndarray:
     """As :func:`unpack_python`, in C when the twin is built; ``count``, the values, if known."""
     if _fastgaps is None:
         return unpack_python(offsets, data)
     offsets = np.ascontiguousarray(offsets, dtype=np.uint32)
-    if count is None:
-        count = int(list_lengths(offsets, data).sum()) if len(offsets) > 1 else 0
+    if count is None:  # a value's last byte is the one without the high bit
+        count = 0
+        if len(offsets) > 1:
+            count = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])] < 128))
     out = np.empty(count, dtype=np.int32)
     written = _fastgaps.unpack(data, offsets, out)
     return out[:written]

@@ -214,18 +214,18 @@ class Levels(Part):
             ids = np.concatenate([ids, loaded.astype(np.int64) + 1])
             ids = ids[(ids > 0) & (ids != number)]
             found, links = np.unique(ids, return_counts=True)
-        else:  # a domain graph's links alone: each site once, ascending (a site's own were left out)
-            found = loaded.astype(np.int64) + 1
-            links = None
-        inside = found <= arrays.pages
-        if not inside.all():
-            found = found[inside]
-            links = links[inside] if links is not None else None
-        if not len(found):
+            sources = found - 1
+        else:  # a domain graph's links alone: each site once, ascending (a site's own were left out), as read
+            sources, links = loaded, None
+        # the nodes this version ranks (ascending: a prefix), the others numbered since
+        inside = int(np.searchsorted(sources, arrays.pages))
+        sources = sources[:inside]
+        links = links[:inside] if links is not None else None
+        if not inside:
             return []
-        pick = arrays.best_of_sorted(found - 1, limit)
-        positions = arrays.position[found[pick] - 1]
-        chosen = found[pick].tolist()
+        pick = arrays.best_of_sorted(sources, limit)
+        positions = arrays.position[sources[pick]]
+        chosen = (sources[pick].astype(np.int64) + 1).tolist()
         names = self.store.hosts.host_names(chosen) if head.level == "host" else self.store.sites.site_names(chosen)
         return [
             Referrer(

@@ -65,23 +65,7 @@ def _block_rows(part: InLinkPart) -> Iterator[tuple[int, int, bytes, bytes]]:
 class SiteLinks(Part):
     """The site links a domain graph brings; part of :class:`~rankstore.store.Store`."""
 
-    def replace(self, src: np.ndarray, dst: np.ndarray, sites: int) -> int:
-        """Replace the store's loaded site links with ``src`` -> ``dst`` (site ids, 1..``sites``): a site's
-        links to itself left out, each pair kept once.  Returns the links kept.  Call inside a write
-        transaction.  For a graph held in memory; a large one comes sorted, part by part, to
-        :meth:`replace_parts`."""
-        keep = src != dst
-        key = (dst[keep].astype(np.int64) - 1) * max(sites, 1) + (src[keep].astype(np.int64) - 1)
-        del keep
-        key.sort()
-        if len(key):
-            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
-        indptr = np.searchsorted(key, np.arange(sites + 1, dtype=np.int64) * max(sites, 1))
-        indices = (key % max(sites, 1)).astype(np.int32)
-        del key
-        return self.replace_parts([InLinkPart(0, indptr, indices)], sites)
-
-    def replace_parts(self, parts: Iterable[InLinkPart], sites: int) -> int:
+    def replace(self, parts: Iterable[InLinkPart], sites: int) -> int:
         """Replace the store's loaded site links with the in-link CSR given as parts (in order of their first
         rows, none overlapping; site indices below ``sites``, no self-links).  Returns the links kept.  Call
         inside a write transaction: the table is empty between the delete and the inserts."""
@@ -148,7 +132,7 @@ class SiteLinks(Part):
         if at >= len(bounds) - 1:
             return np.zeros(0, dtype=np.int32)
         lo, hi = int(bounds[at]), int(bounds[at + 1])
-        return gaps.unpack(np.array([0, hi - lo], dtype=np.uint32), sources[lo:hi])
+        return gaps.unpack(np.array([0, hi - lo], dtype=np.uint32), memoryview(sources)[lo:hi])
 
     def count(self) -> int:
         """How many site links the last domain graph loaded (0 without one)."""
