@@ -61,7 +61,6 @@ class LinkSorter:
         self.held: list[list[np.ndarray]] = [[] for _ in range(self.buckets)]
         self.held_bytes = 0
         self.spilled = [0] * self.buckets  # keys in each bucket's file
-        self.added = 0  # links added, before self-links and repeats are dropped
         shutil.rmtree(folder, ignore_errors=True)  # what a build killed before left
 
     def __enter__(self) -> LinkSorter:
@@ -74,7 +73,6 @@ class LinkSorter:
         """Links ``src[i] -> dst[i]`` (node indices below ``n``)."""
         keep = src != dst
         src, dst = src[keep].astype(np.int64), dst[keep].astype(np.int64)
-        self.added += len(src)
         bucket = dst // self.rows
         key = ((dst - bucket * self.rows) << 32) | src
         if self.buckets == 1:

@@ -52,7 +52,7 @@ cli(sys.argv[4:], prog_name="rankstore")
 BUILD_STEPS = {
     "vertices": ("rankstore.store.sites", "Sites.reindex"),  # the last vertex batch numbered, not committed
     "gathering": ("rankstore.linksort", "LinkSorter._spill"),  # links spilled to files
-    "writing": ("rankstore.store.site_links", "SiteLinks.replace_parts"),  # links about to replace the old
+    "writing": ("rankstore.store.site_links", "SiteLinks.replace"),  # links about to replace the old
     "finishing": ("rankstore.store", "Store.finish_build"),
 }
 RANK_STEPS = {

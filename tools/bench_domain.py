@@ -18,7 +18,6 @@ for the most-linked site and <= 1 ms at 10,000; 1,000 look-ups <= 5 ms.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
@@ -27,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_build import run_measured  # noqa: E402
+from bench_paper import build_afresh, graph_bench_parser  # noqa: E402
 from bench_store import timed  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,25 +36,10 @@ from rankstore.store.space import space  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("graph", help="the graph's folder (vertices and edges parts, .paths.gz lists)")
-    parser.add_argument("--store", required=True)
-    parser.add_argument("--skip-build", action="store_true", help="rank (and read) the store as it is")
-    parser.add_argument("--reads-only", action="store_true", help="only the reads, on the ranked store")
-    parser.add_argument("--repeat", type=int, default=50)
+    parser = graph_bench_parser(__doc__)
     args = parser.parse_args()
     if not (args.skip_build or args.reads_only):
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(args.store + suffix):
-                os.remove(args.store + suffix)
-        seconds, peak, output = run_measured(
-            [sys.executable, "-m", "rankstore", "build", args.graph, "--store", args.store, "-q"]
-        )
-        print(
-            f"build: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 45 min, <= 16 GiB)\n  "
-            + output.strip().replace("\n", "\n  "),
-            flush=True,
-        )
+        build_afresh(args.graph, args.store, "<= 45 min, <= 16 GiB")
     if not args.reads_only:
         seconds, peak, output = run_measured(
             [sys.executable, "-m", "rankstore", "rank", "--level", "site", "--tol", "1e-9", "--store", args.store]

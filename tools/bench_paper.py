@@ -31,13 +31,33 @@ sys.path.insert(0, ROOT)
 from rankstore.store import analysis as store_analysis  # noqa: E402
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def graph_bench_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line a graph's benchmark shares (this one and bench_domain.py): the graph, the store, what
+    to skip, how often each read."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("graph", help="the graph's folder (vertices and edges parts)")
     parser.add_argument("--store", required=True)
     parser.add_argument("--skip-build", action="store_true", help="rank (and read) the store as it is")
     parser.add_argument("--reads-only", action="store_true", help="only the reads, on the ranked store")
     parser.add_argument("--repeat", type=int, default=50)
+    return parser
+
+
+def build_afresh(graph: str, store: str, target: str) -> None:
+    """`rankstore build GRAPH` into a new store as a whole process: its time and peak memory printed."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(store + suffix):
+            os.remove(store + suffix)
+    seconds, peak, output = run_measured([sys.executable, "-m", "rankstore", "build", graph, "--store", store, "-q"])
+    print(
+        f"build: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB (target {target})\n  "
+        + output.strip().replace("\n", "\n  "),
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = graph_bench_parser(__doc__)
     parser.add_argument(
         "--analysis",
         action="store_true",
@@ -58,17 +78,7 @@ def main() -> None:
         recrawl(args.store, args.recrawl)
 
     if not (args.skip_build or args.reads_only):
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(args.store + suffix):
-                os.remove(args.store + suffix)
-        seconds, peak, output = run_measured(
-            [sys.executable, "-m", "rankstore", "build", args.graph, "--store", args.store, "-q"]
-        )
-        print(
-            f"build: {seconds / 60:.1f} min, peak RSS {peak / 2**20:.2f} GiB (target <= 20 min, <= 12 GiB)\n  "
-            + output.strip().replace("\n", "\n  "),
-            flush=True,
-        )
+        build_afresh(args.graph, args.store, "<= 20 min, <= 12 GiB")
     if not args.reads_only:
         seconds, peak, output = run_measured(
             [sys.executable, "-m", "rankstore", "rank", "--store", args.store, "-q", "--force"]

@@ -336,7 +336,7 @@ class Store:
         with self.transaction():
             written = 0
             if site_links is not None:
-                written = self.site_links.replace_parts(site_links.parts(), site_links.n)
+                written = self.site_links.replace(site_links.parts(), site_links.n)
                 links += written
             self.pages._index_pages()
             self.graph.derive_graph()
