@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .choices import ENGINES, LEVELS
-from .solver import MEMORY_SHARE, Graph, Result, choose_method, in_sums, pagerank, solve_bytes
+from .solver import MEMORY_SHARE, Graph, Result, choose_method, in_sums, inner_order, pagerank, solve_bytes
 from .store import Ranking, RankingNotFound, Store
 from .store.hosts import LevelGraph
 from .store.rankings import order_by_score
@@ -269,7 +269,8 @@ class Unchanged:
 
 @dataclass
 class LoadedGraph:
-    page_ids: np.ndarray  # the id of each node of the graph, ascending
+    # the id of each node of the graph: ascending, but for a domain graph's sites (in the solver's order)
+    page_ids: np.ndarray
     graph: Graph
     seconds: float
     members: np.ndarray | None = None  # a level's nodes of the graph (LevelGraph.members); None: every node
@@ -350,9 +351,18 @@ def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph
 
 def load_site_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     """The site graph as the solver's in-link CSR: the host graph folded into sites, with the site links a
-    domain graph loaded (:mod:`rankstore.store.sites`)."""
+    domain graph loaded (:mod:`rankstore.store.sites`).  A domain graph alone is read straight into the
+    solver's inner order (:func:`rankstore.solver.inner_order`): its node ids are then in that order."""
     started = time.perf_counter()
-    return _level_graph(store.sites.site_graph(include_nofollow), "sites", started)
+    ordered = store.sites.ordered_site_graph(inner_order, include_nofollow)
+    if ordered is None:
+        return _level_graph(store.sites.site_graph(include_nofollow), "sites", started)
+    if len(ordered.order) == 0:
+        raise RankingError("the store has no sites: run `rankstore build` first")
+    indptr = ordered.indptr.astype(np.int32) if ordered.indptr[-1] < 2**31 - 1 else ordered.indptr
+    graph = Graph(len(ordered.order), indptr, ordered.indices, None, ordered.out_degree)
+    ids = ordered.order + 1  # int32, as _level_graph's
+    return LoadedGraph(ids, graph, time.perf_counter() - started, None, ordered.count)
 
 
 def load_level_graph(store: Store, level: str, include_nofollow: bool = False) -> LoadedGraph:
@@ -442,6 +452,12 @@ def _by_page(page_ids: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: fl
     if len(ids) == len(page_ids) and np.array_equal(ids, page_ids):
         return np.asarray(values, dtype=np.float64).copy()  # the same pages: no search
     out = np.full(len(page_ids), fill)
+    if len(page_ids) > 1 and not bool(np.all(page_ids[1:] > page_ids[:-1])):  # ids in an order of the solver's
+        index = np.full(int(max(page_ids.max(), ids.max(initial=0))) + 1, -1, dtype=np.int64)
+        index[page_ids] = np.arange(len(page_ids))
+        where = index[ids]
+        out[where[where >= 0]] = np.asarray(values)[where >= 0]
+        return out
     where = np.searchsorted(page_ids, ids)
     valid = (where < len(page_ids)) & (page_ids[np.minimum(where, len(page_ids) - 1)] == ids)
     out[where[valid]] = values[valid]

@@ -13,6 +13,7 @@ import pytest
 from make_domain_graph import GraphSize, make_domain_graph
 
 import rankstore.linksort as linksort
+from rankstore import ranking
 from rankstore.ranking import RankOptions, load_level_graph, rank
 from rankstore.solver import pagerank_dense
 from rankstore.store import Store, gaps
@@ -64,6 +65,55 @@ def test_gaps_refuse_what_is_no_list(twin):
         unpack(np.array([0, 2], dtype=np.uint32), bytes([0x80, 0x80]))  # a varint cut short
     with pytest.raises(ValueError):
         unpack(np.array([0, 6], dtype=np.uint32), bytes([0xFF] * 5 + [0x7F]))  # past int32
+
+
+READERS = {"c": (gaps.tally, gaps.unpack_placed), "python": (gaps.tally_python, gaps.unpack_placed_python)}
+
+
+@pytest.mark.parametrize("twin", sorted(READERS))
+def test_a_graph_read_in_two_passes_counts_its_out_degrees_and_lands_in_the_order_asked(twin):
+    tally, unpack_placed = READERS[twin]
+    rng = np.random.default_rng(7)
+    n = 300
+    indptr, indices = random_lists(rng, n, n)
+    packed = gaps.pack(indptr, indices)
+    lengths = np.zeros(n, dtype=np.int32)
+    counts = np.ones(n, dtype=np.int32)  # added to, not overwritten: one block after another
+    assert tally(packed.offsets, packed.data, lengths, counts) == len(indices)
+    assert np.array_equal(lengths, np.diff(indptr))
+    assert np.array_equal(counts, 1 + np.bincount(indices, minlength=n))
+    # rows in a new order (the empty ones left out), values renamed by another permutation
+    order = rng.permutation(np.flatnonzero(lengths)).astype(np.int32)
+    rows = np.full(n, -1, dtype=np.int32)
+    rows[order] = np.arange(len(order))
+    rename = rng.permutation(n).astype(np.int32)
+    new_indptr = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(lengths[order], out=new_indptr[1:])
+    out = np.full(len(indices), -7, dtype=np.int32)
+    assert unpack_placed(packed.offsets, packed.data, rows, new_indptr, rename, out) == len(indices)
+    for new, old in enumerate(order.tolist()):
+        want = rename[indices[indptr[old] : indptr[old + 1]]]
+        assert out[new_indptr[new] : new_indptr[new + 1]].tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("twin", sorted(READERS))
+def test_a_graph_read_in_two_passes_refuses_what_does_not_fit(twin):
+    tally, unpack_placed = READERS[twin]
+    packed = gaps.pack(np.array([0, 2, 3]), np.array([1, 4, 0], dtype=np.int32))
+    with pytest.raises(ValueError):  # a value past the counts
+        tally(packed.offsets, packed.data, np.zeros(2, dtype=np.int32), np.zeros(4, dtype=np.int32))
+    with pytest.raises(TypeError):  # counts it would write past
+        gaps.tally(packed.offsets, packed.data, np.zeros(2, dtype=np.int32), np.zeros(5, dtype=np.int64))
+    rename = np.arange(5, dtype=np.int32)
+    out = np.zeros(3, dtype=np.int32)
+    with pytest.raises(ValueError):  # a row shorter than its list
+        unpack_placed(packed.offsets, packed.data, np.array([0, 1], np.int32), np.array([0, 1, 3]), rename, out)
+    with pytest.raises(ValueError):  # a list with no row
+        unpack_placed(packed.offsets, packed.data, np.array([0, -1], np.int32), np.array([0, 2]), rename, out)
+    with pytest.raises(ValueError):  # a value renamed below 0: a node left out has a link
+        gone = rename.copy()
+        gone[4] = -1
+        unpack_placed(packed.offsets, packed.data, np.array([1, 0], np.int32), np.array([0, 1, 3]), gone, out)
 
 
 def reference_lists(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -171,6 +221,42 @@ def test_sites_a_crawl_numbered_keep_their_ids_when_a_domain_graph_comes_in_bulk
     run("build", str(tmp_path / "g"), "--store", store_path, "-q")
     with Store(store_path, readonly=True) as store:
         assert [store.sites.site_id(name) for name in ("example.com", "other.org", "new.com")] == [1, 2, 3]
+
+
+def test_a_domain_graph_read_in_the_solvers_order_ranks_as_the_graph_read_by_site(small_graph, tmp_path):
+    folder, made = small_graph
+    store_path = str(tmp_path / "s.db")
+    run("build", str(folder / "graph"), "--store", store_path, "-q")
+    with Store(store_path) as store:
+        ordered = load_level_graph(store, "site")
+        by_site = ranking._level_graph(store.sites.site_graph(), "sites", 0.0)
+        # the same nodes and links, the solver's groups laid out as read: out-degree 32 or more first, sinks last
+        assert sorted(ordered.page_ids.tolist()) == by_site.page_ids.tolist() and ordered.ids == by_site.ids
+        assert not np.all(np.diff(ordered.page_ids) > 0)
+        degree = np.bincount(ordered.graph.indices, minlength=ordered.graph.n)
+        assert np.array_equal(ordered.graph.out_degree, degree)
+        assert degree[0] >= 32 and (degree[-100:] == 0).all()
+        pairs = {
+            (int(ordered.page_ids[s]), int(ordered.page_ids[t]))
+            for t in range(ordered.graph.n)
+            for s in ordered.graph.indices[ordered.graph.indptr[t] : ordered.graph.indptr[t + 1]]
+        }
+        want = {
+            (int(by_site.page_ids[s]), int(by_site.page_ids[t]))
+            for t in range(by_site.graph.n)
+            for s in by_site.graph.indices[by_site.graph.indptr[t] : by_site.graph.indptr[t + 1]]
+        }
+        assert pairs == want and len(pairs) == made.links
+        rank(store, RankOptions(name="a", level="site", tol=1e-12), loaded=by_site)
+        rank(store, RankOptions(name="b", level="site", tol=1e-12))
+        a = store.rankings.ranking_arrays(store.rankings.ranking("a").id)
+        b = store.rankings.ranking_arrays(store.rankings.ranking("b").id)
+        assert np.abs(a.scores - b.scores).sum() < 1e-10 and np.array_equal(a.inlinks, b.inlinks)
+        # a warm start from the version before, laid out by the ids in the solver's order
+        again = rank(store, RankOptions(name="b", level="site", tol=1e-12, force=True))
+        assert again.result.iterations < 3
+        c = store.rankings.ranking_arrays(store.rankings.ranking("b").id)
+        assert np.abs(c.scores - b.scores).sum() < 1e-10
 
 
 def test_sites_outside_the_graph_score_0_and_the_others_as_in_the_graph_without_them(tmp_path):

@@ -47,7 +47,7 @@ from .bicgstab import _bicgstab
 from .dangling import _remove_and_restore
 from .graph import Graph
 from .power import _power
-from .product import in_sums
+from .product import in_sums, inner_order
 from .reference import pagerank_dense
 from .system import ConvergenceError, Result, _normalised, _System
 
@@ -60,6 +60,7 @@ __all__ = [
     "Graph",
     "Result",
     "in_sums",
+    "inner_order",
     "pagerank",
     "pagerank_dense",
 ]

@@ -23,13 +23,17 @@ def _indptr(dst_sorted: np.ndarray, n: int, links: int) -> np.ndarray:
 class Graph:
     """A link graph as in-link CSR: row ``i`` lists the pages linking to page ``i``.
 
-    ``weights`` (optional) holds each link's weight in the same order.
+    ``weights`` (optional) holds each link's weight in the same order;
+    ``out_degree`` (optional, int32) each page's out-links, where the loader
+    counted them as it read them (at 2 billion links a count is a pass over
+    8 GB).
     """
 
     n: int
     indptr: np.ndarray
     indices: np.ndarray
     weights: np.ndarray | None = None
+    out_degree: np.ndarray | None = field(default=None, repr=False, compare=False)
     _out: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
@@ -107,6 +111,7 @@ class Graph:
         self.indices = np.zeros(0, dtype=self.indices.dtype)
         self.indptr = np.zeros(1, dtype=self.indptr.dtype)
         self.weights = None
+        self.out_degree = None
         self._out.clear()
 
     def in_degree(self) -> np.ndarray:

@@ -90,8 +90,23 @@ def _page_groups(out_degree: np.ndarray) -> np.ndarray:
 
 
 def _grouped_order(group: np.ndarray) -> np.ndarray:
-    """``np.argsort(group, kind="stable")`` as int32, for a few groups: each group's pages in turn."""
+    """``np.argsort(group, kind="stable")`` as int32, for a few groups: each group's pages in turn (a page of
+    a group past the sinks' is left out)."""
     return np.concatenate([np.flatnonzero(group == value).astype(np.int32) for value in range(len(_GROUPS) + 1)])
+
+
+def inner_order(out_degree: np.ndarray, members: np.ndarray | None = None) -> np.ndarray:
+    """The pages (those where ``members`` is true, when given) in the product's inner order, as int32.
+
+    For a loader that can lay a graph's rows out as it reads them: a graph
+    read in this order from its out-degrees is multiplied as it is, where
+    another would be copied into it (:class:`_Product`), or, past
+    :data:`COPY_LINKS`, multiplied in an order that keeps fewer of its
+    gathers in cache."""
+    group = _page_groups(out_degree)
+    if members is not None:
+        group[~members] = len(_GROUPS) + 1
+    return _grouped_order(group)
 
 
 _SUM_LINKS = 1 << 20  # links in one row range of in_sums (its calls take _CALL_LINKS at a time)
@@ -240,15 +255,22 @@ class _Product:
                 total += np.bincount(indices[lo:hi], None if by is None else by[lo:hi], minlength=n)
             return total
 
-        degree = sum(self._map(lambda share: count(share, None), shares), np.zeros(n, dtype=np.int64))
-        self.ordered = links <= COPY_LINKS
-        self.order = _grouped_order(_page_groups(degree)) if self.ordered else np.zeros(0, dtype=np.int32)
+        degree = graph.out_degree  # counted by the loader, else here
+        if degree is None:
+            degree = sum(self._map(lambda share: count(share, None), shares), np.zeros(n, dtype=np.int64))
+        group = _page_groups(degree)
+        # a graph its loader laid out in the inner order (:func:`inner_order`, the out-degrees counted as it
+        # read them) is multiplied as it is: no copy
+        laid_out = graph.out_degree is not None and not bool((group[1:] < group[:-1]).any())
+        self.ordered = links <= COPY_LINKS and not laid_out
+        self.order = _grouped_order(group) if self.ordered else np.zeros(0, dtype=np.int32)
+        del group
         self.live = int(np.count_nonzero(degree))
         out = degree if weights is None else sum(self._map(lambda share: count(share, weights), shares))
         self.scale = scale
         self.divisor: np.ndarray | None = None  # float32 out-degrees, inf at sinks: scaled = x / divisor * scale
         self.inverse: dict = {}
-        if not self.ordered and weights is None and (not len(out) or int(out.max()) < 2**24):
+        if links > COPY_LINKS and weights is None and (not len(out) or int(out.max()) < 2**24):
             # no float64 inverse (a gigabyte at 135 million pages): an out-degree is an integer, exact in float32
             # (below 2**24), and x / degree * scale is as exact as x * (scale / degree); the ranking's votes
             # divide by the same array
@@ -264,7 +286,7 @@ class _Product:
         del out
 
         self.sinks: np.ndarray | None = None  # by page, in the given order: True at a sink (unordered only)
-        if links > COPY_LINKS:
+        if not self.ordered:
             self._as_given(graph, degree, threads, kinds, weights)
             return
 

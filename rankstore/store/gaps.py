@@ -27,7 +27,19 @@ try:
 except ImportError:  # no compiler at install time: the Python twin
     _fastgaps = None
 
-__all__ = ["Packed", "list_lengths", "pack", "pack_python", "unpack", "unpack_python", "MAX_BYTES"]
+__all__ = [
+    "MAX_BYTES",
+    "Packed",
+    "list_lengths",
+    "pack",
+    "pack_python",
+    "tally",
+    "tally_python",
+    "unpack",
+    "unpack_placed",
+    "unpack_placed_python",
+    "unpack_python",
+]
 
 MAX_BYTES = 5  # bytes of the longest varint of an int32 gap
 
@@ -134,3 +146,79 @@ def unpack(offsets: np.ndarray, data: bytes | memoryview, count: int | None = No
     out = np.empty(count, dtype=np.int32)
     written = _fastgaps.unpack(data, offsets, out)
     return out[:written]
+
+
+def tally_python(offsets: np.ndarray, data: bytes | memoryview, lengths: np.ndarray, counts: np.ndarray) -> int:
+    """Each list's length into ``lengths`` (int32, one a list) and ``counts[v] += 1`` (int32) for each value
+    ``v`` of every list; returns the values read (the reference)."""
+    values = unpack_python(offsets, data)
+    if len(values) and int(values.max()) >= len(counts):
+        raise ValueError("tally: bytes that are no packed lists, or a value past the counts")
+    lengths[:] = list_lengths(offsets, data)
+    counts += np.bincount(values, minlength=len(counts)).astype(counts.dtype)
+    return len(values)
+
+
+def unpack_placed_python(
+    offsets: np.ndarray,
+    data: bytes | memoryview,
+    rows: np.ndarray,
+    indptr: np.ndarray,
+    rename: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """List ``i``'s values ``v``, each as ``rename[v]``, into row ``rows[i]`` of the CSR ``indptr``/``out``
+    (the row as long as the list; ``rows[i] < 0``: the list empty); returns the values written (the
+    reference)."""
+    values = unpack_python(offsets, data)
+    lengths = list_lengths(offsets, data)
+    rows = np.asarray(rows, dtype=np.int64)
+    placed = rows >= 0
+    want = np.zeros(len(rows), dtype=np.int64)
+    if placed.any() and int(rows.max()) >= len(indptr) - 1:
+        raise ValueError("unpack_placed: a row past the CSR")
+    want[placed] = indptr[rows[placed] + 1] - indptr[rows[placed]]
+    renamed = rename[values] if len(values) and int(values.max()) < len(rename) else None
+    if not np.array_equal(want, lengths) or (len(values) and (renamed is None or int(renamed.min()) < 0)):
+        raise ValueError(
+            "unpack_placed: bytes that are no packed lists, a value past rename or renamed below 0, "
+            "or a list of another length than its row"
+        )
+    if len(values):
+        assert renamed is not None
+        starts = np.repeat(indptr[rows[placed]] - np.cumsum(lengths[placed]) + lengths[placed], lengths[placed])
+        out[starts + np.arange(len(values))] = renamed
+    return len(values)
+
+
+def tally(offsets: np.ndarray, data: bytes | memoryview, lengths: np.ndarray, counts: np.ndarray) -> int:
+    """As :func:`tally_python`, in C when the twin is built."""
+    _int32(lengths, counts)
+    if _fastgaps is None:
+        return tally_python(offsets, data, lengths, counts)
+    return _fastgaps.tally(data, np.ascontiguousarray(offsets, dtype=np.uint32), lengths, counts)
+
+
+def unpack_placed(
+    offsets: np.ndarray,
+    data: bytes | memoryview,
+    rows: np.ndarray,
+    indptr: np.ndarray,
+    rename: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """As :func:`unpack_placed_python`, in C when the twin is built."""
+    _int32(out)
+    rows, rename = np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(rename, dtype=np.int32)
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    if _fastgaps is None:
+        return unpack_placed_python(offsets, data, rows, indptr, rename, out)
+    offsets = np.ascontiguousarray(offsets, dtype=np.uint32)
+    return _fastgaps.unpack_placed(data, offsets, rows, indptr, rename, out)
+
+
+def _int32(*arrays: np.ndarray) -> None:
+    """The arrays a function writes into: int32 and contiguous, or it would write past them."""
+    for array in arrays:
+        if array.dtype != np.int32 or not array.flags.c_contiguous:
+            raise TypeError("gaps: the arrays written into must be contiguous int32")

@@ -28,7 +28,7 @@ from .base import Part
 from .errors import StoreError
 from .graph import BLOCK_LINKS, BLOCK_MAX_PAGES, InLinks
 
-__all__ = ["InLinkPart", "InLinkSource", "SiteLinks"]
+__all__ = ["InLinkPart", "InLinkSource", "SiteDegrees", "SiteLinks"]
 
 
 class InLinkPart(NamedTuple):
@@ -37,6 +37,13 @@ class InLinkPart(NamedTuple):
     first: int  # the node index of the first row
     indptr: np.ndarray  # int64, from 0
     indices: np.ndarray  # int32 node indices
+
+
+class SiteDegrees(NamedTuple):
+    """Each site's loaded links in and out (int32, by site index), counted without keeping the links."""
+
+    in_degree: np.ndarray
+    out_degree: np.ndarray
 
 
 class InLinkSource(Protocol):
@@ -91,32 +98,57 @@ class SiteLinks(Part):
         indices = np.empty(total, dtype=np.int32)
         counts = np.zeros(sites, dtype=np.int32)
         at = 0
-        # read, not mapped: the table is read once, and mapped pages would count as the process's memory
-        mapped = self.db.execute("PRAGMA mmap_size").fetchone()[0]
-        self.db.execute("PRAGMA mmap_size = 0")
-        try:
-            rows = self.db.execute("SELECT first, offsets, sources FROM site_links ORDER BY first")
-            at = self._unpack_rows(rows, sites, indices, counts)
-        finally:
-            self.db.execute(f"PRAGMA mmap_size = {int(mapped)}")
+        for first, bounds, sources in self._blocks(sites):
+            lengths = gaps.list_lengths(bounds, sources)
+            rows = len(lengths)
+            counts[first : first + rows] = lengths
+            kept = int(lengths.sum())
+            if kept > len(indices) - at:
+                raise StoreError("site_links holds more links than meta says: run `rankstore build` again")
+            indices[at : at + kept] = gaps.unpack(bounds, sources, kept)
+            at += kept
         indptr = np.zeros(sites + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         return InLinks(sites, indptr, indices[:at], None, None)
 
-    @staticmethod
-    def _unpack_rows(rows, sites: int, indices: np.ndarray, counts: np.ndarray) -> int:
+    def degrees(self, sites: int) -> SiteDegrees:
+        """Each of ``sites`` sites' loaded in-links and out-links, in one pass over the packed lists that
+        keeps none of them (:func:`.gaps.tally`): what a reader needs to lay the links out in an order of
+        its own before it reads them (:meth:`links_placed`)."""
+        in_degree = np.zeros(sites, dtype=np.int32)
+        out_degree = np.zeros(sites, dtype=np.int32)
+        for first, bounds, sources in self._blocks(sites):
+            gaps.tally(bounds, sources, in_degree[first : first + len(bounds) - 1], out_degree)
+        return SiteDegrees(in_degree, out_degree)
+
+    def links_placed(self, sites: int, new_of: np.ndarray, indptr: np.ndarray) -> np.ndarray:
+        """The loaded site links as the sources (int32) of an in-link CSR whose row pointers ``indptr`` the
+        caller laid out (from :meth:`degrees`): site ``s``'s in-links in row ``new_of[s]``, each source
+        ``t`` as ``new_of[t]`` (-1: a site with no link, in no row).  One pass, straight into place: at 2
+        billion links there is no room for a copy in another order."""
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
         at = 0
-        for first, offsets, sources in rows:
-            bounds = np.frombuffer(offsets, dtype=np.uint32)
-            lengths = gaps.list_lengths(bounds, sources)
-            rows = min(len(lengths), max(sites - first, 0))
-            counts[first : first + rows] = lengths[:rows]
-            kept = int(lengths[:rows].sum())
-            if kept > len(indices) - at:
-                raise StoreError("site_links holds more links than meta says: run `rankstore build` again")
-            indices[at : at + kept] = gaps.unpack(bounds[: rows + 1], sources, kept)
-            at += kept
-        return at
+        for first, bounds, sources in self._blocks(sites):
+            at += gaps.unpack_placed(bounds, sources, new_of[first : first + len(bounds) - 1], indptr, new_of, indices)
+        if at != len(indices):
+            raise StoreError("site_links changed while it was read: rank again")
+        return indices
+
+    def _blocks(self, sites: int) -> Iterator[tuple[int, np.ndarray, bytes]]:
+        """Each block's first site index, its offsets (cut to the rows below ``sites``) and its packed lists,
+        in order."""
+        # read, not mapped: the table is read once, and mapped pages would count as the process's memory
+        mapped = self.db.execute("PRAGMA mmap_size").fetchone()[0]
+        self.db.execute("PRAGMA mmap_size = 0")
+        try:
+            for first, offsets, sources in self.db.execute(
+                "SELECT first, offsets, sources FROM site_links ORDER BY first"
+            ):
+                bounds = np.frombuffer(offsets, dtype=np.uint32)
+                rows = min(len(bounds) - 1, max(sites - first, 0))
+                yield first, bounds[: rows + 1], sources
+        finally:
+            self.db.execute(f"PRAGMA mmap_size = {int(mapped)}")
 
     def in_links(self, site: int) -> np.ndarray:
         """The site indices of the loaded links into site id ``site``, ascending (one block read, as a

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +34,7 @@ from .base import Part
 from .hosts import LevelGraph, ensure_named, fold_links
 from .schema import SITES_BY_NAME
 
-__all__ = ["Sites", "SiteBatch", "SITE_BLOCK"]
+__all__ = ["OrderedSiteGraph", "Sites", "SiteBatch", "SITE_BLOCK"]
 
 SITE_BLOCK = 1 << 14  # hosts per host_sites row
 BULK = 100_000  # names at once from which ensure_sites numbers them in bulk (JSON into SQL, not 500 at a time)
@@ -50,6 +50,18 @@ class SiteBatch:
     ids: tuple[int, ...]
     names: tuple[str, ...]
     hosts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OrderedSiteGraph:
+    """The site graph as in-link CSR over its nodes in an order its reader chose: node ``i`` is site index
+    ``order[i]``; the sites not in ``order`` (no page, no link) are no nodes."""
+
+    count: int  # the sites numbered (ids 1..count)
+    order: np.ndarray  # int32 site indices, one a node
+    indptr: np.ndarray  # int64
+    indices: np.ndarray  # int32 node indices
+    out_degree: np.ndarray  # int32, by node: counted as the links were, so that no reader counts them again
 
 
 class Sites(Part):
@@ -255,13 +267,51 @@ class Sites(Part):
         graph.members = self._sites_in_graph(count, host_members, loaded)
         return graph
 
-    def _sites_in_graph(self, count: int, hosts: np.ndarray | None, loaded) -> np.ndarray | None:
-        """The sites that are nodes of the site graph: those of a host with pages, and those a domain graph's
-        links name (a site only a ranks file names is none); None when that is every site."""
+    def ordered_site_graph(
+        self, order_of: Callable[[np.ndarray, np.ndarray], np.ndarray], include_nofollow: bool = False
+    ) -> OrderedSiteGraph | None:
+        """The site graph when it is a loaded domain graph alone (no link between hosts: nothing to fold),
+        read in two passes straight into the order ``order_of(out_degree, members)`` gives (the members' site
+        indices; both arguments by site index): the links are counted (:meth:`.SiteLinks.degrees`), laid
+        out, then unpacked into place, so that no copy of them in another order is made (at 2 billion links
+        it would not fit beside them).  None where hosts link: :meth:`site_graph` folds them."""
+        if self.store.site_links.count() == 0:
+            return None
+        hosts = self.store.hosts.host_graph(include_nofollow)
+        if hosts.indptr[-1] != 0:
+            return None
+        host_members = hosts.members
+        del hosts
+        count = self.site_count()
+        in_degree, out_degree = self.store.site_links.degrees(count)
+        members = self._with_pages(count, host_members)
+        members |= in_degree > 0
+        members |= out_degree > 0
+        order = np.asarray(order_of(out_degree, members), dtype=np.int32)
+        if len(order) != int(np.count_nonzero(members)) or not members[order].all():
+            raise ValueError("order_of: not each node of the site graph once")
+        del members
+        new_of = np.full(count, -1, dtype=np.int32)
+        new_of[order] = np.arange(len(order), dtype=np.int32)
+        indptr = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(in_degree[order], out=indptr[1:])
+        del in_degree
+        out_degree = out_degree[order]
+        indices = self.store.site_links.links_placed(count, new_of, indptr)
+        return OrderedSiteGraph(count, order, indptr, indices, out_degree)
+
+    def _with_pages(self, count: int, hosts: np.ndarray | None) -> np.ndarray:
+        """By site index: True at a site with a host that has pages (``hosts``: the host graph's members)."""
         sites = self.host_sites()
         members = np.zeros(count, dtype=bool)
         with_pages = sites[: len(hosts)][hosts] if hosts is not None else sites
         members[with_pages[with_pages > 0] - 1] = True
+        return members
+
+    def _sites_in_graph(self, count: int, hosts: np.ndarray | None, loaded) -> np.ndarray | None:
+        """The sites that are nodes of the site graph: those of a host with pages, and those a domain graph's
+        links name (a site only a ranks file names is none); None when that is every site."""
+        members = self._with_pages(count, hosts)
         if len(loaded.indices):
             members[: len(loaded.indptr) - 1] |= np.diff(loaded.indptr) > 0
             for lo in range(0, len(loaded.indices), _MARK_LINKS):  # numpy widens an index array to int64: a slice
