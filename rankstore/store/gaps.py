@@ -115,7 +115,7 @@ def unpack_python(offsets: np.ndarray, data: bytes | memoryview) -> np.ndarray:
     return values.astype(np.int32)
 
 
-def list_lengths(offsets: np.ndarray, data: bytes) -> np.ndarray:
+def list_lengths(offsets: np.ndarray, data: bytes | memoryview) -> np.ndarray:
     """How many values each packed list holds (its bytes without the high bit)."""
     raw = np.frombuffer(data, dtype=np.uint8)
     ends = np.zeros(len(raw) + 1, dtype=np.int64)
