@@ -30,7 +30,7 @@ import numpy as np
 from ..choices import SORTS
 from .errors import StoreError
 from .graph import INLINE_BYTES
-from .rankings import Ranking, RankingArrays
+from .rankings import Ranking, RankingArrays, RankingRows
 
 if TYPE_CHECKING:
     from . import Store
@@ -534,10 +534,16 @@ def _newest_of_level(store: Store, name: str, level: str) -> tuple[int, RankingA
 
     Named apart from :func:`host_ranking`, whose name the views that take a host ranking's name
     (``host_ranking=``) would hide."""
+    found = _newest_id_of_level(store, name, level)
+    return (found, store.rankings.ranking_arrays(found)) if found is not None else None
+
+
+def _newest_id_of_level(store: Store, name: str, level: str) -> int | None:
+    """The id of the newest version of ranking ``name`` of ``level``, or None when there is none."""
     row = store.db.execute(
         "SELECT id FROM rankings WHERE name = ? AND level = ? ORDER BY version DESC LIMIT 1", (name, level)
     ).fetchone()
-    return (row[0], store.rankings.ranking_arrays(row[0])) if row else None
+    return row[0] if row else None
 
 
 def host_ranking(store: Store, name: str = "hostrank") -> tuple[int, RankingArrays] | None:
@@ -751,7 +757,7 @@ def host_level_ranking(store: Store, name: str = "hostrank") -> Ranking:
     return level_ranking(store, name, "host")
 
 
-def _level_rows(store: Store, level: str, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+def _level_rows(store: Store, level: str, arrays: RankingRows, indices: Sequence[int]) -> list[dict]:
     """Rows of hosts (or sites) by index in a ranking of their level (id - 1), keyed by the level: a
     host's ``host``, ``pages`` (its pages) and ``hosts`` (hosts ranked), a site's ``site``, ``hosts`` (its
     hosts) and ``sites``; and ``pagerank``, ``position``, ``inlinks`` (None for one newer than the
@@ -787,7 +793,8 @@ def _level_rows(store: Store, level: str, arrays: RankingArrays, indices: Sequen
 def top_nodes(store: Store, name: str, level: str, limit: int = 15, offset: int = 0) -> list[dict]:
     """The best hosts (or sites) of a ranking of that level (rows of :func:`_level_rows`)."""
     with store.snapshot():
-        arrays = store.rankings.ranking_arrays(level_ranking(store, name, level).id)
+        # the head of the order by score and the rows shown: what is read grows with them, not the ranking
+        arrays = store.rankings.rows_reader(level_ranking(store, name, level).id, limit)
         return _level_rows(store, level, arrays, arrays.best[offset : offset + limit].tolist())
 
 
@@ -806,7 +813,7 @@ def lookup_nodes(store: Store, names: Sequence[str], name: str, level: str) -> d
     not in the store are left out."""
     number_of = store.hosts.host_id if level == "host" else store.sites.site_id
     with store.snapshot():
-        arrays = store.rankings.ranking_arrays(level_ranking(store, name, level).id)
+        arrays = store.rankings.rows_reader(level_ranking(store, name, level).id, len(names), True)
         ids = {node: number_of(node) for node in dict.fromkeys(names)}
         present = {node: number for node, number in ids.items() if number is not None}
         rows = _level_rows(store, level, arrays, [number - 1 for number in present.values()])
@@ -832,13 +839,15 @@ def site_ranking(store: Store, name: str = "siterank") -> tuple[int, RankingArra
 
 def host_ranks(store: Store, hosts: Sequence[str], name: str = "hostrank") -> dict[str, tuple[float, int]]:
     """{host: (host PageRank, host rank)} from the newest host ranking ``name`` (empty without one)."""
-    found = host_ranking(store, name)
-    if found is None:
-        return {}
-    _, arrays = found
-    out = {}
-    for host in set(hosts):
-        number = store.hosts.host_id(host)
-        if number is not None and number <= arrays.pages:
-            out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
+    with store.snapshot():
+        found = _newest_id_of_level(store, name, "host")
+        if found is None:
+            return {}
+        asked = set(hosts)
+        arrays = store.rankings.rows_reader(found, len(asked), True)  # a few hosts: the blocks holding them
+        out = {}
+        for host in asked:
+            number = store.hosts.host_id(host)
+            if number is not None and number <= arrays.pages:
+                out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
     return out

@@ -27,7 +27,7 @@ import numpy as np
 
 from .base import Part
 from .pages import url_keys
-from .rankings import Ranking, RankingArrays, RankingLevelError
+from .rankings import Ranking, RankingArrays, RankingLevelError, RankingRows
 
 __all__ = ["PanelHeads", "Queries", "RankingLevelError", "ExportRow", "search_words"]
 
@@ -48,7 +48,7 @@ def search_words(words: Sequence[str]) -> list[str]:
     return cleaned.split()
 
 
-def _page_row(arrays: RankingArrays, index: int, url: str, title: str | None, crawled: int) -> dict:
+def _page_row(arrays: RankingRows, index: int, url: str, title: str | None, crawled: int) -> dict:
     ranked = index < arrays.pages
     extra = float(arrays.extra[index]) if ranked and arrays.extra is not None else None
     return {
@@ -85,7 +85,7 @@ class PanelHeads:
 class Queries(Part):
     """Read-only views of a store; part of :class:`~rankstore.store.Store`."""
 
-    def page_rows(self, arrays: RankingArrays, indices: Sequence[int]) -> list[dict]:
+    def page_rows(self, arrays: RankingRows, indices: Sequence[int]) -> list[dict]:
         pages = {
             row[0]: row[1:] for row in self.store.pages.pages_by_id("url, title, crawled", [i + 1 for i in indices])
         }
@@ -93,7 +93,8 @@ class Queries(Part):
 
     def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
         with self.snapshot():
-            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
+            # the head of the order by score and the rows shown: what is read grows with them, not the ranking
+            arrays = self.store.rankings.rows_reader(self.store.rankings.page_head(name)[0], limit)
             return self.store.queries.page_rows(arrays, arrays.best[offset : offset + limit].tolist())
 
     def export_rows(self, ranking: Ranking) -> list[ExportRow]:
@@ -121,7 +122,7 @@ class Queries(Part):
         urls = list(dict.fromkeys(urls))
         found: dict[str, dict] = {}
         with self.snapshot():
-            arrays = self.store.rankings.ranking_arrays(self.store.rankings.page_head(name)[0])
+            arrays = self.store.rankings.rows_reader(self.store.rankings.page_head(name)[0], len(urls), True)
             for start in range(0, len(urls), _IN_CHUNK):
                 chunk = urls[start : start + _IN_CHUNK]
                 marks = ",".join("?" * len(chunk))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -24,12 +25,16 @@ from .schema import BLOCK_PAGES
 if TYPE_CHECKING:
     from . import Store
 
-__all__ = ["Ranking", "RankingArrays", "RankingNotFound", "Rankings", "StoreError"]
+__all__ = ["Ranking", "RankingArrays", "RankingBlocks", "RankingRows", "RankingNotFound", "Rankings", "StoreError"]
 
 _KEEP_ARRAYS = 4  # ranking versions whose arrays a reader keeps loaded
 _DENSE_SHARE = 64  # a list of more than 1/64 of the pages is narrowed down the order by score (best_of_sorted)
 _DENSE_STEP = 4096  # best pages looked up in the list at once
 _COARSE_FROM = 1 << 16  # pages in a list from which it is narrowed by coarse positions first
+
+# a block's arrays as RankingBlocks reads them: scores, inlinks, best, extra (None where the version has none)
+_Block = tuple[np.ndarray, np.ndarray, np.ndarray, "np.ndarray | None"]
+_SCORES, _INLINKS, _BEST, _EXTRA = range(4)
 
 
 @dataclass
@@ -149,6 +154,140 @@ def _smallest(values: np.ndarray, count: int) -> np.ndarray:
         part = np.argpartition(values, count - 1)[:count]
         return part[np.argsort(values[part], kind="stable")]
     return np.argsort(values, kind="stable")
+
+
+class _BlockColumn:
+    """One array of a version, read by the blocks that hold the pages asked for (:class:`RankingBlocks`)."""
+
+    def __init__(self, blocks: RankingBlocks, column: int):
+        self.blocks = blocks
+        self.column = column
+
+    @overload
+    def __getitem__(self, index: int) -> np.generic: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> np.ndarray: ...
+
+    def __getitem__(self, index: int | slice) -> np.generic | np.ndarray:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.blocks.pages)
+            if step != 1:
+                raise ValueError("a version's blocks are read in runs of pages")
+            return self.blocks.run(self.column, start, stop)
+        if not 0 <= index < self.blocks.pages:
+            raise IndexError(f"page index {index} outside a version of {self.blocks.pages}")
+        values = self.blocks.block(index // BLOCK_PAGES)[self.column]
+        assert values is not None
+        return values[index % BLOCK_PAGES]
+
+
+class _BlockPositions:
+    """Each page's position in ``best``, found by a binary search down the order (:meth:`RankingBlocks.position_of`)."""
+
+    def __init__(self, blocks: RankingBlocks):
+        self.blocks = blocks
+
+    def __getitem__(self, index: int) -> int:
+        return self.blocks.position_of(int(index))
+
+
+class RankingBlocks:
+    """One ranking version read a block (:data:`BLOCK_PAGES` pages) at a time, for a view that shows a few of
+    its rows: the head of its order by score and the scores of the pages shown, never its whole arrays (at
+    135 million sites, seconds and gigabytes for a handful of rows).
+
+    It answers as :class:`RankingArrays` does where a view reads rows (``pages``, ``scores[i]``,
+    ``inlinks[i]``, ``extra``, ``position[i]``, ``best[a:b]``); read it inside the snapshot that found the
+    version.  A page's position is not stored: it is found in ``best`` by a binary search on (score
+    descending, index), the order :func:`order_by_score` wrote, a few blocks for any size.
+    """
+
+    def __init__(self, db: sqlite3.Connection, ranking_id: int, pages: int):
+        self.db = db
+        self.ranking_id = ranking_id
+        self.pages = pages
+        self.blocks_read = 0  # rows of ``ranking_blocks`` read so far
+        self._blocks: dict[int, _Block] = {}
+        self.scores = _BlockColumn(self, _SCORES)
+        self.inlinks = _BlockColumn(self, _INLINKS)
+        self.best = _BlockColumn(self, _BEST)
+        self.position = _BlockPositions(self)
+
+    @property
+    def extra(self) -> _BlockColumn | None:
+        """The variant's values (spam mass), or None where the version has none (as in :class:`RankingArrays`)."""
+        if not self.pages or self.block(0)[_EXTRA] is None:
+            return None
+        return _BlockColumn(self, _EXTRA)
+
+    def block(self, number: int) -> _Block:
+        """Block ``number``'s arrays (scores, inlinks, best, extra), read once."""
+        found = self._blocks.get(number)
+        if found is None:
+            found = self._blocks[number] = self._read(number)
+        return found
+
+    def _read(self, number: int) -> _Block:
+        row = self.db.execute(
+            "SELECT scores, inlinks, best, extra FROM ranking_blocks WHERE ranking_id = ? AND first = ?",
+            (self.ranking_id, number * BLOCK_PAGES),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"ranking version {self.ranking_id} changed while it was read")
+        self.blocks_read += 1
+        scores, inlinks, best, extra = row
+        return (
+            np.frombuffer(scores, dtype=">f8").astype(np.float64),
+            np.frombuffer(inlinks, dtype=">i4").astype(np.int32),
+            np.frombuffer(best, dtype=">i4").astype(np.int32),
+            None if extra is None else np.frombuffer(extra, dtype=">f8").astype(np.float64),
+        )
+
+    def run(self, column: int, start: int, stop: int) -> np.ndarray:
+        """Pages ``start`` to ``stop`` (not included) of one array, from the blocks that hold them."""
+        parts = []
+        for number in range(start // BLOCK_PAGES, (stop - 1) // BLOCK_PAGES + 1 if stop > start else 0):
+            values = self.block(number)[column]
+            assert values is not None
+            first = number * BLOCK_PAGES
+            parts.append(values[max(start - first, 0) : stop - first])
+        dtype = np.int32 if column in (_INLINKS, _BEST) else np.float64
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+    def _key(self, at: int) -> tuple[float, int]:
+        """Where ``best[at]`` sorts: (score negated, index), ascending down the order."""
+        index = int(self.best[at])
+        return -float(self.scores[index]), index
+
+    def first_at_most(self, score: float) -> int:
+        """How many pages score more than ``score``: where the first at most ``score`` stands."""
+        low, high = 0, self.pages
+        while low < high:
+            middle = (low + high) // 2
+            if -self._key(middle)[0] > score:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def position_of(self, index: int) -> int:
+        """Where page ``index`` stands in ``best``."""
+        wanted = (-float(self.scores[index]), index)
+        low, high = 0, self.pages
+        while low < high:
+            middle = (low + high) // 2
+            if self._key(middle) < wanted:
+                low = middle + 1
+            else:
+                high = middle
+        if low < self.pages and int(self.best[low]) == index:
+            return low
+        # not in the order searched (a score that is NaN): the order read whole, as a last resort
+        return int(np.flatnonzero(self.run(_BEST, 0, self.pages) == index)[0])
+
+
+RankingRows = RankingArrays | RankingBlocks  # what a view reads rows from: a version's arrays, or its blocks
 
 
 def _now() -> str:
@@ -455,6 +594,23 @@ class Rankings(Part):
         cache[ranking_id] = arrays
         return arrays
 
+    def rows_reader(self, ranking_id: int, rows: int, positions: bool = False) -> RankingRows:
+        """What a view that shows ``rows`` rows of a version reads them from: its arrays when this reader holds
+        them already, or when reading them whole costs fewer blocks than ``rows`` would (``positions``: each
+        row's position is searched for, a few blocks a row); else its blocks, read as the rows ask
+        (:class:`RankingBlocks`).  Call it inside the snapshot that found the version."""
+        if ranking_id in self._arrays:
+            return self._arrays[ranking_id]
+        row = self.db.execute("SELECT pages FROM rankings WHERE id = ?", (ranking_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"ranking version {ranking_id} changed while it was read")
+        pages = row[0]
+        blocks = -(-pages // BLOCK_PAGES)
+        each = 1 + 2 * max(pages, 1).bit_length() if positions else 1  # blocks a row may read
+        if rows * each + rows // BLOCK_PAGES + 1 >= blocks:
+            return self.ranking_arrays(ranking_id)
+        return RankingBlocks(self.db, ranking_id, pages)
+
     def scores_of(self, ranking_id: int) -> tuple[np.ndarray, np.ndarray]:
         """(page ids, scores) of a stored ranking version, as numpy arrays (the scores alone are read)."""
         if ranking_id in self._arrays:
@@ -473,11 +629,22 @@ class Rankings(Part):
         reach: the bars' log scale starts from the lowest score above 0, and a
         page at 0 has no bar (:func:`rankstore.display.bar_width`).
         """
-        arrays = self.ranking_arrays(ranking.id)
-        positive = int(np.count_nonzero(arrays.scores > 0))
-        if not positive:
-            return 0.0, 0.0
-        return float(arrays.scores[arrays.best[positive - 1]]), float(arrays.scores[arrays.best[0]])
+        with self.snapshot():
+            if ranking.id in self._arrays:
+                arrays = self._arrays[ranking.id]
+                positive = int(np.count_nonzero(arrays.scores > 0))
+                if not positive:
+                    return 0.0, 0.0
+                return float(arrays.scores[arrays.best[positive - 1]]), float(arrays.scores[arrays.best[0]])
+            # the scores are in ``best``'s order: its first and the last above 0, a few blocks read
+            blocks = RankingBlocks(self.db, ranking.id, ranking.pages)
+            if not ranking.pages:
+                return 0.0, 0.0
+            last = ranking.pages - 1
+            positive = last + 1 if float(blocks.scores[int(blocks.best[last])]) > 0 else blocks.first_at_most(0.0)
+            if not positive:
+                return 0.0, 0.0
+            return float(blocks.scores[int(blocks.best[positive - 1])]), float(blocks.scores[int(blocks.best[0])])
 
     def page_rankings(self) -> list[str]:
         """The names of the store's page rankings, ``pagerank`` first."""
