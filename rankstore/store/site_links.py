@@ -18,7 +18,10 @@ table holds (``site_links``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -29,6 +32,8 @@ from .errors import StoreError
 from .graph import BLOCK_LINKS, BLOCK_MAX_PAGES, InLinks
 
 __all__ = ["InLinkPart", "InLinkSource", "SiteDegrees", "SiteLinks"]
+
+READ_THREADS = 2  # threads that unpack a graph's blocks as they are read
 
 
 class InLinkPart(NamedTuple):
@@ -114,25 +119,53 @@ class SiteLinks(Part):
     def degrees(self, sites: int) -> SiteDegrees:
         """Each of ``sites`` sites' loaded in-links and out-links, in one pass over the packed lists that
         keeps none of them (:func:`.gaps.tally`): what a reader needs to lay the links out in an order of
-        its own before it reads them (:meth:`links_placed`)."""
+        its own before it reads them (:meth:`links_placed`).  Blocks are counted on ``READ_THREADS``
+        threads, each into out-degrees of its own (two threads adding to one count would lose some)."""
         in_degree = np.zeros(sites, dtype=np.int32)
-        out_degree = np.zeros(sites, dtype=np.int32)
-        for first, bounds, sources in self._blocks(sites):
-            gaps.tally(bounds, sources, in_degree[first : first + len(bounds) - 1], out_degree)
+        out_degrees: dict[int, np.ndarray] = {}
+
+        def count(first: int, bounds: np.ndarray, sources: bytes) -> None:
+            mine = out_degrees.get(threading.get_ident())
+            if mine is None:
+                mine = out_degrees[threading.get_ident()] = np.zeros(sites, dtype=np.int32)
+            gaps.tally(bounds, sources, in_degree[first : first + len(bounds) - 1], mine)
+
+        self._each_block(sites, count)
+        counted = list(out_degrees.values())
+        out_degree = counted.pop() if counted else np.zeros(sites, dtype=np.int32)
+        for other in counted:
+            out_degree += other
         return SiteDegrees(in_degree, out_degree)
 
     def links_placed(self, sites: int, new_of: np.ndarray, indptr: np.ndarray) -> np.ndarray:
         """The loaded site links as the sources (int32) of an in-link CSR whose row pointers ``indptr`` the
         caller laid out (from :meth:`degrees`): site ``s``'s in-links in row ``new_of[s]``, each source
-        ``t`` as ``new_of[t]`` (-1: a site with no link, in no row).  One pass, straight into place: at 2
-        billion links there is no room for a copy in another order."""
+        ``t`` as ``new_of[t]`` (-1: a site with no link, in no row).  One pass, straight into place (at 2
+        billion links there is no room for a copy in another order), blocks on ``READ_THREADS`` threads:
+        each writes rows of its own."""
         indices = np.empty(int(indptr[-1]), dtype=np.int32)
-        at = 0
-        for first, bounds, sources in self._blocks(sites):
-            at += gaps.unpack_placed(bounds, sources, new_of[first : first + len(bounds) - 1], indptr, new_of, indices)
-        if at != len(indices):
+        written: list[int] = []
+
+        def place(first: int, bounds: np.ndarray, sources: bytes) -> None:
+            rows = new_of[first : first + len(bounds) - 1]
+            written.append(gaps.unpack_placed(bounds, sources, rows, indptr, new_of, indices))
+
+        self._each_block(sites, place)
+        if sum(written) != len(indices):
             raise StoreError("site_links changed while it was read: rank again")
         return indices
+
+    def _each_block(self, sites: int, work: Callable[[int, np.ndarray, bytes], None]) -> None:
+        """``work(first, bounds, sources)`` for each block (:meth:`_blocks`), on ``READ_THREADS`` threads
+        while this one reads the next blocks (the unpacking releases the GIL), a few blocks ahead at most."""
+        with ThreadPoolExecutor(READ_THREADS) as pool:
+            pending: deque[Future] = deque()
+            for block in self._blocks(sites):
+                pending.append(pool.submit(work, *block))
+                while len(pending) > 2 * READ_THREADS or (pending and pending[0].done()):
+                    pending.popleft().result()
+            for future in pending:
+                future.result()
 
     def _blocks(self, sites: int) -> Iterator[tuple[int, np.ndarray, bytes]]:
         """Each block's first site index, its offsets (cut to the rows below ``sites``) and its packed lists,
