@@ -46,11 +46,12 @@ _INSERT_ROWS = 1 << 20  # sites inserted by one statement
 _MARK_LINKS = 1 << 24  # links marked at once
 # the site fold (site_graph): up to FOLD_IN_MEMORY links fold at once in memory (a key array a link, beside the
 # links mapped to sites); more are mapped FOLD_SLICE links at a time into a LinkSorter whose buckets hold
-# FOLD_BUCKET_LINKS links on average and whose memory bound is FOLD_MEMORY (None: the sorter's own)
+# FOLD_BUCKET_LINKS links on average and whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound
+# below the sorter's own, as the host graph being folded is held beside it
 FOLD_IN_MEMORY = 1 << 24
 FOLD_SLICE = 1 << 22
 FOLD_BUCKET_LINKS = 1 << 25
-FOLD_MEMORY: int | None = None
+FOLD_MEMORY: int | None = 1 << 30
 
 
 @dataclass(frozen=True)
