@@ -20,7 +20,10 @@ Crawl's HostToDomainGraph folds hosts into domains (its edges deduplicated).
 
 from __future__ import annotations
 
+import glob
 import json
+import os
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ from ..urls import sites_of
 from .base import Part
 from .hosts import LevelGraph, ensure_named, fold_links
 from .schema import SITES_BY_NAME
+from .site_links import InLinkPart
 
 __all__ = ["OrderedSiteGraph", "Sites", "SiteBatch", "SITE_BLOCK"]
 
@@ -41,6 +45,14 @@ BULK = 100_000  # names at once from which ensure_sites numbers them in bulk (JS
 BULK_KNOWN = 5_000_000  # sites a store may hold for a bulk numbering to drop sites_by_name and make it again
 _INSERT_ROWS = 1 << 20  # sites inserted by one statement
 _MARK_LINKS = 1 << 24  # links marked at once
+# the site fold (site_graph): up to FOLD_IN_MEMORY links fold at once in memory (a key array a link, beside the
+# links mapped to sites); more are mapped FOLD_SLICE links at a time into a LinkSorter whose buckets hold
+# FOLD_BUCKET_LINKS links on average and whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound
+# below the sorter's own, as the host graph being folded is held beside it
+FOLD_IN_MEMORY = 1 << 24
+FOLD_SLICE = 1 << 22
+FOLD_BUCKET_LINKS = 1 << 25
+FOLD_MEMORY: int | None = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -237,7 +249,12 @@ class Sites(Part):
         return self.db.execute("SELECT coalesce(max(id), 0) FROM sites").fetchone()[0]
 
     def site_graph(self, include_nofollow: bool = False) -> LevelGraph:
-        """The site graph (see the module docstring) as in-link CSR over the site ids."""
+        """The site graph (see the module docstring) as in-link CSR over the site ids.
+
+        Up to :data:`FOLD_IN_MEMORY` links (host links and loaded site links together) are folded at once by
+        :func:`.fold_links`; more are mapped to sites :data:`FOLD_SLICE` links at a time and gathered by a
+        :class:`~rankstore.linksort.LinkSorter` (spilling beside the store), so that the fold of a host graph
+        of hundreds of millions of hosts holds no key array a link: the same graph either way."""
         hosts = self.store.hosts.host_graph(include_nofollow)
         sites = self.host_sites()
         count = self.site_count()
@@ -251,19 +268,21 @@ class Sites(Part):
             return LevelGraph(count, loaded.indptr, loaded.indices, None, members)
         if len(sites) < hosts.n or (hosts.n and int(sites[: hosts.n].min()) == 0):
             raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
-        dst = np.repeat(sites[: hosts.n], np.diff(hosts.indptr))
-        src = sites[hosts.indices]
-        weights, host_members = hosts.weights, hosts.members
-        del hosts
-        loaded = self.store.site_links.links(count)
-        if len(loaded.indices):
-            dst = np.concatenate([dst, np.repeat(np.arange(1, count + 1, dtype=np.int32), np.diff(loaded.indptr))])
-            src = np.concatenate([src, loaded.indices + 1])
-            if weights is not None:
-                weights = np.concatenate([weights, np.ones(len(loaded.indices))])
         # a Common Crawl host graph (one page a host, however the hosts were numbered) folds as Common Crawl
         # folds it: each pair of sites once
-        graph = fold_links(count, dst, src, weights, once=self.store.hosts.each_host_one_page())
+        once = self.store.hosts.each_host_one_page()
+        host_members = hosts.members
+        loaded = self.store.site_links.links(count)
+        rows = [_MappedRows(hosts.indptr, hosts.indices, hosts.weights, sites[: hosts.n])]
+        if len(loaded.indices):
+            rows.append(_MappedRows(loaded.indptr, loaded.indices, None, None))
+        weighted = hosts.weights is not None and not once
+        del hosts
+        total = sum(int(part.indptr[-1]) for part in rows)
+        if total <= FOLD_IN_MEMORY:
+            graph = _fold_at_once(count, rows, weighted, once)
+        else:
+            graph = self._fold_bounded(count, rows, total, weighted, once)
         graph.members = self._sites_in_graph(count, host_members, loaded)
         return graph
 
@@ -300,6 +319,53 @@ class Sites(Part):
         indices = self.store.site_links.links_placed(count, new_of, indptr)
         return OrderedSiteGraph(count, order, indptr, indices, out_degree)
 
+    def _fold_bounded(self, count: int, rows: list[_MappedRows], total: int, weighted: bool, once: bool) -> LevelGraph:
+        """:func:`.fold_links` of ``rows``' links, slice by slice through a LinkSorter: memory bounded by its
+        ``memory`` and the largest bucket, beside the folded graph itself (its arrays sized by the links given,
+        then cut to the pairs kept)."""
+        from ..linksort import BUCKET_ROWS, LinkSorter  # here: linksort imports the store's site_links
+
+        # a LinkSorter bucket of sites holding about FOLD_BUCKET_LINKS links, at most 32767 buckets (the
+        # sorter's radix pass on 16-bit bucket numbers)
+        bucket_rows = min(BUCKET_ROWS, max(count * FOLD_BUCKET_LINKS // max(total, 1), -(-count // 32767), 1))
+        where = os.path.dirname(os.path.abspath(self.store.path))
+        # a folder of its own (not the build's spill folder, which a LinkSorter empties on start), so that a
+        # build or another ranking of the store at the same time keeps its files; named by this process, so
+        # that what a killed ranking left is known as such and goes
+        prefix = os.path.join(where, os.path.basename(self.store.path) + "-fold-")
+        for left in glob.glob(glob.escape(prefix) + "*"):
+            owner = left[len(prefix) :]
+            if owner.isdigit() and not _running(int(owner)):
+                shutil.rmtree(left, ignore_errors=True)
+        folder = f"{prefix}{os.getpid()}"
+        added = 0
+        with LinkSorter(count, folder, FOLD_MEMORY, bucket_rows, summed=not once) as sorter:
+            while rows:
+                part = rows.pop(0)  # each CSR let go once folded
+                for piece in _slices(part, FOLD_SLICE, weighted):
+                    sorter.add(piece.src - 1, piece.dst - 1, piece.weights)
+                    added += len(piece.src)
+                del part
+            indptr = np.zeros(count + 1, dtype=np.int64)
+            # sized by the links given, then cut to the pairs kept: never twice the graph at once
+            indices = np.empty(added, dtype=np.int32)
+            weights = np.empty(added, dtype=np.float64) if not once else None
+            at = 0
+            folded = sorter.parts() if once else sorter.weighted_parts()
+            for item in folded:
+                links, summed = (item, None) if isinstance(item, InLinkPart) else (item.links, item.weights)
+                kept = len(links.indices)
+                indices[at : at + kept] = links.indices
+                if weights is not None and summed is not None:
+                    weights[at : at + kept] = summed
+                indptr[links.first + 1 : links.first + len(links.indptr)] = at + links.indptr[1:]
+                at += kept
+                del item, links, summed
+        indices.resize(at, refcheck=False)
+        if weights is not None:
+            weights.resize(at, refcheck=False)
+        return LevelGraph(count, indptr, indices, weights)
+
     def _with_pages(self, count: int, hosts: np.ndarray | None) -> np.ndarray:
         """By site index: True at a site with a host that has pages (``hosts``: the host graph's members)."""
         sites = self.host_sites()
@@ -317,6 +383,74 @@ class Sites(Part):
             for lo in range(0, len(loaded.indices), _MARK_LINKS):  # numpy widens an index array to int64: a slice
                 members[loaded.indices[lo : lo + _MARK_LINKS]] = True
         return None if members.all() else members
+
+
+@dataclass(frozen=True)
+class _MappedRows:
+    """An in-link CSR whose nodes fold into sites: the host graph (``site_of``: each host's site id by host
+    index) or the loaded domain graph (``site_of`` None: its nodes are the sites, by index)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray | None
+    site_of: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _SiteLinks:
+    """Links between site ids (from 1), ``src[i] -> dst[i]``, of ``weights[i]`` (each 1 when None)."""
+
+    dst: np.ndarray
+    src: np.ndarray
+    weights: np.ndarray | None
+
+
+def _slices(rows: _MappedRows, step: int, weighted: bool) -> Iterator[_SiteLinks]:
+    """The links of ``rows`` as site links, about ``step`` at a time (whole rows: a row with more, alone); with
+    weights when ``weighted`` (1 each where the rows have none: a loaded link counts as one page link)."""
+    n = len(rows.indptr) - 1
+    first = 0
+    while first < n:
+        last = int(np.searchsorted(rows.indptr, rows.indptr[first] + step, side="right")) - 1
+        last = min(max(last, first + 1), n)
+        lo, hi = int(rows.indptr[first]), int(rows.indptr[last])
+        if hi > lo:
+            counts = np.diff(rows.indptr[first : last + 1])
+            if rows.site_of is None:
+                dst = np.repeat(np.arange(first + 1, last + 1, dtype=np.int32), counts)
+                src = rows.indices[lo:hi] + 1
+            else:
+                dst = np.repeat(rows.site_of[first:last], counts)
+                src = rows.site_of[rows.indices[lo:hi]]
+            weights = None
+            if weighted:
+                weights = rows.weights[lo:hi] if rows.weights is not None else np.ones(hi - lo)
+            yield _SiteLinks(dst, src, weights)
+        first = last
+
+
+def _fold_at_once(count: int, rows: list[_MappedRows], weighted: bool, once: bool) -> LevelGraph:
+    """:func:`.fold_links` of every link of ``rows`` at once (a key array a link: for small graphs)."""
+    pieces = [piece for part in rows for piece in _slices(part, max(int(part.indptr[-1]), 1), weighted)]
+    rows.clear()
+    if not pieces:
+        return fold_links(count, np.zeros(0, np.int32), np.zeros(0, np.int32), None, once=once)
+    dst = np.concatenate([piece.dst for piece in pieces])
+    src = np.concatenate([piece.src for piece in pieces])
+    weights = np.concatenate([piece.weights for piece in pieces if piece.weights is not None]) if weighted else None
+    del pieces
+    return fold_links(count, dst, src, weights, once=once)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (one of another user's does too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _json_array(names: pa.Array) -> str:
