@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 
 from ..urls import sites_of
 from .base import Part
-from .hosts import LevelGraph, ensure_named, fold_links
+from .hosts import LevelGraph, add_keys, ensure_named, fold_links, shared_keys_zeroed
+from .pages import url_keys
 from .schema import SITES_BY_NAME
 
 __all__ = ["Sites", "SiteBatch", "SITE_BLOCK"]
@@ -41,6 +42,8 @@ BULK = 100_000  # names at once from which ensure_sites numbers them in bulk (JS
 BULK_KNOWN = 5_000_000  # sites a store may hold for a bulk numbering to drop sites_by_name and make it again
 _INSERT_ROWS = 1 << 20  # sites inserted by one statement
 _MARK_LINKS = 1 << 24  # links marked at once
+_KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
+_PROBE_KEYS = 2000  # keys in one IN list of ids_by_key
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ class Sites(Part):
         if len(names) < BULK and not isinstance(names, pa.Array):
             if self._unindexed:
                 raise RuntimeError("sites are being numbered in bulk: reindex() first")
-            return ensure_named(self.db, "sites", "hosts", names)
+            return ensure_named(self.db, "sites", "hosts", names, keys="site_keys")
         column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
         encoded = pc.dictionary_encode(column.cast(pa.string()))
         unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
@@ -106,6 +109,9 @@ class Sites(Part):
         count = self.site_count()
         if not self._unindexed and count <= BULK_KNOWN:
             self.db.execute("DROP INDEX IF EXISTS sites_by_name")
+            # the keys too are written once, in order, by reindex(); until then no reader probes them
+            self.db.execute("DELETE FROM site_keys")
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '0')")
             self._unindexed = True
             self._known = self._names_and_ids() if count else None
         if self._unindexed:
@@ -125,6 +131,8 @@ class Sites(Part):
                 "INSERT INTO sites (id, name, hosts) SELECT key + ?, value, 0 FROM json_each(?)",
                 (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
             )
+            if not self._unindexed:
+                add_keys(self.db, "site_keys", url_keys(unique.take(pa.array(chunk)).to_pylist()), ids[chunk])
         return ids[position]
 
     _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
@@ -157,6 +165,7 @@ class Sites(Part):
         self._unindexed, self._known = False, None
         try:
             self.db.execute(SITES_BY_NAME)
+            self.key_sites()
             return {}
         except sqlite3.IntegrityError:
             pass
@@ -171,7 +180,71 @@ class Sites(Part):
         self.db.executemany("DELETE FROM sites WHERE id = ?", ((number,) for number in again))
         self.db.execute("DROP INDEX sites_by_name_repeated")
         self.db.execute(SITES_BY_NAME)
+        self.key_sites()
         return again
+
+    def key_sites(self) -> None:
+        """``site_keys`` written again from every site's name (after a bulk numbering, or a migration): the
+        names hashed in bulk, the keys appended in key order (a B-tree built left to right)."""
+        last = self.site_count()
+        ids = np.zeros(last, dtype=np.int32)
+        keys = np.zeros(last, dtype=np.int64)
+        done = 0
+        cursor = self.db.execute("SELECT id, name FROM sites ORDER BY id")
+        while rows := cursor.fetchmany(_KEY_ROWS):
+            ids[done : done + len(rows)] = [row[0] for row in rows]
+            keys[done : done + len(rows)] = url_keys([row[1] for row in rows])
+            done += len(rows)
+        del rows
+        ids, keys = ids[:done], keys[:done]  # fewer rows than the last id where a repeated name's row was deleted
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        ids = ids[order]
+        del order
+        keys, ids = shared_keys_zeroed(keys, ids)
+        self.db.execute("DELETE FROM site_keys")
+        for lo in range(0, len(keys), _KEY_ROWS):
+            self.db.executemany(
+                "INSERT INTO site_keys (name_hash, site_id) VALUES (?, ?)",
+                zip(keys[lo : lo + _KEY_ROWS].tolist(), ids[lo : lo + _KEY_ROWS].tolist()),
+            )
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
+
+    def site_keys(self, last: int) -> tuple[np.ndarray, np.ndarray]:
+        """``site_keys`` as arrays, in key order: the hashes (int64) and their site ids (int32, 0 for a hash
+        two names share), those of sites numbered after ``last`` left out."""
+        count = self.db.execute("SELECT count(*) FROM site_keys").fetchone()[0]
+        flat = np.fromiter(
+            (value for row in self.db.execute("SELECT name_hash, site_id FROM site_keys") for value in row),
+            dtype=np.int64,
+            count=2 * count,
+        )
+        hashes, ids = flat[0::2], flat[1::2]
+        inside = ids <= last
+        if not inside.all():
+            hashes, ids = hashes[inside], ids[inside]
+        return hashes.copy(), ids.astype(np.int32)
+
+    def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
+        """{name: site id} of the names whose hash ``site_keys`` holds (0: a hash two sites' names share, to
+        ask by name), probed in key order, a query per :data:`_PROBE_KEYS` names."""
+        by_key: dict[int, list[str]] = {}
+        unique = list(dict.fromkeys(names))
+        for name, key in zip(unique, url_keys(unique).tolist()):
+            by_key.setdefault(key, []).append(name)
+        keys = sorted(by_key)
+        found: dict[str, int] = {}
+        for lo in range(0, len(keys), _PROBE_KEYS):
+            chunk = keys[lo : lo + _PROBE_KEYS]
+            for key, number in self.db.execute(
+                f"SELECT name_hash, site_id FROM site_keys WHERE name_hash IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                found.update(dict.fromkeys(by_key[key], number))
+        return found
+
+    def keyed(self) -> bool:
+        """Whether ``site_keys`` holds every site (not while a bulk numbering has yet to write them)."""
+        return self.db.execute("SELECT value FROM meta WHERE key = 'sites_keyed'").fetchone() != ("0",)
 
     def abandon_bulk(self) -> None:
         """Forget a bulk numbering whose transaction rolled back (the index is back with it)."""
