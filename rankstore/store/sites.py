@@ -212,18 +212,27 @@ class Sites(Part):
 
     def site_keys(self, last: int) -> tuple[np.ndarray, np.ndarray]:
         """``site_keys`` as arrays, in key order: the hashes (int64) and their site ids (int32, 0 for a hash
-        two names share), those of sites numbered after ``last`` left out."""
-        count = self.db.execute("SELECT count(*) FROM site_keys").fetchone()[0]
-        flat = np.fromiter(
-            (value for row in self.db.execute("SELECT name_hash, site_id FROM site_keys") for value in row),
-            dtype=np.int64,
-            count=2 * count,
-        )
-        hashes, ids = flat[0::2], flat[1::2]
-        inside = ids <= last
-        if not inside.all():
-            hashes, ids = hashes[inside], ids[inside]
-        return hashes.copy(), ids.astype(np.int32)
+        two names share), those of sites numbered after ``last`` left out.  Read as decimal text a chunk at
+        a time (``group_concat``, parsed by numpy): half the time of a Python object a row."""
+        hashes: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        after = -1  # the keys are 63-bit: none below 0
+        while True:
+            text_hashes, text_ids, highest = self.db.execute(
+                "SELECT group_concat(name_hash), group_concat(site_id), max(name_hash) FROM (SELECT name_hash,"
+                " site_id FROM site_keys WHERE name_hash > ? ORDER BY name_hash LIMIT ?)",
+                (after, _KEY_ROWS),
+            ).fetchone()
+            if highest is None:
+                break
+            hashes.append(np.fromstring(text_hashes, dtype=np.int64, sep=","))
+            ids.append(np.fromstring(text_ids, dtype=np.int64, sep=",").astype(np.int32))
+            after = highest
+        if not hashes:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        key, number = np.concatenate(hashes), np.concatenate(ids)
+        inside = number <= last
+        return (key, number) if inside.all() else (key[inside], number[inside])
 
     def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
         """{name: site id} of the names whose hash ``site_keys`` holds (0: a hash two sites' names share, to
