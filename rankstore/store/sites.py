@@ -235,21 +235,25 @@ class Sites(Part):
         return (key, number) if inside.all() else (key[inside], number[inside])
 
     def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
-        """{name: site id} of the names whose hash ``site_keys`` holds (0: a hash two sites' names share, to
-        ask by name), probed in key order, a query per :data:`_PROBE_KEYS` names."""
-        by_key: dict[int, list[str]] = {}
+        """{name: site id} of the names whose hash ``site_keys`` holds (0: a hash two sites' names share, or
+        two of the names asked: to ask by name), probed in key order, a query per :data:`_PROBE_KEYS` names."""
         unique = list(dict.fromkeys(names))
-        for name, key in zip(unique, url_keys(unique).tolist()):
-            by_key.setdefault(key, []).append(name)
-        keys = sorted(by_key)
-        found: dict[str, int] = {}
+        keys = url_keys(unique)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]  # in order: the probes walk the B-tree forward
+        if len(keys) > 1 and not (keys[1:] != keys[:-1]).all():  # two names asked of one hash: each told by name
+            return dict.fromkeys(unique, 0)
+        rows: list[tuple[int, int]] = []
         for lo in range(0, len(keys), _PROBE_KEYS):
-            chunk = keys[lo : lo + _PROBE_KEYS]
-            for key, number in self.db.execute(
+            chunk = keys[lo : lo + _PROBE_KEYS].tolist()
+            rows += self.db.execute(
                 f"SELECT name_hash, site_id FROM site_keys WHERE name_hash IN ({','.join('?' * len(chunk))})", chunk
-            ):
-                found.update(dict.fromkeys(by_key[key], number))
-        return found
+            ).fetchall()
+        if not rows:
+            return {}
+        found = np.array(rows, dtype=np.int64)
+        at = order[np.searchsorted(keys, found[:, 0])]
+        return dict(zip([unique[i] for i in at.tolist()], found[:, 1].tolist()))
 
     def keyed(self) -> bool:
         """Whether ``site_keys`` holds every site (not while a bulk numbering has yet to write them)."""
