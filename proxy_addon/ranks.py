@@ -37,8 +37,9 @@ from .rewrite import TooManyLinks
 __all__ = ["Ranks", "LevelChoice", "page_ranking", "level_heads"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
-# names of a level past which no keys are read: a Common Crawl domain graph's 135 million sites would take
-# minutes and gigabytes to read through Python; the name index answers a page's few hundred sites instead
+# names of a level past which no keys are held in memory: twelve bytes a name, which at a Common Crawl domain
+# graph's 135 million sites is more than the proxy should hold; past it a page's sites are probed in the
+# store's site_keys (integer keys, as the keys in memory are read from), a host's in the hosts' name index
 KEYS_MOST = 20_000_000
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
 _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel, ~2 KB) before they start over
@@ -458,7 +459,7 @@ class PageView:
     def level_keys(self, level: str) -> LevelKeys | None:
         """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), read once while the store
         numbers as many hosts (sites) as when this page began; None where that count is not known, or past
-        :data:`KEYS_MOST` names (the name index answers)."""
+        :data:`KEYS_MOST` names (the store's ``site_keys``, or the hosts' name index, answers)."""
         count = self.level_counts.get(level)
         if count is None or count > KEYS_MOST:
             return None

@@ -16,7 +16,7 @@ import rankstore.linksort as linksort
 from rankstore import ranking
 from rankstore.ranking import RankOptions, load_level_graph, rank
 from rankstore.solver import pagerank_dense
-from rankstore.store import Store, gaps
+from rankstore.store import SCHEMA_VERSION, Store, gaps
 from rankstore.store import rankings as store_rankings
 from rankstore.store import sites as store_sites
 
@@ -302,7 +302,9 @@ def test_a_schema_9_store_gets_its_site_links_packed_and_its_names_indexed(tmp_p
     db.execute("COMMIT")
     db.close()
     with Store(store_path) as store:
-        assert store.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "10"
+        assert store.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+            SCHEMA_VERSION
+        )
         assert store.db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sites_by_name'").fetchone()[0] == 1
         assert store.sites.site_id("b.com") == 2
     assert site_links_of(store_path) == want

@@ -214,6 +214,7 @@ class Store:
             migrations.schema_version(self.db) == SCHEMA_VERSION
             and self.db.execute("SELECT count(*) FROM counter").fetchone()[0] >= COUNTER_ROWS
             and self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone() != ("0",)
+            and self.sites.keyed()
         ):
             return  # up to date: opening writes nothing
         with self.transaction():
@@ -229,6 +230,8 @@ class Store:
             keyed = self.db.execute("SELECT value FROM meta WHERE key = 'pages_keyed'").fetchone()
             if keyed == ("0",):  # a first build was cut short before writing its URL keys
                 self.pages.key_pages()
+            if not self.sites.keyed():  # sites numbered in bulk, committed before their keys were written
+                self.sites.key_sites()
 
     def _check_version(self, writer: bool, create: bool) -> None:
         """A store this rankstore can read; a writer may also bring an older one up to date, or fill an

@@ -12,7 +12,8 @@ the CLI need for that, each level on its own:
 * :meth:`Levels.level_scores`: the scores, positions and in-links of many
   hosts or sites by name, in one batched probe: of :class:`LevelKeys` (a
   reader's sorted hashes of the level's names, :meth:`Levels.level_keys`),
-  or of the level's name index (a query per 2,000 names);
+  else of ``site_keys`` for sites (integer probes, a query per 2,000 names),
+  else of the level's name index (text probes, as many queries);
 * :meth:`Levels.referrers`: the best hosts (or sites) linking to a host
   (or site), by that level's rank, folded from the page graph's in-links.
 """
@@ -27,6 +28,7 @@ import numpy as np
 from . import analysis
 from .base import Part
 from .errors import StoreError
+from .hosts import shared_keys_zeroed
 from .pages import url_keys
 from .rankings import Ranking
 
@@ -55,17 +57,17 @@ class LevelHead:
 class LevelKeys:
     """A level's names as sorted 63-bit hashes (as ``page_keys`` keys URLs) with their ids, read once by a
     reader: a name found by a binary search in memory, where the name index costs a B-tree descent of text
-    comparisons per name (a page of 1,000 links to 1,000 hosts: ~0.1 ms rather than ~10 ms cold).  Twelve
-    bytes a host.  Names are never renumbered, so it stays true until the level has more names
-    (``count``).  Two names of one hash would answer for each other: at 63 bits, never in practice."""
+    comparisons per name.  Twelve bytes a name.  Names are never renumbered, so it stays true until the
+    level has more names (``count``).  A hash two of the level's names share has id 0: neither is told by
+    it (:meth:`Levels.level_scores` asks the name index for them)."""
 
     level: str
     count: int  # the level's names when read (ids 1..count)
     hashes: np.ndarray  # int64, sorted
-    ids: np.ndarray  # int32, in the order of ``hashes``
+    ids: np.ndarray  # int32, in the order of ``hashes``; 0 for a hash two names share
 
     def find(self, names: Iterable[str]) -> dict[str, int]:
-        """{name: id} of the names it has."""
+        """{name: id} of the names it has (0: a name whose hash another name shares, to ask by name)."""
         asked = list(dict.fromkeys(names))
         if not asked or not len(self.hashes):
             return {}
@@ -134,10 +136,14 @@ class Levels(Part):
         return self.store.hosts.host_count() if level == "host" else self.store.sites.site_count()
 
     def level_keys(self, level: str) -> LevelKeys:
-        """The level's names as :class:`LevelKeys` (one pass over them: a reader keeps it while the count
-        stands)."""
-        table = _TABLES[level]
+        """The level's names as :class:`LevelKeys`, read once (a reader keeps it while the count stands): a
+        site's from ``site_keys``, already in hash order (two integers a site, no name read); a host's
+        hashed from their names."""
         count = self.level_count(level)
+        if level == "site" and self.store.sites.keyed():
+            hashes, ids = self.store.sites.site_keys(count)
+            return LevelKeys(level, count, hashes, ids)
+        table = _TABLES[level]
         names = [row[0] for row in self.db.execute(f"SELECT name FROM {table} WHERE id <= ? ORDER BY id", (count,))]
         if len(names) == count:  # ids 1..count, as they are given: the names in id order are all it takes
             ids = np.arange(1, count + 1, dtype=np.int32)
@@ -147,27 +153,25 @@ class Levels(Part):
                 dtype=np.int32,
             )
         hashes = url_keys(names)
-        order = np.argsort(hashes)
-        return LevelKeys(level, count, hashes[order], ids[order])
+        order = np.argsort(hashes, kind="stable")
+        hashes, ids = shared_keys_zeroed(hashes[order], ids[order])
+        return LevelKeys(level, count, hashes, ids)
 
     def level_scores(self, head: LevelHead, names: Iterable[str], keys: LevelKeys | None = None) -> LevelScores:
         """The names (hosts with their port, or sites) that ``head``'s version ranks, with their numbers, in
         one batched probe: of ``keys`` (the level's, read while the store numbered as many names as now), else
-        of the level's name index, a query per 2,000 names in the index's order.  A name the store has not, or
-        numbered after the version, or scored 0, is left out."""
-        table = _TABLES[head.level]
+        of ``site_keys`` (sites), else of the level's name index; each a query per 2,000 names, in the
+        B-tree's order.  A name whose hash another name shares is asked of the name index.  A name the store
+        has not, or numbered after the version, or scored 0, is left out."""
         if keys is not None:
             found = keys.find(names)
+        elif head.level == "site" and self.store.sites.keyed():
+            found = self.store.sites.ids_by_key(names)
         else:
-            unique = sorted(set(names))
-            found = {}
-            for start in range(0, len(unique), _PROBE_CHUNK):
-                chunk = unique[start : start + _PROBE_CHUNK]
-                found.update(
-                    self.db.execute(
-                        f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk
-                    ).fetchall()
-                )
+            found = self._ids_by_name(head.level, names)
+        shared = [name for name, number in found.items() if number == 0]
+        if shared:
+            found.update(self._ids_by_name(head.level, shared))
         arrays = self.store.rankings.ranking_arrays(head.ranking_id)
         ranked = [(name, number) for name, number in found.items() if 0 < number <= arrays.pages]
         if not ranked:
@@ -186,6 +190,18 @@ class Levels(Part):
             arrays.position[index].astype(np.int64),
             arrays.inlinks[index].astype(np.int64),
         )
+
+    def _ids_by_name(self, level: str, names: Iterable[str]) -> dict[str, int]:
+        """{name: id} of the names the level has, by its name index (a query per 2,000, in the index's order)."""
+        table = _TABLES[level]
+        unique = sorted(set(names))
+        found: dict[str, int] = {}
+        for start in range(0, len(unique), _PROBE_CHUNK):
+            chunk = unique[start : start + _PROBE_CHUNK]
+            found.update(
+                self.db.execute(f"SELECT name, id FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk)
+            )
+        return found
 
     def level_id(self, level: str, name: str) -> int | None:
         """A host's or a site's id by name."""

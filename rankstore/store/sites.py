@@ -25,7 +25,7 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +34,8 @@ import pyarrow.compute as pc
 
 from ..urls import sites_of
 from .base import Part
-from .hosts import LevelGraph, ensure_named, fold_links
+from .hosts import LevelGraph, add_keys, ensure_named, fold_links, shared_keys_zeroed
+from .pages import url_keys
 from .schema import SITES_BY_NAME
 from .site_links import InLinkPart
 
@@ -53,6 +54,8 @@ FOLD_IN_MEMORY = 1 << 24
 FOLD_SLICE = 1 << 22
 FOLD_BUCKET_LINKS = 1 << 25
 FOLD_MEMORY: int | None = 1 << 30
+_KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
+_PROBE_KEYS = 2000  # keys in one IN list of ids_by_key
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class Sites(Part):
         if len(names) < BULK and not isinstance(names, pa.Array):
             if self._unindexed:
                 raise RuntimeError("sites are being numbered in bulk: reindex() first")
-            return ensure_named(self.db, "sites", "hosts", names)
+            return ensure_named(self.db, "sites", "hosts", names, keys="site_keys")
         column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
         encoded = pc.dictionary_encode(column.cast(pa.string()))
         unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
@@ -130,6 +133,9 @@ class Sites(Part):
         count = self.site_count()
         if not self._unindexed and count <= BULK_KNOWN:
             self.db.execute("DROP INDEX IF EXISTS sites_by_name")
+            # the keys too are written once, in order, by reindex(); until then no reader probes them
+            self.db.execute("DELETE FROM site_keys")
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '0')")
             self._unindexed = True
             self._known = self._names_and_ids() if count else None
         if self._unindexed:
@@ -149,6 +155,8 @@ class Sites(Part):
                 "INSERT INTO sites (id, name, hosts) SELECT key + ?, value, 0 FROM json_each(?)",
                 (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
             )
+            if not self._unindexed:
+                add_keys(self.db, "site_keys", url_keys(unique.take(pa.array(chunk)).to_pylist()), ids[chunk])
         return ids[position]
 
     _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
@@ -181,6 +189,7 @@ class Sites(Part):
         self._unindexed, self._known = False, None
         try:
             self.db.execute(SITES_BY_NAME)
+            self.key_sites()
             return {}
         except sqlite3.IntegrityError:
             pass
@@ -195,7 +204,84 @@ class Sites(Part):
         self.db.executemany("DELETE FROM sites WHERE id = ?", ((number,) for number in again))
         self.db.execute("DROP INDEX sites_by_name_repeated")
         self.db.execute(SITES_BY_NAME)
+        self.key_sites()
         return again
+
+    def key_sites(self) -> None:
+        """``site_keys`` written again from every site's name (after a bulk numbering, or a migration): the
+        names hashed in bulk, the keys appended in key order (a B-tree built left to right)."""
+        last = self.site_count()
+        ids = np.zeros(last, dtype=np.int32)
+        keys = np.zeros(last, dtype=np.int64)
+        done = 0
+        cursor = self.db.execute("SELECT id, name FROM sites ORDER BY id")
+        while rows := cursor.fetchmany(_KEY_ROWS):
+            ids[done : done + len(rows)] = [row[0] for row in rows]
+            keys[done : done + len(rows)] = url_keys([row[1] for row in rows])
+            done += len(rows)
+        del rows
+        ids, keys = ids[:done], keys[:done]  # fewer rows than the last id where a repeated name's row was deleted
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        ids = ids[order]
+        del order
+        keys, ids = shared_keys_zeroed(keys, ids)
+        self.db.execute("DELETE FROM site_keys")
+        for lo in range(0, len(keys), _KEY_ROWS):
+            self.db.executemany(
+                "INSERT INTO site_keys (name_hash, site_id) VALUES (?, ?)",
+                zip(keys[lo : lo + _KEY_ROWS].tolist(), ids[lo : lo + _KEY_ROWS].tolist()),
+            )
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
+
+    def site_keys(self, last: int) -> tuple[np.ndarray, np.ndarray]:
+        """``site_keys`` as arrays, in key order: the hashes (int64) and their site ids (int32, 0 for a hash
+        two names share), those of sites numbered after ``last`` left out.  Read as decimal text a chunk at
+        a time (``group_concat``, parsed by numpy): half the time of a Python object a row."""
+        hashes: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        after = -1  # the keys are 63-bit: none below 0
+        while True:
+            text_hashes, text_ids, highest = self.db.execute(
+                "SELECT group_concat(name_hash), group_concat(site_id), max(name_hash) FROM (SELECT name_hash,"
+                " site_id FROM site_keys WHERE name_hash > ? ORDER BY name_hash LIMIT ?)",
+                (after, _KEY_ROWS),
+            ).fetchone()
+            if highest is None:
+                break
+            hashes.append(np.fromstring(text_hashes, dtype=np.int64, sep=","))
+            ids.append(np.fromstring(text_ids, dtype=np.int64, sep=",").astype(np.int32))
+            after = highest
+        if not hashes:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        key, number = np.concatenate(hashes), np.concatenate(ids)
+        inside = number <= last
+        return (key, number) if inside.all() else (key[inside], number[inside])
+
+    def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
+        """{name: site id} of the names whose hash ``site_keys`` holds (0: a hash two sites' names share, or
+        two of the names asked: to ask by name), probed in key order, a query per :data:`_PROBE_KEYS` names."""
+        unique = list(dict.fromkeys(names))
+        keys = url_keys(unique)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]  # in order: the probes walk the B-tree forward
+        if len(keys) > 1 and not (keys[1:] != keys[:-1]).all():  # two names asked of one hash: each told by name
+            return dict.fromkeys(unique, 0)
+        rows: list[tuple[int, int]] = []
+        for lo in range(0, len(keys), _PROBE_KEYS):
+            chunk = keys[lo : lo + _PROBE_KEYS].tolist()
+            rows += self.db.execute(
+                f"SELECT name_hash, site_id FROM site_keys WHERE name_hash IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
+        if not rows:
+            return {}
+        found = np.array(rows, dtype=np.int64)
+        at = order[np.searchsorted(keys, found[:, 0])]
+        return dict(zip([unique[i] for i in at.tolist()], found[:, 1].tolist()))
+
+    def keyed(self) -> bool:
+        """Whether ``site_keys`` holds every site (not while a bulk numbering has yet to write them)."""
+        return self.db.execute("SELECT value FROM meta WHERE key = 'sites_keyed'").fetchone() != ("0",)
 
     def abandon_bulk(self) -> None:
         """Forget a bulk numbering whose transaction rolled back (the index is back with it)."""
