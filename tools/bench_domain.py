@@ -42,8 +42,8 @@ def main() -> None:
         build_afresh(args.graph, args.store, "<= 45 min, <= 16 GiB")
     if not args.reads_only:
         seconds, peak, output = run_measured(
-            [sys.executable, "-m", "rankstore", "rank", "--level", "site", "--tol", "1e-9", "--store", args.store]
-            + ["--force"]
+            [sys.executable, "-m", "rankstore", "rank", "--level", "site", "--tol", "1e-9", "--cold"]
+            + ["--store", args.store, "--force"]
         )
         said = [line for line in output.splitlines() if "iteration" not in line]
         print(
