@@ -308,7 +308,14 @@ def order_by_score(scores: np.ndarray) -> np.ndarray:
     tied[:-1] |= same
     if tied.any():
         runs = np.cumsum(np.concatenate([[True], ~same]))[tied]
-        order[tied] = order[tied][np.lexsort((order[tied], runs))]
+        if len(scores) < 2**32 and len(runs) and int(runs[-1]) < 2**31:
+            # (run, index) as one int64 key, each distinct: numpy's unstable sort of it, not a lexsort of two
+            key = (runs.astype(np.int64) << 32) | order[tied]
+            del runs
+            key.sort()
+            order[tied] = key & 0xFFFFFFFF
+        else:
+            order[tied] = order[tied][np.lexsort((order[tied], runs))]
     return order
 
 
