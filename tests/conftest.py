@@ -135,6 +135,30 @@ def pytest_sessionfinish(session) -> None:
                 pass
 
 
+_SPARK: list = []  # the Spark files' one session, while they run
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for every Spark file (starting a JVM costs seconds on 2 cores); closed
+    after the last of them (``pytest_runtest_teardown``): they run together, first."""
+    from rankstore.spark import engine
+
+    solver = engine.SparkSolver("local[2]").start()
+    _SPARK.append(solver)
+    yield solver
+    solver.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """The Spark session stops with the Spark files' unit: no JVM idles beside the rest of the run, and no
+    later test in this process joins it (``SparkSolver.start`` joins a session the process started)."""
+    yield
+    if _SPARK and _scope(item.nodeid) == SPARK and (nextitem is None or _scope(nextitem.nodeid) != SPARK):
+        _SPARK.pop().close()
+
+
 @pytest.fixture(scope="session")
 def python_doc_crawl(tmp_path_factory) -> Crawl:
     """python3.11-doc served on 127.0.0.1 and crawled by wget --mirror --warc-file, once for the run."""
