@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
+import signal
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from sitecrawl import crawl, serve  # noqa: E402
+from sitecrawl import crawl, serve_process  # noqa: E402
 
 PYTHON_DOC = "/usr/share/doc/python3.11/html"
 POSTGRES_DOC = "/usr/share/doc/postgresql-doc-15/html"
@@ -89,19 +95,89 @@ def pytest_xdist_make_scheduler(config, log):
     return FilesSparkTogether(config, log)
 
 
+def _shared_root(tmp_path_factory) -> Path:
+    """The folder every xdist worker of this run shares: the parent of the workers' own base temps."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(tmp_path_factory, name: str, make: Callable[[Path], Any]) -> Any:
+    """``make(folder)``'s result (JSON), made by the first worker of the run that asks, under a lock, and
+    read back by every other: a crawl or a store built and ranked costs seconds to minutes, and each
+    worker (and each module that imports the fixture) would otherwise make its own.  What ``make``
+    writes in ``folder`` is shared: tests copy it before they change it."""
+    root = _shared_root(tmp_path_factory)
+    done = root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            folder = root / name
+            shutil.rmtree(folder, ignore_errors=True)  # a worker's attempt that failed
+            folder.mkdir()
+            done.write_text(json.dumps(make(folder)))
+    return json.loads(done.read_text())
+
+
+ORIGINS = "origins.pids"  # the origin servers started for the run, stopped when the run ends
+
+
+def pytest_sessionfinish(session) -> None:
+    """The run's origins stop with its controller (or its only process): a worker that started one may
+    finish while the other still browses it."""
+    if hasattr(session.config, "workerinput"):
+        return
+    pids = Path(str(session.config._tmp_path_factory.getbasetemp())) / ORIGINS
+    if pids.exists():
+        for pid in pids.read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+_SPARK: list = []  # the Spark files' one session, while they run
+
+
 @pytest.fixture(scope="session")
-def python_doc_crawl(tmp_path_factory):
-    """python3.11-doc served on 127.0.0.1 and crawled by wget --mirror --warc-file."""
+def spark():
+    """One local[2] SparkSession for every Spark file (starting a JVM costs seconds on 2 cores); closed
+    after the last of them (``pytest_runtest_teardown``): they run together, first."""
+    from rankstore.spark import engine
+
+    solver = engine.SparkSolver("local[2]").start()
+    _SPARK.append(solver)
+    yield solver
+    solver.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """The Spark session stops with the Spark files' unit: no JVM idles beside the rest of the run, and no
+    later test in this process joins it (``SparkSolver.start`` joins a session the process started)."""
+    yield
+    if _SPARK and _scope(item.nodeid) == SPARK and (nextitem is None or _scope(nextitem.nodeid) != SPARK):
+        _SPARK.pop().close()
+
+
+@pytest.fixture(scope="session")
+def python_doc_crawl(tmp_path_factory) -> Crawl:
+    """python3.11-doc served on 127.0.0.1 and crawled by wget --mirror --warc-file, once for the run."""
     _need(PYTHON_DOC)
     if shutil.which("wget") is None:
         pytest.fail("wget is missing: run tools/setup.sh")
-    work = tmp_path_factory.mktemp("python-doc-crawl")
-    warc = str(work / "python-doc.warc.gz")
-    mirror = str(work / "mirror")
-    # the origin stays up for the session: the proxy tests browse the site that was crawled
-    with serve(PYTHON_DOC) as url:
+
+    def make(work: Path) -> dict[str, str]:
+        # the origin stays up for the run (its own process, stopped by pytest_sessionfinish): the proxy
+        # tests, on either worker, browse the site that was crawled
+        server, port = serve_process(PYTHON_DOC)
+        with open(_shared_root(tmp_path_factory) / ORIGINS, "a") as pids:
+            pids.write(f"{server.pid}\n")
+        url = f"http://127.0.0.1:{port}/"
+        warc, mirror = str(work / "python-doc.warc.gz"), str(work / "mirror")
         crawl(url, warc, mirror)
-        yield Crawl(warc, mirror, url)
+        return {"warc": warc, "mirror": mirror, "base_url": url}
+
+    return Crawl(**once(tmp_path_factory, "python-doc-crawl", make))
 
 
 def _built_store(path: str, *sources: str, base_url: str | None = None) -> str:
@@ -115,16 +191,18 @@ def _built_store(path: str, *sources: str, base_url: str | None = None) -> str:
 
 @pytest.fixture(scope="session")
 def python_doc_store(python_doc_crawl, tmp_path_factory) -> str:
-    """A store built from the wget crawl of python3.11-doc (not yet ranked)."""
-    return _built_store(str(tmp_path_factory.mktemp("py-store") / "py.db"), python_doc_crawl.warc)
+    """A store built from the wget crawl of python3.11-doc (not yet ranked), once for the run."""
+    return once(tmp_path_factory, "py-store", lambda folder: _built_store(str(folder / "py.db"), python_doc_crawl.warc))
 
 
 @pytest.fixture(scope="session")
 def postgres_doc_store(tmp_path_factory) -> str:
-    """A store built from postgresql-doc-15's HTML directory."""
+    """A store built from postgresql-doc-15's HTML directory, once for the run."""
     _need(POSTGRES_DOC)
-    return _built_store(
-        str(tmp_path_factory.mktemp("pg-store") / "pg.db"), POSTGRES_DOC, base_url="http://postgres.local/docs/"
+    return once(
+        tmp_path_factory,
+        "pg-store",
+        lambda folder: _built_store(str(folder / "pg.db"), POSTGRES_DOC, base_url="http://postgres.local/docs/"),
     )
 
 

@@ -106,11 +106,20 @@ def assert_one_line_error(status: int, output: str, expected: int = 1, says: str
         assert says in errors[0], output
 
 
-@pytest.fixture
-def ranked(python_doc_store, tmp_path):
-    path = str(tmp_path / "ranked.db")
+@pytest.fixture(scope="module")
+def ranked_once(python_doc_store, tmp_path_factory) -> str:
+    """The python docs ranked, once for the module: ``ranked`` hands each test a copy of its own."""
+    path = str(tmp_path_factory.mktemp("ranked") / "ranked.db")
     shutil.copy(python_doc_store, path)
     main_ok(["rank", "--store", path, "-q"])
+    assert not os.path.exists(path + "-wal")  # the whole store is in the one file copied
+    return path
+
+
+@pytest.fixture
+def ranked(ranked_once, tmp_path) -> str:
+    path = str(tmp_path / "ranked.db")
+    shutil.copy(ranked_once, path)
     return path
 
 

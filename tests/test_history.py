@@ -19,7 +19,7 @@ from sitecrawl import crawl, serve
 
 from rankstore.cli import cli
 
-from conftest import PYTHON_DOC
+from conftest import PYTHON_DOC, once
 
 TARGET = "library/functions.html"
 GAINS = "library/aifc.html"  # gets a link to the target
@@ -52,19 +52,24 @@ def _edit(site) -> None:
 
 @pytest.fixture(scope="module")
 def two_crawls(tmp_path_factory):
-    """(store, base URL): the site built and ranked, edited, crawled again, built and ranked again."""
-    work = tmp_path_factory.mktemp("history")
-    site = work / "site"
-    shutil.copytree(PYTHON_DOC, site, ignore=shutil.ignore_patterns("_sources", "_downloads", "_images", "_static"))
-    store = str(work / "s.db")
-    with serve(str(site)) as url:
-        crawl(url, str(work / "before.warc.gz"))
-        run("build", str(work / "before.warc.gz"), "--store", store, "-q")
+    """(store, base URL): the site built and ranked, edited, crawled again, built and ranked again (once for
+    the run: test_analyst_pages reads it too, and no test writes to it)."""
+
+    def make(work):
+        site = work / "site"
+        shutil.copytree(PYTHON_DOC, site, ignore=shutil.ignore_patterns("_sources", "_downloads", "_images", "_static"))
+        store = str(work / "s.db")
+        with serve(str(site)) as url:
+            crawl(url, str(work / "before.warc.gz"))
+            run("build", str(work / "before.warc.gz"), "--store", store, "-q")
+            run("rank", "--store", store, "-q")
+            _edit(site)
+            crawl(url, str(work / "after.warc.gz"))
+        run("build", str(work / "after.warc.gz"), "--store", store, "-q")
         run("rank", "--store", store, "-q")
-        _edit(site)
-        crawl(url, str(work / "after.warc.gz"))
-    run("build", str(work / "after.warc.gz"), "--store", store, "-q")
-    run("rank", "--store", store, "-q")
+        return store, url
+
+    store, url = once(tmp_path_factory, "history", make)
     return store, url
 
 

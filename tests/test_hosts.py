@@ -23,6 +23,8 @@ from sitecrawl import crawl, serve
 
 from rankstore.cli import cli
 
+from conftest import once
+
 PAGES = {"a": 6, "b": 8, "c": 5}
 
 
@@ -75,22 +77,28 @@ def _links_from_files(roots: dict[str, Path], urls: dict[str, str]) -> set[tuple
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory):
-    work = tmp_path_factory.mktemp("three-sites")
-    roots = {site: work / site for site in PAGES}
-    for root in roots.values():
-        root.mkdir()
-    with contextlib.ExitStack() as stack:
-        urls = {site: stack.enter_context(serve(str(root))) for site, root in roots.items()}
-        _write_sites(roots, urls)
-        warcs = []
-        for site in PAGES:
-            warcs.append(str(work / f"{site}.warc.gz"))
-            crawl(urls[site], warcs[-1])
-    store = str(work / "s.db")
-    run("build", *warcs, "--store", store, "-q")
-    run("rank", "--store", store, "-q")
-    run("rank", "--level", "host", "--store", store, "-q")
-    return store, urls, _links_from_files(roots, urls)
+    """(store, each site's base URL, the links in the files), once for the run: test_analyst_pages reads
+    it too, and no test writes to it."""
+
+    def make(work):
+        roots = {site: work / site for site in PAGES}
+        for root in roots.values():
+            root.mkdir()
+        with contextlib.ExitStack() as stack:
+            urls = {site: stack.enter_context(serve(str(root))) for site, root in roots.items()}
+            _write_sites(roots, urls)
+            warcs = []
+            for site in PAGES:
+                warcs.append(str(work / f"{site}.warc.gz"))
+                crawl(urls[site], warcs[-1])
+        store = str(work / "s.db")
+        run("build", *warcs, "--store", store, "-q")
+        run("rank", "--store", store, "-q")
+        run("rank", "--level", "host", "--store", store, "-q")
+        return store, urls, sorted(_links_from_files(roots, urls))
+
+    store, urls, links = once(tmp_path_factory, "three-sites", make)
+    return store, urls, {(source, target) for source, target in links}
 
 
 def _host(url: str) -> str:

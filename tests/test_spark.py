@@ -1,6 +1,6 @@
 """The Spark engine against the scipy engine on the documentation graphs, and its failures, in local[2].
 
-One SparkSession for the module (starting one costs seconds on 2 cores).  The
+One SparkSession for the Spark files (conftest's ``spark``: starting one costs seconds).  The
 agreement runs several rank vectors in one pass over the links (the job's own
 feature for topics), so that every E and dangling rule costs one iteration
 loop per graph, not one each: uniform E with the ``uniform`` and ``leak``
@@ -34,13 +34,6 @@ from rankstore.store import Store
 
 TOL = 1e-10
 AGREE = 1e-8
-
-
-@pytest.fixture(scope="module")
-def spark():
-    solver = engine.SparkSolver("local[2]").start()
-    yield solver
-    solver.close()
 
 
 def _personalised(n: int) -> np.ndarray:

@@ -8,7 +8,7 @@ a variant the Spark engine silently dropped, ranking plain PageRank instead,
 fails here).  The graphs: the python-docs crawl, and the same links read as a
 weighted edge list (weights from 1 to 5).
 
-One SparkSession for the module (the CLI joins it).  Each of Spark's
+One SparkSession for the Spark files (conftest's ``spark``; the CLI joins it).  Each of Spark's
 iterations is a job of its own, slow next to scipy's, so the damping is low:
 few iterations to a tolerance far under the agreement asked.
 """
@@ -24,20 +24,12 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from rankstore.spark import engine
 from rankstore.store import Store
 
 AGREE = 1e-8
 DIFFERS = 1e-3  # L1 from plain PageRank: far above the agreement, far below what the variants move
 DAMPING = 0.2
 FAST = ("--damping", str(DAMPING), "--tol", "1e-10")  # the error left is under the last L1 change
-
-
-@pytest.fixture(scope="module")
-def spark():
-    solver = engine.SparkSolver("local[2]").start()
-    yield solver
-    solver.close()
 
 
 @dataclass(frozen=True)
