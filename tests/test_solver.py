@@ -193,9 +193,11 @@ def test_a_graph_laid_out_in_the_inner_order_by_its_loader_is_multiplied_as_it_i
     product = solver_product._Product(laid, False, threads=1)
     try:
         assert not product.ordered and product.sinks is not None  # no copy: the sinks marked where they are
+        assert laid.out_degree is None  # kept as the out-weight: not held twice beside the solve
     finally:
         product.close()
     expected = pagerank(given.subgraph(keep)[0], tol=1e-13, method=method).scores
+    laid.out_degree = degree[order].astype(np.int32)
     ours = pagerank(laid, tol=1e-13, method=method).scores
     # subgraph keeps the pages in their order: ours, in the inner order, back to it
     assert np.abs(ours[np.argsort(order)] - expected).sum() < 1e-11
