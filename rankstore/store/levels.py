@@ -173,19 +173,20 @@ class Levels(Part):
         if shared:
             found.update(self._ids_by_name(head.level, shared))
         arrays = self.store.rankings.ranking_arrays(head.ranking_id)
-        ranked = [(name, number) for name, number in found.items() if 0 < number <= arrays.pages]
-        if not ranked:
+        # as arrays, not a tuple a name: a page's thousand names in a few numpy passes
+        numbers = np.fromiter(found.values(), dtype=np.int64, count=len(found))
+        index = numbers - 1
+        kept = (numbers > 0) & (numbers <= arrays.pages)
+        # a score of 0 is no rank (a ranks file's unnamed nodes): the next level answers, as for a name not ranked
+        kept[kept] = arrays.scores[index[kept]] > 0
+        if not kept.any():
             empty = np.zeros(0, dtype=np.int64)
             return LevelScores(head, (), np.zeros(0), empty, empty)
-        index = np.asarray([number for _, number in ranked], dtype=np.int64) - 1
-        # a score of 0 is no rank (a ranks file's unnamed nodes): the next level answers, as for a name not ranked
-        scored = arrays.scores[index] > 0
-        if not scored.all():
-            ranked = [pair for pair, keep in zip(ranked, scored.tolist()) if keep]
-            index = index[scored]
+        names_found = list(found)
+        index = index[kept]
         return LevelScores(
             head,
-            tuple(name for name, _ in ranked),
+            tuple(names_found[at] for at in np.flatnonzero(kept).tolist()),
             arrays.scores[index],
             arrays.position[index].astype(np.int64),
             arrays.inlinks[index].astype(np.int64),

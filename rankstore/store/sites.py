@@ -267,15 +267,16 @@ class Sites(Part):
         keys = keys[order]  # in order: the probes walk the B-tree forward
         if len(keys) > 1 and not (keys[1:] != keys[:-1]).all():  # two names asked of one hash: each told by name
             return dict.fromkeys(unique, 0)
-        rows: list[tuple[int, int]] = []
+        values: list[int] = []  # key, id, key, id...: flat, one numpy read
         for lo in range(0, len(keys), _PROBE_KEYS):
             chunk = keys[lo : lo + _PROBE_KEYS].tolist()
-            rows += self.db.execute(
+            cursor = self.db.execute(
                 f"SELECT name_hash, site_id FROM site_keys WHERE name_hash IN ({','.join('?' * len(chunk))})", chunk
-            ).fetchall()
-        if not rows:
+            )
+            values += (value for row in cursor for value in row)
+        if not values:
             return {}
-        found = np.array(rows, dtype=np.int64)
+        found = np.array(values, dtype=np.int64).reshape(-1, 2)
         at = order[np.searchsorted(keys, found[:, 0])]
         return dict(zip([unique[i] for i in at.tolist()], found[:, 1].tolist()))
 
