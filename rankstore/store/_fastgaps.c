@@ -15,6 +15,36 @@ static int contiguous(PyObject *object, Py_buffer *view, int writable) {
     return PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
 }
 
+/* One varint list's values, from at to end, each in turn as `value` to BODY (which may break): the loop
+ * both passes of a graph's load share.  Sets bad on bytes that are no list (a varint cut short or too long,
+ * a value past int32). */
+#define EACH_VALUE(d, at, end, bad, value, BODY)                                                              \
+    do {                                                                                                       \
+        int64_t last_ = -1;                                                                                    \
+        while ((at) < (end)) {                                                                                 \
+            uint64_t v_ = 0;                                                                                   \
+            int shift_ = 0;                                                                                    \
+            for (;;) {                                                                                         \
+                if ((at) >= (end) || shift_ > 28) {                                                            \
+                    (bad) = 1;                                                                                 \
+                    break;                                                                                     \
+                }                                                                                              \
+                uint8_t byte_ = (d)[(at)++];                                                                   \
+                v_ |= (uint64_t)(byte_ & 127) << shift_;                                                       \
+                shift_ += 7;                                                                                   \
+                if (byte_ < 128) break;                                                                        \
+            }                                                                                                  \
+            if (bad) break;                                                                                    \
+            int64_t value = last_ + 1 + (int64_t)v_;                                                           \
+            if (value > INT32_MAX) {                                                                           \
+                (bad) = 1;                                                                                     \
+                break;                                                                                         \
+            }                                                                                                  \
+            last_ = value;                                                                                     \
+            BODY                                                                                               \
+        }                                                                                                      \
+    } while (0)
+
 /* pack(indptr int64[n+1], indices int32, out uint8 (5 bytes a link at most), offsets uint32[n+1]) ->
  * bytes written.  indptr is relative to indices' start. */
 static PyObject *pack(PyObject *self, PyObject *args) {
@@ -100,29 +130,13 @@ static PyObject *unpack(PyObject *self, PyObject *args) {
             bad = 1;
             break;
         }
-        int64_t last = -1;
-        while (at < end) {
-            uint64_t v = 0;
-            int shift = 0;
-            for (;;) {
-                if (at >= end || shift > 28) {
-                    bad = 1;
-                    break;
-                }
-                uint8_t byte = d[at++];
-                v |= (uint64_t)(byte & 127) << shift;
-                shift += 7;
-                if (byte < 128) break;
-            }
-            if (bad) break;
-            int64_t value = last + 1 + (int64_t)v;
-            if (value > INT32_MAX || n >= room) {
+        EACH_VALUE(d, at, end, bad, value, {
+            if (n >= room) {
                 bad = 1;
                 break;
             }
             o[n++] = (int32_t)value;
-            last = value;
-        }
+        });
     }
     Py_END_ALLOW_THREADS;
     if (bad) PyErr_SetString(PyExc_ValueError, "unpack: bytes that are no packed lists, or out too small");
@@ -134,35 +148,6 @@ done:
     return result;
 }
 
-/* One varint list's values, from at to end, each in turn as `value` to BODY (which may break): the loop
- * both passes of a graph's load share.  Sets bad on bytes that are no list (a varint cut short or too long,
- * a value past int32). */
-#define EACH_VALUE(d, at, end, bad, value, BODY)                                                              \
-    do {                                                                                                       \
-        int64_t last_ = -1;                                                                                    \
-        while ((at) < (end)) {                                                                                 \
-            uint64_t v_ = 0;                                                                                   \
-            int shift_ = 0;                                                                                    \
-            for (;;) {                                                                                         \
-                if ((at) >= (end) || shift_ > 28) {                                                            \
-                    (bad) = 1;                                                                                 \
-                    break;                                                                                     \
-                }                                                                                              \
-                uint8_t byte_ = (d)[(at)++];                                                                   \
-                v_ |= (uint64_t)(byte_ & 127) << shift_;                                                       \
-                shift_ += 7;                                                                                   \
-                if (byte_ < 128) break;                                                                        \
-            }                                                                                                  \
-            if (bad) break;                                                                                    \
-            int64_t value = last_ + 1 + (int64_t)v_;                                                           \
-            if (value > INT32_MAX) {                                                                           \
-                (bad) = 1;                                                                                     \
-                break;                                                                                         \
-            }                                                                                                  \
-            last_ = value;                                                                                     \
-            BODY                                                                                               \
-        }                                                                                                      \
-    } while (0)
 
 /* Values decoded before their scattered reads and writes are made: the reads are asked for as they are
  * decoded (prefetch), so that many are under way at once rather than one after the other. */
