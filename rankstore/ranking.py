@@ -355,8 +355,8 @@ def load_site_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph
     solver's inner order (:func:`rankstore.solver.inner_order`): its node ids are then in that order."""
     started = time.perf_counter()
     ordered = store.sites.ordered_site_graph(inner_order, include_nofollow)
-    if ordered is None:
-        return _level_graph(store.sites.site_graph(include_nofollow), "sites", started)
+    if isinstance(ordered, LevelGraph):  # hosts link: folded by site
+        return _level_graph(ordered, "sites", started)
     if len(ordered.order) == 0:
         raise RankingError("the store has no sites: run `rankstore build` first")
     indptr = ordered.indptr.astype(np.int32) if ordered.indptr[-1] < 2**31 - 1 else ordered.indptr

@@ -342,7 +342,12 @@ class Sites(Part):
         :func:`.fold_links`; more are mapped to sites :data:`FOLD_SLICE` links at a time and gathered by a
         :class:`~rankstore.linksort.LinkSorter` (spilling beside the store), so that the fold of a host graph
         of hundreds of millions of hosts holds no key array a link: the same graph either way."""
-        hosts = self.store.hosts.host_graph(include_nofollow)
+        return self._folded([self.store.hosts.host_graph(include_nofollow)])
+
+    def _folded(self, held: list[LevelGraph]) -> LevelGraph:
+        """:meth:`site_graph` of the host graph ``held`` holds alone (taken out of it, so that its links go
+        as they are folded)."""
+        hosts = held.pop()
         sites = self.host_sites()
         count = self.site_count()
         if hosts.indptr[-1] == 0:
@@ -375,17 +380,18 @@ class Sites(Part):
 
     def ordered_site_graph(
         self, order_of: Callable[[np.ndarray, np.ndarray], np.ndarray], include_nofollow: bool = False
-    ) -> OrderedSiteGraph | None:
-        """The site graph when it is a loaded domain graph alone (no link between hosts: nothing to fold),
+    ) -> OrderedSiteGraph | LevelGraph:
+        """The site graph.  When it is a loaded domain graph alone (no link between hosts: nothing to fold),
         read in two passes straight into the order ``order_of(out_degree, members)`` gives (the members' site
         indices; both arguments by site index): the links are counted (:meth:`.SiteLinks.degrees`), laid
         out, then unpacked into place, so that no copy of them in another order is made (at 2 billion links
-        it would not fit beside them).  None where hosts link: :meth:`site_graph` folds them."""
-        if self.store.site_links.count() == 0:
-            return None
+        it would not fit beside them).  Otherwise folded by site, as :meth:`site_graph` gives it (the host
+        graph read once either way)."""
         hosts = self.store.hosts.host_graph(include_nofollow)
-        if hosts.indptr[-1] != 0:
-            return None
+        if hosts.indptr[-1] != 0 or self.store.site_links.count() == 0:
+            held = [hosts]
+            del hosts
+            return self._folded(held)
         host_members = hosts.members
         del hosts
         count = self.site_count()
