@@ -1,10 +1,11 @@
-"""Sites found by the hash of their name (``site_keys``), not by the text index of 135 million names (issue 34, 4).
+"""Sites found by the hash of their name (``site_key_buckets``), not by the text index of 135 million names
+(issue 34, 4).
 
 A domain graph (numbered in bulk) and a crawl (numbered as its hosts come)
-write each site's key as they number it; a probe of ``site_keys`` gives the
-answers the name index gives, and so do the reader's keys read from it; two
-names of one hash are both told by name; a schema-10 store gets its keys at
-the upgrade, all or nothing (killed, it is as it was).
+write each site's key as they number it; a probe of the keys gives the
+answers the name index gives, and so do the reader's keys read from them; two
+names of one hash are both told by name; a schema-10 or schema-11 store gets
+its key buckets at the upgrade, all or nothing (killed, it is as it was).
 """
 
 from __future__ import annotations
@@ -42,9 +43,18 @@ def domain_store(tmp_path_factory):
 
 
 def keys_of(path: str) -> dict[int, int]:
+    """{hash: site id} as the store's buckets hold them, each bucket checked to hold only its own keys, sorted."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return dict(db.execute("SELECT name_hash, site_id FROM site_keys"))
+        bits = int(db.execute("SELECT value FROM meta WHERE key = 'site_key_bits'").fetchone()[0])
+        held: dict[int, int] = {}
+        for bucket, hashes, ids in db.execute("SELECT bucket, hashes, ids FROM site_key_buckets"):
+            keys = np.frombuffer(hashes, dtype="<i8")
+            assert np.all(np.diff(keys) > 0) and np.all(keys >> (63 - bits) == bucket)
+            held.update(zip(keys.tolist(), np.frombuffer(ids, dtype="<i4").tolist()))
+        held_count = db.execute("SELECT value FROM meta WHERE key = 'site_keys_held'").fetchone()
+        assert int(held_count[0]) == len(held)
+        return held
     finally:
         db.close()
 
@@ -89,7 +99,7 @@ def probe_statements(store: Store, names: list[str], head, keys=None) -> tuple[d
     return dict(zip(found.names, zip(found.scores.tolist(), found.positions.tolist()))), said
 
 
-@pytest.mark.parametrize("path", ["site_keys", "name index", "level keys"])
+@pytest.mark.parametrize("path", ["key buckets", "name index", "level keys"])
 def test_a_probe_gives_the_name_indexs_answers(domain_store, monkeypatch, path):
     with Store(domain_store, readonly=True) as store:
         head = store.levels.level_head("site")
@@ -109,15 +119,15 @@ def test_a_probe_gives_the_name_indexs_answers(domain_store, monkeypatch, path):
             store.db.set_trace_callback(said.append)
             keys = store.levels.level_keys("site")
             store.db.set_trace_callback(None)
-            # read from site_keys, in its order: no name read, nothing sorted
-            assert any("FROM site_keys" in line for line in said)
+            # read from the buckets, in their order: no name read, nothing sorted
+            assert any("FROM site_key_buckets" in line for line in said)
             assert not any("SELECT name FROM sites" in line for line in said)
             assert keys.count == store.sites.site_count() and np.all(np.diff(keys.hashes) > 0)
         found, statements = probe_statements(store, asked, head, keys)
         assert found == want and len(want) > 300
         by_name = [line for line in statements if "FROM sites WHERE name IN" in line]
-        if path == "site_keys":
-            assert by_name == [] and any("FROM site_keys WHERE name_hash IN" in line for line in statements)
+        if path == "key buckets":
+            assert by_name == [] and any("FROM site_key_buckets WHERE bucket IN" in line for line in statements)
         elif path == "name index":
             assert by_name
 
@@ -167,19 +177,39 @@ def test_two_names_of_one_hash_are_each_told_by_name(tmp_path, monkeypatch, numb
 def schema_10_copy(source: str, path: str) -> None:
     shutil.copy(source, path)
     db = sqlite3.connect(path, isolation_level=None)
-    db.execute("DROP TABLE site_keys")
-    db.execute("DELETE FROM meta WHERE key = 'sites_keyed'")
+    db.execute("DROP TABLE site_key_buckets")
+    db.execute("DELETE FROM meta WHERE key IN ('sites_keyed', 'site_key_bits', 'site_keys_held')")
     db.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
     db.close()
 
 
-def test_an_upgrade_from_schema_10_writes_every_sites_key(domain_store, tmp_path):
+def schema_11_copy(source: str, path: str) -> None:
+    """The store as schema 11 wrote it: a row a key in ``site_keys``, in key order, a shared key's id 0."""
+    held = keys_of(source)
+    schema_10_copy(source, path)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE site_keys (name_hash INTEGER PRIMARY KEY, site_id INTEGER NOT NULL)")
+    db.executemany("INSERT INTO site_keys VALUES (?, ?)", sorted(held.items()))
+    db.execute("INSERT INTO meta (key, value) VALUES ('sites_keyed', '1')")
+    db.execute("UPDATE meta SET value = '11' WHERE key = 'schema_version'")
+    db.close()
+
+
+@pytest.mark.parametrize("schema", [10, 11])
+def test_an_upgrade_writes_every_sites_key_into_buckets(domain_store, tmp_path, schema):
     path = str(tmp_path / "old.db")
-    schema_10_copy(domain_store, path)
+    (schema_10_copy if schema == 10 else schema_11_copy)(domain_store, path)
     assert run("upgrade", "--store", path) == f"{path}: schema {SCHEMA_VERSION}\n"
-    assert SCHEMA_VERSION == 11 and keys_of(path) == wanted_keys(path)
+    assert SCHEMA_VERSION == 12 and keys_of(path) == wanted_keys(path)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'site_keys'").fetchone() is None
+    db.close()
+    with Store(path, readonly=True) as store:
+        head = store.levels.level_head("site")
+        names = list(store.sites.site_names(range(1, 200)).values())
+        assert len(store.levels.level_scores(head, names)) > 100
     output = run("info", "--space", "--store", path)
-    assert part_of("site_keys", "site_keys") == "sites" and "sites:" in output
+    assert part_of("site_key_buckets", "site_key_buckets") == "sites" and "sites:" in output
 
 
 # `rankstore upgrade` held after the keys are written, before the transaction commits: the kill comes there
@@ -214,7 +244,7 @@ def test_an_upgrade_killed_leaves_the_schema_10_store_as_it_was(domain_store, tm
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("10",)
-    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'site_keys'").fetchone() is None
+    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'site_key_buckets'").fetchone() is None
     db.close()
     run("upgrade", "--store", path)
     assert keys_of(path) == wanted_keys(path)

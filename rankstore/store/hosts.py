@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import key_buckets
 from .base import Part
 from .pages import url_keys
 
 __all__ = ["Hosts", "HostBatch", "LevelGraph", "fold_links", "HOST_BLOCK"]
 
 HOST_BLOCK = 1 << 14  # pages per page_hosts row
-_KEY_ID = {"site_keys": "site_id"}  # each keys table's id column
 
 
 @dataclass
@@ -73,11 +73,11 @@ def fold_links(
 
 
 def ensure_named(
-    db: sqlite3.Connection, table: str, count: str, names: Sequence[str], keys: str | None = None
+    db: sqlite3.Connection, table: str, count: str, names: Sequence[str], keyed: bool = False
 ) -> np.ndarray:
     """The ids of ``names`` in ``table`` (hosts or sites), numbering those it lacks after its highest id; the
     meta counter ``count`` follows.  Shared by :meth:`Hosts.ensure_hosts` and :meth:`.Sites.ensure_sites`.
-    ``keys``: the table of the names' hashes (``site_keys``) that the names numbered here join."""
+    ``keyed``: the names numbered here join the sites' name keys (:mod:`.key_buckets`)."""
     ids = np.zeros(len(names), dtype=np.int64)
     next_id = db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0] + 1
     for start in range(0, len(names), 500):
@@ -92,34 +92,9 @@ def ensure_named(
                 next_id += 1
             ids[start + offset] = number
         db.executemany(f"INSERT INTO {table} (id, name, {count}) VALUES (?, ?, 0)", fresh)
-        if keys is not None and fresh:
-            add_keys(db, keys, url_keys([name for _, name in fresh]), np.array([i for i, _ in fresh], dtype=np.int64))
+        if keyed and fresh:
+            key_buckets.add(db, url_keys([name for _, name in fresh]), np.array([i for i, _ in fresh], dtype=np.int64))
     return ids
-
-
-def add_keys(db: sqlite3.Connection, table: str, keys: np.ndarray, ids: np.ndarray) -> None:
-    """Names new to the store into their keys table (``site_keys``), in key order: a key already held is
-    another name's, and becomes 0, which sends a probe of either name to the name index."""
-    order = np.argsort(keys, kind="stable")
-    db.executemany(
-        f"INSERT INTO {table} VALUES (?, ?) ON CONFLICT DO UPDATE SET {_KEY_ID[table]} = 0",
-        zip(keys[order].tolist(), ids[order].tolist()),
-    )
-
-
-def shared_keys_zeroed(keys: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keys sorted with their ids, each key once: a key two names share keeps id 0 (neither name is told by
-    it: the name index is)."""
-    if not len(keys):
-        return keys, ids
-    first = np.concatenate([[True], keys[1:] != keys[:-1]])
-    if first.all():
-        return keys, ids
-    starts = np.flatnonzero(first)
-    shared = np.diff(np.append(starts, len(keys))) > 1
-    ids = ids[first].copy()
-    ids[shared] = 0
-    return keys[first], ids
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ the CLI need for that, each level on its own:
 * :meth:`Levels.level_scores`: the scores, positions and in-links of many
   hosts or sites by name, in one batched probe: of :class:`LevelKeys` (a
   reader's sorted hashes of the level's names, :meth:`Levels.level_keys`),
-  else of ``site_keys`` for sites (integer probes, a query per 2,000 names),
+  else of the sites' name keys for sites (:mod:`.key_buckets`: a bucket of
+  keys read per name),
   else of the level's name index (text probes, as many queries);
 * :meth:`Levels.referrers`: the best hosts (or sites) linking to a host
   (or site), by that level's rank, folded from the page graph's in-links.
@@ -25,10 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import analysis
+from . import analysis, key_buckets
 from .base import Part
 from .errors import StoreError
-from .hosts import shared_keys_zeroed
 from .pages import url_keys
 from .rankings import Ranking
 
@@ -137,12 +137,12 @@ class Levels(Part):
 
     def level_keys(self, level: str) -> LevelKeys:
         """The level's names as :class:`LevelKeys`, read once (a reader keeps it while the count stands): a
-        site's from ``site_keys``, already in hash order (two integers a site, no name read); a host's
+        site's from the sites' name keys, read in bulk in hash order (no name read); a host's
         hashed from their names."""
         count = self.level_count(level)
         if level == "site" and self.store.sites.keyed():
-            hashes, ids = self.store.sites.site_keys(count)
-            return LevelKeys(level, count, hashes, ids)
+            held = self.store.sites.site_keys(count)
+            return LevelKeys(level, count, held.hashes, held.ids)
         table = _TABLES[level]
         names = [row[0] for row in self.db.execute(f"SELECT name FROM {table} WHERE id <= ? ORDER BY id", (count,))]
         if len(names) == count:  # ids 1..count, as they are given: the names in id order are all it takes
@@ -154,15 +154,15 @@ class Levels(Part):
             )
         hashes = url_keys(names)
         order = np.argsort(hashes, kind="stable")
-        hashes, ids = shared_keys_zeroed(hashes[order], ids[order])
-        return LevelKeys(level, count, hashes, ids)
+        held = key_buckets.zeroed(hashes[order], ids[order])
+        return LevelKeys(level, count, held.hashes, held.ids)
 
     def level_scores(self, head: LevelHead, names: Iterable[str], keys: LevelKeys | None = None) -> LevelScores:
         """The names (hosts with their port, or sites) that ``head``'s version ranks, with their numbers, in
         one batched probe: of ``keys`` (the level's, read while the store numbered as many names as now), else
-        of ``site_keys`` (sites), else of the level's name index; each a query per 2,000 names, in the
-        B-tree's order.  A name whose hash another name shares is asked of the name index.  A name the store
-        has not, or numbered after the version, or scored 0, is left out."""
+        of the sites' name keys (sites, a bucket read per name), else of the level's name index (a query
+        per 2,000 names, in the B-tree's order).  A name whose hash another name shares is asked of the name
+        index.  A name the store has not, or numbered after the version, or scored 0, is left out."""
         if keys is not None:
             found = keys.find(names)
         elif head.level == "site" and self.store.sites.keyed():

@@ -19,6 +19,10 @@
 * 10 -> 11: ``site_keys``, each site's name hash and id, filled from
   ``sites`` (hashed in bulk, written in key order: minutes for a domain
   graph's 135 million sites, in the opening transaction like every step).
+  A schema-10 store now gets schema 12's buckets at once.
+* 11 -> 12: the sites' name keys in sorted buckets, a row a bucket
+  (``site_key_buckets``, :mod:`.key_buckets`), from ``site_keys``'s rows
+  (no name hashed again); ``site_keys`` dropped.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -32,13 +36,13 @@ import sqlite3
 
 import numpy as np
 
-from . import gaps
+from . import gaps, key_buckets
 from .rankings import ranking_rows
 from .schema import (
     ANCHORS_BY_TARGET,
     PAGES,
     PART_LINKS,
-    SITE_KEYS,
+    SITE_KEY_BUCKETS,
     SITES,
     SITES_BY_NAME,
     SOURCE_FILES,
@@ -81,6 +85,8 @@ def migrate(store, found: int) -> None:
         _packed_site_links(db)
     if found <= 10:
         _site_keys(store)
+    elif found == 11:
+        _bucketed_site_keys(store)
 
 
 def _renormalise_urls(db: sqlite3.Connection) -> None:
@@ -179,9 +185,40 @@ def _sites_index(db: sqlite3.Connection) -> None:
 
 
 def _site_keys(store) -> None:
-    """Schema 11: ``site_keys``, written from every site's name."""
-    store.db.execute(SITE_KEYS)
+    """Schema 11 (then 12): the sites' name keys, written from every site's name."""
+    store.db.execute(SITE_KEY_BUCKETS)
     store.sites.key_sites()
+
+
+_KEY_ROWS = 1 << 20  # site_keys rows read at once by _bucketed_site_keys
+
+
+def _bucketed_site_keys(store) -> None:
+    """Schema 12: schema 11's ``site_keys`` (a row a key, already zeroed where shared) into sorted buckets
+    (:mod:`.key_buckets`): read in key order as decimal text a chunk at a time (``group_concat``, parsed by
+    numpy), no name read or hashed again."""
+    db = store.db
+    hashes: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
+    after = -1  # the keys are 63-bit: none below 0
+    while True:
+        text_hashes, text_ids, highest = db.execute(
+            "SELECT group_concat(name_hash), group_concat(site_id), max(name_hash) FROM (SELECT name_hash,"
+            " site_id FROM site_keys WHERE name_hash > ? ORDER BY name_hash LIMIT ?)",
+            (after, _KEY_ROWS),
+        ).fetchone()
+        if highest is None:
+            break
+        hashes.append(np.array(text_hashes.split(","), dtype=np.int64))
+        ids.append(np.array(text_ids.split(","), dtype=np.int32))
+        after = highest
+    db.execute(SITE_KEY_BUCKETS)
+    key_buckets.write(
+        db,
+        np.concatenate(hashes) if hashes else np.zeros(0, np.int64),
+        np.concatenate(ids) if ids else np.zeros(0, np.int32),
+    )
+    db.execute("DROP TABLE site_keys")
 
 
 def _packed_site_links(db: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 11; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 12; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -31,10 +31,13 @@ Layout (schema 11; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 * ``sites``: each site (a host's registered domain, :func:`rankstore.urls.site_of`)
   once, numbered in order of first appearance; ``host_sites`` each host's site
   id, in blocks.  A ranking of ``level`` 'site' has its arrays by site index.
-  ``site_keys`` maps the 63-bit hash of each site's name (as ``page_keys``
-  hashes URLs) to its site id, 0 where two sites' names share a hash: a
-  batch of names is found by integer probes, not by the text index
-  ``sites_by_name`` (:meth:`rankstore.store.levels.Levels.level_scores`).
+  ``site_key_buckets`` holds the 63-bit hash of each site's name (as
+  ``page_keys`` hashes URLs) with its site id, 0 where two sites' names share
+  a hash, sorted and split by the hash's top bits into buckets of about 128
+  (:mod:`.key_buckets`): a batch of names is found by reading the buckets
+  they fall in, not by the text index ``sites_by_name``
+  (:meth:`rankstore.store.levels.Levels.level_scores`), and a reader holds
+  every key after reading them in bulk.
 * ``site_links``: the site-level edges of a Common Crawl domain graph (whose
   vertices are sites, not pages), as the sites' in-link CSR in blocks like
   ``in_links``, each site's sources packed as varint gaps (:mod:`.gaps`);
@@ -68,7 +71,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -118,10 +121,11 @@ SITES = """CREATE TABLE IF NOT EXISTS sites (
 # unique, but an index of its own rather than the column's constraint: a domain graph's 135 million sites are
 # inserted without it and indexed once, sorted (see :meth:`rankstore.store.sites.Sites.ensure_sites`)
 SITES_BY_NAME = "CREATE UNIQUE INDEX IF NOT EXISTS sites_by_name ON sites (name)"
-# written in hash order by :meth:`rankstore.store.sites.Sites.key_sites` (a rowid table: 8-byte keys, no text)
-SITE_KEYS = """CREATE TABLE IF NOT EXISTS site_keys (
-    name_hash INTEGER PRIMARY KEY,
-    site_id   INTEGER NOT NULL
+# each bucket's keys (int64, ascending) and site ids (int32), little-endian: see :mod:`.key_buckets`
+SITE_KEY_BUCKETS = """CREATE TABLE IF NOT EXISTS site_key_buckets (
+    bucket INTEGER PRIMARY KEY,
+    hashes BLOB NOT NULL,
+    ids    BLOB NOT NULL
 )"""
 
 # only anchored links: the notes of nofollow or weight alone are never read by target
@@ -200,7 +204,7 @@ CREATE TABLE IF NOT EXISTS page_hosts (
 );
 {SITES};
 {SITES_BY_NAME};
-{SITE_KEYS};
+{SITE_KEY_BUCKETS};
 CREATE TABLE IF NOT EXISTS host_sites (
     first INTEGER PRIMARY KEY,
     sites BLOB NOT NULL

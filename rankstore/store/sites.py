@@ -33,8 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..urls import sites_of
+from . import key_buckets
 from .base import Part
-from .hosts import LevelGraph, add_keys, ensure_named, fold_links, shared_keys_zeroed
+from .hosts import LevelGraph, ensure_named, fold_links
 from .pages import url_keys
 from .schema import SITES_BY_NAME
 from .site_links import InLinkPart
@@ -55,7 +56,6 @@ FOLD_SLICE = 1 << 22
 FOLD_BUCKET_LINKS = 1 << 25
 FOLD_MEMORY: int | None = 1 << 30
 _KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
-_PROBE_KEYS = 2000  # keys in one IN list of ids_by_key
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class Sites(Part):
         if len(names) < BULK and not isinstance(names, pa.Array):
             if self._unindexed:
                 raise RuntimeError("sites are being numbered in bulk: reindex() first")
-            return ensure_named(self.db, "sites", "hosts", names, keys="site_keys")
+            return ensure_named(self.db, "sites", "hosts", names, keyed=True)
         column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
         encoded = pc.dictionary_encode(column.cast(pa.string()))
         unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
@@ -134,7 +134,7 @@ class Sites(Part):
         if not self._unindexed and count <= BULK_KNOWN:
             self.db.execute("DROP INDEX IF EXISTS sites_by_name")
             # the keys too are written once, in order, by reindex(); until then no reader probes them
-            self.db.execute("DELETE FROM site_keys")
+            key_buckets.clear(self.db)
             self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '0')")
             self._unindexed = True
             self._known = self._names_and_ids() if count else None
@@ -156,7 +156,7 @@ class Sites(Part):
                 (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
             )
             if not self._unindexed:
-                add_keys(self.db, "site_keys", url_keys(unique.take(pa.array(chunk)).to_pylist()), ids[chunk])
+                key_buckets.add(self.db, url_keys(unique.take(pa.array(chunk)).to_pylist()), ids[chunk])
         return ids[position]
 
     _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
@@ -208,8 +208,8 @@ class Sites(Part):
         return again
 
     def key_sites(self) -> None:
-        """``site_keys`` written again from every site's name (after a bulk numbering, or a migration): the
-        names hashed in bulk, the keys appended in key order (a B-tree built left to right)."""
+        """The sites' name keys (:mod:`.key_buckets`) written again from every site's name (after a bulk
+        numbering, or a migration): the names hashed in bulk, the keys sorted, written a bucket a row."""
         last = self.site_count()
         ids = np.zeros(last, dtype=np.int32)
         keys = np.zeros(last, dtype=np.int64)
@@ -225,63 +225,35 @@ class Sites(Part):
         keys = keys[order]
         ids = ids[order]
         del order
-        keys, ids = shared_keys_zeroed(keys, ids)
-        self.db.execute("DELETE FROM site_keys")
-        for lo in range(0, len(keys), _KEY_ROWS):
-            self.db.executemany(
-                "INSERT INTO site_keys (name_hash, site_id) VALUES (?, ?)",
-                zip(keys[lo : lo + _KEY_ROWS].tolist(), ids[lo : lo + _KEY_ROWS].tolist()),
-            )
+        held = key_buckets.zeroed(keys, ids)
+        del keys, ids
+        key_buckets.write(self.db, held.hashes, held.ids)
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
 
-    def site_keys(self, last: int) -> tuple[np.ndarray, np.ndarray]:
-        """``site_keys`` as arrays, in key order: the hashes (int64) and their site ids (int32, 0 for a hash
-        two names share), those of sites numbered after ``last`` left out.  Read as decimal text a chunk at
-        a time (``group_concat``, parsed by numpy): half the time of a Python object a row."""
-        hashes: list[np.ndarray] = []
-        ids: list[np.ndarray] = []
-        after = -1  # the keys are 63-bit: none below 0
-        while True:
-            text_hashes, text_ids, highest = self.db.execute(
-                "SELECT group_concat(name_hash), group_concat(site_id), max(name_hash) FROM (SELECT name_hash,"
-                " site_id FROM site_keys WHERE name_hash > ? ORDER BY name_hash LIMIT ?)",
-                (after, _KEY_ROWS),
-            ).fetchone()
-            if highest is None:
-                break
-            hashes.append(np.fromstring(text_hashes, dtype=np.int64, sep=","))
-            ids.append(np.fromstring(text_ids, dtype=np.int64, sep=",").astype(np.int32))
-            after = highest
-        if not hashes:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-        key, number = np.concatenate(hashes), np.concatenate(ids)
-        inside = number <= last
-        return (key, number) if inside.all() else (key[inside], number[inside])
+    def site_keys(self, last: int) -> key_buckets.HeldKeys:
+        """Every site's name key, in key order (a hash two names share with id 0), those of sites numbered
+        after ``last`` left out: read in bulk, two blobs a bucket, no name read."""
+        held = key_buckets.read(self.db)
+        inside = held.ids <= last
+        return held if inside.all() else key_buckets.HeldKeys(held.hashes[inside], held.ids[inside])
 
     def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
-        """{name: site id} of the names whose hash ``site_keys`` holds (0: a hash two sites' names share, or
-        two of the names asked: to ask by name), probed in key order, a query per :data:`_PROBE_KEYS` names."""
+        """{name: site id} of the names whose hash the sites' keys hold (0: a hash two sites' names share,
+        or two of the names asked: to ask by name), each name's bucket read once."""
         unique = list(dict.fromkeys(names))
         keys = url_keys(unique)
         order = np.argsort(keys, kind="stable")
-        keys = keys[order]  # in order: the probes walk the B-tree forward
+        keys = keys[order]
         if len(keys) > 1 and not (keys[1:] != keys[:-1]).all():  # two names asked of one hash: each told by name
             return dict.fromkeys(unique, 0)
-        values: list[int] = []  # key, id, key, id...: flat, one numpy read
-        for lo in range(0, len(keys), _PROBE_KEYS):
-            chunk = keys[lo : lo + _PROBE_KEYS].tolist()
-            cursor = self.db.execute(
-                f"SELECT name_hash, site_id FROM site_keys WHERE name_hash IN ({','.join('?' * len(chunk))})", chunk
-            )
-            values += (value for row in cursor for value in row)
-        if not values:
+        found = key_buckets.find(self.db, keys)
+        if not len(found.hashes):
             return {}
-        found = np.array(values, dtype=np.int64).reshape(-1, 2)
-        at = order[np.searchsorted(keys, found[:, 0])]
-        return dict(zip([unique[i] for i in at.tolist()], found[:, 1].tolist()))
+        at = order[np.searchsorted(keys, found.hashes)]
+        return dict(zip([unique[i] for i in at.tolist()], found.ids.tolist()))
 
     def keyed(self) -> bool:
-        """Whether ``site_keys`` holds every site (not while a bulk numbering has yet to write them)."""
+        """Whether the sites' name keys hold every site (not while a bulk numbering has yet to write them)."""
         return self.db.execute("SELECT value FROM meta WHERE key = 'sites_keyed'").fetchone() != ("0",)
 
     def abandon_bulk(self) -> None:

@@ -23,7 +23,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "links": ("out_links", "link_notes", "link_notes_by_dst", "link_births", "lost_links"),
     "in-link CSR": ("in_links",),
     "hosts": ("hosts", "page_hosts"),
-    "sites": ("sites", "host_sites", "site_keys"),
+    "sites": ("sites", "host_sites", "site_key_buckets"),
     "site links": ("site_links",),
     "titles": ("titles", "titles_data", "titles_idx", "titles_config"),
     "rankings": ("rankings", "ranking_blocks"),
