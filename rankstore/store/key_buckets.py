@@ -159,16 +159,20 @@ def find(db: sqlite3.Connection, hashes: np.ndarray) -> HeldKeys:
 
 
 def read(db: sqlite3.Connection) -> HeldKeys:
-    """Every key held, in order, into two arrays sized once (no list of a row a key)."""
+    """Every key held, in order: each bucket's blobs copied into two buffers sized once (no list of a row a
+    key, no array a bucket)."""
     count = _meta(db, "site_keys_held")
-    hashes = np.empty(count, dtype=np.int64)
-    ids = np.empty(count, dtype=np.int32)
+    hashes = bytearray(8 * count)
+    ids = bytearray(4 * count)
     done = 0
     for held_hashes, held_ids in db.execute("SELECT hashes, ids FROM site_key_buckets ORDER BY bucket"):
-        size = len(held_ids) // 4
-        if done + size > count:
+        size = len(held_ids)
+        if done + size > len(ids):
             raise sqlite3.DatabaseError("site_key_buckets holds more keys than meta.site_keys_held says")
-        hashes[done : done + size] = np.frombuffer(held_hashes, dtype="<i8")
-        ids[done : done + size] = np.frombuffer(held_ids, dtype="<i4")
+        hashes[2 * done : 2 * (done + size)] = held_hashes
+        ids[done : done + size] = held_ids
         done += size
-    return HeldKeys(hashes[:done], ids[:done])
+    return HeldKeys(
+        np.frombuffer(hashes, dtype="<i8")[: done // 4].astype(np.int64, copy=False),
+        np.frombuffer(ids, dtype="<i4")[: done // 4].astype(np.int32, copy=False),
+    )
