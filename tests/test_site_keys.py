@@ -248,3 +248,23 @@ def test_an_upgrade_killed_leaves_the_schema_10_store_as_it_was(domain_store, tm
     db.close()
     run("upgrade", "--store", path)
     assert keys_of(path) == wanted_keys(path)
+
+
+def test_a_bulk_numbering_adds_its_keys_without_reading_a_name_back(tmp_path, monkeypatch):
+    """The names are hashed as they are numbered: reindex() adds their keys to those held before (here, a
+    crawl's), and a name given again in a later call keeps its first id's key, not a shared key's 0."""
+    monkeypatch.setattr(store_sites, "BULK", 3)
+    path = str(tmp_path / "s.db")
+    with Store(path) as store:
+        with store.transaction():
+            store.sites.ensure_sites(["held.org"])  # one at a time: its key added at once
+        said: list[str] = []
+        with store.transaction():
+            store.sites.ensure_sites(["a.com", "b.com", "c.com", "a.com"])
+            store.sites.ensure_sites(["d.com", "b.com", "e.com"])  # b.com again: numbered twice, then merged
+            store.db.set_trace_callback(said.append)
+            again = store.sites.reindex()
+            store.db.set_trace_callback(None)
+        assert again == {6: 3}
+        assert not any("name FROM sites" in line for line in said)
+    assert keys_of(path) == wanted_keys(path) and len(keys_of(path)) == 6 and 0 not in keys_of(path).values()

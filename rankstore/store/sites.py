@@ -59,6 +59,14 @@ _KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
 
 
 @dataclass(frozen=True)
+class _FreshKeys:
+    """The name keys of sites a bulk numbering numbered, a chunk an array, in the order numbered."""
+
+    hashes: list[np.ndarray]  # int64
+    ids: list[np.ndarray]  # int64, beside them
+
+
+@dataclass(frozen=True)
 class SiteBatch:
     """Sites as columns, in id order."""
 
@@ -133,10 +141,11 @@ class Sites(Part):
         count = self.site_count()
         if not self._unindexed and count <= BULK_KNOWN:
             self.db.execute("DROP INDEX IF EXISTS sites_by_name")
-            # the keys too are written once, in order, by reindex(); until then no reader probes them
-            key_buckets.clear(self.db)
+            # the new names' keys are hashed as they are numbered and added once, in order, by reindex(); until
+            # then no reader probes them
             self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '0')")
             self._unindexed = True
+            self._fresh = _FreshKeys([], [])
             self._known = self._names_and_ids() if count else None
         if self._unindexed:
             ids = np.zeros(len(unique), dtype=np.int64)
@@ -155,13 +164,18 @@ class Sites(Part):
                 "INSERT INTO sites (id, name, hosts) SELECT key + ?, value, 0 FROM json_each(?)",
                 (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
             )
-            if not self._unindexed:
-                key_buckets.add(self.db, url_keys(unique.take(pa.array(chunk)).to_pylist()), ids[chunk])
+            keys = url_keys(unique.take(pa.array(chunk)).to_pylist())
+            if self._fresh is not None:
+                self._fresh.hashes.append(keys)
+                self._fresh.ids.append(ids[chunk])
+            else:
+                key_buckets.add(self.db, keys, ids[chunk])
         return ids[position]
 
     _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
     named_again = 0  # names a bulk numbering was given more than once in one call (each numbered once)
     _known: tuple[pa.Array, np.ndarray] | None = None  # the sites held before a bulk numbering: names, ids
+    _fresh: _FreshKeys | None = None  # the keys of the sites a bulk numbering numbered, until reindex() adds them
 
     def _names_and_ids(self) -> tuple[pa.Array, np.ndarray]:
         rows = self.db.execute("SELECT name, id FROM sites ORDER BY id").fetchall()
@@ -189,7 +203,7 @@ class Sites(Part):
         self._unindexed, self._known = False, None
         try:
             self.db.execute(SITES_BY_NAME)
-            self.key_sites()
+            self._key_fresh({})
             return {}
         except sqlite3.IntegrityError:
             pass
@@ -204,8 +218,25 @@ class Sites(Part):
         self.db.executemany("DELETE FROM sites WHERE id = ?", ((number,) for number in again))
         self.db.execute("DROP INDEX sites_by_name_repeated")
         self.db.execute(SITES_BY_NAME)
-        self.key_sites()
+        self._key_fresh(again)
         return again
+
+    def _key_fresh(self, again: dict[int, int]) -> None:
+        """The keys of the sites a bulk numbering numbered, added to those held (those of the ``again`` ids,
+        whose rows were deleted, left out): no name read back.  Without them (a numbering another process
+        began), every site's key is written again from its name."""
+        fresh, self._fresh = self._fresh, None
+        if fresh is None:
+            self.key_sites()
+            return
+        hashes = np.concatenate(fresh.hashes) if fresh.hashes else np.zeros(0, np.int64)
+        ids = np.concatenate(fresh.ids) if fresh.ids else np.zeros(0, np.int64)
+        del fresh
+        if again:
+            kept = ~np.isin(ids, np.fromiter(again, dtype=np.int64, count=len(again)))
+            hashes, ids = hashes[kept], ids[kept]
+        key_buckets.add(self.db, hashes, ids)
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
 
     def key_sites(self) -> None:
         """The sites' name keys (:mod:`.key_buckets`) written again from every site's name (after a bulk
@@ -258,7 +289,7 @@ class Sites(Part):
 
     def abandon_bulk(self) -> None:
         """Forget a bulk numbering whose transaction rolled back (the index is back with it)."""
-        self._unindexed, self._known = False, None
+        self._unindexed, self._known, self._fresh = False, None, None
 
     def _meta_int(self, key: str) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
