@@ -97,14 +97,20 @@ def add(db: sqlite3.Connection, hashes: np.ndarray, ids: np.ndarray) -> None:
     another of these) becomes 0, which sends a probe of either name to the name index."""
     if not len(hashes):
         return
-    order = np.argsort(hashes, kind="stable")
+    order = np.argsort(hashes)  # equal keys' order does not matter: they are made one, of id 0
     hashes, ids = hashes[order].astype(np.int64), ids[order].astype(np.int32)
+    del order
     bits, held = _meta(db, "site_key_bits"), _meta(db, "site_keys_held")
     if held + len(hashes) > BUCKET_KEYS * GROWTH << bits:  # outgrown: every bucket again, at the new size
         whole = read(db)
-        merged_hashes = np.concatenate([whole.hashes, hashes])
-        order = np.argsort(merged_hashes, kind="stable")
-        merged = zeroed(merged_hashes[order], np.concatenate([whole.ids, ids])[order])
+        if len(whole.hashes):
+            # two sorted runs: a stable sort (a merge sort) finds them and merges them in one pass
+            merged_hashes = np.concatenate([whole.hashes, hashes])
+            order = np.argsort(merged_hashes, kind="stable")
+            hashes, ids = merged_hashes[order], np.concatenate([whole.ids, ids])[order]
+            del whole, merged_hashes, order
+        merged = zeroed(hashes, ids)
+        del hashes, ids
         write(db, merged.hashes, merged.ids)
         return
     old = _fetch(db, np.unique(_bucket_of(hashes, bits)))

@@ -63,7 +63,7 @@ class _FreshKeys:
     """The name keys of sites a bulk numbering numbered, a chunk an array, in the order numbered."""
 
     hashes: list[np.ndarray]  # int64
-    ids: list[np.ndarray]  # int64, beside them
+    ids: list[np.ndarray]  # int32, beside them
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Sites(Part):
             keys = url_keys(unique.take(pa.array(chunk)).to_pylist())
             if self._fresh is not None:
                 self._fresh.hashes.append(keys)
-                self._fresh.ids.append(ids[chunk])
+                self._fresh.ids.append(ids[chunk].astype(np.int32))
             else:
                 key_buckets.add(self.db, keys, ids[chunk])
         return ids[position]
@@ -230,10 +230,11 @@ class Sites(Part):
             self.key_sites()
             return
         hashes = np.concatenate(fresh.hashes) if fresh.hashes else np.zeros(0, np.int64)
-        ids = np.concatenate(fresh.ids) if fresh.ids else np.zeros(0, np.int64)
-        del fresh
+        ids = np.concatenate(fresh.ids) if fresh.ids else np.zeros(0, np.int32)
+        fresh.hashes.clear()
+        fresh.ids.clear()
         if again:
-            kept = ~np.isin(ids, np.fromiter(again, dtype=np.int64, count=len(again)))
+            kept = ~np.isin(ids, np.fromiter(again, dtype=np.int32, count=len(again)))
             hashes, ids = hashes[kept], ids[kept]
         key_buckets.add(self.db, hashes, ids)
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
