@@ -674,7 +674,7 @@ class _GraphLoader:
                 self.vertices = self.store.transaction()
                 self.vertices.__enter__()
                 self.named_before = self.store.sites.named_again
-            self.site_ids.append(self.store.sites.ensure_sites(batch.sites).astype(np.int32))
+            self.site_ids.append(self.store.sites.ensure_sites(batch.sites, batch.site_hosts).astype(np.int32))
             self.of_sites = True
         if len(batch.src) and self.of_sites:
             sorter = self._sites_numbered()

@@ -625,7 +625,9 @@ def top(store_path, ranking_name, limit, fmt):
 
     A page scored 0 (one that a personalised ranking's rank source cannot
     reach) has an empty bar, said in words in the table.  A ranking older
-    than the newest build is named as such on stderr.
+    than the newest build is named as such on stderr.  A site's hosts are
+    the store's own, or Common Crawl's count where a domain graph gave a
+    larger one; "-" (JSON null) where neither is known.
 
     \b
     Examples:

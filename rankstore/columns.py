@@ -71,7 +71,7 @@ SCORE_COLUMNS: dict[str, tuple[Column, ...]] = {  # --what scores, by the rankin
         "site_pagerank",
         "site_rank",
         (
-            Column("hosts", "int64", "its hosts in the store"),
+            Column("hosts", "int64", "its hosts: the store's, or a domain graph's larger count; empty: not known"),
             Column("inlinks", "int64", "links to it from other sites"),
         ),
     ),
@@ -107,7 +107,7 @@ TABLE_COLUMNS: dict[str, tuple[Column, ...]] = {  # --what links, pages, hosts, 
     "sites": (
         Column("id", "int32", "the site's id"),
         Column("name", "string", "the site (registered domain)"),
-        Column("hosts", "int64", "its hosts"),
+        Column("hosts", "int64", "its hosts: the store's, or a domain graph's larger count; empty: not known"),
         Column("site_pagerank", "float64", "its score in the newest siterank"),
         Column("site_rank", "int64", "its position there, 1 for the best"),
     ),

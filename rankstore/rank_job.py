@@ -86,7 +86,7 @@ def plan_jobs(request: RankRequest) -> list[RankOptions]:
 
 
 def graph_line(loaded: LoadedGraph, level: str) -> str:
-    return f"graph: {loaded.graph.n:,} {level}s, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)"
+    return f"graph: {loaded.nodes_said(level)}, {loaded.graph.links:,} links (read in {loaded.seconds:.2f} s)"
 
 
 def run_jobs(
@@ -133,7 +133,7 @@ def written_line(options: RankOptions, outcome, loaded: LoadedGraph) -> str:
         elif saved is not None:  # a warm start far from the answer can take longer than a cold one
             warm += f": no iterations saved (a cold start took {outcome.cold_iterations})"
     return (
-        f"ranked {options.name} v{outcome.ranking.version}: {loaded.graph.n:,} {options.level}s in "
+        f"ranked {options.name} v{outcome.ranking.version}: {loaded.nodes_said(options.level)} in "
         f"{result.iterations} iterations, L1 residual {result.residuals[-1]:.2e}, "
         f"{outcome.seconds:.2f} s, written in {outcome.write_seconds:.2f} s{warm}"
     )

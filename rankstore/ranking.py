@@ -278,6 +278,13 @@ class LoadedGraph:
     # score 0): the ranking is written for all of them
     ids: int | None = None
 
+    def nodes_said(self, level: str) -> str:
+        """The graph's nodes in words, and of how many when it leaves some out: every line of a run says the
+        same two numbers (the ranking is written for all, those left out at 0)."""
+        if self.ids is None or self.ids == self.graph.n:
+            return f"{self.graph.n:,} {level}s"
+        return f"{self.graph.n:,} {level}s with a page or a link (of {self.ids:,})"
+
 
 @dataclass
 class Problem:
@@ -619,7 +626,10 @@ def rank(
     cold = store.rankings.cold_iterations(options.name) if previous is not None else None
     seconds = time.perf_counter() - started
     if status is not None:
-        status(f"writing {options.name}: {len(page_ids):,} {options.level}s")
+        left_out = ""
+        if len(page_ids) != loaded.graph.n:  # the lines before said the graph's nodes: this one says both
+            left_out = f" ({loaded.graph.n:,} with a page or a link, the rest at 0)"
+        status(f"writing {options.name}: {len(page_ids):,} {options.level}s{left_out}")
     ranking = store.rankings.write_ranking(
         options.name,
         params,

@@ -213,7 +213,8 @@ def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
         said = (
             f"{bar(info)} {level} rank #{row['position'] + 1:,} of {row[f'{level}s']:,} {level}s · {level} "
             f"PageRank {format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · "
-            f"toolbar {info.toolbar}/10 · {info.inlinks:,} {level}s link to it · {row[members]:,} {members}"
+            f"toolbar {info.toolbar}/10 · {info.inlinks:,} {level}s link to it · "
+            + (f"{row[members]:,} {members}" if row[members] is not None else f"its {members} not known")
         )
     body = (
         f'<p><a href="{escape(url)}">{escape(url)}</a></p>'

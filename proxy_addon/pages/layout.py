@@ -234,7 +234,8 @@ def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
             f'data-{level}="{escape(row[level])}"><td class="n">{number}</td>'
             f'<td class="n">{bar(info)}{format_score(info.pagerank)}{unreached(info)}</td>'
             f'<td class="n">{percentile}</td><td class="n">{info.toolbar}</td><td class="n">{info.inlinks:,}</td>'
-            f'<td class="n">{row[members]:,}</td><td>{escape(row[level])}{backlinks}</td></tr>'
+            f'<td class="n">{"&#8211;" if row[members] is None else f"{row[members]:,}"}</td>'
+            f"<td>{escape(row[level])}{backlinks}</td></tr>"
         )
     lines.append("</table>")
     return "".join(lines)

@@ -102,7 +102,9 @@ class EdgeBatch:
     only vertices, or only links.  ``where`` says where the batch was read.
     ``sites`` holds instead the names of vertices that are sites, not pages
     (a Common Crawl domain graph's), numbered as ``urls`` are: a graph's
-    vertices are all URLs or all sites.
+    vertices are all URLs or all sites.  ``site_hosts`` (int64, beside
+    ``sites``, or None) is each site's number of hosts as the graph counts
+    them, 0 where it gives none.
     """
 
     urls: list[str]
@@ -111,6 +113,7 @@ class EdgeBatch:
     weights: np.ndarray | None = None
     where: str = ""
     sites: Sequence[str] | pa.Array = field(default_factory=list)  # a domain graph's: a pyarrow string array
+    site_hosts: np.ndarray | None = None
 
 
 @dataclass(slots=True)

@@ -3,7 +3,9 @@
 * vertices: ``id<TAB>reversed.host.name`` per line (``com.example.www`` is
   ``www.example.com``; Common Crawl already drops a leading ``www.``, and it
   is not put back); domain graphs add a third column, the number of hosts
-  (not used), by which a domain graph is told from a host graph.
+  Common Crawl found of the domain (:attr:`EdgeBatch.site_hosts
+  <rankstore.sources.EdgeBatch>`), by which a domain graph is told from a
+  host graph.
 * edges: ``from_id<TAB>to_id`` per line.
 
 Both gzipped or plain, each possibly split into numbered part files, named in
@@ -69,7 +71,7 @@ _READ = 1 << 16  # compressed bytes decompressed at a time
 _HOST = r"(?:[a-z0-9_-]+\.)+[a-z0-9_-]+|[a-z0-9_-]*[a-z_-][a-z0-9_-]*"
 _HOST_BYTES = 253
 _HOST_LINE = re.compile(_HOST.encode())
-_VERTEX_FIELDS = re.compile(rb"(\d+)\t([^\t\r]*)(?:\t\d+)?\r?")
+_VERTEX_FIELDS = re.compile(rb"(\d+)\t([^\t\r]*)(?:\t(\d+))?\r?")
 _EDGE = re.compile(rb"(\d+)\t(\d+)\r?")
 _INT64 = (1 << 63) - 1  # the largest id pyarrow reads, and so the largest read line by line too
 _VERTEX_BYTES = b"0123456789abcdefghijklmnopqrstuvwxyz._-\t\n"  # all a clean block of vertex lines holds
@@ -357,7 +359,7 @@ def read_cc_graph(
             yield item
             continue
         path, report, block, first, last = item
-        ids, names, lines, bad = _vertex_block(block, first, last)
+        ids, names, hosts, lines, bad = _vertex_block(block, first, last)
         for line, reason in bad:
             yield from report.bad(line, reason)
         if len(ids) and ids.max() >= len(number):
@@ -372,13 +374,13 @@ def read_cc_graph(
 
             yield from report.bad_lines(lines[at], "duplicate vertex id", duplicate)
             kept = ~repeated
-            ids, names = ids[kept], names.filter(pa.array(kept))
+            ids, names, hosts = ids[kept], names.filter(pa.array(kept)), hosts[kept]
         if len(ids):
             number[ids] = np.arange(count, count + len(ids))
             count += len(ids)
             where = f"{path}:{first}-{last}"
             if domains:
-                yield EdgeBatch([], empty, empty, None, where, sites=_reversed_names(names))
+                yield EdgeBatch([], empty, empty, None, where, sites=_reversed_names(names), site_hosts=hosts)
             else:
                 yield EdgeBatch(_root_urls(names, scheme), empty, empty, None, where)
     for item in _part_blocks(edges, progress, chunk_lines):
@@ -476,8 +478,9 @@ def _csv(block: bytes, lines: int, types: list[pa.DataType]) -> list[pa.Array] |
 
 def _vertex_block(
     block: bytes, first: int, last: int
-) -> tuple[np.ndarray, pa.Array, np.ndarray, list[tuple[int, str]]]:
-    """(ids, reversed host names, their line numbers, bad lines as (line, reason)) of a block of vertex lines."""
+) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray, list[tuple[int, str]]]:
+    """(ids, reversed host names, numbers of hosts (0 where a line gives none), their line numbers, bad lines as
+    (line, reason)) of a block of vertex lines."""
     columns = block.count(b"\t", 0, block.find(b"\n")) + 1
     if columns in (2, 3) and not block.translate(None, _VERTEX_BYTES):
         parsed = _csv(block, last - first + 1, [pa.int64(), pa.binary(), pa.int64()][:columns])
@@ -486,8 +489,9 @@ def _vertex_block(
             numbers = [ids] if columns == 2 else [ids, parsed[2].to_numpy()]
             # '-' may be in a name, so pyarrow may have read a negative number
             if all(column.min() >= 0 for column in numbers) and ids.max() < MAX_ID and _plausible_hosts(names):
-                return ids, names, np.arange(first, last + 1), []
-    ids, names, lines, bad = [], [], [], []
+                hosts = numbers[1] if columns == 3 else np.zeros(len(ids), dtype=np.int64)
+                return ids, names, hosts, np.arange(first, last + 1), []
+    ids, names, hosts, lines, bad = [], [], [], [], []
     for number, line in enumerate(block.split(b"\n"), first):
         fields = _VERTEX_FIELDS.fullmatch(line)
         if fields is None or int(fields.group(1)) >= MAX_ID:
@@ -499,8 +503,15 @@ def _vertex_block(
         else:
             ids.append(int(fields.group(1)))
             names.append(fields.group(2))
+            hosts.append(min(int(fields.group(3) or 0), _INT64))
             lines.append(number)
-    return np.array(ids, dtype=np.int64), pa.array(names, pa.binary()), np.array(lines, dtype=np.int64), bad
+    return (
+        np.array(ids, dtype=np.int64),
+        pa.array(names, pa.binary()),
+        np.array(hosts, dtype=np.int64),
+        np.array(lines, dtype=np.int64),
+        bad,
+    )
 
 
 def _edge_block(

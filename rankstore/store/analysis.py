@@ -760,17 +760,19 @@ def host_level_ranking(store: Store, name: str = "hostrank") -> Ranking:
 def _level_rows(store: Store, level: str, arrays: RankingRows, indices: Sequence[int]) -> list[dict]:
     """Rows of hosts (or sites) by index in a ranking of their level (id - 1), keyed by the level: a
     host's ``host``, ``pages`` (its pages) and ``hosts`` (hosts ranked), a site's ``site``, ``hosts`` (its
-    hosts) and ``sites``; and ``pagerank``, ``position``, ``inlinks`` (None for one newer than the
-    version)."""
+    hosts, None where not known: see :mod:`.sites`) and ``sites``; and ``pagerank``, ``position``,
+    ``inlinks`` (None for one newer than the version)."""
     table, members = _LEVEL_TABLES[level]
+    # a site's hosts are 0 where no count is known (a domain graph's site without one): None, not a count
+    counted = f"nullif({members}, 0)" if level == "site" else members
     ids = [i + 1 for i in indices]
-    known: dict[int, tuple[str, int]] = {}
+    known: dict[int, tuple[str, int | None]] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         known.update(
             (row[0], row[1:])
             for row in store.db.execute(
-                f"SELECT id, name, {members} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                f"SELECT id, name, {counted} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})", chunk
             )
         )
     rows = []

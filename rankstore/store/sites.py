@@ -6,7 +6,11 @@ itself, port and all, where it has none (an IP address, ``localhost``).
 Site ids are given in order of first appearance and never change, so a site
 ranking stays valid when later builds add sites.  ``host_sites`` keeps each
 host's site id as big-endian int32 in blocks of :data:`SITE_BLOCK` hosts, as
-``page_hosts`` keeps each page's host; ``sites.hosts`` counts them.
+``page_hosts`` keeps each page's host.  ``sites.hosts`` is a site's number of
+hosts: the larger of the store's own (its hosts in ``host_sites``) and the
+count a Common Crawl domain graph gave (the hosts Common Crawl found of it);
+0 where neither is known (a site only a ranks file or a domain graph's line
+without a count names), which readers show as not known, never as 0.
 
 The site graph (``rank --level site``) is the host graph folded through each
 host's site, with the site links a Common Crawl domain graph loaded
@@ -72,7 +76,7 @@ class SiteBatch:
 
     ids: tuple[int, ...]
     names: tuple[str, ...]
-    hosts: tuple[int, ...]
+    hosts: tuple[int | None, ...]  # None: not known (see the module's doc)
 
 
 @dataclass(frozen=True)
@@ -107,11 +111,10 @@ class Sites(Part):
             names = sites_of([host for _, host in rows])
             first = rows[0][0] - 1 - start  # hosts are numbered one after the other
             ids[first : first + len(rows)] = self.ensure_sites(names)
-        counts = np.bincount(ids[done - start :])
-        changed = np.flatnonzero(counts)
-        self.db.executemany(
-            "UPDATE sites SET hosts = hosts + ? WHERE id = ?", zip(counts[changed].tolist(), changed.tolist())
-        )
+        changed = np.flatnonzero(np.bincount(ids[done - start :]))
+        # a site's own hosts counted whole, not added to sites.hosts: that may hold a domain graph's count
+        own = self._own_hosts(changed, ids, start)
+        self.db.executemany("UPDATE sites SET hosts = max(hosts, ?) WHERE id = ?", zip(own.tolist(), changed.tolist()))
         self.db.executemany(
             "INSERT OR REPLACE INTO host_sites (first, sites) VALUES (?, ?)",
             (
@@ -121,10 +124,29 @@ class Sites(Part):
         )
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_hosts', ?)", (str(last),))
 
-    def ensure_sites(self, names: Sequence[str] | pa.Array) -> np.ndarray:
+    def _own_hosts(self, changed: np.ndarray, ids: np.ndarray, start: int) -> np.ndarray:
+        """How many hosts of the store each site of ``changed`` (ascending) has: those of ``ids`` (the hosts'
+        site ids from host index ``start`` on) and those of the ``host_sites`` blocks before it."""
+        own = np.bincount(ids, minlength=int(changed[-1]) + 1 if len(changed) else 0)[changed]
+        if start and len(changed):
+            for (blob,) in self.db.execute("SELECT sites FROM host_sites WHERE first < ?", (start,)):
+                block = np.frombuffer(blob, dtype=">i4").astype(np.int64)
+                at = np.minimum(np.searchsorted(changed, block), len(changed) - 1)
+                own += np.bincount(at[changed[at] == block], minlength=len(changed))
+        return own
+
+    def _hosts_at_least(self, ids: np.ndarray, hosts: np.ndarray) -> None:
+        """``sites.hosts`` of sites ``ids`` raised to ``hosts`` where that is larger (0: no count given)."""
+        given = hosts > 0
+        self.db.executemany(
+            "UPDATE sites SET hosts = max(hosts, ?) WHERE id = ?", zip(hosts[given].tolist(), ids[given].tolist())
+        )
+
+    def ensure_sites(self, names: Sequence[str] | pa.Array, hosts: np.ndarray | None = None) -> np.ndarray:
         """The ids of sites named (int64, in order), numbering those the store has not after the known ones:
         a site may come without a host (a Common Crawl domain graph or ranks file names sites directly).
-        Call inside a write transaction.
+        ``hosts``: each name's number of hosts as a domain graph counts them (0: not given), kept in
+        ``sites.hosts`` where larger than what it holds.  Call inside a write transaction.
 
         Many names at once (a domain graph's vertices, :data:`BULK` or more, a list or a pyarrow string
         array) go to SQL as JSON arrays, a million a statement.  Into a store of at most
@@ -133,7 +155,10 @@ class Sites(Part):
         if len(names) < BULK and not isinstance(names, pa.Array):
             if self._unindexed:
                 raise RuntimeError("sites are being numbered in bulk: reindex() first")
-            return ensure_named(self.db, "sites", "hosts", names, keyed=True)
+            named = ensure_named(self.db, "sites", "hosts", names, keyed=True)
+            if hosts is not None:
+                self._hosts_at_least(named, hosts)
+            return named
         column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
         encoded = pc.dictionary_encode(column.cast(pa.string()))
         unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
@@ -156,14 +181,28 @@ class Sites(Part):
                 ids[found] = known_ids[at[found].astype(np.int64)]
         else:
             ids = self._ids_of(unique)
+        counted = None if hosts is None else _largest_by(position, hosts, len(unique))
         fresh = np.flatnonzero(ids == 0)
+        if counted is not None and len(fresh) < len(ids):
+            known = np.flatnonzero(ids)
+            self._hosts_at_least(ids[known], counted[known])
         ids[fresh] = np.arange(count + 1, count + 1 + len(fresh))
         for lo in range(0, len(fresh), _INSERT_ROWS):
             chunk = fresh[lo : lo + _INSERT_ROWS]
-            self.db.execute(
-                "INSERT INTO sites (id, name, hosts) SELECT key + ?, value, 0 FROM json_each(?)",
-                (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
-            )
+            if counted is None:
+                self.db.execute(
+                    "INSERT INTO sites (id, name, hosts) SELECT key + ?, value, 0 FROM json_each(?)",
+                    (int(ids[chunk[0]]), _json_array(unique.take(pa.array(chunk)))),
+                )
+            else:  # "COUNT NAME" in one JSON string: a second array beside the names would be joined row by row
+                prefixed = pc.binary_join_element_wise(
+                    pa.array(counted[chunk]).cast(pa.string()), unique.take(pa.array(chunk)), " "
+                )
+                self.db.execute(
+                    "INSERT INTO sites (id, name, hosts) SELECT key + ?, substr(v, i + 1), CAST(substr(v, 1, i - 1)"
+                    " AS INTEGER) FROM (SELECT key, value AS v, instr(value, ' ') AS i FROM json_each(?))",
+                    (int(ids[chunk[0]]), _json_array(prefixed)),
+                )
             keys = url_keys(unique.take(pa.array(chunk)).to_pylist())
             if self._fresh is not None:
                 self._fresh.hashes.append(keys)
@@ -215,6 +254,9 @@ class Sites(Part):
         ):
             first, *later = (int(number) for number in ids[0].split(","))
             again.update(dict.fromkeys(later, first))
+        self.db.executemany(  # the first keeps the larger count of hosts
+            "UPDATE sites SET hosts = max(hosts, (SELECT hosts FROM sites WHERE id = ?)) WHERE id = ?", again.items()
+        )
         self.db.executemany("DELETE FROM sites WHERE id = ?", ((number,) for number in again))
         self.db.execute("DROP INDEX sites_by_name_repeated")
         self.db.execute(SITES_BY_NAME)
@@ -317,7 +359,7 @@ class Sites(Part):
 
     def site_batches(self, size: int = 1 << 16) -> Iterator[SiteBatch]:
         """Every site in id order, ``size`` at a time, as columns."""
-        cursor = self.db.execute("SELECT id, name, hosts FROM sites ORDER BY id")
+        cursor = self.db.execute("SELECT id, name, nullif(hosts, 0) FROM sites ORDER BY id")
         while rows := cursor.fetchmany(size):
             yield SiteBatch(*zip(*rows))
 
@@ -548,6 +590,15 @@ def _running(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _largest_by(position: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """The largest of ``values`` at each of ``count`` positions (``position[i]`` of ``values[i]``; 0 where none)."""
+    if len(position) == count:  # each name once: dictionary_encode numbered them in order
+        return np.asarray(values, dtype=np.int64)
+    largest = np.zeros(count, dtype=np.int64)
+    np.maximum.at(largest, position, values)
+    return largest
 
 
 def _json_array(names: pa.Array) -> str:
