@@ -381,6 +381,31 @@ def _pack_teleport(teleport: tuple[np.ndarray, np.ndarray] | None) -> bytes | No
     return pairs.tobytes()
 
 
+class _Column:
+    """One column of a version's blocks, converted from the stored big-endian into an array sized once, block by
+    block; a column stored NULL (no extra value, no votes kept) is None."""
+
+    def __init__(self, size: int, stored: str, native: type):
+        self.size, self.stored, self.native = size, stored, native
+        self.values: np.ndarray | None = None
+        self.done = 0
+
+    def add(self, blob: bytes | None) -> None:
+        if blob is None:
+            return
+        block = np.frombuffer(blob, dtype=self.stored)
+        if self.values is None:
+            self.values = np.empty(self.size, dtype=self.native)
+        end = self.done + len(block)
+        if end > self.size:
+            raise StoreError("a ranking's blocks changed while they were read")
+        self.values[self.done : end] = block
+        self.done = end
+
+    def array(self) -> np.ndarray | None:
+        return None if self.values is None else self.values[: self.done]
+
+
 class Rankings(Part):
     """Reading and writing rankings; part of :class:`~rankstore.store.Store`."""
 
@@ -570,32 +595,25 @@ class Rankings(Part):
         cache = self._arrays
         if ranking_id in cache:
             return cache[ranking_id]
-        scores, inlinks, best, extra, votes, linked = [], [], [], [], [], []
-        for s, i, b, e, v, k in self.db.execute(
+        # each column's blocks converted into one array sized once: no list of the blocks, no joined copy (a
+        # site ranking of 135 million sites is 4.5 GB of arrays, which those would have doubled and more)
+        size = self.db.execute(
+            "SELECT coalesce(sum(length(scores)), 0) / 8 FROM ranking_blocks WHERE ranking_id = ?", (ranking_id,)
+        ).fetchone()[0]
+        columns = [_Column(size, ">f8", np.float64), _Column(size, ">i4", np.int32), _Column(size, ">i4", np.int32)]
+        columns += [_Column(size, ">f8", np.float64) for _ in range(3)]  # extra, votes, linked: where stored
+        for row in self.db.execute(
             "SELECT scores, inlinks, best, extra, votes, linked FROM ranking_blocks WHERE ranking_id = ?"
             " ORDER BY first",
             (ranking_id,),
         ):
-            scores.append(s)
-            inlinks.append(i)
-            best.append(b)
-            extra.append(e)
-            votes.append(v)
-            linked.append(k)
-        order = np.frombuffer(b"".join(best), dtype=">i4").astype(np.int32)
+            for column, blob in zip(columns, row):
+                column.add(blob)
+        scores, inlinks, order, extra, votes, linked = (column.array() for column in columns)
+        assert scores is not None and inlinks is not None and order is not None  # never NULL
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
-        arrays = RankingArrays(
-            np.frombuffer(b"".join(scores), dtype=">f8").astype(np.float64),
-            np.frombuffer(b"".join(inlinks), dtype=">i4").astype(np.int32),
-            order,
-            position,
-            np.frombuffer(b"".join(extra), dtype=">f8").astype(np.float64) if extra and extra[0] is not None else None,
-            np.frombuffer(b"".join(votes), dtype=">f8").astype(np.float64) if votes and votes[0] is not None else None,
-            np.frombuffer(b"".join(linked), dtype=">f8").astype(np.float64)
-            if linked and linked[0] is not None
-            else None,
-        )
+        arrays = RankingArrays(scores, inlinks, order, position, extra, votes, linked)
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(list(cache)[0], None)  # a copy first: the proxy's threads share one reader's cache
         cache[ranking_id] = arrays
