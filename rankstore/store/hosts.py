@@ -28,7 +28,8 @@ from .pages import url_keys
 __all__ = ["Hosts", "HostBatch", "HostLinks", "LevelGraph", "fold_links", "HOST_BLOCK"]
 
 HOST_BLOCK = 1 << 14  # pages per page_hosts row
-HOST_LINKS_STEP = 1 << 22  # page links of in-link blocks that host_links maps to hosts at once
+HOST_LINKS_STEP = 1 << 20  # page links of in-link blocks that host_links maps to hosts at once
+_STREAM_CACHE = -8192  # SQLite's page cache (KiB) while host_links reads the in-link blocks
 _KEY_ID = {"site_keys": "site_id"}  # each keys table's id column
 
 
@@ -290,31 +291,42 @@ class Hosts(Part):
         a page and one slice, never an array a link of the whole graph (a host graph of billions of links is
         folded into sites from it).  Call :meth:`.Store.ensure_derived` first, and read inside a snapshot."""
         hosts = self.page_hosts()
-        targets: list[np.ndarray] = []
-        sources: list[np.ndarray] = []
-        held = 0
-        for block in self.store.graph.in_link_blocks():
-            rows = len(block.counts)
-            if block.first + rows > len(hosts):
-                raise RuntimeError("hosts are not numbered for every page: run `rankstore build` again")
-            src = block.sources
-            dst = np.repeat(hosts[block.first : block.first + rows], block.counts)
-            if block.nofollow is not None and not include_nofollow:
-                follow = ~block.nofollow
-                src, dst = src[follow], dst[follow]
-            src = hosts[src]
-            between = src != dst  # a link within a host is no link of the host graph
-            if not between.all():
-                src, dst = src[between], dst[between]
-            if len(src):
-                targets.append(dst)
-                sources.append(src)
-                held += len(src)
-            if held >= step:
+        # read, neither mapped nor cached: the blocks are read once, and mapped or cached pages would count as the
+        # process's memory (mapped: the page graph's whole size, which this stream is not to hold)
+        mapped = self.db.execute("PRAGMA mmap_size").fetchone()[0]
+        cached = self.db.execute("PRAGMA cache_size").fetchone()[0]
+        self.db.execute("PRAGMA mmap_size = 0")
+        self.db.execute(f"PRAGMA cache_size = {_STREAM_CACHE}")
+        try:
+            targets: list[np.ndarray] = []
+            sources: list[np.ndarray] = []
+            held = 0
+            for block in self.store.graph.in_link_blocks():
+                rows = len(block.counts)
+                if block.first + rows > len(hosts):
+                    raise RuntimeError("hosts are not numbered for every page: run `rankstore build` again")
+                src = block.sources
+                dst = np.repeat(hosts[block.first : block.first + rows], block.counts)
+                if block.nofollow is not None and not include_nofollow:
+                    follow = ~block.nofollow
+                    src, dst = src[follow], dst[follow]
+                src = hosts[src]
+                between = src != dst  # a link within a host is no link of the host graph
+                if not between.all():
+                    src, dst = src[between], dst[between]
+                if len(src):
+                    targets.append(dst)
+                    sources.append(src)
+                    held += len(src)
+                if held >= step:
+                    whole = [HostLinks(np.concatenate(targets), np.concatenate(sources))]
+                    targets, sources, held = [], [], 0  # the blocks let go before the slice is used
+                    yield whole.pop()
+            if held:
                 yield HostLinks(np.concatenate(targets), np.concatenate(sources))
-                targets, sources, held = [], [], 0
-        if held:
-            yield HostLinks(np.concatenate(targets), np.concatenate(sources))
+        finally:
+            self.db.execute(f"PRAGMA cache_size = {int(cached)}")
+            self.db.execute(f"PRAGMA mmap_size = {int(mapped)}")
 
     def _host_links(self, include_nofollow: bool) -> LevelGraph:
         self.store.ensure_derived()

@@ -53,7 +53,7 @@ _MARK_LINKS = 1 << 24  # links marked at once
 # whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound below the sorter's own, as a loaded domain
 # graph and the folded graph are held beside it
 FOLD_IN_MEMORY = 1 << 24
-FOLD_SLICE = 1 << 22
+FOLD_SLICE = 1 << 20
 FOLD_BUCKET_LINKS = 1 << 25
 FOLD_MEMORY: int | None = 1 << 30
 _KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
@@ -371,7 +371,8 @@ class Sites(Part):
         # the page links bound the host links (those within a host are none), which are not counted before
         # they are read
         total = page_links - (0 if include_nofollow else nofollow) + len(loaded.indices)
-        pieces = itertools.chain([first], links, _slices(_MappedRows(loaded.indptr, loaded.indices, None), FOLD_SLICE))
+        loaded_links = _slices(_MappedRows(loaded.indptr, loaded.indices, None), FOLD_SLICE)
+        pieces = _after(first, itertools.chain(links, loaded_links))
         del first
         if total <= FOLD_IN_MEMORY:
             graph = _fold_at_once(count, pieces, once)
@@ -388,7 +389,9 @@ class Sites(Part):
         for links in self.store.hosts.host_links(include_nofollow, FOLD_SLICE):
             if not numbered:
                 raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
-            yield _SiteLinks(sites[links.dst - 1], sites[links.src - 1])
+            mapped = _SiteLinks(sites[links.dst - 1], sites[links.src - 1])
+            del links  # the host ids let go while the sites are folded
+            yield mapped
 
     def _hosts_link(self, include_nofollow: bool) -> bool:
         """Whether any page links to a page of another host (read up to the first such link)."""
@@ -528,6 +531,13 @@ def _slices(rows: _MappedRows, step: int) -> Iterator[_SiteLinks]:
                 src = rows.site_of[rows.indices[lo:hi]]
             yield _SiteLinks(dst, src)
         first = last
+
+
+def _after(first: _SiteLinks, rest: Iterator[_SiteLinks]) -> Iterator[_SiteLinks]:
+    """``first``, then what ``rest`` gives, ``first`` let go once it is folded."""
+    yield first
+    del first
+    yield from rest
 
 
 def _fold_at_once(count: int, pieces: Iterable[_SiteLinks], once: bool) -> LevelGraph:
