@@ -50,12 +50,13 @@ _MARK_LINKS = 1 << 24  # links marked at once
 # the site fold (site_graph): up to FOLD_IN_MEMORY links (page links and loaded site links) fold at once in memory
 # (a key array a link, beside the links mapped to sites); more are read from the page graph's in-link blocks and
 # mapped FOLD_SLICE links at a time into a LinkSorter whose buckets hold FOLD_BUCKET_LINKS links on average and
-# whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound below the sorter's own, as a loaded domain
-# graph and the folded graph are held beside it
+# whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound well below the sorter's own, as a loaded
+# domain graph and the folded graph are held beside it, and keys spilled are written and read back once each: the
+# fold's memory then stops growing with the links early, for no time measured
 FOLD_IN_MEMORY = 1 << 24
 FOLD_SLICE = 1 << 20
 FOLD_BUCKET_LINKS = 1 << 25
-FOLD_MEMORY: int | None = 1 << 30
+FOLD_MEMORY: int | None = 1 << 28
 _KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
 _PROBE_KEYS = 2000  # keys in one IN list of ids_by_key
 
