@@ -166,7 +166,7 @@ class LinkSorter:
         first = bucket * self.rows
         rows = min(self.rows, self.n - first)
         # the keys are sorted: each row starts where its first key would go, and the sources are the keys' low
-        # halves, copied out of them; no temporary a key (a bucket holds tens of millions)
+        # halves, copied out of them; no temporary a key (a bucket of a big graph holds a great many)
         indptr = np.searchsorted(keys, np.arange(rows + 1, dtype=np.int64) << 32)
         low = 0 if sys.byteorder == "little" else 1
         return InLinkPart(first, indptr, keys.view(np.int32)[low::2].copy())
