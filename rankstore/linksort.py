@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -148,10 +149,12 @@ class LinkSorter:
                 handle.readinto(values[:spilled].view(np.uint8).data)
             os.remove(path)
         at = spilled
-        for part in held:
+        held.reverse()
+        while held:  # each part let go once copied: the bucket is not held twice over
+            part = held.pop()
             values[at : at + len(part)] = part
             at += len(part)
-        held.clear()
+            del part
         return values
 
     def _keys(self, bucket: int) -> np.ndarray:
@@ -162,9 +165,11 @@ class LinkSorter:
         """A bucket's part from its keys, sorted and each pair once."""
         first = bucket * self.rows
         rows = min(self.rows, self.n - first)
-        indptr = np.zeros(rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys >> 32, minlength=rows), out=indptr[1:])
-        return InLinkPart(first, indptr, (keys & 0xFFFFFFFF).astype(np.int32))
+        # the keys are sorted: each row starts where its first key would go, and the sources are the keys' low
+        # halves, copied out of them; no temporary a key (a bucket of a big graph holds a great many)
+        indptr = np.searchsorted(keys, np.arange(rows + 1, dtype=np.int64) << 32)
+        low = 0 if sys.byteorder == "little" else 1
+        return InLinkPart(first, indptr, keys.view(np.int32)[low::2].copy())
 
     def parts(self) -> Iterator[InLinkPart]:
         """The in-link CSR, one part a bucket in target order: each target's sources ascending, once each."""

@@ -1,15 +1,18 @@
-"""The site fold in bounded memory (issue 34, point 3): ``rank --level site`` of a big host graph maps its links
-to sites slice by slice into a LinkSorter (spilling beside the store) instead of sorting a key array a link.
+"""The site fold in bounded memory (issue 34, point 3): ``rank --level site`` of a big host graph streams the page
+graph's in-link blocks, maps each link through its pages' hosts to their sites, and folds them slice by slice
+into a LinkSorter (spilling beside the store): no host graph is held, and no key array a link is sorted.
 
-Both paths fold the same inputs to the same graph (each pair once for a Common Crawl host graph, weights summed
-for a crawl's, counted when unweighted; a loaded domain graph beside; self-links; repeated pairs; spilled or not),
-and the bounded path's extra memory stays below the 8 bytes a link the old path's sort key alone takes.
+Every path folds the same inputs to the graph the host graph folded through ``fold_links`` gives (the reference,
+below: each pair once for a Common Crawl host graph, page links counted for a crawl's; a loaded domain graph
+beside; nofollow links left out or counted; self-links; repeated pairs; spilled or not), and the fold's memory
+stays below the 4 bytes a link the host graph's indices alone take.
 """
 
 from __future__ import annotations
 
 import gc
 import glob
+import io
 import os
 import subprocess
 import sys
@@ -21,8 +24,9 @@ import pytest
 
 from rankstore.linksort import LinkSorter
 from rankstore.store import Store
+from rankstore.store import graph as graph_module
 from rankstore.store import sites as sites_module
-from rankstore.store.hosts import fold_links
+from rankstore.store.hosts import LevelGraph, fold_links
 
 from conftest import run
 
@@ -34,11 +38,11 @@ def _edge_list(path, links) -> str:
     return str(path)
 
 
-def _cc_graph(folder: Path, pages: int, links: int) -> list[str]:
+def _cc_graph(folder: Path, pages: int, links: int, hosts_size: int = 8) -> list[str]:
     """A Common Crawl host graph from the repository's generator (hosts grouped in sites, as the web's)."""
     subprocess.run(
         [sys.executable, str(ROOT / "tools/make_paper_graph.py"), "--pages", str(pages), "--links", str(links)]
-        + ["--parts", "2", "--hosts-size", "8", "--out", str(folder)],
+        + ["--parts", "2", "--hosts-size", str(hosts_size), "--out", str(folder)],
         check=True,
         capture_output=True,
     )
@@ -54,6 +58,35 @@ CRAWL = [
 # a domain graph beside the crawl: two of the crawl's sites and two more, a pair the crawl has too
 DOMAIN_VERTICES = ["0\torg.example0\t2", "1\torg.example1\t1", "2\torg.other\t1", "3\tcom.more\t4"]
 DOMAIN_EDGES = [(0, 1), (0, 2), (1, 3), (2, 0), (3, 0), (3, 1)]
+
+
+# a crawl with nofollow links: between sites, within a site across hosts, within a host; one page links to
+# another of a site only by nofollow
+NOFOLLOW_PAGES = {
+    "https://www.a.org/": [("https://www.b.org/", ""), ("https://blog.a.org/", ""), ("https://www.c.org/", "nofollow")],
+    "https://blog.a.org/": [
+        ("https://www.b.org/x", "nofollow"),
+        ("https://www.b.org/", ""),
+        ("https://www.a.org/y", ""),
+    ],
+    "https://www.b.org/": [("https://www.c.org/", "nofollow"), ("https://www.a.org/", ""), ("https://www.b.org/x", "")],
+    "https://www.b.org/x": [("https://www.c.org/", "nofollow"), ("https://shop.b.org/", "nofollow")],
+    "https://www.c.org/": [("https://www.a.org/", ""), ("https://blog.a.org/", "nofollow")],
+}
+
+
+def _nofollow_warc(path: Path) -> str:
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for url, links in NOFOLLOW_PAGES.items():
+            body = "".join(f'<a href="{href}" rel="{rel}">x</a>' for href, rel in links)
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+            payload = io.BytesIO(f"<html><body>{body}</body></html>".encode())
+            writer.write_record(writer.create_warc_record(url, "response", payload=payload, http_headers=http))
+    return str(path)
 
 
 def _gz_graph(folder: Path, vertices: list[str], edges: list[tuple[int, int]]) -> list[str]:
@@ -72,7 +105,7 @@ def _gz_graph(folder: Path, vertices: list[str], edges: list[tuple[int, int]]) -
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, str]:
     """Stores whose site graphs fold: a Common Crawl host graph (each pair once), a crawl (weighted by page
-    links), and the crawl with a domain graph loaded beside it."""
+    links), the crawl with a domain graph loaded beside it, and a crawl with nofollow links."""
     work = tmp_path_factory.mktemp("site-fold")
     host = str(work / "host.db")
     run("build", *_cc_graph(work / "host-graph", 3000, 30000), "--store", host, "-q")
@@ -81,7 +114,21 @@ def stores(tmp_path_factory) -> dict[str, str]:
     both = str(work / "both.db")
     run("build", _edge_list(work / "links2.tsv", CRAWL), "--store", both, "-q")
     run("build", *_gz_graph(work / "domain", DOMAIN_VERTICES, DOMAIN_EDGES), "--store", both, "-q")
-    return {"host": host, "crawl": crawl, "both": both}
+    within = str(work / "within.db")  # pages that link only within their host, a domain graph beside
+    run(
+        "build",
+        _edge_list(
+            work / "links3.tsv",
+            [(f"https://www.example0.org/{i}", f"https://www.example0.org/{i + 1}") for i in range(9)],
+        ),
+        "--store",
+        within,
+        "-q",
+    )
+    run("build", *_gz_graph(work / "domain2", DOMAIN_VERTICES, DOMAIN_EDGES), "--store", within, "-q")
+    nofollow = str(work / "nofollow.db")
+    run("build", _nofollow_warc(work / "nofollow.warc.gz"), "--store", nofollow, "-q")
+    return {"host": host, "crawl": crawl, "both": both, "nofollow": nofollow, "within": within}
 
 
 def _force_bounded(monkeypatch, memory: int | None) -> None:
@@ -92,9 +139,35 @@ def _force_bounded(monkeypatch, memory: int | None) -> None:
     monkeypatch.setattr(sites_module, "FOLD_MEMORY", memory, raising=False)
 
 
-def _site_graph(path: str):
+def _site_graph(path: str, include_nofollow: bool = False):
     with Store(path, readonly=True) as store:
-        return store.sites.site_graph()
+        return store.sites.site_graph(include_nofollow)
+
+
+def _reference(path: str, include_nofollow: bool = False) -> LevelGraph:
+    """The site graph as it was made before it was streamed: the whole host graph read, its links (and the
+    loaded site links, one each) mapped to sites and coalesced by ``fold_links``, weighted by the host graph's
+    weights; no link between hosts: the loaded graph as it is stored."""
+    with Store(path, readonly=True) as store:
+        hosts = store.hosts.host_graph(include_nofollow)
+        count = store.sites.site_count()
+        loaded = store.site_links.links(count)
+        members = store.sites._sites_in_graph(count, hosts.members, loaded)
+        if hosts.indptr[-1] == 0:
+            return LevelGraph(count, loaded.indptr, loaded.indices, None, members)
+        sites = store.sites.host_sites()[: hosts.n]
+        once = store.hosts.each_host_one_page()
+    dst = np.concatenate(
+        [np.repeat(sites, np.diff(hosts.indptr)), np.repeat(np.arange(1, count + 1), np.diff(loaded.indptr))]
+    )
+    src = np.concatenate([sites[hosts.indices], loaded.indices + 1])
+    weights = None
+    if not once:
+        host_weights = hosts.weights if hosts.weights is not None else np.ones(len(hosts.indices))
+        weights = np.concatenate([host_weights, np.ones(len(loaded.indices))])
+    graph = fold_links(count, dst, src, weights, once=once)
+    graph.members = members
+    return graph
 
 
 def _assert_same(got, expected) -> None:
@@ -110,15 +183,53 @@ def _assert_same(got, expected) -> None:
         assert np.array_equal(got.members, expected.members)
 
 
-@pytest.mark.parametrize("memory", [None, 64], ids=["held", "spilled"])
-@pytest.mark.parametrize("which", ["host", "crawl", "both"])
+@pytest.mark.parametrize("include_nofollow", [False, True], ids=["followed", "nofollow-too"])
+@pytest.mark.parametrize("which", ["host", "crawl", "both", "nofollow", "within"])
+def test_the_streamed_fold_gives_the_graph_the_host_graph_folds_into(stores, which, include_nofollow):
+    """At once (below FOLD_IN_MEMORY): the graph of the whole host graph folded, bit for bit."""
+    _assert_same(_site_graph(stores[which], include_nofollow), _reference(stores[which], include_nofollow))
+
+
+def test_the_stores_fold_each_way_they_can(stores):
+    host, crawl = _reference(stores["host"]), _reference(stores["crawl"])
+    assert host.indptr[-1] > 0 and host.weights is None  # each pair once, as Common Crawl folds hosts into domains
+    assert crawl.weights is not None and crawl.weights.max() > 1  # repeated pairs summed
+    followed, every = _reference(stores["nofollow"]), _reference(stores["nofollow"], include_nofollow=True)
+    assert followed.indptr[-1] > 0 and every.indptr[-1] > followed.indptr[-1]  # a site pair only nofollow links make
+    assert every.weights.sum() > followed.weights.sum()
+    within = _reference(stores["within"])
+    assert within.weights is None and within.indptr[-1] == len(DOMAIN_EDGES)  # the loaded graph alone, as stored
+
+
+def test_the_ordered_site_graph_folds_where_hosts_link_and_orders_a_loaded_graph_alone(stores):
+    """``ordered_site_graph``: a store whose hosts link gets the folded graph; one whose pages link only within
+    their host (every in-link block read to know) gets the loaded domain graph in the order asked."""
+
+    def reverse(out_degree, members):
+        return np.flatnonzero(members)[::-1]
+
+    with Store(stores["both"], readonly=True) as store:
+        folded = store.sites.ordered_site_graph(reverse)
+    assert isinstance(folded, LevelGraph)
+    _assert_same(folded, _reference(stores["both"]))
+    expected = _reference(stores["within"])
+    with Store(stores["within"], readonly=True) as store:
+        ordered = store.sites.ordered_site_graph(reverse)
+    assert isinstance(ordered, sites_module.OrderedSiteGraph)
+    order = ordered.order
+    assert np.array_equal(
+        order, (np.flatnonzero(expected.members) if expected.members is not None else np.arange(expected.n))[::-1]
+    )
+    for node, site in enumerate(order.tolist()):
+        got = np.sort(order[ordered.indices[ordered.indptr[node] : ordered.indptr[node + 1]]])
+        assert np.array_equal(got, expected.indices[expected.indptr[site] : expected.indptr[site + 1]])
+
+
+@pytest.mark.parametrize("memory", [None, 16], ids=["held", "spilled"])
+@pytest.mark.parametrize("which", ["host", "crawl", "both", "nofollow"])
 def test_the_bounded_fold_gives_the_graph_the_in_memory_fold_gives(stores, which, memory, monkeypatch, tmp_path):
-    expected = _site_graph(stores[which])
+    expected = _reference(stores[which])
     assert expected.indptr[-1] > 0
-    if which == "host":
-        assert expected.weights is None  # each pair once, as Common Crawl folds hosts into domains
-    else:
-        assert expected.weights is not None and expected.weights.max() > 1  # repeated pairs summed
     _force_bounded(monkeypatch, memory)
     spilled = []
     original = LinkSorter._spill
@@ -154,44 +265,46 @@ def test_rank_level_site_ranks_the_same_either_way(stores, monkeypatch, tmp_path
     assert [row["site_pagerank"] for row in after] == pytest.approx([row["site_pagerank"] for row in before], abs=1e-12)
 
 
-def _random_rows(seed: int, nodes: int, links: int, weighted: bool):
-    """An in-link CSR of host-like nodes with repeated pairs and self-links, and a map of them into fewer sites."""
+def _random_rows(seed: int, nodes: int, links: int):
+    """An in-link CSR of host-like nodes with repeated pairs and self-links."""
     rng = np.random.default_rng(seed)
     dst = np.sort(rng.integers(0, nodes, links))
     src = rng.integers(0, nodes, links).astype(np.int32)
     src[::17] = dst[::17]  # self-links
     indptr = np.searchsorted(dst, np.arange(nodes + 1)).astype(np.int64)
-    weights = rng.integers(1, 5, links).astype(np.float64) if weighted else None
-    return indptr, src, weights
+    return indptr, src
 
 
 @pytest.mark.parametrize("memory", [None, 512], ids=["held", "spilled"])
-@pytest.mark.parametrize("kind", ["once", "weighted", "unweighted"])
-def test_both_paths_fold_the_same_links_alike(stores, kind, memory, monkeypatch):
-    """Unit level: the three ways fold_links folds (once, weights summed, links counted), a loaded graph beside."""
+@pytest.mark.parametrize("once", [True, False], ids=["once", "counted"])
+def test_both_paths_fold_the_same_links_alike(stores, once, memory, monkeypatch):
+    """Unit level: the two ways fold_links folds (each pair once, links counted), host-like links mapped to sites
+    and a loaded graph beside."""
     sites_count, hosts_count = 300, 1500
-    indptr, indices, weights = _random_rows(1, hosts_count, 40_000, kind == "weighted")
+    indptr, indices = _random_rows(1, hosts_count, 40_000)
     site_of = np.random.default_rng(2).integers(1, sites_count + 1, hosts_count).astype(np.int32)
-    loaded_indptr, loaded_indices, _ = _random_rows(3, sites_count, 5000, False)
-    once, weighted = kind == "once", kind == "weighted"
+    loaded_indptr, loaded_indices = _random_rows(3, sites_count, 5000)
 
-    def rows():
-        return [
-            sites_module._MappedRows(indptr, indices, weights, site_of),
-            sites_module._MappedRows(loaded_indptr, loaded_indices, None, None),
-        ]
+    def pieces():
+        return (
+            piece
+            for rows in (
+                sites_module._MappedRows(indptr, indices, site_of),
+                sites_module._MappedRows(loaded_indptr, loaded_indices, None),
+            )
+            for piece in sites_module._slices(rows, 1000)
+        )
 
     dst = np.concatenate(
         [np.repeat(site_of, np.diff(indptr)), np.repeat(np.arange(1, sites_count + 1), np.diff(loaded_indptr))]
     )
     src = np.concatenate([site_of[indices], loaded_indices + 1])
-    every = np.concatenate([weights, np.ones(len(loaded_indices))]) if weighted else None
-    expected = fold_links(sites_count, dst, src, every, once=once)
+    expected = fold_links(sites_count, dst, src, None, once=once)
     assert (expected.weights is None) == once
-    _assert_same(sites_module._fold_at_once(sites_count, rows(), weighted, once), expected)
+    _assert_same(sites_module._fold_at_once(sites_count, pieces(), once), expected)
     _force_bounded(monkeypatch, memory)
     with Store(stores["crawl"], readonly=True) as store:
-        got = store.sites._fold_bounded(sites_count, rows(), len(indices) + len(loaded_indices), weighted, once)
+        got = store.sites._fold_bounded(sites_count, pieces(), len(indices) + len(loaded_indices), once)
     _assert_same(got, expected)
 
 
@@ -214,30 +327,32 @@ def test_a_summed_link_sorter_sums_weights_by_pair_and_refuses_the_other_parts(t
 
 
 def _fold_peak(path: str) -> tuple[int, int]:
-    """(tracemalloc peak of the site fold beyond the host graph it folds, read before; the host graph's links)."""
+    """(tracemalloc peak of the site graph, read and folded from a store just opened; the host graph's links)."""
+    with Store(path, readonly=True) as store:
+        links = int(store.hosts.host_graph().indptr[-1])
     gc.collect()
     with Store(path, readonly=True) as store:
-        hosts = store.hosts.host_graph()
-        store.sites.host_sites()  # kept by the store once read
-        store.hosts.host_graph = lambda include_nofollow=False: hosts  # the read is not the fold
         tracemalloc.start()
         graph = store.sites.site_graph()
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert graph.indptr[-1] > 0
-        return peak, int(hosts.indptr[-1])
+        return peak, links
 
 
-def test_the_fold_of_a_big_host_graph_holds_no_key_array_a_link(tmp_path, monkeypatch):
-    """At a size past the threshold the fold never sorts an int64 key a link (the old path held that beside the
-    links mapped to sites: more than 16 bytes a link); what it holds beyond the host graph is the folded graph
-    (4 bytes a pair) and bounded slices and buckets."""
+def test_the_fold_of_a_big_host_graph_holds_no_host_graph(tmp_path, monkeypatch):
+    """At a size past the threshold the fold holds no array a host link: not the host graph (4 bytes a link of
+    indices alone, more while its blocks are read), nor a key array a link to sort.  What it holds is a host id
+    a page, a site id a host, one slice of the page graph's in-link blocks, the sorter's bound and the folded
+    graph (4 bytes a site pair, few beside the host links: most of a host's links stay in its site)."""
     path = str(tmp_path / "big.db")
-    run("build", *_cc_graph(tmp_path / "graph", 20_000, 200_000), "--store", path, "-q")
+    # in-link blocks of the size the test stands for: a slice of them is a small part of the graph
+    monkeypatch.setattr(graph_module, "BLOCK_LINKS", 1 << 12)
+    run("build", *_cc_graph(tmp_path / "graph", 20_000, 400_000, hosts_size=32), "--store", path, "-q")
     monkeypatch.setattr(sites_module, "FOLD_IN_MEMORY", 50_000, raising=False)  # the size the test stands for
     monkeypatch.setattr(sites_module, "FOLD_SLICE", 1 << 13, raising=False)
     monkeypatch.setattr(sites_module, "FOLD_BUCKET_LINKS", 1 << 13, raising=False)
     monkeypatch.setattr(sites_module, "FOLD_MEMORY", 1 << 17, raising=False)
     peak, links = _fold_peak(path)
-    assert links == 200_000
-    assert peak < 8 * links, f"{peak / links:.1f} bytes a link beyond the host graph"
+    assert links > 350_000
+    assert peak < 4 * links, f"{peak / links:.2f} bytes a host link"

@@ -17,7 +17,7 @@ such page links (followed ones, unless the ranking counts nofollow links).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,9 +26,11 @@ from . import key_buckets
 from .base import Part
 from .pages import url_keys
 
-__all__ = ["Hosts", "HostBatch", "LevelGraph", "fold_links", "HOST_BLOCK"]
+__all__ = ["Hosts", "HostBatch", "HostLinks", "LevelGraph", "fold_links", "HOST_BLOCK"]
 
 HOST_BLOCK = 1 << 14  # pages per page_hosts row
+HOST_LINKS_STEP = 1 << 20  # page links of in-link blocks that host_links maps to hosts at once
+_STREAM_CACHE = -8192  # SQLite's page cache (KiB) while host_links reads the in-link blocks
 
 
 @dataclass
@@ -95,6 +97,15 @@ def ensure_named(
         if keyed and fresh:
             key_buckets.add(db, url_keys([name for _, name in fresh]), np.array([i for i, _ in fresh], dtype=np.int64))
     return ids
+
+
+@dataclass(frozen=True)
+class HostLinks:
+    """Page links between two hosts as the hosts' ids (int32, from 1): ``src[i] -> dst[i]``, one a page link,
+    not coalesced (two page links between the same hosts are two)."""
+
+    dst: np.ndarray
+    src: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -233,11 +244,64 @@ class Hosts(Part):
         """The host graph from the page graph's in-link arrays (see the module docstring); its ``members``
         leave out the hosts without pages."""
         graph = self._host_links(include_nofollow)
-        empty = self.hosts_without_pages()
-        if len(empty):
-            graph.members = np.ones(graph.n, dtype=bool)
-            graph.members[empty[empty <= graph.n] - 1] = False
+        graph.members = self.host_members(graph.n)
         return graph
+
+    def host_members(self, count: int | None = None) -> np.ndarray | None:
+        """The nodes of the host graph of ``count`` hosts (the store's, when None), by host index: False at a
+        host without pages; None when every host has pages."""
+        empty = self.hosts_without_pages()
+        if not len(empty):
+            return None
+        members = np.ones(self.host_count() if count is None else count, dtype=bool)
+        members[empty[empty <= len(members)] - 1] = False
+        return members
+
+    def host_links(
+        self, include_nofollow: bool = False, step: int = HOST_LINKS_STEP
+    ) -> Generator[HostLinks, None, None]:
+        """The host graph's links before they are coalesced: each page link from one host to another (followed
+        ones, unless ``include_nofollow``) as the two hosts' ids, about ``step`` links at a time (whole in-link
+        blocks; none empty).  Streamed from the page graph's in-link blocks, so that what it holds is a host id
+        a page and one slice, never an array a link of the whole graph (a host graph of billions of links is
+        folded into sites from it).  Call :meth:`.Store.ensure_derived` first, and read inside a snapshot."""
+        hosts = self.page_hosts()
+        # read, neither mapped nor cached: the blocks are read once, and mapped or cached pages would count as the
+        # process's memory (mapped: the page graph's whole size, which this stream is not to hold)
+        mapped = self.db.execute("PRAGMA mmap_size").fetchone()[0]
+        cached = self.db.execute("PRAGMA cache_size").fetchone()[0]
+        self.db.execute("PRAGMA mmap_size = 0")
+        self.db.execute(f"PRAGMA cache_size = {_STREAM_CACHE}")
+        try:
+            targets: list[np.ndarray] = []
+            sources: list[np.ndarray] = []
+            held = 0
+            for block in self.store.graph.in_link_blocks():
+                rows = len(block.counts)
+                if block.first + rows > len(hosts):
+                    raise RuntimeError("hosts are not numbered for every page: run `rankstore build` again")
+                src = block.sources
+                dst = np.repeat(hosts[block.first : block.first + rows], block.counts)
+                if block.nofollow is not None and not include_nofollow:
+                    follow = ~block.nofollow
+                    src, dst = src[follow], dst[follow]
+                src = hosts[src]
+                between = src != dst  # a link within a host is no link of the host graph
+                if not between.all():
+                    src, dst = src[between], dst[between]
+                if len(src):
+                    targets.append(dst)
+                    sources.append(src)
+                    held += len(src)
+                if held >= step:
+                    whole = [HostLinks(np.concatenate(targets), np.concatenate(sources))]
+                    targets, sources, held = [], [], 0  # the blocks let go before the slice is used
+                    yield whole.pop()
+            if held:
+                yield HostLinks(np.concatenate(targets), np.concatenate(sources))
+        finally:
+            self.db.execute(f"PRAGMA cache_size = {int(cached)}")
+            self.db.execute(f"PRAGMA mmap_size = {int(mapped)}")
 
     def _host_links(self, include_nofollow: bool) -> LevelGraph:
         self.store.ensure_derived()

@@ -25,6 +25,7 @@ Crawl's HostToDomainGraph folds hosts into domains (its edges deduplicated).
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 import shutil
@@ -51,14 +52,16 @@ BULK = 100_000  # names at once from which ensure_sites numbers them in bulk (JS
 BULK_KNOWN = 5_000_000  # sites a store may hold for a bulk numbering to drop sites_by_name and make it again
 _INSERT_ROWS = 1 << 20  # sites inserted by one statement
 _MARK_LINKS = 1 << 24  # links marked at once
-# the site fold (site_graph): up to FOLD_IN_MEMORY links fold at once in memory (a key array a link, beside the
-# links mapped to sites); more are mapped FOLD_SLICE links at a time into a LinkSorter whose buckets hold
-# FOLD_BUCKET_LINKS links on average and whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound
-# below the sorter's own, as the host graph being folded is held beside it
+# the site fold (site_graph): up to FOLD_IN_MEMORY links (page links and loaded site links) fold at once in memory
+# (a key array a link, beside the links mapped to sites); more are read from the page graph's in-link blocks and
+# mapped FOLD_SLICE links at a time into a LinkSorter whose buckets hold FOLD_BUCKET_LINKS links on average and
+# whose memory bound is FOLD_MEMORY (None: the sorter's own); a bound well below the sorter's own, as a loaded
+# domain graph and the folded graph are held beside it, and keys spilled are written and read back once each: the
+# fold's memory then stops growing with the links early, for no time measured
 FOLD_IN_MEMORY = 1 << 24
-FOLD_SLICE = 1 << 22
+FOLD_SLICE = 1 << 20
 FOLD_BUCKET_LINKS = 1 << 25
-FOLD_MEMORY: int | None = 1 << 30
+FOLD_MEMORY: int | None = 1 << 28
 _KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
 
 
@@ -384,45 +387,66 @@ class Sites(Part):
     def site_graph(self, include_nofollow: bool = False) -> LevelGraph:
         """The site graph (see the module docstring) as in-link CSR over the site ids.
 
-        Up to :data:`FOLD_IN_MEMORY` links (host links and loaded site links together) are folded at once by
-        :func:`.fold_links`; more are mapped to sites :data:`FOLD_SLICE` links at a time and gathered by a
-        :class:`~rankstore.linksort.LinkSorter` (spilling beside the store), so that the fold of a host graph
-        of hundreds of millions of hosts holds no key array a link: the same graph either way."""
-        return self._folded([self.store.hosts.host_graph(include_nofollow)])
+        The host graph is never held: its links come from the page graph's in-link blocks a slice at a time
+        (:meth:`.Hosts.host_links`) and are mapped to sites as they come.  Up to :data:`FOLD_IN_MEMORY` links
+        (page links and loaded site links together) are folded at once by :func:`.fold_links`; more go
+        :data:`FOLD_SLICE` at a time into a :class:`~rankstore.linksort.LinkSorter` (spilling beside the
+        store), so that the fold of a host graph of hundreds of millions of hosts holds a host id a page, a
+        site id a host, the sorter's bound and the folded graph, never an array a host link: the same graph
+        either way."""
+        self.store.ensure_derived()
+        with self.snapshot():
+            return self._folded(include_nofollow)
 
-    def _folded(self, held: list[LevelGraph]) -> LevelGraph:
-        """:meth:`site_graph` of the host graph ``held`` holds alone (taken out of it, so that its links go
-        as they are folded)."""
-        hosts = held.pop()
+    def _folded(self, include_nofollow: bool) -> LevelGraph:
+        """:meth:`site_graph`, inside its snapshot."""
         sites = self.host_sites()
         count = self.site_count()
-        if hosts.indptr[-1] == 0:
+        host_members = self.store.hosts.host_members()
+        loaded = self.store.site_links.links(count)
+        links = self._host_links_as_sites(sites, include_nofollow)
+        first = next(links, None)
+        if first is None:
             # no link between hosts: the loaded domain graph is the site graph as it is stored, already
             # coalesced and without self-links (at 2 billion links no key array a link is made to fold it)
-            host_members = hosts.members
-            del hosts
-            loaded = self.store.site_links.links(count)
             members = self._sites_in_graph(count, host_members, loaded)
             return LevelGraph(count, loaded.indptr, loaded.indices, None, members)
-        if len(sites) < hosts.n or (hosts.n and int(sites[: hosts.n].min()) == 0):
-            raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
         # a Common Crawl host graph (one page a host, however the hosts were numbered) folds as Common Crawl
-        # folds it: each pair of sites once
+        # folds it: each pair of sites once; any other counts the page links between two sites
         once = self.store.hosts.each_host_one_page()
-        host_members = hosts.members
-        loaded = self.store.site_links.links(count)
-        rows = [_MappedRows(hosts.indptr, hosts.indices, hosts.weights, sites[: hosts.n])]
-        if len(loaded.indices):
-            rows.append(_MappedRows(loaded.indptr, loaded.indices, None, None))
-        weighted = hosts.weights is not None and not once
-        del hosts
-        total = sum(int(part.indptr[-1]) for part in rows)
+        page_links, nofollow = self.store.graph.graph_counts()
+        # the page links bound the host links (those within a host are none), which are not counted before
+        # they are read
+        total = page_links - (0 if include_nofollow else nofollow) + len(loaded.indices)
+        loaded_links = _slices(_MappedRows(loaded.indptr, loaded.indices, None), FOLD_SLICE)
+        pieces = _after(first, itertools.chain(links, loaded_links))
+        del first
         if total <= FOLD_IN_MEMORY:
-            graph = _fold_at_once(count, rows, weighted, once)
+            graph = _fold_at_once(count, pieces, once)
         else:
-            graph = self._fold_bounded(count, rows, total, weighted, once)
+            graph = self._fold_bounded(count, pieces, total, once)
         graph.members = self._sites_in_graph(count, host_members, loaded)
         return graph
+
+    def _host_links_as_sites(self, sites: np.ndarray, include_nofollow: bool) -> Iterator[_SiteLinks]:
+        """The host graph's links (:meth:`.Hosts.host_links`), each as a link between its hosts' sites, about
+        :data:`FOLD_SLICE` at a time; ``sites``: each host's site id by host index."""
+        hosts = self.store.hosts.host_count()
+        numbered = len(sites) >= hosts and not (hosts and int(sites[:hosts].min()) == 0)
+        for links in self.store.hosts.host_links(include_nofollow, FOLD_SLICE):
+            if not numbered:
+                raise RuntimeError("sites are not numbered for every host: run `rankstore build` again")
+            mapped = _SiteLinks(sites[links.dst - 1], sites[links.src - 1])
+            del links  # the host ids let go while the sites are folded
+            yield mapped
+
+    def _hosts_link(self, include_nofollow: bool) -> bool:
+        """Whether any page links to a page of another host (read up to the first such link)."""
+        links = self.store.hosts.host_links(include_nofollow, step=1)
+        try:
+            return next(links, None) is not None
+        finally:
+            links.close()
 
     def ordered_site_graph(
         self, order_of: Callable[[np.ndarray, np.ndarray], np.ndarray], include_nofollow: bool = False
@@ -431,15 +455,11 @@ class Sites(Part):
         read in two passes straight into the order ``order_of(out_degree, members)`` gives (the members' site
         indices; both arguments by site index): the links are counted (:meth:`.SiteLinks.degrees`), laid
         out, then unpacked into place, so that no copy of them in another order is made (at 2 billion links
-        it would not fit beside them).  Otherwise folded by site, as :meth:`site_graph` gives it (the host
-        graph read once either way)."""
-        hosts = self.store.hosts.host_graph(include_nofollow)
-        if hosts.indptr[-1] != 0 or self.store.site_links.count() == 0:
-            held = [hosts]
-            del hosts
-            return self._folded(held)
-        host_members = hosts.members
-        del hosts
+        it would not fit beside them).  Otherwise folded by site, as :meth:`site_graph` gives it."""
+        self.store.ensure_derived()
+        if self.store.site_links.count() == 0 or self._hosts_link(include_nofollow):
+            return self.site_graph(include_nofollow)
+        host_members = self.store.hosts.host_members()
         count = self.site_count()
         in_degree, out_degree = self.store.site_links.degrees(count)
         members = self._with_pages(count, host_members)
@@ -458,10 +478,11 @@ class Sites(Part):
         indices = self.store.site_links.links_placed(count, new_of, indptr)
         return OrderedSiteGraph(count, order, indptr, indices, out_degree)
 
-    def _fold_bounded(self, count: int, rows: list[_MappedRows], total: int, weighted: bool, once: bool) -> LevelGraph:
-        """:func:`.fold_links` of ``rows``' links, slice by slice through a LinkSorter: memory bounded by its
-        ``memory`` and the largest bucket, beside the folded graph itself (its arrays sized by the links given,
-        then cut to the pairs kept)."""
+    def _fold_bounded(self, count: int, pieces: Iterable[_SiteLinks], total: int, once: bool) -> LevelGraph:
+        """:func:`.fold_links` of the links ``pieces`` gives, slice by slice through a LinkSorter: memory
+        bounded by its ``memory``, one slice and the largest bucket, beside the folded graph itself (its parts
+        gathered, then copied into arrays of the pairs kept, each part let go once copied).  ``total``: about
+        how many links come (the buckets' size)."""
         from ..linksort import BUCKET_ROWS, LinkSorter  # here: linksort imports the store's site_links
 
         # a LinkSorter bucket of sites holding about FOLD_BUCKET_LINKS links, at most 32767 buckets (the
@@ -477,33 +498,29 @@ class Sites(Part):
             if owner.isdigit() and not _running(int(owner)):
                 shutil.rmtree(left, ignore_errors=True)
         folder = f"{prefix}{os.getpid()}"
-        added = 0
+        indptr = np.zeros(count + 1, dtype=np.int64)
+        kept_indices: list[np.ndarray] = []
+        kept_weights: list[np.ndarray] = []
+        at = 0
         with LinkSorter(count, folder, FOLD_MEMORY, bucket_rows, summed=not once) as sorter:
-            while rows:
-                part = rows.pop(0)  # each CSR let go once folded
-                for piece in _slices(part, FOLD_SLICE, weighted):
-                    sorter.add(piece.src - 1, piece.dst - 1, piece.weights)
-                    added += len(piece.src)
-                del part
-            indptr = np.zeros(count + 1, dtype=np.int64)
-            # sized by the links given, then cut to the pairs kept: never twice the graph at once
-            indices = np.empty(added, dtype=np.int32)
-            weights = np.empty(added, dtype=np.float64) if not once else None
-            at = 0
+            for piece in pieces:
+                sorter.add(piece.src - 1, piece.dst - 1)  # a link within a site goes here
+                del piece
             folded = sorter.parts() if once else sorter.weighted_parts()
             for item in folded:
                 links, summed = (item, None) if isinstance(item, InLinkPart) else (item.links, item.weights)
-                kept = len(links.indices)
-                indices[at : at + kept] = links.indices
-                if weights is not None and summed is not None:
-                    weights[at : at + kept] = summed
+                kept_indices.append(links.indices)
+                if summed is not None:
+                    kept_weights.append(summed)
                 indptr[links.first + 1 : links.first + len(links.indptr)] = at + links.indptr[1:]
-                at += kept
+                at += len(links.indices)
                 del item, links, summed
-        indices.resize(at, refcheck=False)
-        if weights is not None:
-            weights.resize(at, refcheck=False)
-        return LevelGraph(count, indptr, indices, weights)
+        return LevelGraph(
+            count,
+            indptr,
+            _joined(kept_indices, at, np.int32),
+            _joined(kept_weights, at, np.float64) if not once else None,
+        )
 
     def _with_pages(self, count: int, hosts: np.ndarray | None) -> np.ndarray:
         """By site index: True at a site with a host that has pages (``hosts``: the host graph's members)."""
@@ -526,27 +543,25 @@ class Sites(Part):
 
 @dataclass(frozen=True)
 class _MappedRows:
-    """An in-link CSR whose nodes fold into sites: the host graph (``site_of``: each host's site id by host
-    index) or the loaded domain graph (``site_of`` None: its nodes are the sites, by index)."""
+    """An in-link CSR whose nodes fold into sites (``site_of``: each node's site id by node index) or are the
+    sites themselves, by index (``site_of`` None: the loaded domain graph)."""
 
     indptr: np.ndarray
     indices: np.ndarray
-    weights: np.ndarray | None
     site_of: np.ndarray | None
 
 
 @dataclass(frozen=True)
 class _SiteLinks:
-    """Links between site ids (from 1), ``src[i] -> dst[i]``, of ``weights[i]`` (each 1 when None)."""
+    """Links between site ids (from 1), ``src[i] -> dst[i]``, each one link (a site's links to itself among
+    them, for the fold to leave out)."""
 
     dst: np.ndarray
     src: np.ndarray
-    weights: np.ndarray | None
 
 
-def _slices(rows: _MappedRows, step: int, weighted: bool) -> Iterator[_SiteLinks]:
-    """The links of ``rows`` as site links, about ``step`` at a time (whole rows: a row with more, alone); with
-    weights when ``weighted`` (1 each where the rows have none: a loaded link counts as one page link)."""
+def _slices(rows: _MappedRows, step: int) -> Iterator[_SiteLinks]:
+    """The links of ``rows`` as site links, about ``step`` at a time (whole rows: a row with more, alone)."""
     n = len(rows.indptr) - 1
     first = 0
     while first < n:
@@ -561,24 +576,40 @@ def _slices(rows: _MappedRows, step: int, weighted: bool) -> Iterator[_SiteLinks
             else:
                 dst = np.repeat(rows.site_of[first:last], counts)
                 src = rows.site_of[rows.indices[lo:hi]]
-            weights = None
-            if weighted:
-                weights = rows.weights[lo:hi] if rows.weights is not None else np.ones(hi - lo)
-            yield _SiteLinks(dst, src, weights)
+            yield _SiteLinks(dst, src)
         first = last
 
 
-def _fold_at_once(count: int, rows: list[_MappedRows], weighted: bool, once: bool) -> LevelGraph:
-    """:func:`.fold_links` of every link of ``rows`` at once (a key array a link: for small graphs)."""
-    pieces = [piece for part in rows for piece in _slices(part, max(int(part.indptr[-1]), 1), weighted)]
-    rows.clear()
-    if not pieces:
+def _after(first: _SiteLinks, rest: Iterator[_SiteLinks]) -> Iterator[_SiteLinks]:
+    """``first``, then what ``rest`` gives, ``first`` let go once it is folded."""
+    yield first
+    del first
+    yield from rest
+
+
+def _fold_at_once(count: int, pieces: Iterable[_SiteLinks], once: bool) -> LevelGraph:
+    """:func:`.fold_links` of every link ``pieces`` gives at once (a key array a link: for small graphs)."""
+    given = list(pieces)
+    if not given:
         return fold_links(count, np.zeros(0, np.int32), np.zeros(0, np.int32), None, once=once)
-    dst = np.concatenate([piece.dst for piece in pieces])
-    src = np.concatenate([piece.src for piece in pieces])
-    weights = np.concatenate([piece.weights for piece in pieces if piece.weights is not None]) if weighted else None
-    del pieces
-    return fold_links(count, dst, src, weights, once=once)
+    dst = np.concatenate([piece.dst for piece in given])
+    src = np.concatenate([piece.src for piece in given])
+    del given
+    return fold_links(count, dst, src, None, once=once)
+
+
+def _joined(parts: list[np.ndarray], size: int, dtype: type) -> np.ndarray:
+    """``parts`` one after the other in one array of ``size``, each part let go once copied (the list
+    emptied), so that the parts and the whole are not held twice over."""
+    whole: np.ndarray = np.empty(size, dtype=dtype)
+    at = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        whole[at : at + len(part)] = part
+        at += len(part)
+        del part
+    return whole
 
 
 def _running(pid: int) -> bool:
