@@ -172,7 +172,7 @@ class Levels(Part):
         shared = [name for name, number in found.items() if number == 0]
         if shared:
             found.update(self._ids_by_name(head.level, shared))
-        arrays = self.store.rankings.ranking_arrays(head.ranking_id)
+        arrays = self.store.rankings.ranking_arrays(head.ranking_id, votes=False)
         # as arrays, not a tuple a name: a page's thousand names in a few numpy passes
         numbers = np.fromiter(found.values(), dtype=np.int64, count=len(found))
         index = numbers - 1
@@ -226,7 +226,7 @@ class Levels(Part):
             return None
         ids = self._level_of_pages(head.level, self._level_sources(pages))
         loaded = self.store.site_links.in_links(number) if head.level == "site" else np.zeros(0, dtype=np.int32)
-        arrays = self.store.rankings.ranking_arrays(head.ranking_id)
+        arrays = self.store.rankings.ranking_arrays(head.ranking_id, votes=False)
         if len(ids):
             ids = np.concatenate([ids, loaded.astype(np.int64) + 1])
             ids = ids[(ids > 0) & (ids != number)]

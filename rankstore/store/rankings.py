@@ -67,6 +67,8 @@ class RankingArrays:
     extra: np.ndarray | None  # float64 (NaN where none), or None
     votes: np.ndarray | None = None  # float64: d·PR(v)/W(v), what a unit of link weight from v gives; None: not kept
     linked: np.ndarray | None = None  # float64: the part of each page's score its backlinks give (Σ votes·w)
+    # votes and linked left unread though stored (ranking_arrays(votes=False)): None above says nothing then
+    votes_left: bool = False
 
     @property
     def pages(self) -> int:
@@ -590,11 +592,15 @@ class Rankings(Part):
             raise RankingNotFound(f"no ranking {name!r} (run `rankstore rank` first)")
         return row[0], row[1]
 
-    def ranking_arrays(self, ranking_id: int) -> RankingArrays:
-        """A version's arrays, read once per reader (call inside a snapshot to pair them with its head)."""
+    def ranking_arrays(self, ranking_id: int, votes: bool = True) -> RankingArrays:
+        """A version's arrays, read once per reader (call inside a snapshot to pair them with its head).
+        ``votes`` False: its votes and linked parts need not be read (``votes_left``), as where only scores,
+        positions and in-links are asked (a level's estimates: at a domain graph's 135 million sites, two
+        of its five gigabytes, in each process of the proxy); read whole when a later caller asks for them."""
         cache = self._arrays
-        if ranking_id in cache:
-            return cache[ranking_id]
+        held = cache.get(ranking_id)
+        if held is not None and (not votes or not held.votes_left):
+            return held
         # each column's blocks converted into one array sized once: no list of the blocks, no joined copy (a
         # site ranking of 135 million sites is 4.5 GB of arrays, which those would have doubled and more)
         size = self.db.execute(
@@ -602,18 +608,19 @@ class Rankings(Part):
         ).fetchone()[0]
         columns = [_Column(size, ">f8", np.float64), _Column(size, ">i4", np.int32), _Column(size, ">i4", np.int32)]
         columns += [_Column(size, ">f8", np.float64) for _ in range(3)]  # extra, votes, linked: where stored
+        # the last two columns of a row left out: their overflow pages are not read either
+        wanted = "votes, linked" if votes else "NULL, NULL"
         for row in self.db.execute(
-            "SELECT scores, inlinks, best, extra, votes, linked FROM ranking_blocks WHERE ranking_id = ?"
-            " ORDER BY first",
+            f"SELECT scores, inlinks, best, extra, {wanted} FROM ranking_blocks WHERE ranking_id = ? ORDER BY first",
             (ranking_id,),
         ):
             for column, blob in zip(columns, row):
                 column.add(blob)
-        scores, inlinks, order, extra, votes, linked = (column.array() for column in columns)
+        scores, inlinks, order, extra, stored_votes, linked = (column.array() for column in columns)
         assert scores is not None and inlinks is not None and order is not None  # never NULL
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
-        arrays = RankingArrays(scores, inlinks, order, position, extra, votes, linked)
+        arrays = RankingArrays(scores, inlinks, order, position, extra, stored_votes, linked, votes_left=not votes)
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(list(cache)[0], None)  # a copy first: the proxy's threads share one reader's cache
         cache[ranking_id] = arrays
