@@ -247,6 +247,7 @@ class Ranks:
         # named that is not one; the default ranking missing from a store that ranks only hosts or sites is no
         # failure: their ranks answer for every link
         shown_ranking(store, ranking, levels)
+        level_heads(store, levels)
 
     def shown(self, store: Store) -> Ranking | None:
         """The newest version of the page ranking shown (:func:`shown_ranking`); None while the store ranks no
