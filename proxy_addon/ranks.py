@@ -372,8 +372,9 @@ class Ranks:
         with self.page() as view:
             view._cache()
             for head in (view.host_head, view.site_head):
-                if head is not None:
+                if head is not None:  # what ready() asks for: the level's arrays (read at a first estimate else)
                     view.level_keys(head.level)
+                    view.store.rankings.ranking_arrays(head.ranking_id)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -575,11 +576,12 @@ class PageView:
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             return None
         if whole and self.store_pages <= self.pages:
-            return 0
-        key, absent = self.ranks._absent
-        if key != (self.ranking_id, self.store_pages):
-            absent = {}
-        needed = sum(url not in cache and url not in absent for url in urls)
+            needed = 0  # no page look-up: a URL not known is in no page of the store
+        else:
+            key, absent = self.ranks._absent
+            if key != (self.ranking_id, self.store_pages):
+                absent = {}
+            needed = sum(url not in cache and url not in absent for url in urls)
         if self.host_head is not None or self.site_head is not None:  # and the hosts of those without a score
             level_key, known, by_url = self.ranks._estimates
             if level_key != self.level_ids:

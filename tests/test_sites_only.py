@@ -143,6 +143,20 @@ def test_links_get_their_sites_rank_from_the_library(site_store, best_sites):
     ranks.close()
 
 
+def test_a_page_in_the_loop_counts_its_sites_look_ups(site_store, best_sites):
+    """The loop's bound on a page's look-ups (``lookups_needed``) counts the hosts a page's links need
+    estimates for: with no page ranking, those are all of its links' hosts until they are known."""
+    ranks = Ranks(site_store)
+    ranks.preload()
+    assert ranks.ready()
+    urls = [f"https://www.{name}/deep/page.html" for name in best_sites] + [UNKNOWN]
+    with ranks.page() as view:
+        assert view.lookups_needed(urls) == len(urls)
+        view.lookup(urls)
+        assert view.lookups_needed(urls) == 0
+    ranks.close()
+
+
 @pytest.mark.parametrize("inline", [0, 65536], ids=["workers", "loop"])
 async def test_the_addon_starts_and_shows_site_bars(site_store, best_sites, inline):
     async with running_addon(site_store, pagerank_inline_bytes=inline) as addon:
