@@ -19,6 +19,11 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the store's modules load with the addon, after the arguments are read
+    from rankstore.store import LevelHead
 
 
 def extra_settings(extra: list[str]) -> dict[str, str]:
@@ -119,7 +124,12 @@ def run(arguments: list[str], announce: bool = False) -> None:
             await asyncio.sleep(0)  # as mitmproxy's own check waits: an error logged by a task just queued
             check = self.addons.get("errorcheck")
             if announce and not (check is not None and check.logger.has_errored):  # else mitmdump exits 1 next
-                print(banner(self.options), flush=True)
+                print(banner(self.options, self._levels_only()), flush=True)
+
+        def _levels_only(self) -> list[LevelHead]:
+            addon = self.addons.get("pagerankproxy")
+            ranks = getattr(addon, "ranks", None)
+            return ranks.levels_only() if ranks is not None else []
 
     def extra(args) -> dict:  # mitmdump's own: a filter given on the command line applies to its outputs
         if args.filter_args:
@@ -177,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     given = extra_settings(extra)  # what mitmdump will use, for the checks
     store = given.get("rankstore", args.store)
     ranking = given.get("pagerank_ranking", args.ranking)
-    problem = _store_problem(store, ranking)
+    problem = _store_problem(store, ranking, given)
     if problem:  # one line, before anything says "listening"
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(1)
@@ -226,13 +236,21 @@ def taken_address(options) -> tuple[str, int] | None:
     return None
 
 
-def banner(options) -> str:
-    """Where the proxy listens, from what mitmdump made of every argument (``-p`` after ``--`` too)."""
+def banner(options, levels_only: Sequence[LevelHead] = ()) -> str:
+    """Where the proxy listens, from what mitmdump made of every argument (``-p`` after ``--`` too), and what it
+    shows: its page ranking, or (``levels_only``) the host and site rankings of a store that ranks no pages."""
     host = options.listen_host or "0.0.0.0"  # mitmproxy's empty host: every address
     host = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
+    shown = f"ranking {options.pagerank_ranking}"
+    if levels_only:
+        shown = (
+            "ranking "
+            + " and ".join(f"{head.name} of {head.level}s" for head in levels_only)
+            + ": the store ranks no pages"
+        )
     return (
         f"pagerank-proxy: listening on http://{host}:{options.listen_port}/ with {options.rankstore} "
-        f"(ranking {options.pagerank_ranking}); its own pages at http://pagerank.proxy/"
+        f"({shown}); its own pages at http://pagerank.proxy/"
     )
 
 
@@ -292,14 +310,17 @@ def _options_problem(store: str, ranking: str, panel: int, idle_timeout: int, gi
     return None
 
 
-def _store_problem(store: str, ranking: str) -> str | None:
-    """Why the proxy cannot serve from this store, or None."""
-    from proxy_addon.ranks import page_ranking
+def _store_problem(store: str, ranking: str, given: dict[str, str] | None = None) -> str | None:
+    """Why the proxy cannot serve from this store, or None (the default ranking may be missing from a store that
+    ranks only hosts or sites: :func:`~proxy_addon.ranks.shown_ranking`)."""
+    from proxy_addon.ranks import LevelChoice, shown_ranking
     from rankstore.store import Store, StoreError
 
+    given = given or {}
+    levels = LevelChoice(given.get("pagerank_host_ranking", ""), given.get("pagerank_site_ranking", ""))
     try:
         with Store(store, readonly=True) as opened:
-            page_ranking(opened, ranking)
+            shown_ranking(opened, ranking, levels)
     except StoreError as error:
         return str(error)
     return None

@@ -106,6 +106,7 @@ class PanelData:
     stale: str | None = None  # the ranking predates the store's newest build (Store.rankings.stale_note says how)
     # a page with no score of its own: its host's and its site's rank, each with its best referrers
     levels: Sequence[LevelPanel] = ()
+    pages_ranked: bool = True  # False: the store ranks no pages, only hosts or sites (a domain graph)
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,11 @@ def level_section(level: LevelPanel) -> str:
 def panel(data: PanelData) -> str:
     info = data.info
     answered = next((level for level in data.levels if level.estimate is not None), None)
-    if info.pagerank is None:
+    if not data.pages_ranked:  # nothing page-level to say: the levels answer
+        summary = "No page ranking in this store"
+        if answered is not None and answered.estimate is not None:
+            summary += f" · its {answered.level} ranks {format_score(answered.estimate.score)}"
+    elif info.pagerank is None:
         summary = f"PageRank: {LATER_NOTE}" if info.later else "PageRank: this page is not in the store"
         if answered is not None and answered.estimate is not None:
             summary += f" · its {answered.level} ranks {format_score(answered.estimate.score)}"

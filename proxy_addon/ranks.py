@@ -34,7 +34,7 @@ from ._scan_python import Marks
 from .markup import MAX_BAR_PX, Backlink, Estimate, LevelPanel, LinkInfo, PanelData, Referrer, proxy_url
 from .rewrite import TooManyLinks
 
-__all__ = ["Ranks", "LevelChoice", "page_ranking", "level_heads"]
+__all__ = ["Ranks", "LevelChoice", "page_ranking", "shown_ranking", "level_heads", "DEFAULT_RANKING"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
 # names of a level past which no keys are held in memory (twelve bytes a name); past it a page's sites are probed
@@ -51,6 +51,7 @@ PRELOAD_PAGES = 20_000
 T = TypeVar("T")
 _LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
 _UNSEEN = object()
+NO_RANKING = 0  # the ranking id of a page's view where the store ranks no pages (no version has id 0)
 
 
 @dataclass(frozen=True)
@@ -90,28 +91,57 @@ def level_heads(store: Store, levels: LevelChoice) -> LevelHeads:
     return LevelHeads(found[0], found[1])
 
 
+DEFAULT_RANKING = "pagerank"  # the page ranking the proxy shows unless another is named
+
+
 def page_ranking(store: Store, name: str) -> Ranking:
     """The newest version of ranking ``name``, which must rank pages: the proxy looks its scores up by page.
 
     A StoreError in one line otherwise, naming the store's page rankings to
     choose from: for a ranking of hosts (its scores are by host number), and
-    for a name the store has not.
+    for a name the store has not (with advice that fits the store: a domain
+    graph has no pages to rank, only sites).
     """
     try:
         return store.rankings.page_ranking(name)
     except RankingLevelError as error:  # the CLI's words name its options; the proxy's name the choice alone
         pages = error.page_rankings
         raise StoreError(
-            error.refusal(
-                f"choose a page ranking ({', '.join(pages)})" if pages else "rank the pages first (`rankstore rank`)"
-            )
+            error.refusal(f"choose a page ranking ({', '.join(pages)})" if pages else _no_page_ranking(store))
         ) from None
     except RankingNotFound:
         pages = store.rankings.page_rankings()
         raise RankingNotFound(
             f"no ranking {name!r} "
-            + (f"(the store's page rankings: {', '.join(pages)})" if pages else "(run `rankstore rank`)")
+            + (f"(the store's page rankings: {', '.join(pages)})" if pages else f"({_no_page_ranking(store)})")
         ) from None
+
+
+def shown_ranking(store: Store, name: str, levels: LevelChoice) -> Ranking | None:
+    """The page ranking the proxy shows (:func:`page_ranking`), or None where it shows none: ``name`` is the
+    default, the store ranks no pages, and a host or site ranking answers for every link (a Common Crawl domain
+    graph ranked by site).  A ranking named that is not there is an error, as is a store that ranks nothing."""
+    try:
+        return page_ranking(store, name)
+    except RankingNotFound:
+        if name != DEFAULT_RANKING or store.rankings.page_rankings() or not any(level_heads(store, levels)):
+            raise
+        return None
+
+
+def _no_page_ranking(store: Store) -> str:
+    """What to do about a store with no page ranking, in words that fit it: a domain graph's sites are ranked
+    with ``--level site`` (it has no pages), a crawl's pages by ``rankstore rank``; where hosts or sites are
+    ranked already, the proxy's default ranking shows their ranks."""
+    answering = [head for head in level_heads(store, AUTOMATIC) if head is not None]
+    if answering:
+        return (
+            f"the store ranks no pages, only {' and '.join(head.level + 's' for head in answering)} "
+            f"({', '.join(head.name for head in answering)}): with no ranking named, the proxy shows their ranks"
+        )
+    if store.pages.last_page_id() == 0 and store.levels.level_count("site"):
+        return "the store holds a domain graph and no pages: run `rankstore rank --level site`"
+    return "run `rankstore rank`"
 
 
 @dataclass(frozen=True)
@@ -213,8 +243,25 @@ class Ranks:
         self._keys: dict[str, LevelKeys] = {}
         self._marks = MarksCache(None, {}, MarksCount())
         store = self.store()
-        page_ranking(store, ranking)  # fails early, with a clear message, for a missing ranking or one of hosts
-        level_heads(store, levels)  # and for a host or site ranking named that is not one
+        # fails early, with a clear message, for a missing ranking or one of hosts, and for a host or site ranking
+        # named that is not one; the default ranking missing from a store that ranks only hosts or sites is no
+        # failure: their ranks answer for every link
+        shown_ranking(store, ranking, levels)
+        level_heads(store, levels)
+
+    def shown(self, store: Store) -> Ranking | None:
+        """The newest version of the page ranking shown (:func:`shown_ranking`); None while the store ranks no
+        pages and its host or site ranks answer for every link (a page ranking made later is shown then)."""
+        return shown_ranking(store, self.ranking, self.levels)
+
+    def levels_only(self) -> list[LevelHead]:
+        """The host and site rankings that answer for every link while the store ranks no pages (the proxy's
+        default ranking is missing); empty where a page ranking is shown."""
+        store = self.store()
+        with store.snapshot():
+            if self.shown(store) is not None:
+                return []
+            return [head for head in level_heads(store, self.levels) if head is not None]
 
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
@@ -264,14 +311,14 @@ class Ranks:
         if head is None or head.data_version != version:
             with store.snapshot():
                 # once per commit: what every page until the next one shows beside its scores
-                ranking = store.rankings.page_ranking(self.ranking)  # a version of hosts is never read by page
+                ranking = self.shown(store)  # a version of hosts is never read by page
                 host, site = level_heads(store, self.levels)
                 head = local.head = _Head(
                     version,
-                    ranking.id,
-                    ranking.pages,
+                    ranking.id if ranking is not None else NO_RANKING,
+                    ranking.pages if ranking is not None else 0,
                     store.pages.last_page_id(),
-                    store.rankings.stale_note(ranking),
+                    store.rankings.stale_note(ranking) if ranking is not None else None,
                     host,
                     site,
                     (store.levels.level_count("host") if host else 0, store.levels.level_count("site") if site else 0),
@@ -303,12 +350,15 @@ class Ranks:
         if head is not None and head.data_version == version:
             ranking_id, heads, counts = head.ranking_id, LevelHeads(head.host, head.site), head.counts
         else:
-            ranking_id = store.rankings.ranking_head(self.ranking)[0]
+            try:
+                ranking_id = store.rankings.ranking_head(self.ranking)[0]
+            except RankingNotFound:  # Ranks() let it be missing: the store ranks only hosts or sites
+                ranking_id = NO_RANKING
             heads = level_heads(store, self.levels)
             counts = tuple(store.levels.level_count(level.level) if level else 0 for level in heads)
         return (
             self._known.version == ranking_id
-            and ranking_id in self._arrays
+            and (ranking_id == NO_RANKING or ranking_id in self._arrays)
             and all(
                 level is None
                 or (level.ranking_id in self._arrays and getattr(self._keys.get(level.level), "count", -1) == count)
@@ -322,8 +372,9 @@ class Ranks:
         with self.page() as view:
             view._cache()
             for head in (view.host_head, view.site_head):
-                if head is not None:
+                if head is not None:  # what ready() asks for: the level's arrays (read at a first estimate else)
                     view.level_keys(head.level)
+                    view.store.rankings.ranking_arrays(head.ranking_id)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -525,11 +576,12 @@ class PageView:
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             return None
         if whole and self.store_pages <= self.pages:
-            return 0
-        key, absent = self.ranks._absent
-        if key != (self.ranking_id, self.store_pages):
-            absent = {}
-        needed = sum(url not in cache and url not in absent for url in urls)
+            needed = 0  # no page look-up: a URL not known is in no page of the store
+        else:
+            key, absent = self.ranks._absent
+            if key != (self.ranking_id, self.store_pages):
+                absent = {}
+            needed = sum(url not in cache and url not in absent for url in urls)
         if self.host_head is not None or self.site_head is not None:  # and the hosts of those without a score
             level_key, known, by_url = self.ranks._estimates
             if level_key != self.level_ids:
@@ -563,7 +615,16 @@ class PageView:
         info = self.lookup([url]).get(url)
         if info is None or info.pagerank is None:  # not in the store, or not ranked yet
             levels = self.level_panels(url, most_pages)
-            return PanelData(url, info or LinkInfo(None), [], 0, ranks.ranking, stale=self.stale, levels=levels)
+            return PanelData(
+                url,
+                info or LinkInfo(None),
+                [],
+                0,
+                ranks.ranking,
+                stale=self.stale,
+                levels=levels,
+                pages_ranked=self.ranking_id != NO_RANKING,
+            )
         since, host_ranking = self._heads()
         rows, new, count, since = self._best_backlinks(url, since)
         cache = self._cache()
@@ -714,7 +775,8 @@ class PageView:
         version, cache, _ = self.ranks._known
         if version != self.ranking_id or len(cache) > _CACHE_URLS:
             cache = {}
-            whole = self._preload(cache, min(self.ranks.preload_pages, _CACHE_URLS))
+            # no page ranking: no page has a score, and a URL the store holds is "not ranked yet"
+            whole = self.ranking_id == NO_RANKING or self._preload(cache, min(self.ranks.preload_pages, _CACHE_URLS))
             self.ranks._known = KnownPages(self.ranking_id, cache, whole)
         return cache
 

@@ -334,6 +334,10 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     store.ensure_derived()
     links = store.graph.in_links()
     if links.n == 0:
+        if store.sites.site_count():  # a domain graph alone: sites and their links, no page to rank
+            raise RankingError(
+                "the store has no pages, only sites (a domain graph): rank them with `rankstore rank --level site`"
+            )
         raise RankingError("the store has no pages: run `rankstore build` first")
     indptr, indices, weights = links.indptr, links.indices, links.weights
     if links.nofollow is not None and not include_nofollow:

@@ -48,10 +48,10 @@ from rankstore.store import RankingLevelError, StoreError
 
 from ..ranks import Ranks
 from .backlinks import backlinks
-from .browse import index, page_view, search, top
+from .browse import index, levels_only, page_view, search, top
 from .builds import builds
 from .compare import compare
-from .layout import CSP, BadRequest, NotFound, error
+from .layout import CSP, BadRequest, NotFound, PagesUnranked, error
 from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE, known, level_message
 
 __all__ = ["respond", "PAGE_SIZE", "QUERY_DEADLINE", "CSP", "MAX_PARAM", "MAX_QUERY", "MAX_WORDS", "ROUTES"]
@@ -109,6 +109,8 @@ def respond(
         return error(400, level_message(problem))
     except NotFound as problem:
         return error(404, str(problem))
+    except PagesUnranked:  # not an error of the reader's: the store has no pages to show, its levels answer
+        return levels_only(ranks)
     except sqlite3.OperationalError as problem:
         if "interrupt" in str(problem):
             return error(503, "The query took too long; try fewer or rarer words, or an earlier page.")

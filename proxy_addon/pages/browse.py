@@ -19,6 +19,7 @@ from .layout import (
     UNRANKED,
     BadRequest,
     NotFound,
+    PagesUnranked,
     download,
     host_infos,
     host_table,
@@ -42,7 +43,7 @@ from .params import (
     url_param,
 )
 
-__all__ = ["index", "top", "search", "page_view"]
+__all__ = ["index", "top", "search", "page_view", "levels_only"]
 
 
 def index(ranks: Ranks, query: Query):
@@ -130,7 +131,14 @@ def page_view(ranks: Ranks, query: Query):
         raise BadRequest("Give an http(s) URL: /page?url=https://example.com/")
     fmt = choice(query, "format", FORMATS)
     store = ranks.store()
-    chosen = ranking(query, store, ranks.ranking)
+    try:
+        chosen: Ranking | None = ranking(query, store, ranks.ranking)
+    except PagesUnranked:
+        if fmt != "html":
+            raise
+        chosen = None
+    if chosen is None:  # the store ranks no pages: the URL's host or site answers, as on its links
+        return _estimate_of_page(ranks, url, None)
     if fmt != "html":
         table = views.show_view(store, [url], chosen.name)
         if not table.rows:  # not in the store, nor its host or site ranked
@@ -174,21 +182,62 @@ def page_view(ranks: Ranks, query: Query):
     return html_response("Page", body, notes)
 
 
-def _estimate_of_page(ranks: Ranks, url: str, chosen: Ranking):
-    """/page for a URL the store does not hold: its host's rank, else its site's (the level that answered
-    says so), and each level's best referrers, as its panel shows them; a 404 when no level ranks it."""
+def _estimate_of_page(ranks: Ranks, url: str, chosen: Ranking | None):
+    """/page for a URL the store does not hold (or, ``chosen`` None, of a store that ranks no pages): its host's
+    rank, else its site's (the level that answered says so), and each level's best referrers, as its panel shows
+    them; a 404 when no level ranks it."""
     with ranks.page() as view:
         info = view.lookup([url]).get(url)
         if info is None or info.estimate is None:
+            if chosen is None:
+                raise NotFound(f"{url}: the store ranks no pages, and no level it ranks holds this page's site.")
             raise NotFound(f"{url} is not in the store.")
         levels = view.level_panels(url)
     answered = info.estimate
+    said = "The store ranks no pages" if chosen is None else "This page is not in the store"
     body = (
         f'<p><a href="{escape(url)}">{escape(url)}</a></p>'
-        f'<p data-pagerank-level="{escape(answered.level)}">{bar(info)} This page is not in the store: answered by '
+        f'<p data-pagerank-level="{escape(answered.level)}">{bar(info)} {said}: answered by '
         f"its {escape(estimate_text(answered))}</p>" + "".join(level_section(level) for level in levels)
     )
-    return html_response(f"Page, by its {answered.level}'s rank", body, views.stale_notes(ranks.store(), chosen))
+    notes = views.stale_notes(ranks.store(), chosen) if chosen is not None else []
+    return html_response(f"Page, by its {answered.level}'s rank", body, notes)
+
+
+def levels_only(ranks: Ranks):
+    """What a page about pages says where the store ranks no pages, only hosts or sites (a Common Crawl domain
+    graph): which levels answer on every link, their top lists, a URL's own look-up, and how pages get ranked."""
+    store = ranks.store()
+    heads = ranks.levels_only()
+    has_pages = store.pages.last_page_id() > 0
+    levels = " and ".join(f"{head.level}s" for head in heads) or "nothing"
+    if has_pages:
+        said = (
+            f"This store ranks {levels} only: its pages are not ranked (no ranking {escape(ranks.ranking)}; "
+            "<code>rankstore rank</code> ranks them)."
+        )
+    else:
+        said = (
+            f"This store ranks {levels} only: it holds a domain graph, no pages, so it has no pages' "
+            "scores, backlinks or titles to show."
+        )
+    answers = " or ".join(f"its {head.level}'s" for head in heads)
+    tops = " · ".join(
+        f'<a href="{escape(proxy_url("/top", ranking=head.name))}">The top {head.level}s</a> by '
+        f"<b>{escape(head.name)}</b>"
+        for head in heads
+    )
+    body = (
+        f"<p>{said}</p>"
+        f"<p>On every page through the proxy, a link's bar shows {answers} rank; a link whose "
+        f"{' or '.join(head.level for head in heads)} the store does not rank says "
+        "&#8220;Not in the PageRank store&#8221;.</p>"
+        f"<p>{tops}</p>"
+        f'<form action="{proxy_url("/page")}" method="get"><input type="url" name="url" '
+        f'placeholder="https://example.com/" aria-label="A URL\'s rank"> <button>Look up a URL</button></form>'
+        f'<p><a href="{proxy_url("/builds")}">Builds</a></p>'
+    )
+    return html_response("PageRank proxy: " + (levels if heads else "no ranking"), body)
 
 
 def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):

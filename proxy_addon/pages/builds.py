@@ -10,7 +10,7 @@ from rankstore import views
 
 from ..markup import escape, proxy_url
 from ..ranks import Ranks
-from .layout import FORMATS, NotFound, download, html_response, with_ranking
+from .layout import FORMATS, NotFound, PagesUnranked, download, html_response, with_ranking
 from .params import Query, choice, first, flag, ranking, target
 
 __all__ = ["builds"]
@@ -21,7 +21,10 @@ def builds(ranks: Ranks, query: Query):
     value = first(query, "url").strip()
     fmt = choice(query, "format", FORMATS)
     store = ranks.store()
-    extra = with_ranking(ranks, ranking(query, store, ranks.ranking).name)  # carried to the backlinks' links
+    try:
+        extra = with_ranking(ranks, ranking(query, store, ranks.ranking).name)  # carried to the backlinks' links
+    except PagesUnranked:  # the builds stand without a page ranking; their backlinks' links say so
+        extra = {}
     url = host = None
     if value:
         url, host = target(value, whole)

@@ -22,6 +22,8 @@ __all__ = [
     "CSP",
     "HEADERS",
     "BadRequest",
+    "NotFound",
+    "PagesUnranked",
     "layout",
     "error",
     "html_response",
@@ -44,6 +46,11 @@ class BadRequest(Exception):
 
 class NotFound(Exception):
     """What the store does not have, said on a 404 page."""
+
+
+class PagesUnranked(Exception):
+    """The proxy's own page ranking was asked for where the store ranks no pages, only hosts or sites (the proxy
+    started on their ranks: :func:`~proxy_addon.ranks.shown_ranking`): said on a page that points to what works."""
 
 
 PAGE_STYLE = STYLE + (

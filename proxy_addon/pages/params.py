@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from rankstore.store import Ranking, RankingLevelError, RankingNotFound, Store
 from rankstore.urls import canonical, host_of
 
-from .layout import BadRequest
+from .layout import BadRequest, PagesUnranked
 
 __all__ = ["first", "values", "number", "choice", "flag", "url_param", "target", "ranking", "page_ranking", "known"]
 
@@ -87,11 +87,14 @@ def known(query: Query, path: str, allowed: Sequence[str]) -> None:
 
 
 def ranking(query: Query, store: Store, default: str) -> Ranking:
-    """The ranking ``ranking=`` names (the proxy's own by default), of any level."""
+    """The ranking ``ranking=`` names (the proxy's own by default), of any level; :class:`PagesUnranked` for
+    the proxy's own where the store ranks no pages (the proxy checked at its start that it may be missing)."""
     name = first(query, "ranking").strip() or default
     try:
         return store.rankings.ranking(name)
     except RankingNotFound:
+        if name == default:
+            raise PagesUnranked() from None
         names = [found.name for found in store.rankings.all()]
         raise BadRequest(f"No ranking {name!r}; the store has: {', '.join(names) or 'none'}.") from None
 
