@@ -99,13 +99,13 @@ def test_option_tables_are_what_the_code_declares():
 
 
 def test_check_mode_says_how_to_regenerate(tmp_path, monkeypatch, capsys):
-    stale = tmp_path / "README.md"
-    stale.write_text(_read(README).replace("`pagerank_panel`", "`pagerank_panels`"), encoding="utf-8")
-    monkeypatch.setattr(gen, "README", str(stale))
+    stale = tmp_path / "OPTIONS.md"
+    stale.write_text(_read(OPTIONS).replace("`pagerank_panel`", "`pagerank_panels`"), encoding="utf-8")
+    monkeypatch.setattr(gen, "OPTIONS", str(stale))
     assert gen.main(["--check"]) == 1
     assert REGENERATE in capsys.readouterr().err
     assert gen.main([]) == 0  # and writing it puts it right
-    assert stale.read_text(encoding="utf-8") == _read(README)
+    assert stale.read_text(encoding="utf-8") == _read(OPTIONS)
 
 
 def test_proxy_table_follows_the_addon_and_the_flags(monkeypatch):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the option tables of README.md and docs/OPTIONS.md from the code's own declarations.
+"""Write the option tables of docs/OPTIONS.md (the proxy's, each rankstore command's) from the code's declarations.
 
     python tools/gen_options_table.py          # rewrite the tables between their markers
     python tools/gen_options_table.py --check  # exit 1 when a file is not what this would write
@@ -30,7 +30,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-README = os.path.join(ROOT, "README.md")
 OPTIONS = os.path.join(ROOT, "docs", "OPTIONS.md")
 PROXY_MARK = "proxy-options"
 RANKSTORE_MARK = "rankstore-options"
@@ -245,10 +244,8 @@ def fill(text: str, mark: str, body: str) -> str:
 def expected() -> dict[str, str]:
     """Each file this writes -> its text as the code declares it."""
     texts = {}
-    with open(README, encoding="utf-8") as file:
-        texts[README] = fill(file.read(), PROXY_MARK, proxy_table())
     with open(OPTIONS, encoding="utf-8") as file:
-        texts[OPTIONS] = fill(file.read(), RANKSTORE_MARK, rankstore_tables())
+        texts[OPTIONS] = fill(fill(file.read(), PROXY_MARK, proxy_table()), RANKSTORE_MARK, rankstore_tables())
     return texts
 
 
