@@ -25,9 +25,12 @@ from . import display
 from .columns import SCORE_COLUMNS, SPAM_MASS, names
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .output import ShareLine
-from .store import BacklinkReport, Ranking, Store, analysis
+from .store import BacklinkReport, Ranking, RankingNotFound, Store, analysis
+from .store.levels import ESTIMATE_LEVELS
 from .store.queries import search_words
 from .urls import host_of, site_of
+
+DEFAULT_RANKING = "pagerank"  # the ranking a view reads when none is named (the CLI's --ranking default)
 
 __all__ = [
     "ALL_ROWS",
@@ -274,15 +277,27 @@ def stale_notes(store: Store, ranking: Ranking) -> list[str]:
 
 
 def top_view(store: Store, name: str, limit: int) -> Table:
-    """The best pages of a page ranking, or the best hosts (sites) of a host (site) ranking."""
-    ranking = store.rankings.ranking(name)
-    notes = stale_notes(store, ranking)
+    """The best pages of a page ranking, or the best hosts (sites) of a host (site) ranking.  With the
+    default ranking asked of a store that ranks no pages (a Common Crawl domain graph ranked by site), the
+    finest level ranking it has, said in a note."""
+    try:
+        ranking = store.rankings.ranking(name)
+        notes = []
+    except RankingNotFound:
+        head = next((head for level in ESTIMATE_LEVELS if (head := store.levels.level_head(level)) is not None), None)
+        if name != DEFAULT_RANKING or store.rankings.page_rankings() or head is None:
+            raise
+        ranking = store.rankings.ranking(head.name)
+        notes = [f"the store ranks no pages: the best {head.level}s of {head.name}"]
+    notes += stale_notes(store, ranking)
     if ranking.level != "page":
         rows = decorate_level(
-            analysis.top_nodes(store, name, ranking.level, limit), ranking.level, *store.rankings.score_range(ranking)
+            analysis.top_nodes(store, ranking.name, ranking.level, limit),
+            ranking.level,
+            *store.rankings.score_range(ranking),
         )
         return Table(rows, LEVEL_COLUMNS[ranking.level], notes)
-    rows = decorate(store.queries.top(name, limit), *store.rankings.score_range(ranking))
+    rows = decorate(store.queries.top(ranking.name, limit), *store.rankings.score_range(ranking))
     return Table(rows, page_columns(rows, PAGE_EXTRA), notes)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import json
 import re
 import threading
 import urllib.error
@@ -230,3 +231,13 @@ def test_the_own_page_of_a_url_is_its_sites_rank(proxy, best_sites):
     assert status == 200 and f'data-site="{best_sites[0]}"' in text
     status, text = fetch(proxy, "http://pagerank.proxy/builds")
     assert status == 200
+
+
+def test_top_with_no_ranking_named_lists_the_sites_of_a_store_that_ranks_no_pages(site_store, best_sites):
+    result = CliRunner().invoke(cli, ["top", "-n", "3", "--format", "json", "--store", site_store])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [row["site"] for row in rows] == best_sites[:3]
+    assert "the store ranks no pages: the best sites of siterank" in result.stderr
+    named = CliRunner().invoke(cli, ["top", "--ranking", "nosuch", "--store", site_store])
+    assert named.exit_code == 1 and "no ranking 'nosuch'" in named.output
