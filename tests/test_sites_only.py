@@ -233,6 +233,14 @@ def test_the_own_page_of_a_url_is_its_sites_rank(proxy, best_sites):
     assert status == 200
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_download_of_pages_rows_says_there_are_none(proxy, best_sites, fmt):
+    status, text = fetch(proxy, f"http://pagerank.proxy/top?format={fmt}")
+    assert status == 404 and "This store ranks no pages" in text
+    status, text = fetch(proxy, f"http://pagerank.proxy/top?ranking=siterank&format={fmt}")
+    assert status == 200 and best_sites[0] in text
+
+
 def test_top_with_no_ranking_named_lists_the_sites_of_a_store_that_ranks_no_pages(site_store, best_sites):
     result = CliRunner().invoke(cli, ["top", "-n", "3", "--format", "json", "--store", site_store])
     assert result.exit_code == 0, result.output

@@ -110,6 +110,8 @@ def respond(
     except NotFound as problem:
         return error(404, str(problem))
     except PagesUnranked:  # not an error of the reader's: the store has no pages to show, its levels answer
+        if query.get("format", ["html"])[-1] != "html":  # a download of pages' rows: none, said as an error
+            return error(404, "This store ranks no pages, only hosts or sites: ask for ranking=siterank or hostrank.")
         return levels_only(ranks)
     except sqlite3.OperationalError as problem:
         if "interrupt" in str(problem):
