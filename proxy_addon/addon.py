@@ -73,7 +73,6 @@ class PageRankProxy:
 
     def load(self, loader) -> None:
         self.deadline.load(loader)
-        self.recorder.load(loader)
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
         loader.add_option("pagerank_ranking", str, "pagerank", "The named ranking to show.")
         loader.add_option(
@@ -124,6 +123,7 @@ class PageRankProxy:
             "The site ranking that answers for a link whose page and host have no score (empty: siterank, else "
             "the store's newest site ranking, such as a loaded cc-pagerank).",
         )
+        self.recorder.load(loader)
 
     def configure(self, updated) -> None:
         self.deadline.configure(updated)

@@ -45,11 +45,14 @@ def mitmdump_args(
     panel: int,
     extra: list[str],
     idle_timeout: int = 60,
-    record: Sequence[tuple[str, str]] = (),
+    record: str = "",
+    record_warc: bool = False,
+    record_exclude: str | Sequence[str] = (),
+    record_queries: bool = False,
 ) -> list[str]:
     """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
-    to it (mitmproxy refuses an option set twice: the proxy would start without its store).  ``record``: the
-    recording options as (name, value), a name repeated for each item of a sequence (:func:`record_settings`)."""
+    to it (mitmproxy refuses an option set twice: the proxy would start without its store).  The recording
+    options go only with a ``record`` directory; ``record_exclude`` sets the sequence an item at a time."""
     ours = {
         "rankstore": store,
         "pagerank_ranking": ranking,
@@ -59,21 +62,15 @@ def mitmdump_args(
         "listen_host": listen_host,
         "listen_port": str(port),
     }
+    pairs = list(ours.items())
+    if record:
+        patterns = [record_exclude] if isinstance(record_exclude, str) else list(record_exclude)
+        pairs += [("pagerank_record", record), ("pagerank_record_warc", str(record_warc).lower())]
+        pairs += [("pagerank_record_exclude", pattern) for pattern in patterns]
+        pairs += [("pagerank_record_queries", str(record_queries).lower())]
     given = extra_settings(extra)
-    pairs = [*ours.items(), *record]
     settings = [item for name, value in pairs if name not in given for item in ("--set", f"{name}={value}")]
     return [*settings, *extra]
-
-
-def record_settings(directory: str | None, warc: bool, exclude: Sequence[str], queries: bool) -> list[tuple[str, str]]:
-    """The addon's recording options for ``--record DIR`` and its companions (none without ``--record``)."""
-    if not directory:
-        return []
-    found = [("pagerank_record", directory)]
-    found += [("pagerank_record_warc", "true")] if warc else []
-    found += [("pagerank_record_exclude", pattern) for pattern in exclude]
-    found += [("pagerank_record_queries", "true")] if queries else []
-    return found
 
 
 CONNECTION_LOGGER = "mitmproxy.proxy.server"  # a line at INFO as each client and server connection opens and closes
@@ -198,6 +195,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--record",
         metavar="DIR",
+        default="",
         help="record each HTML page the proxy annotates (URL, status, title, time, out-links) in DIR, for "
         "`rankstore build DIR`; off by default. Never recorded: the proxy's own pages, requests with an "
         "Authorization header, --record-exclude hosts, and page URLs' query strings unless --record-queries",
@@ -233,7 +231,6 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(2)
-    record = record_settings(args.record, args.record_warc, args.record_exclude, args.record_queries)
     given = extra_settings(extra)  # what mitmdump will use, for the checks
     store = given.get("rankstore", args.store)
     ranking = given.get("pagerank_ranking", args.ranking)
@@ -241,14 +238,24 @@ def main(argv: list[str] | None = None) -> None:
     if problem:  # one line, before anything says "listening"
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(1)
-    problem = _options_problem(store, ranking, args.panel, args.idle_timeout, given, args.record or "")
+    problem = _options_problem(store, ranking, args.panel, args.idle_timeout, given, args.record)
     if problem:  # mitmdump would say "listening", then print the addon's refusal with a traceback
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
     asyncio.set_event_loop_policy(_QuietStopPolicy())
     run(
         mitmdump_args(
-            args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout, record
+            args.store,
+            args.listen_host,
+            args.port,
+            args.ranking,
+            args.panel,
+            extra,
+            args.idle_timeout,
+            args.record,
+            args.record_warc,
+            args.record_exclude,
+            args.record_queries,
         ),
         announce=True,
     )
