@@ -355,3 +355,30 @@ def test_the_cli_refuses_record_options_it_cannot_honour(store, tmp_path, capsys
     ).stdout
     for flag in ("--record DIR", "--record-warc", "--record-exclude PATTERN", "--record-queries", "--record ~/"):
         assert flag in help_text
+
+
+@pytest.mark.parametrize("inline", [0, 65536], ids=["workers", "loop"])
+async def test_the_addon_records_a_compressed_page_as_decoded_and_not_a_page_left_untouched(store, tmp_path, inline):
+    """In mitmproxy's test harness: a gzip page's record holds its decoded links, wherever it was rewritten;
+    a page the proxy leaves untouched (over pagerank_max_links) is not recorded."""
+    from test_addon import make_flow, run_hooks, running_addon
+
+    record = tmp_path / "record"
+    html = b"<title>Shop</title><a href='/a'>A</a><a rel='nofollow ugc' href='b?x=1'>B</a>" + b"<p>x</p>" * 200
+    async with running_addon(
+        store, pagerank_inline_bytes=inline, pagerank_record=str(record), pagerank_max_links=50
+    ) as addon:
+        flow = make_flow("http://shop.example/c/page?session=1", html, headers=[("content-encoding", "gzip")])
+        assert flow.response.raw_content[:2] == b"\x1f\x8b"  # encoded by mitmproxy as its header says
+        await run_hooks(addon, flow)
+        assert flow.metadata["pagerank"].startswith("2 bars")
+        many = b"<a href='/x'>x</a>" * 60 + b"<p>" * 200
+        untouched = make_flow("http://shop.example/many", many)
+        await run_hooks(addon, untouched)
+        assert flow.metadata["pagerank"].startswith("2 bars") and untouched.metadata["pagerank"].startswith("untouched")
+    [line] = lines_of(record)
+    assert line["url"] == "http://shop.example/c/page" and line["title"] == "Shop"
+    assert line["links"] == [
+        {"url": "http://shop.example/a", "nofollow": False, "anchor": "A"},
+        {"url": "http://shop.example/c/b?x=1", "nofollow": True, "anchor": "B"},
+    ]
