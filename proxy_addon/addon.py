@@ -13,7 +13,8 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 mitmproxy's event loop rather than sent to a worker; 0: never),
 ``pagerank_host_ranking`` and ``pagerank_site_ranking`` (the rankings whose host and site ranks answer for a
 link whose page has no score; "": ``hostrank``/``siterank``, else the store's newest of the level);
-``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, driven from this addon's hooks.
+``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, and the ``pagerank_record*`` options (recording
+the pages annotated, opt-in) to :mod:`proxy_addon.record`, both driven from this addon's hooks.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from proxy_addon.pacing import Pacer
 from proxy_addon.pages import respond
 from proxy_addon.pool import Workers
 from proxy_addon.ranks import LevelChoice, Ranks
+from proxy_addon.record import Recorder
 from proxy_addon.rewrite import TooManyLinks
 from proxy_addon.worker import preload, prepare_panel, ready, rewrite_job
 from rankstore.store import StoreError
@@ -67,6 +69,7 @@ class PageRankProxy:
         # The origin's deadlines: called from these hooks, not registered as an addon of its own, since
         # mitmproxy visits every addon at each of its events (about twenty a page), hooks or not.
         self.deadline = OriginDeadline()
+        self.recorder = Recorder()  # the pages annotated, written to a record (pagerank_record), if asked
 
     def load(self, loader) -> None:
         self.deadline.load(loader)
@@ -120,9 +123,11 @@ class PageRankProxy:
             "The site ranking that answers for a link whose page and host have no score (empty: siterank, else "
             "the store's newest site ranking, such as a loaded cc-pagerank).",
         )
+        self.recorder.load(loader)
 
     def configure(self, updated) -> None:
         self.deadline.configure(updated)
+        self.recorder.configure(updated)
         if not updated & {
             "rankstore",
             "pagerank_ranking",
@@ -289,21 +294,30 @@ class PageRankProxy:
         if waited is None:
             return
         job = self._job(flow)
+        # the page's record is made in a thread while it is rewritten, and kept if it is annotated
+        recording = self.recorder.take(flow, body, job.content_encoding, job.limit)
         try:
             done, route = await self._rewrite(body, job)
         except (StoreError, WorkerError) as error:
             log.warning("pagerank: %s: %s", job.url, error)
             mark(flow, FlowState.UNTOUCHED, f"untouched: {error}{_waited(waited)}")
+            self.recorder.drop(recording)
             return
         except Exception as error:  # a bug of ours in this loop's rewrite (a worker reports its own): untouched
             log.exception("pagerank: %s: rewriting failed", job.url)
             mark(flow, FlowState.UNTOUCHED, f"untouched: {type(error).__name__}: {error}{_waited(waited)}")
+            self.recorder.drop(recording)
             return
         if isinstance(done, Untouched):
             mark(flow, FlowState.UNTOUCHED, f"untouched: {done.reason}{_waited(waited)}")
+            self.recorder.drop(recording)
         elif self._still_wanted(flow, response):  # else the client has gone, or the flow was killed, meanwhile
             _apply(response, done.body)
             mark(flow, FlowState.REWRITTEN, _rewritten_note(done, time.perf_counter() - started, route, waited))
+            # written before the client has the page: a proxy killed outright loses at most the pages in hand
+            await self.recorder.keep(recording)
+        else:
+            self.recorder.drop(recording)
 
     def _settle(self, flow: http.HTTPFlow) -> None:
         """The flow's origin is done: it is in flight no longer, and nothing of it is made ahead now."""
@@ -451,6 +465,7 @@ class PageRankProxy:
     async def done(self) -> None:
         self.stopping = True
         self.deadline.done()
+        self.recorder.done()
         if self.ranks is not None:
             self.ranks.close()
         if self.workers is not None:

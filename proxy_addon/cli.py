@@ -38,10 +38,21 @@ def extra_settings(extra: list[str]) -> dict[str, str]:
 
 
 def mitmdump_args(
-    store: str, listen_host: str, port: int, ranking: str, panel: int, extra: list[str], idle_timeout: int = 60
+    store: str,
+    listen_host: str,
+    port: int,
+    ranking: str,
+    panel: int,
+    extra: list[str],
+    idle_timeout: int = 60,
+    record: str = "",
+    record_warc: bool = False,
+    record_exclude: str | Sequence[str] = (),
+    record_queries: bool = False,
 ) -> list[str]:
     """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
-    to it (mitmproxy refuses an option set twice: the proxy would start without its store)."""
+    to it (mitmproxy refuses an option set twice: the proxy would start without its store).  The recording
+    options go only with a ``record`` directory; ``record_exclude`` sets the sequence an item at a time."""
     ours = {
         "rankstore": store,
         "pagerank_ranking": ranking,
@@ -51,8 +62,14 @@ def mitmdump_args(
         "listen_host": listen_host,
         "listen_port": str(port),
     }
+    pairs = list(ours.items())
+    if record:
+        patterns = [record_exclude] if isinstance(record_exclude, str) else list(record_exclude)
+        pairs += [("pagerank_record", record), ("pagerank_record_warc", str(record_warc).lower())]
+        pairs += [("pagerank_record_exclude", pattern) for pattern in patterns]
+        pairs += [("pagerank_record_queries", str(record_queries).lower())]
     given = extra_settings(extra)
-    settings = [item for name, value in ours.items() if name not in given for item in ("--set", f"{name}={value}")]
+    settings = [item for name, value in pairs if name not in given for item in ("--set", f"{name}={value}")]
     return [*settings, *extra]
 
 
@@ -152,6 +169,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Example:\n  rankstore build site.warc.gz && rankstore rank\n"
         "  pagerank-proxy --store rankstore.db --port 8080\n"
         "  chromium --proxy-server=127.0.0.1:8080 http://example.com/\n"
+        "  pagerank-proxy --record ~/browsed --record-exclude '*.bank.example'   (then: rankstore build ~/browsed)\n"
         "For HTTPS, install mitmproxy's CA: browse to http://mitm.it through the proxy.\n"
         "Arguments after -- go to mitmdump as they are.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -174,6 +192,29 @@ def parser() -> argparse.ArgumentParser:
         help="seconds an origin may take to send its response headers, and then an HTML page to arrive "
         "whole; past them the client gets a 504 (0: no deadline; default: 60)",
     )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        default="",
+        help="record each HTML page the proxy annotates (URL, status, title, time, out-links) in DIR, for "
+        "`rankstore build DIR`; off by default. Never recorded: the proxy's own pages, requests with an "
+        "Authorization header, --record-exclude hosts, and page URLs' query strings unless --record-queries",
+    )
+    parser.add_argument(
+        "--record-warc", action="store_true", help="with --record: keep the pages' responses as WARC in DIR too"
+    )
+    parser.add_argument(
+        "--record-exclude",
+        metavar="PATTERN",
+        action="append",
+        default=[],
+        help="with --record: never record a host matching PATTERN (fnmatch, e.g. '*.bank.example'); repeatable",
+    )
+    parser.add_argument(
+        "--record-queries",
+        action="store_true",
+        help="with --record: keep a page URL's query string (dropped by default: it may hold what you typed)",
+    )
     return parser
 
 
@@ -184,6 +225,12 @@ def main(argv: list[str] | None = None) -> None:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     args = parser().parse_args(argv)
+    if not args.record and (args.record_warc or args.record_exclude or args.record_queries):
+        print(
+            "pagerank-proxy: error: --record-warc, --record-exclude and --record-queries need --record DIR",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     given = extra_settings(extra)  # what mitmdump will use, for the checks
     store = given.get("rankstore", args.store)
     ranking = given.get("pagerank_ranking", args.ranking)
@@ -191,13 +238,25 @@ def main(argv: list[str] | None = None) -> None:
     if problem:  # one line, before anything says "listening"
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(1)
-    problem = _options_problem(store, ranking, args.panel, args.idle_timeout, given)
+    problem = _options_problem(store, ranking, args.panel, args.idle_timeout, given, args.record)
     if problem:  # mitmdump would say "listening", then print the addon's refusal with a traceback
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
     asyncio.set_event_loop_policy(_QuietStopPolicy())
     run(
-        mitmdump_args(args.store, args.listen_host, args.port, args.ranking, args.panel, extra, args.idle_timeout),
+        mitmdump_args(
+            args.store,
+            args.listen_host,
+            args.port,
+            args.ranking,
+            args.panel,
+            extra,
+            args.idle_timeout,
+            args.record,
+            args.record_warc,
+            args.record_exclude,
+            args.record_queries,
+        ),
         announce=True,
     )
 
@@ -277,12 +336,15 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict) -> None
     loop.default_exception_handler(context)
 
 
-def _options_problem(store: str, ranking: str, panel: int, idle_timeout: int, given: dict[str, str]) -> str | None:
+def _options_problem(
+    store: str, ranking: str, panel: int, idle_timeout: int, given: dict[str, str], record: str = ""
+) -> str | None:
     """Why the addons would refuse their options (ours, or those set after ``--``), or None."""
     from mitmproxy import exceptions
 
     from proxy_addon import options
     from proxy_addon.deadlines import check_idle_timeout
+    from proxy_addon.record import parse_record_settings
 
     def number(name: str, default: int) -> int:
         value = given.get(name)
@@ -305,6 +367,7 @@ def _options_problem(store: str, ranking: str, panel: int, idle_timeout: int, gi
         )
         check_idle_timeout(number("pagerank_idle_timeout", idle_timeout))
         number("pagerank_workers", 0)
+        parse_record_settings(given.get("pagerank_record", record), False, (), False)
     except exceptions.OptionsError as error:
         return str(error)
     return None

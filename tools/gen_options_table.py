@@ -76,14 +76,14 @@ def _size(value: int) -> str:
 
 def _default_text(values: dict[int, object]) -> str:
     """A default from its values at each sampled core count: one value, or how it follows the cores."""
-    distinct = set(values.values())
+    distinct = {tuple(v) if isinstance(v, list) else v for v in values.values()}  # a sequence's default: a list
     if len(distinct) == 1:
         value = next(iter(distinct))
         if isinstance(value, bool):
             return "on" if value else "off"
         if isinstance(value, int):
             return _size(value)
-        return _code(str(value)) if value != "" else "empty"
+        return _code(str(value)) if value not in ("", ()) else "empty"
     highest = max(v for v in values.values() if isinstance(v, int))
     if all(value == min(cores, highest) for cores, value in values.items()):
         return f"the cores, at most {highest}"
