@@ -8,9 +8,9 @@ and this reader says (``docs/ARCHITECTURE.md``, "The proxy's record").
 
 Each line is also a visit: the URL viewed at its fetch time.  A page viewed
 more than once is one page, its latest line's links and title; every view is
-a :class:`Visit`, named by the line's identity (its file, its bytes, and which
-of the file's identical lines it is), so that a build of a grown record adds
-only the new lines' visits.  A line the writer was cut off in (no newline at
+a :class:`Visit`, named by the line's identity (its file, page and time, and
+which of the file's lines of that page and time it is), so that a build of a
+grown record (or of one :func:`forget_lines` rewrote) adds only new views.  A line the writer was cut off in (no newline at
 the end of the file), a line that is not JSON, or one whose fields are not as
 the contract says, is reported as a :class:`~rankstore.sources.Skipped` with
 its file and line number, and the rest loads.
@@ -127,18 +127,19 @@ def parse_moment(text: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _identity(name: str, line: bytes, nth: int) -> int:
-    """A line's identity: its file's name, its bytes, and how many identical lines came before it in the
-    file (two views of one page in one second are two visits).  Forgetting keeps it: identical lines are
-    forgotten together, and the file keeps its name."""
-    return xxhash.xxh3_64_intdigest(b"%s\n%d\n%s" % (name.encode(), nth, line)) >> 1
+def _identity(name: str, line: RecordLine, nth: int) -> int:
+    """A line's identity: its file's name, the page and time it tells of, and how many lines of the file
+    told of the same page at the same time before it (two views in one second are two visits).  Forgetting
+    keeps it: it rewrites no page or time, and the lines of one page and time are forgotten together."""
+    told = f"{name}\n{nth}\n{line.url}\n{line.fetched}".encode()
+    return xxhash.xxh3_64_intdigest(told) >> 1
 
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _checked(raw: bytes, where: str, identity: int) -> RecordLine | Skipped:
+def _checked(raw: bytes, where: str) -> RecordLine | Skipped:
     """A line as the contract has it, or why it is not."""
     from ..urls import canonical
 
@@ -166,7 +167,7 @@ def _checked(raw: bytes, where: str, identity: int) -> RecordLine | Skipped:
             return Skipped(where, "record line with a link that is not an object with a url")
         anchor = link.get("anchor")
         listed.append(ListedLink(link["url"], "nofollow" if link.get("nofollow") is True else "", _text(anchor) or ""))
-    return RecordLine(page, status, title, fetched, at, listed, where, identity)
+    return RecordLine(page, status, title, fetched, at, listed, where)
 
 
 def _lines(path: str) -> Iterator[tuple[int, bytes, bool]]:
@@ -181,7 +182,7 @@ def read_lines(root: str, progress: Progress | None = None) -> Iterator[RecordLi
     check_record(root)
     for path in record_files(root):
         name = os.path.basename(path)
-        seen: dict[bytes, int] = {}
+        seen: dict[tuple[str, str], int] = {}
         try:
             for number, raw, whole in _lines(path):
                 where = f"{path}:{number}"
@@ -195,9 +196,12 @@ def read_lines(root: str, progress: Progress | None = None) -> Iterator[RecordLi
                     continue
                 if not raw.strip():
                     continue
-                nth = seen.get(raw, 0)
-                seen[raw] = nth + 1
-                yield _checked(raw, where, _identity(name, raw, nth))
+                line = _checked(raw, where)
+                if isinstance(line, RecordLine):
+                    told = (line.url, line.fetched)
+                    line.identity = _identity(name, line, seen.get(told, 0))
+                    seen[told] = seen.get(told, 0) + 1
+                yield line
         except OSError as error:
             yield Skipped(path, f"cannot read: {error.strerror}")
 
@@ -261,7 +265,7 @@ def forget_lines(root: str, host: str | None = None, before: datetime | None = N
         kept: list[bytes] = []
         changed = False
         for number, raw, whole in _lines(path):
-            line = _checked(raw, f"{path}:{number}", 0) if whole and raw.strip() else None
+            line = _checked(raw, f"{path}:{number}") if whole and raw.strip() else None
             unreadable_naming_host = not isinstance(line, RecordLine) and host is not None and host.encode() in raw
             if unreadable_naming_host or (isinstance(line, RecordLine) and _matches(line, host, cutoff)):
                 done.lines += 1
