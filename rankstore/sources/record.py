@@ -10,10 +10,11 @@ Each line is also a visit: the URL viewed at its fetch time.  A page viewed
 more than once is one page, its latest line's links and title; every view is
 a :class:`Visit`, named by the line's identity (its file, page and time, and
 which of the file's lines of that page and time it is), so that a build of a
-grown record (or of one :func:`forget_lines` rewrote) adds only new views.  A line the writer was cut off in (no newline at
-the end of the file), a line that is not JSON, or one whose fields are not as
-the contract says, is reported as a :class:`~rankstore.sources.Skipped` with
-its file and line number, and the rest loads.
+grown record (or of one :func:`forget_lines` rewrote) adds only new views.
+A line the writer was cut off in (no newline at the end of the file), a line
+that is not JSON, or one whose fields are not as the contract says, is
+reported as a :class:`~rankstore.sources.Skipped` with its file and line
+number, and the rest loads.
 
 :func:`forget_lines` rewrites a record without the lines of a host or of
 before a date (each file written anew, synced, and renamed over the old one).
