@@ -1080,8 +1080,6 @@ def forget(host, before, record_dir, store_path):
             check_record(record_dir)  # before the store changes: both are forgotten, or neither
         except SourceError as error:
             raise click.ClickException(str(error)) from error
-    if not os.path.exists(store_path):
-        raise click.ClickException(f"{store_path}: no such store")
     store = open_store(store_path)
     try:
         done = store.visits.forget(name, moment)
