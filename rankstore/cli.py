@@ -1052,7 +1052,8 @@ def forget(host, before, record_dir, store_path):
     forgotten page that no kept link points to keeps only its number (its URL
     becomes http://forgotten.invalid/ID).  Ranking versions that ranked a
     forgotten page are dropped: run `rankstore rank` again.  The store's file
-    is then rewritten (VACUUM), and each record file that changes is written
+    is then rewritten (VACUUM: as long as copying it, with as much free disk
+    beside it), and each record file that changes is written
     anew and renamed over the old one, so that neither holds what was
     forgotten.  Stop the proxy first: it appends to the record's files.  Run
     again after an error: forgetting twice changes nothing more.
