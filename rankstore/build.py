@@ -64,6 +64,7 @@ from .sources.ccgraph import (
 )
 from .sources.ccranks import ranks_level
 from .sources.htmldir import check_html_dir
+from .sources.record import Visit, check_record, read_record
 from .sources.remote import (
     DEFAULT_PATHS_BASE,
     Fetcher,
@@ -108,6 +109,7 @@ class BuildReport:
     files_before: int = 0  # files at URLs an earlier build took whole: not read again
     continued: bool = False  # this run went on with a build of the same sources that was cut short
     rankings: list[Ranking] = field(default_factory=list)  # versions a ranks file gave (rankstore.imported)
+    visits: int = 0  # views of pages a proxy's record gave that the store did not hold yet
 
     def skip(self, item: Skipped) -> None:
         reason = item.reason.split(" (")[0].split(";")[0]
@@ -217,6 +219,8 @@ def check_sources(
         source_format = fmt or detect_format(path)
         if source_format == "html":
             check_html_dir(path, base_url)
+        if source_format == "record":
+            check_record(path)
         planned.append(PlannedSource(path, source_format))
     graphs = [source for source in planned if source.format == "ccgraph"]
     if graphs:
@@ -422,10 +426,17 @@ def build(
             if stream is not None and stream.complete
         ]
 
+    visits: list[Visit] = []  # a record's views, written once its pages are
+
     def items(chosen: list[PlannedSource]) -> Iterator[Record | TakenFile]:
         for source in chosen:
             if source.files is None:
-                for record in kept(read_source(source.name, source.format, base_url, advance), source.name):
+                read = (
+                    read_record(source.name, advance, visits.append)
+                    if source.format == "record"
+                    else read_source(source.name, source.format, base_url, advance)
+                )
+                for record in kept(read, source.name):
                     state.pages += 1  # counted as read, with the bytes: the parsers' answers come a pool's work later
                     yield record
                 file_done()
@@ -463,6 +474,7 @@ def build(
                     )
                 finally:
                     writer.close()
+                report.visits = store.visits.add(visits)
             # Graphs are written from this thread while the readers take the next block apart in a thread
             # of their own.  Each reader numbers its own vertices, so each has a loader of its own.
             state.graph = bool(graph_sources)

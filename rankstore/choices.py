@@ -37,5 +37,5 @@ EXPORT_TABLES = ("links", "pages", "hosts", "sites")  # the whole store's tables
 EXPORT_WHAT = ("scores", *EXPORT_TABLES)  # ...and a ranking's scores
 EXPORT_FORMATS = ("csv", "parquet")
 SCHEMES = ("https", "http")  # the scheme of a Common Crawl host's root page
-FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks")  # what `rankstore build` reads
+FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks", "record")  # what `rankstore build` reads
 SORTS = ("pagerank", "contribution")  # the order of a page's backlinks: by their PageRank, or what they pass

@@ -1027,3 +1027,79 @@ def compare(rankings, store_path, fmt):
         except CompareError as error:
             raise click.ClickException(str(error)) from error
     _emit(table, fmt)
+
+
+# ------------------------------------------------------------------ forgetting what was browsed
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--host", metavar="HOST", help="Forget this host's pages (as in URLs, with its port if any).")
+@click.option("--before", metavar="DATE", help="Forget the views before this UTC date (YYYY-MM-DD[THH:MM:SSZ]).")
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(file_okay=False),
+    help="The proxy's record (pagerank-proxy --record DIR) to take the same lines out of.",
+)
+@store_option
+def forget(host, before, record_dir, store_path):
+    """Forget pages you browsed: from the store, and from the proxy's record with --record.
+
+    --host forgets a host: every view of its pages, their crawled content
+    (links, anchors, titles), the links other pages had to it, and its name;
+    --before forgets the views before a date, and the content of pages left
+    without a view; both together, the host's views before the date.  A
+    forgotten page that no kept link points to keeps only its number (its URL
+    becomes http://forgotten.invalid/ID).  Ranking versions that ranked a
+    forgotten page are dropped: run `rankstore rank` again.  The store's file
+    is then rewritten (VACUUM: as long as copying it, with as much free disk
+    beside it), and each record file that changes is written
+    anew and renamed over the old one, so that neither holds what was
+    forgotten.  Stop the proxy first: it appends to the record's files.  Run
+    again after an error: forgetting twice changes nothing more.
+
+    \b
+    Examples:
+        rankstore forget --host bank.example --record ~/browsing --store mine.db
+        rankstore forget --before 2026-01-01 --record ~/browsing --store mine.db
+    """
+    from .sources.record import check_record, forget_lines, parse_moment
+
+    if host is None and before is None:
+        raise click.UsageError("say what to forget: --host HOST, --before DATE, or both")
+    name = _target(host, whole_host=True)[1] if host is not None else None
+    moment = None
+    if before is not None:
+        try:
+            moment = parse_moment(before)
+        except ValueError:
+            raise click.BadParameter(
+                f"{before!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)", param_hint="--before"
+            ) from None
+    if record_dir is not None:
+        try:
+            check_record(record_dir)  # before the store changes: both are forgotten, or neither
+        except SourceError as error:
+            raise click.ClickException(str(error)) from error
+    store = open_store(store_path)
+    try:
+        done = store.visits.forget(name, moment)
+    finally:
+        store.close()
+    click.echo(
+        f"store: {done.visits:,} views forgotten, {done.pages:,} pages' content, {done.links:,} links to them, "
+        f"{done.renamed:,} URLs, {done.hosts:,} hosts and {done.sites:,} sites renamed"
+    )
+    if done.rankings:
+        click.echo(
+            f"dropped ranking versions that ranked forgotten pages: {', '.join(done.rankings)} "
+            "(run `rankstore rank` again)"
+        )
+    if record_dir is not None:
+        try:
+            taken = forget_lines(record_dir, name, moment)
+        except SourceError as error:
+            raise click.ClickException(str(error)) from error
+        click.echo(
+            f"record: {taken.lines:,} lines and {taken.links:,} links to the host taken out of {taken.files:,} files"
+        )

@@ -93,6 +93,8 @@ def summary_lines(report: BuildReport, store_path: str, sources: int) -> list[st
         lines.append(f"{report.gone:,} page(s) found gone (404, 410): their links are lost as of this build")
     if report.older:
         lines.append(f"{report.older:,} capture(s) older than the store's copy of their page: kept as history")
+    if report.visits:
+        lines.append(f"{report.visits:,} view(s) from the proxy's record added")
     return lines
 
 

@@ -41,6 +41,7 @@ COMMANDS = {
     "search": (["python"], False),
     "anchors": ([URL], False),
     "compare": (["pagerank", "pagerank"], False),
+    "forget": (["--host", "127.0.0.1:1"], True),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -73,6 +74,7 @@ BAD_OPTIONS = {
     "search": [["--limit", "-1"]],
     "anchors": [["--limit", "-1"]],
     "compare": [["--format", "xml"], ["pagerank"]],  # a third ranking
+    "forget": [["--before", "tomorrow"], ["--nope"]],
 }
 
 

@@ -34,6 +34,7 @@ NOT_RUN = {
     "mirror/": "a saved site of one's own",
     "edges.tsv.gz": "a graph of one's own",
     "crawl.warc.gz": "a crawl of one's own",
+    "~/browsing": "a record of one's own browsing (pagerank-proxy --record)",
     "cc-": "Common Crawl's files, from the network",
     "s3://": "Common Crawl's files, from the network",
     "https://": "a site of one's own, or from the network",

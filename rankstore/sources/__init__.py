@@ -183,11 +183,14 @@ def _is_wat(head: bytes) -> bool:
 
 def detect_format(path: str) -> str:
     """'warc', 'wat' (Common Crawl's metadata of a WARC), 'html' (a directory of saved pages), 'edges',
-    'ccgraph' (Common Crawl's web graph) or 'ccranks' (its ranks file, by its header), from content."""
+    'ccgraph' (Common Crawl's web graph), 'ccranks' (its ranks file, by its header) or 'record' (the proxy's
+    record: a directory holding RECORD), from content."""
     from .ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices
     from .ccranks import looks_like_cc_ranks
 
     if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "RECORD")):  # pagerank-proxy --record DIR
+            return "record"
         try:
             cc_parts([path])
             return "ccgraph"
@@ -236,6 +239,10 @@ def read_source(
         from .edgelist import read_edge_list
 
         return read_edge_list(path, progress)
+    if fmt == "record":
+        from .record import read_record
+
+        return read_record(path, progress)
     if fmt in RANK_FORMATS:
         raise SourceError(f"{path}: a Common Crawl ranks file is read as rankings (rankstore.imported)")
     if fmt == "ccgraph":
@@ -285,6 +292,10 @@ def read_cc_sources(paths: list[str], scheme: str = "https", progress: Progress 
 
 def source_size(path: str) -> int:
     """Bytes a reader will report through ``progress`` for this source."""
+    if os.path.isfile(os.path.join(path, "RECORD")):
+        from .record import record_size
+
+        return record_size(path)
     if os.path.isdir(path) or path.endswith((".paths.gz", ".paths")):
         from .ccgraph import _parts_of, cc_parts
 

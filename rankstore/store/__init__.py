@@ -52,6 +52,7 @@ from .site_links import InLinkSource, SiteLinks
 from .sites import Sites
 from .sources import SourceFiles, TakenFile
 from .space import space as store_space
+from .visits import ForgetReport, VisitCounts, Visits
 
 __all__ = [
     "Store",
@@ -62,6 +63,9 @@ __all__ = [
     "Sites",
     "SiteLinks",
     "SourceFiles",
+    "Visits",
+    "VisitCounts",
+    "ForgetReport",
     "Levels",
     "Queries",
     "analysis",
@@ -112,7 +116,7 @@ class Store:
     The store keeps the connection, its transactions and the schema's upkeep; what is asked of the
     tables goes through its parts, each a :class:`~.base.Part` holding the store: :attr:`pages`,
     :attr:`graph`, :attr:`rankings`, :attr:`hosts`, :attr:`sites`, :attr:`site_links`,
-    :attr:`sources`, :attr:`levels` and :attr:`queries`.  The analyst's views are functions over those
+    :attr:`sources`, :attr:`visits`, :attr:`levels` and :attr:`queries`.  The analyst's views are functions over those
     parts in :mod:`.analysis`, each taking the store first.
     """
 
@@ -130,6 +134,7 @@ class Store:
         self.sites = Sites(self)
         self.site_links = SiteLinks(self)
         self.sources = SourceFiles(self)
+        self.visits = Visits(self)
         self.levels = Levels(self)
         self.queries = Queries(self)
         check_path(path, create=create and not readonly)

@@ -23,6 +23,7 @@
 * 11 -> 12: the sites' name keys in sorted buckets, a row a bucket
   (``site_key_buckets``, :mod:`.key_buckets`), from ``site_keys``'s rows
   (no name hashed again); ``site_keys`` dropped.
+* 12 -> 13: ``visits`` (empty), the views of pages the proxy's record holds.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -48,6 +49,8 @@ from .schema import (
     SOURCE_FILES,
     TABLES,
     VIEWS,
+    VISITS,
+    VISITS_BY_PAGE,
 )
 
 __all__ = ["schema_version", "migrate"]
@@ -87,6 +90,14 @@ def migrate(store, found: int) -> None:
         _site_keys(store)
     elif found == 11:
         _bucketed_site_keys(store)
+    if found <= 12:
+        _visits(db)
+
+
+def _visits(db: sqlite3.Connection) -> None:
+    """Schema 13: ``visits``, empty: no record was loaded before."""
+    db.execute(VISITS)
+    db.execute(VISITS_BY_PAGE)
 
 
 def _renormalise_urls(db: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 12; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 13; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -63,6 +63,9 @@ Layout (schema 12; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 * ``source_files``: each file at a URL a build took whole (name, size,
   checksum, build, when, records or lines it could not read), so that a
   build of the same sources skips it (:mod:`.sources`).
+* ``visits``: each view of a page the proxy's record holds (page id, time in
+  seconds since 1970, UTC), keyed by its record line's identity, so that a
+  build of the same record adds no view twice (:mod:`.visits`).
 
 Packed arrays are big-endian so that the views can read them with SQLite's
 own functions (``hex``, ``instr``, ``pow``): plain ``sqlite3``, sqlite-utils
@@ -71,7 +74,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -111,6 +114,15 @@ SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
     taken_at   TEXT NOT NULL,
     unreadable INTEGER NOT NULL DEFAULT 0
 )"""
+
+
+# the line's identity is a hash of the record line (:func:`rankstore.sources.record.read_lines`)
+VISITS = """CREATE TABLE IF NOT EXISTS visits (
+    line    INTEGER PRIMARY KEY,
+    page_id INTEGER NOT NULL,
+    at      INTEGER NOT NULL
+)"""
+VISITS_BY_PAGE = "CREATE INDEX IF NOT EXISTS visits_by_page ON visits (page_id, at)"
 
 
 SITES = """CREATE TABLE IF NOT EXISTS sites (
@@ -235,6 +247,8 @@ CREATE TABLE IF NOT EXISTS builds (
     skip_reasons TEXT
 );
 {SOURCE_FILES};
+{VISITS};
+{VISITS_BY_PAGE};
 CREATE TABLE IF NOT EXISTS rankings (
     id         INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,

@@ -28,6 +28,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "titles": ("titles", "titles_data", "titles_idx", "titles_config"),
     "rankings": ("rankings", "ranking_blocks"),
     "sources": ("source_files",),
+    "visits": ("visits", "visits_by_page"),
     OTHER: ("meta", "counter", "builds"),
 }
 _PART_OF = {name: part for part, names in PARTS.items() for name in names}

@@ -1,0 +1,306 @@
+"""The proxy's record (``pagerank-proxy --record DIR``): the pages its user browsed, as a build's pages.
+
+A record is a directory holding ``RECORD`` (a small JSON file naming the
+format) and ``pages-<UTCSTAMP>-<PID>.jsonl`` files, one JSON object a line,
+one line a page the proxy annotated: its URL, status, title, fetch time and
+out-links (with nofollow and anchor text), as the contract between the proxy
+and this reader says (``docs/ARCHITECTURE.md``, "The proxy's record").
+
+Each line is also a visit: the URL viewed at its fetch time.  A page viewed
+more than once is one page, its latest line's links and title; every view is
+a :class:`Visit`, named by the line's identity (its file, page and time, and
+which of the file's lines of that page and time it is), so that a build of a
+grown record (or of one :func:`forget_lines` rewrote) adds only new views.
+A line the writer was cut off in (no newline at the end of the file), a line
+that is not JSON, or one whose fields are not as the contract says, is
+reported as a :class:`~rankstore.sources.Skipped` with its file and line
+number, and the rest loads.
+
+:func:`forget_lines` rewrites a record without the lines of a host or of
+before a date (each file written anew, synced, and renamed over the old one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import xxhash
+
+from . import GONE_STATUSES, ListedLink, ListedPage, Progress, Record, Skipped, SourceError
+
+__all__ = [
+    "RECORD_FILE",
+    "RECORD_FORMAT",
+    "Visit",
+    "RecordLine",
+    "Forgotten",
+    "is_record",
+    "check_record",
+    "record_files",
+    "record_size",
+    "read_lines",
+    "read_record",
+    "forget_lines",
+    "parse_moment",
+]
+
+RECORD_FILE = "RECORD"
+RECORD_FORMAT = "pagerank-proxy record"
+_PAGES_PREFIX, _PAGES_SUFFIX = "pages-", ".jsonl"
+_MAX_LINE = 32 * 1024 * 1024  # a page's line; one longer is not read whole into memory
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """One view of a page: its canonical URL, when (seconds since 1970, UTC), and the identity of the line
+    that says so (a 63-bit hash: a record built again adds no view twice)."""
+
+    url: str
+    at: int
+    line: int
+
+
+@dataclass(slots=True)
+class RecordLine:
+    """A line of a record, read and checked: the page as the proxy saw it, and where it stands."""
+
+    url: str  # canonical
+    status: int
+    title: str | None
+    fetched: str  # as written, the capture's time for the store
+    at: int  # the same, in seconds since 1970, UTC
+    links: list[ListedLink] = field(default_factory=list)
+    where: str = ""
+    identity: int = 0
+
+
+@dataclass
+class Forgotten:
+    """What :func:`forget_lines` took out of a record: lines, and links to the forgotten host left in others."""
+
+    lines: int = 0
+    links: int = 0
+    files: int = 0  # files rewritten
+
+
+def is_record(path: str) -> bool:
+    """Whether ``path`` is a record: a directory holding ``RECORD``."""
+    return os.path.isfile(os.path.join(path, RECORD_FILE))
+
+
+def check_record(root: str) -> None:
+    """SourceError (one line) unless ``root`` is a record of a version this reader knows."""
+    try:
+        with open(os.path.join(root, RECORD_FILE), "rb") as handle:
+            head = json.loads(handle.read(65536))
+    except OSError as error:
+        raise SourceError(f"{root}: cannot read its {RECORD_FILE}: {error.strerror}") from error
+    except ValueError as error:
+        raise SourceError(f"{root}: its {RECORD_FILE} is not JSON ({error})") from error
+    if not isinstance(head, dict) or head.get("format") != RECORD_FORMAT:
+        raise SourceError(f"{root}: its {RECORD_FILE} does not name the {RECORD_FORMAT!r} format")
+    if head.get("version") != 1:
+        raise SourceError(f"{root}: a record of version {head.get('version')!r}; this rankstore reads version 1")
+
+
+def record_files(root: str) -> list[str]:
+    """The record's page files, by name: a writer's start time leads it, so older files come first."""
+    names = sorted(name for name in os.listdir(root) if name.startswith(_PAGES_PREFIX) and name.endswith(_PAGES_SUFFIX))
+    return [os.path.join(root, name) for name in names]
+
+
+def record_size(root: str) -> int:
+    """Bytes a reader of the record reports through ``progress``."""
+    return sum(os.path.getsize(path) for path in record_files(root))
+
+
+def parse_moment(text: str) -> datetime:
+    """A UTC date or date-time as the CLI takes it (``2026-11-27``, ``2026-11-27T10:00:00Z``); ValueError
+    otherwise.  A day is its first moment."""
+    value = text.strip()
+    moment = datetime.fromisoformat(value.replace(" ", "T"))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _identity(name: str, line: RecordLine, nth: int) -> int:
+    """A line's identity: its file's name, the page and time it tells of, and how many lines of the file
+    told of the same page at the same time before it (two views in one second are two visits).  Forgetting
+    keeps it: it rewrites no page or time, and the lines of one page and time are forgotten together."""
+    told = f"{name}\n{nth}\n{line.url}\n{line.fetched}".encode()
+    return xxhash.xxh3_64_intdigest(told) >> 1
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _checked(raw: bytes, where: str) -> RecordLine | Skipped:
+    """A line as the contract has it, or why it is not."""
+    from ..urls import canonical
+
+    try:
+        item = json.loads(raw)
+    except ValueError:
+        return Skipped(where, "record line that is not JSON")
+    if not isinstance(item, dict):
+        return Skipped(where, "record line that is not a JSON object")
+    url, status, title, fetched, links = (item.get(key) for key in ("url", "status", "title", "fetched", "links"))
+    if not isinstance(url, str) or not isinstance(fetched, str) or not isinstance(links, list):
+        return Skipped(where, "record line without url, fetched or links")
+    if type(status) is not int or (title is not None and not isinstance(title, str)):
+        return Skipped(where, "record line whose status or title is of the wrong type")
+    page = canonical(url)
+    if page is None:
+        return Skipped(where, f"not an http(s) URL ({url[:100]!r})")
+    try:
+        at = int(parse_moment(fetched).timestamp())
+    except ValueError:
+        return Skipped(where, f"record line whose time cannot be read ({fetched[:40]!r})")
+    listed = []
+    for link in links:
+        if not isinstance(link, dict) or not isinstance(link.get("url"), str):
+            return Skipped(where, "record line with a link that is not an object with a url")
+        anchor = link.get("anchor")
+        listed.append(ListedLink(link["url"], "nofollow" if link.get("nofollow") is True else "", _text(anchor) or ""))
+    return RecordLine(page, status, title, fetched, at, listed, where)
+
+
+def _lines(path: str) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes without the newline, whether it ended with one) of a file."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            yield number, raw.rstrip(b"\n"), raw.endswith(b"\n")
+
+
+def read_lines(root: str, progress: Progress | None = None) -> Iterator[RecordLine | Skipped]:
+    """Every line of every page file of a record, checked, in file order."""
+    check_record(root)
+    for path in record_files(root):
+        name = os.path.basename(path)
+        seen: dict[tuple[str, str], int] = {}
+        try:
+            for number, raw, whole in _lines(path):
+                where = f"{path}:{number}"
+                if progress is not None:
+                    progress(len(raw) + whole)
+                if not whole:
+                    yield Skipped(where, "record line cut short (the writer stopped inside it)")
+                    continue
+                if len(raw) > _MAX_LINE:
+                    yield Skipped(where, f"record line over {_MAX_LINE // (1024 * 1024)} MiB")
+                    continue
+                if not raw.strip():
+                    continue
+                line = _checked(raw, where)
+                if isinstance(line, RecordLine):
+                    told = (line.url, line.fetched)
+                    line.identity = _identity(name, line, seen.get(told, 0))
+                    seen[told] = seen.get(told, 0) + 1
+                yield line
+        except OSError as error:
+            yield Skipped(path, f"cannot read: {error.strerror}")
+
+
+def read_record(
+    root: str, progress: Progress | None = None, visits: Callable[[Visit], None] | None = None
+) -> Iterator[Record | Skipped]:
+    """A record's pages (each page once: its latest line, the later of two lines of the same second),
+    told to ``visits`` a view a line as they are read.  Pages come once the whole record is read: a
+    record is what one person browsed, its pages held at once."""
+    latest: dict[str, RecordLine] = {}
+    for line in read_lines(root, progress):
+        if isinstance(line, Skipped):
+            yield line
+            continue
+        if visits is not None:
+            visits(Visit(line.url, line.at, line.identity))
+        held = latest.get(line.url)
+        if held is None or line.at >= held.at:
+            latest[line.url] = line
+    for line in latest.values():
+        if line.status in GONE_STATUSES:
+            yield Record(line.url, line.where, line.status, fetched_at=line.fetched)
+        elif 200 <= line.status < 300:
+            listed = ListedPage(title=line.title, links=line.links)
+            yield Record(
+                line.url, line.where, line.status, content_type="text/html", fetched_at=line.fetched, listed=listed
+            )
+        # another status (an error page the proxy annotated) says nothing of the page's links: a view only
+
+
+def _matches(line: RecordLine, host: str | None, before: int | None) -> bool:
+    from ..urls import host_of
+
+    return (host is None or host_of(line.url) == host) and (before is None or line.at < before)
+
+
+def _without_host(raw: bytes, host: str) -> tuple[bytes, int]:
+    """A kept line without its links to ``host`` (the record keeps no URL of a forgotten host)."""
+    from ..urls import canonical, host_of
+
+    item = json.loads(raw)
+    links = item["links"]
+    kept = [link for link in links if (target := canonical(link["url"])) is None or host_of(target) != host]
+    if len(kept) == len(links):
+        return raw, 0
+    item["links"] = kept
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode(), len(links) - len(kept)
+
+
+def forget_lines(root: str, host: str | None = None, before: datetime | None = None) -> Forgotten:
+    """Take out of a record the lines of pages on ``host`` viewed before ``before`` (either alone: all of
+    that host, or everything before); with ``host``, also the links to it that other lines hold.  Each file
+    changed is written anew beside the old one, synced, and renamed over it: a crash leaves either file
+    whole.  A line that cannot be read is kept as it is, unless it names ``host``.  The proxy must not be
+    writing to the record meanwhile: its file would be replaced under it."""
+    check_record(root)
+    cutoff = int(before.timestamp()) if before is not None else None
+    done = Forgotten()
+    for path in record_files(root):
+        kept: list[bytes] = []
+        changed = False
+        for number, raw, whole in _lines(path):
+            line = _checked(raw, f"{path}:{number}") if whole and raw.strip() else None
+            unreadable_naming_host = not isinstance(line, RecordLine) and host is not None and host.encode() in raw
+            if unreadable_naming_host or (isinstance(line, RecordLine) and _matches(line, host, cutoff)):
+                done.lines += 1
+                changed = True
+                continue
+            if isinstance(line, RecordLine) and host is not None and before is None:
+                raw, removed = _without_host(raw, host)
+                done.links += removed
+                changed = changed or bool(removed)
+            kept.append(raw + b"\n" if whole else raw)
+        if changed:
+            _replace(path, b"".join(kept))
+            done.files += 1
+    return done
+
+
+def _replace(path: str, data: bytes) -> None:
+    """``path``'s content replaced atomically: a new file in the same folder, synced, renamed over it, and
+    the folder synced (the rename itself made durable)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".forget-", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

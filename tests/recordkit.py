@@ -1,0 +1,45 @@
+"""A small writer of the proxy's record, byte for byte as the contract says (until the proxy's own is merged):
+``RECORD``, then ``pages-<UTCSTAMP>-<PID>.jsonl`` files of one JSON object a line, each written whole by one
+``os.write`` on a file opened ``O_APPEND``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "record")
+
+
+def make_record(folder: str) -> str:
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "RECORD"), "w") as handle:
+        json.dump({"format": "pagerank-proxy record", "version": 1, "created": "2026-11-27T00:00:00Z"}, handle)
+    return folder
+
+
+def golden(name: str, folder) -> str:
+    """A copy of the golden record ``tests/data/record/NAME`` in ``folder`` (a test may write to it)."""
+    target = os.path.join(str(folder), name)
+    shutil.copytree(os.path.join(DATA, name), target)
+    return target
+
+
+def link(url: str, nofollow: bool = False, anchor: str | None = None) -> dict:
+    return {"url": url, "nofollow": nofollow, "anchor": anchor}
+
+
+def page(url: str, fetched: str, links: list[dict] = (), title: str | None = None, status: int = 200) -> dict:
+    return {"url": url, "status": status, "title": title, "fetched": fetched, "links": list(links)}
+
+
+def append(folder: str, stamp: str, pid: int, *lines: dict) -> str:
+    """Lines appended to the page file of the writer that started at ``stamp`` with ``pid``."""
+    path = os.path.join(folder, f"pages-{stamp}-{pid}.jsonl")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for line in lines:
+            os.write(fd, json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    finally:
+        os.close(fd)
+    return path
