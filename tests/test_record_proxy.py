@@ -382,3 +382,41 @@ async def test_the_addon_records_a_compressed_page_as_decoded_and_not_a_page_lef
         {"url": "http://shop.example/a", "nofollow": False, "anchor": "A"},
         {"url": "http://shop.example/c/b?x=1", "nofollow": True, "anchor": "B"},
     ]
+
+
+def test_a_recorded_session_builds_with_its_visits_and_since_tells_the_next_sessions_links(session, store, tmp_path):
+    """Point 7: what the proxy recorded is a build like any source (the reader's side is tests/test_record_build.py,
+    on hand-made records): its pages, its views as visits; a second session browsed into the same record, built
+    again, is a recrawl whose new links `--since` lists."""
+    import shutil
+
+    from rankstore.store import Store
+
+    record, base, browsed, *_ = session
+    grown = tmp_path / "record"
+    shutil.copytree(record, grown)
+    built = str(tmp_path / "browsed.db")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["build", str(grown), "--store", built, "-q"])
+    assert result.exit_code == 0, result.output
+    with Store(built, readonly=True) as opened:
+        assert opened.visits.count() == len(browsed)
+        assert set(opened.pages.page_ids_for([base + path for path in browsed])) == {base + p for p in browsed}
+    proxy = Proxy(store, "--record", str(grown))
+    try:
+        status, body = proxy.get(base + "library/stdtypes.html")
+        assert status == 200 and b"<pagerank-bar" in body
+    finally:
+        proxy.stop()
+    new_line = [line for line in lines_of(grown) if line["url"].endswith("library/stdtypes.html")]
+    assert len(new_line) == 1
+    target = new_line[0]["links"][0]["url"]
+    for step in (["build", str(grown)], ["rank"]):
+        result = runner.invoke(cli, [*step, "--store", built, "-q"])
+        assert result.exit_code == 0, result.output
+    with Store(built, readonly=True) as opened:
+        assert opened.visits.count() == len(browsed) + 1  # the first session's views not counted twice
+    since = runner.invoke(cli, ["backlinks", target, "--since", "1", "--format", "json", "--store", built])
+    assert since.exit_code == 0, since.output
+    rows = json.loads(since.stdout)["rows"]
+    assert rows and {row["url"] for row in rows} == {base + "library/stdtypes.html"}
