@@ -5,22 +5,29 @@ A page's links are a set: the same target counted once.  A link is *followed*
 sponsored, or the page says ``<meta name="robots" content="nofollow">``.
 ``<base href>`` is honoured.  Links to a fragment of the page itself
 (``href="#section"``) are in-page navigation, not links, and are left out.
+
+Each link weighs 1, or, asked :attr:`LinkWeights.POSITION`, what its
+occurrences weigh by where they stand on the page (:class:`Placement`): the
+visibility and position weighting of the seed notes, with the page's regions.
 """
 
 from __future__ import annotations
 
 import codecs
+import enum
 import re
 from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .sources import ListedPage
 from .urls import canonical, resolver
 
 __all__ = [
     "Link",
+    "LinkWeights",
     "Page",
+    "Placement",
     "decode_html",
     "extract",
     "resolve_listed",
@@ -37,11 +44,20 @@ _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", r
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
+class LinkWeights(enum.Enum):
+    """How a page's links are weighted (``rankstore build --link-weights``; the names are
+    :data:`rankstore.choices.LINK_WEIGHTS`)."""
+
+    UNIFORM = "uniform"  # every link weighs 1, however often and wherever it stands
+    POSITION = "position"  # by where each occurrence stands: :class:`Placement`
+
+
 @dataclass(slots=True)
 class Link:
     url: str
     nofollow: bool = False
     anchor_text: str = ""
+    weight: float = 1.0
 
 
 @dataclass(slots=True)
@@ -114,6 +130,151 @@ def _in_foreign_content(node) -> bool:
     return False
 
 
+# The weighting of links by where they stand (``LinkWeights.POSITION``).  The seed notes (000, "other
+# factors of a page's rank", after Page's PageRank patent) weigh each link by its visibility (2 if
+# emphasised, bold or italic, else 1) and its position (3 in the document's upper half, 1 in its lower
+# half), and divide by the page's sum of them; the "reasonable surfer" (Dean et al., US patent 7,716,225)
+# adds where on the page's layout a link stands.  We weigh the page's main content against its
+# navigation, header, footer and asides as the seed weighs its upper half against its lower one.
+EMPHASISED = 2.0
+FIRST_HALF = 3.0
+MAIN_CONTENT = 3.0
+
+_LINKS = ("a[href]", "area[href]")
+_EMPHASIS = ("b", "strong", "i", "em", "h1", "h2", "h3", "h4", "h5", "h6")
+# What a reader with an ordinary browser (scripts on) never sees; <template> content is no part of the
+# tree the selectors walk, so its links are never found at all.
+_HIDING = ("[hidden]", "[aria-hidden=true i]", "noscript", "dialog:not([open])")
+_HIDING_ITSELF = ("[hidden]", "[aria-hidden=true i]")
+_BOILERPLATE = (
+    "nav",
+    "aside",
+    "[role~=navigation i]",
+    "[role~=banner i]",
+    "[role~=contentinfo i]",
+    "[role~=complementary i]",
+)
+# <header> and <footer> are the page's banner and footer (HTML-AAM) unless inside one of these: an
+# article's header is part of the article.
+_PAGE_EDGES = ("header", "footer")
+_SECTIONING = (
+    "article",
+    "aside",
+    "main",
+    "nav",
+    "section",
+    "[role~=article i]",
+    "[role~=complementary i]",
+    "[role~=main i]",
+    "[role~=navigation i]",
+    "[role~=region i]",
+)
+_MAIN = ("main", "[role~=main i]")
+_IMPORTANT = re.compile(r"\s*!\s*important\s*$", re.IGNORECASE)
+
+
+def _links_within(*contexts: str) -> str:
+    """A selector of the links inside any element ``contexts`` select (each a descendant selector)."""
+    return ", ".join(f"{context} {link}" for context in contexts for link in _LINKS)
+
+
+def _style(text: str) -> dict[str, str]:
+    """An inline ``style``'s declarations, lower case, the last of each property standing."""
+    found = {}
+    for declaration in text.split(";"):
+        name, colon, value = declaration.partition(":")
+        if colon:
+            found[name.strip().lower()] = _IMPORTANT.sub("", value).strip().lower()
+    return found
+
+
+@dataclass(slots=True)
+class Placement:
+    """Where a page's links stand, read once from its tree: each occurrence of a link (``<a href>``,
+    ``<area href>``) weighs V x E x R x P, and a link the sum of its occurrences' weights (those that
+    follow, when any does: a nofollow occurrence casts no vote).
+
+    V visible      0 if hidden: in or with the hidden attribute, aria-hidden="true", inline style
+                   display:none (or visibility:hidden/collapse not undone nearer by visibility:visible),
+                   in <noscript>, in a closed <dialog>, in <template>; else 1.  A link whose every
+                   occurrence is hidden is no link of the page (not stored).
+    E emphasised   2 inside or around b, strong, i, em, h1-h6; else 1.
+    R region       1 in navigation, page header, page footer or aside (nav, aside, header and footer
+                   not within article/section/main, ARIA roles navigation, banner, contentinfo,
+                   complementary), and outside the main content when the page marks one (<main>,
+                   role=main); else 3.
+    P position     3 for the first half of the page's visible occurrences in document order (k-th of
+                   n, from 0, with 2k < n), 1 for the rest.
+
+    Hidden occurrences are not counted in n.  Styles from style sheets and scripts are not seen.
+    """
+
+    hidden: set[int]  # mem_id of every hidden link element
+    emphasised: set[int]
+    boilerplate: set[int]
+    main: set[int] | None  # links in the page's main content; None: the page marks none
+
+    @classmethod
+    def of(cls, tree: LexborHTMLParser) -> Placement:
+        def ids(selector: str) -> set[int]:
+            return {node.mem_id for node in tree.css(selector)}
+
+        hidden = ids(
+            _links_within(*_HIDING) + ", " + ", ".join(link + own for link in _LINKS for own in _HIDING_ITSELF)
+        )
+        hidden |= cls._styled_hidden(tree)
+        emphasised = ids(_links_within(*_EMPHASIS) + f", a[href]:has({', '.join(_EMPHASIS)})")
+        boilerplate = ids(_links_within(*_BOILERPLATE))
+        boilerplate |= ids(_links_within(*_PAGE_EDGES)) - ids(
+            ", ".join(f"{section} {edge} {link}" for section in _SECTIONING for edge in _PAGE_EDGES for link in _LINKS)
+        )
+        main = ids(_links_within(*_MAIN)) if tree.css_first(", ".join(_MAIN)) is not None else None
+        return cls(hidden, emphasised, boilerplate, main)
+
+    @staticmethod
+    def _styled_hidden(tree: LexborHTMLParser) -> set[int]:
+        """Links an inline style hides: display:none on them or around them; visibility:hidden unless a
+        nearer element says visibility:visible (visibility is inherited, and can be undone below)."""
+        hidden: set[int] = set()
+        visibility: dict[int, bool] = {}
+        unseen = []
+        for element in tree.css("[style]"):
+            declared = _style(element.attributes.get("style") or "")
+            links = element.css(", ".join(_LINKS))
+            if declared.get("display") == "none":
+                hidden.update(node.mem_id for node in links)
+                hidden.add(element.mem_id)  # the element itself, when it is a link
+            shown = declared.get("visibility")
+            if shown in ("hidden", "collapse", "visible"):
+                visibility[element.mem_id] = shown == "visible"
+                if shown != "visible":
+                    unseen.append(element)
+                    unseen.extend(links)
+        for node in unseen:
+            if node.tag not in ("a", "area"):
+                continue
+            nearest: LexborNode | None = node
+            while nearest is not None and nearest.mem_id not in visibility:
+                nearest = nearest.parent
+            if nearest is not None and not visibility[nearest.mem_id]:
+                hidden.add(node.mem_id)
+        return hidden
+
+    def factor(self, node: LexborNode) -> float:
+        """E x R of a visible occurrence: its weight but for its position."""
+        key = node.mem_id
+        weight = EMPHASISED if key in self.emphasised else 1.0
+        if key not in self.boilerplate and (self.main is None or key in self.main):
+            weight *= MAIN_CONTENT
+        return weight
+
+
+def position(k: int, n: int) -> float:
+    """P of the ``k``-th (from 0) of ``n`` visible occurrences: the first half of the page's links is
+    the seed's upper half of the document."""
+    return FIRST_HALF if 2 * k < n else 1.0
+
+
 def _clean_text(text: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
@@ -134,8 +295,10 @@ def _is_fragment(href: str) -> bool:
     return not href or href[0] == "#" or href.lstrip().startswith("#")
 
 
-def extract(body: bytes | str, url: str, content_type: str | None = None) -> Page:
-    """Parse one HTML page fetched from ``url`` (already canonical)."""
+def extract(
+    body: bytes | str, url: str, content_type: str | None = None, weights: LinkWeights = LinkWeights.UNIFORM
+) -> Page:
+    """Parse one HTML page fetched from ``url`` (already canonical); its links weighed as ``weights`` says."""
     if isinstance(body, bytes):
         charset, skip = sniff_charset(body, content_type)
         # lexbor decodes UTF-8 itself (invalid bytes -> U+FFFD), faster than str.decode.
@@ -153,6 +316,8 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
     # repeats a lot on real pages (navigation, sidebars): read its text once.
     hrefs: dict[str, list] = {}
     foreign = tree.css_first("svg, math") is not None  # else no node needs the walk up
+    placement = Placement.of(tree) if weights is LinkWeights.POSITION else None
+    occurrences: list[tuple[str, float, bool]] = []  # (href, E x R, nofollow) of each visible occurrence
     for node in tree.css("a[href], area[href], base[href], meta[name], link[rel][href], title"):
         tag = node.tag
         if foreign and tag in ("a", "title") and _in_foreign_content(node):
@@ -162,7 +327,11 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
             href = attrs.get("href")
             if not href or _is_fragment(href):
                 continue
+            if placement is not None and node.mem_id in placement.hidden:
+                continue  # unseen: neither a vote, nor its rel or anchor text
             nofollow = _no_vote(attrs.get("rel"))
+            if placement is not None:
+                occurrences.append((href, placement.factor(node), nofollow))
             seen = hrefs.get(href)
             if seen is not None:
                 seen[0] = seen[0] and nofollow
@@ -199,8 +368,20 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
                 page.canonical_url = canonical(node.attributes.get("href"), base)
                 break
 
-    page.links = _resolved(hrefs, base, page_nofollow)
+    page.links = _resolved(hrefs, base, page_nofollow, _summed(occurrences) if placement is not None else None)
     return page
+
+
+def _summed(occurrences: list[tuple[str, float, bool]]) -> dict[str, list[float]]:
+    """Each href's [weight of its following occurrences, weight of them all], positions given in order."""
+    sums: dict[str, list[float]] = {}
+    for k, (href, factor, nofollow) in enumerate(occurrences):
+        weight = factor * position(k, len(occurrences))
+        found = sums.setdefault(href, [0.0, 0.0])
+        found[1] += weight
+        if not nofollow:
+            found[0] += weight
+    return sums
 
 
 def resolve_listed(listed: ListedPage, url: str) -> Page:
@@ -229,10 +410,16 @@ def resolve_listed(listed: ListedPage, url: str) -> Page:
     return page
 
 
-def _resolved(hrefs: dict[str, list], base: str, page_nofollow: bool) -> list[Link]:
-    """Hrefs as written (href -> [nofollow on every occurrence, anchor text]) -> the page's set of links."""
+def _resolved(
+    hrefs: dict[str, list], base: str, page_nofollow: bool, weights: dict[str, list[float]] | None = None
+) -> list[Link]:
+    """Hrefs as written (href -> [nofollow on every occurrence, anchor text]) -> the page's set of links;
+    ``weights`` (href -> [weight following, weight in all], from :func:`_summed`), when links are weighed:
+    hrefs that resolve alike add up, and a link weighs what its following occurrences do (all of them,
+    for a link that casts no vote)."""
     resolve = resolver(base)
     found: dict[str, Link] = {}
+    sums: dict[str, list[float]] = {}
     for href, (nofollow, anchor) in hrefs.items():
         target = resolve(href)
         if target is None:
@@ -244,4 +431,12 @@ def _resolved(hrefs: dict[str, list], base: str, page_nofollow: bool) -> list[Li
             existing.nofollow = existing.nofollow and nofollow
             if not existing.anchor_text:
                 existing.anchor_text = anchor
+        if weights is not None:
+            following, total = weights[href]
+            summed = sums.setdefault(target, [0.0, 0.0])
+            summed[0] += following
+            summed[1] += total
+    for target, (following, total) in sums.items():
+        link = found[target]
+        link.weight = total if link.nofollow else following
     return list(found.values())
