@@ -128,7 +128,7 @@ def cli():
     type=click.Choice(LINK_WEIGHTS),
     default="uniform",
     show_default=True,
-    help="How an HTML page's links are weighed: each 1, or by where it stands on the page (see above).",
+    help="How an HTML page's links are weighed: each 1, or by where it stands (V x E x R x P: build --help).",
 )
 @click.option("--rank", "then_rank", is_flag=True, help="Then rank the store, as `rankstore rank` with no options.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -440,7 +440,7 @@ def _fail(message: str, status: int = 1) -> None:
     "--force", is_flag=True, help="Rank even when the graph and parameters are those the newest version ranked."
 )
 @click.option("--include-nofollow", is_flag=True, help="Let nofollow/ugc/sponsored links vote too.")
-@click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
+@click.option("--unweighted", is_flag=True, help="Ignore link weights (an edge list's, or --link-weights position's).")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
 @click.option(
     "--level",
