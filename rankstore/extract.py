@@ -140,42 +140,52 @@ EMPHASISED = 2.0
 FIRST_HALF = 3.0
 MAIN_CONTENT = 3.0
 
-_LINKS = ("a[href]", "area[href]")
-_EMPHASIS = ("b", "strong", "i", "em", "h1", "h2", "h3", "h4", "h5", "h6")
-# What a reader with an ordinary browser (scripts on) never sees; <template> content is no part of the
-# tree the selectors walk, so its links are never found at all.
-_HIDING = ("[hidden]", "[aria-hidden=true i]", "noscript", "dialog:not([open])")
-_HIDING_ITSELF = ("[hidden]", "[aria-hidden=true i]")
-_BOILERPLATE = (
-    "nav",
-    "aside",
-    "[role~=navigation i]",
-    "[role~=banner i]",
-    "[role~=contentinfo i]",
-    "[role~=complementary i]",
-)
+_LINKS = "a[href], area[href]"
+_EMPHASIS = frozenset({"b", "strong", "i", "em", "h1", "h2", "h3", "h4", "h5", "h6"})
+_NAVIGATION = frozenset({"nav", "aside"})
+_NAVIGATION_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary"})
 # <header> and <footer> are the page's banner and footer (HTML-AAM) unless inside one of these: an
 # article's header is part of the article.
-_PAGE_EDGES = ("header", "footer")
-_SECTIONING = (
-    "article",
-    "aside",
-    "main",
-    "nav",
-    "section",
-    "[role~=article i]",
-    "[role~=complementary i]",
-    "[role~=main i]",
-    "[role~=navigation i]",
-    "[role~=region i]",
+_PAGE_EDGES = frozenset({"header", "footer"})
+_SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
+_SECTIONING_ROLES = frozenset({"article", "complementary", "main", "navigation", "region"})
+# Every element that may say something of the links inside it, found in one pass over the tree (a pass
+# per kind, or a descendant selector per link, costs several times as much): what hides (a reader with
+# an ordinary browser, scripts on, never sees <noscript>; <template> content is no part of the tree the
+# selectors walk, so its links are never found at all), regions, emphasis, inline styles.
+_CONTEXTS = ", ".join(
+    [
+        "[hidden]",
+        "[aria-hidden]",
+        "noscript",
+        "dialog",
+        "[role]",
+        "main",
+        "[style]",
+        *sorted(_NAVIGATION | _PAGE_EDGES),
+        # emphasis is common (a signature's every parameter in <em>), links in it are not
+        *(f"{tag}:has(a[href])" for tag in sorted(_EMPHASIS)),
+    ]
 )
-_MAIN = ("main", "[role~=main i]")
+_WRAPS_EMPHASIS = f"a[href]:has({', '.join(sorted(_EMPHASIS))})"
 _IMPORTANT = re.compile(r"\s*!\s*important\s*$", re.IGNORECASE)
 
 
-def _links_within(*contexts: str) -> str:
-    """A selector of the links inside any element ``contexts`` select (each a descendant selector)."""
-    return ", ".join(f"{context} {link}" for context in contexts for link in _LINKS)
+_NO_ROLES: frozenset[str] = frozenset()
+
+
+def _roles(attrs: dict) -> frozenset[str]:
+    return frozenset((attrs.get("role") or "").lower().split())
+
+
+def _sectioned(element: LexborNode) -> bool:
+    """Whether a <header> or <footer> is inside an article, section, aside, nav or main (or their roles)."""
+    parent = element.parent
+    while parent is not None and parent.tag not in ("html", "-document"):
+        if parent.tag in _SECTIONING or _roles(parent.attributes) & _SECTIONING_ROLES:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _style(text: str) -> dict[str, str]:
@@ -216,53 +226,54 @@ class Placement:
 
     @classmethod
     def of(cls, tree: LexborHTMLParser) -> Placement:
-        def ids(selector: str) -> set[int]:
-            return {node.mem_id for node in tree.css(selector)}
-
-        hidden = ids(
-            _links_within(*_HIDING) + ", " + ", ".join(link + own for link in _LINKS for own in _HIDING_ITSELF)
-        )
-        hidden |= cls._styled_hidden(tree)
-        emphasised = ids(_links_within(*_EMPHASIS) + f", a[href]:has({', '.join(_EMPHASIS)})")
-        boilerplate = ids(_links_within(*_BOILERPLATE))
-        boilerplate |= ids(_links_within(*_PAGE_EDGES)) - ids(
-            ", ".join(f"{section} {edge} {link}" for section in _SECTIONING for edge in _PAGE_EDGES for link in _LINKS)
-        )
-        main = ids(_links_within(*_MAIN)) if tree.css_first(", ".join(_MAIN)) is not None else None
-        return cls(hidden, emphasised, boilerplate, main)
-
-    @staticmethod
-    def _styled_hidden(tree: LexborHTMLParser) -> set[int]:
-        """Links an inline style hides: display:none on them or around them; visibility:hidden unless a
-        nearer element says visibility:visible (visibility is inherited, and can be undone below)."""
         hidden: set[int] = set()
-        visibility: dict[int, bool] = {}
-        unseen = []
-        for element in tree.css("[style]"):
-            declared = _style(element.attributes.get("style") or "")
-            links = element.css(", ".join(_LINKS))
-            if declared.get("display") == "none":
-                hidden.update(node.mem_id for node in links)
-                hidden.add(element.mem_id)  # the element itself, when it is a link
+        emphasised = {node.mem_id for node in tree.css(_WRAPS_EMPHASIS)}
+        boilerplate: set[int] = set()
+        main: set[int] | None = None
+        visibility: dict[int, bool] = {}  # element -> its inline visibility: visible (True) or not
+        unseen: list[LexborNode] = []  # links under an inline visibility:hidden, unless undone nearer
+        for element in tree.css(_CONTEXTS):
+            tag, attrs = element.tag, element.attributes
+            roles = _roles(attrs) if "role" in attrs else _NO_ROLES
+            declared = _style(attrs["style"] or "") if "style" in attrs else {}
             shown = declared.get("visibility")
+            hides = (
+                "hidden" in attrs
+                or (attrs.get("aria-hidden") or "").strip().lower() == "true"
+                or tag == "noscript"
+                or (tag == "dialog" and "open" not in attrs)
+                or declared.get("display") == "none"
+            )
+            navigates = tag in _NAVIGATION or bool(roles & _NAVIGATION_ROLES)
+            navigates = navigates or (tag in _PAGE_EDGES and not _sectioned(element))
+            is_main = tag == "main" or "main" in roles
             if shown in ("hidden", "collapse", "visible"):
                 visibility[element.mem_id] = shown == "visible"
-                if shown != "visible":
-                    unseen.append(element)
-                    unseen.extend(links)
+            if not (hides or navigates or is_main or tag in _EMPHASIS or shown in ("hidden", "collapse")):
+                continue  # says nothing of its links: their nodes are not asked for
+            # an element's css() matches the element itself too: a link with the attribute hides itself
+            nodes = element.css(_LINKS)
+            links = {node.mem_id for node in nodes}
+            if hides:
+                hidden |= links
+            if navigates:
+                boilerplate |= links
+            if is_main:
+                main = (main or set()) | links
+            if tag in _EMPHASIS:
+                emphasised |= links
+            if shown in ("hidden", "collapse"):
+                unseen.extend(nodes)
         for node in unseen:
-            if node.tag not in ("a", "area"):
-                continue
             nearest: LexborNode | None = node
             while nearest is not None and nearest.mem_id not in visibility:
                 nearest = nearest.parent
             if nearest is not None and not visibility[nearest.mem_id]:
                 hidden.add(node.mem_id)
-        return hidden
+        return cls(hidden, emphasised, boilerplate, main)
 
-    def factor(self, node: LexborNode) -> float:
-        """E x R of a visible occurrence: its weight but for its position."""
-        key = node.mem_id
+    def factor(self, key: int) -> float:
+        """E x R of a visible occurrence (its node's ``mem_id``): its weight but for its position."""
         weight = EMPHASISED if key in self.emphasised else 1.0
         if key not in self.boilerplate and (self.main is None or key in self.main):
             weight *= MAIN_CONTENT
@@ -327,11 +338,12 @@ def extract(
             href = attrs.get("href")
             if not href or _is_fragment(href):
                 continue
-            if placement is not None and node.mem_id in placement.hidden:
-                continue  # unseen: neither a vote, nor its rel or anchor text
             nofollow = _no_vote(attrs.get("rel"))
             if placement is not None:
-                occurrences.append((href, placement.factor(node), nofollow))
+                key = node.mem_id
+                if key in placement.hidden:
+                    continue  # unseen: neither a vote, nor its rel or anchor text
+                occurrences.append((href, placement.factor(key), nofollow))
             seen = hrefs.get(href)
             if seen is not None:
                 seen[0] = seen[0] and nofollow

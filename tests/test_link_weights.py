@@ -245,4 +245,4 @@ def test_placement_reads_each_set_once():
     assert placed.emphasised == {nodes["m"].mem_id}
     assert nodes["h"].mem_id in placed.boilerplate
     assert placed.main == {nodes["m"].mem_id}
-    assert placed.factor(nodes["h"]) == 1.0 and placed.factor(nodes["m"]) == 6.0
+    assert placed.factor(nodes["h"].mem_id) == 1.0 and placed.factor(nodes["m"].mem_id) == 6.0
