@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 
 import pytest
 
@@ -145,6 +146,15 @@ def test_the_seeds_worked_example_ranks_as_the_seed_says(seed_stores):
         for row in json.loads(run("top", "--format", "json", "--store", seed_stores["uniform"]))
     }
     assert uniform == pytest.approx(dict.fromkeys(scores, 1 / 3), abs=1e-12)
+
+
+def test_rank_unweighted_ignores_them(seed_stores, tmp_path):
+    """`rank --unweighted` ranks the same store as if every link weighed 1: the weights are all that differ."""
+    path = str(tmp_path / "copy.db")
+    shutil.copy(seed_stores["position"], path)
+    run("rank", "--damping", "0.5", "--unweighted", "--store", path, "-q")
+    scores = {row["url"]: row["pagerank"] for row in json.loads(run("top", "--format", "json", "--store", path))}
+    assert scores == pytest.approx({SEED + page: 1 / 3 for page in ("a.html", "b.html", "c.html")}, abs=1e-12)
 
 
 def test_contribution_and_export_use_the_weights(seed_stores):
