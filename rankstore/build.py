@@ -37,7 +37,7 @@ from typing import Any, ParamSpec
 import numpy as np
 
 from .edgeruns import EdgeRuns, split_keys
-from .extract import extract, resolve_listed
+from .extract import LinkWeights, extract, resolve_listed
 from .imported import CC_HARMONIC, CC_PAGERANK, read_cc_ranks_into, write_imported
 from .linksort import LinkSorter, spill_folder
 from .sources import (
@@ -129,8 +129,9 @@ def _looks_binary(body: bytes) -> bool:
     return len(head) != len(head.translate(None, _BINARY_BYTES))
 
 
-def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
-    """One crawl record -> a page with canonical URLs, and what could not be used."""
+def prepare(record: Record, weights: LinkWeights = LinkWeights.UNIFORM) -> tuple[PageData | None, list[Skipped]]:
+    """One crawl record -> a page with canonical URLs, and what could not be used; an HTML page's links
+    weighed as ``weights`` says (a redirect's and a WAT's links weigh 1: there is no page to place them on)."""
     url = canonical(record.url)
     if url is None:
         return None, [Skipped(record.where, f"not an http(s) URL ({record.url[:100]!r})")]
@@ -150,17 +151,19 @@ def prepare(record: Record) -> tuple[PageData | None, list[Skipped]]:
         if _looks_binary(record.body):
             return None, [Skipped(record.where, "binary content labelled as HTML")]
         try:
-            parsed = extract(record.body, url, record.content_type)
+            parsed = extract(record.body, url, record.content_type, weights)
         except Exception as error:  # a parser failure on one page must not stop the build
             return None, [Skipped(record.where, f"cannot parse HTML ({type(error).__name__}: {error})")]
         page.title = parsed.title
         page.canonical_url = parsed.canonical_url
-        page.links = [(link.url, link.nofollow, 1.0, link.anchor_text) for link in parsed.links]
+        page.links = [(link.url, link.nofollow, link.weight, link.anchor_text) for link in parsed.links]
     return page, []
 
 
-def _prepare_chunk(records: Sequence[Record]) -> list[tuple[PageData | None, list[Skipped]]]:
-    return [prepare(record) for record in records]
+def _prepare_chunk(
+    records: Sequence[Record], weights: LinkWeights = LinkWeights.UNIFORM
+) -> list[tuple[PageData | None, list[Skipped]]]:
+    return [prepare(record, weights) for record in records]
 
 
 @dataclass
@@ -355,6 +358,7 @@ def build(
     reread: bool = False,
     planned: list[PlannedSource] | None = None,
     policy: RetryPolicy | None = None,
+    link_weights: LinkWeights = LinkWeights.UNIFORM,
 ) -> BuildReport:
     """Load ``sources`` into ``store``; ``progress`` is called with a :class:`BuildProgress` as input is read.
 
@@ -362,7 +366,8 @@ def build(
     Sources at URLs: a listing's paths are resolved against ``paths_base``,
     and only its first ``limit`` files are read; files an earlier build took
     whole are passed over unless ``reread``.  ``planned``: what
-    :func:`check_sources` made of ``sources``, if the caller asked already.
+    :func:`check_sources` made of ``sources``, if the caller asked already.  ``link_weights``: how the
+    links of HTML pages are weighed (:class:`~rankstore.extract.Placement`); graphs keep their own.
     """
     if planned is None:
         planned = check_sources(sources, fmt, base_url, paths_base, limit, policy)
@@ -471,6 +476,7 @@ def build(
                         state,
                         lambda: progress(state) if progress is not None else None,
                         note,
+                        link_weights,
                     )
                 finally:
                     writer.close()
@@ -588,6 +594,7 @@ def _load_pages(
     state: BuildProgress,
     progress: Callable[[], None],
     note: Callable[[list[TakenFile]], None],
+    weights: LinkWeights = LinkWeights.UNIFORM,
 ) -> None:
     """Records -> pages with canonical URLs (in worker processes) -> the writer, in batches; ``state``
     counts the links as they come from the parsers.  A file taken whole (:class:`TakenFile`, after its
@@ -626,9 +633,9 @@ def _load_pages(
                 flush()
                 writer.call(note, [chunk])
             elif pool is None:
-                take(_prepare_chunk(chunk))
+                take(_prepare_chunk(chunk, weights))
             else:
-                inflight.append(pool.apply_async(_prepare_chunk, (chunk,)))
+                inflight.append(pool.apply_async(_prepare_chunk, (chunk, weights)))
                 if len(inflight) >= jobs * 8:
                     take(inflight.popleft().get())
         drain()

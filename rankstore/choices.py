@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMES",
     "FORMATS",
     "SORTS",
+    "LINK_WEIGHTS",
 ]
 
 DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-links does with its rank
@@ -38,4 +39,5 @@ EXPORT_WHAT = ("scores", *EXPORT_TABLES)  # ...and a ranking's scores
 EXPORT_FORMATS = ("csv", "parquet")
 SCHEMES = ("https", "http")  # the scheme of a Common Crawl host's root page
 FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks", "record")  # what `rankstore build` reads
+LINK_WEIGHTS = ("uniform", "position")  # an HTML page's links: each weighs 1, or by where it stands on the page
 SORTS = ("pagerank", "contribution")  # the order of a page's backlinks: by their PageRank, or what they pass

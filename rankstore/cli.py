@@ -25,6 +25,7 @@ from .choices import (
     GROUPS,
     INFO_FORMATS,
     LEVELS,
+    LINK_WEIGHTS,
     METHODS,
     OUTPUT_FORMATS,
     SCHEMES,
@@ -122,11 +123,31 @@ def cli():
     show_default=True,
     help="Common Crawl graphs: the scheme of each host's root page.",
 )
+@click.option(
+    "--link-weights",
+    type=click.Choice(LINK_WEIGHTS),
+    default="uniform",
+    show_default=True,
+    help="How an HTML page's links are weighed: each 1, or by where it stands (V x E x R x P: build --help).",
+)
 @click.option("--rank", "then_rank", is_flag=True, help="Then rank the store, as `rankstore rank` with no options.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.pass_context
 def build(
-    ctx, sources, store_path, fmt, base_url, paths_base, limit, reread, jobs, commit_every, scheme, then_rank, quiet
+    ctx,
+    sources,
+    store_path,
+    fmt,
+    base_url,
+    paths_base,
+    limit,
+    reread,
+    jobs,
+    commit_every,
+    scheme,
+    link_weights,
+    then_rank,
+    quiet,
 ):
     """Load crawls (WARC/WARC.gz, a directory of saved HTML, edge lists, Common Crawl web graphs) into the store.
 
@@ -154,12 +175,33 @@ def build(
     them): building the same sources again reads only the files it lacks,
     and goes on with a build that was cut short.
 
+    --link-weights position weighs each link of an HTML page by where it
+    stands (the seed notes' visibility and position weighting, with the
+    page's regions): an occurrence weighs V x E x R x P, a link the sum of
+    its occurrences' (its following ones, when any follows), and PageRank
+    gives each link its weight's share of the page's total.
+
+    \b
+      V visible    0 if hidden (hidden attribute, aria-hidden="true", inline
+                   display:none or visibility:hidden, <noscript>, closed
+                   <dialog>, <template>), else 1; a link only hidden is
+                   not stored
+      E emphasis   2 in or around b, strong, i, em, h1-h6, else 1
+      R region     1 in nav, aside, the page's header or footer (ARIA
+                   navigation, banner, contentinfo, complementary), or
+                   outside <main> (role=main) when there is one, else 3
+      P position   3 in the first half of the page's visible links, else 1
+
+    Redirects, WAT metadata and graphs keep their weights (1, or an edge
+    list's).
+
     \b
     Examples:
         wget --mirror --warc-file=site http://127.0.0.1:8000/
         rankstore build site.warc.gz
         rankstore build recrawl.warc.gz --rank
         rankstore build mirror/ --base-url http://127.0.0.1:8000/
+        rankstore build site.warc.gz --link-weights position --rank
         rankstore build edges.tsv.gz --store graph.db
         rankstore build cc-host-vertices.paths.gz cc-host-edges.paths.gz --store hosts.db
         rankstore build cc-main-2024-25-dec-jan-feb-host-ranks.txt.gz --store hosts.db
@@ -167,6 +209,7 @@ def build(
     """
     from .build import BuildProgress, check_sources, is_remote_source
     from .build import build as run_build
+    from .extract import LinkWeights
     from .progress import Meter, progress_words, skipped_lines, summary_lines
 
     for source in sources:
@@ -211,6 +254,7 @@ def build(
             limit=limit,
             reread=reread,
             planned=planned,
+            link_weights=LinkWeights(link_weights),
         )
     except SourceError as error:
         raise click.ClickException(str(error)) from error
@@ -396,7 +440,7 @@ def _fail(message: str, status: int = 1) -> None:
     "--force", is_flag=True, help="Rank even when the graph and parameters are those the newest version ranked."
 )
 @click.option("--include-nofollow", is_flag=True, help="Let nofollow/ugc/sponsored links vote too.")
-@click.option("--unweighted", is_flag=True, help="Ignore link weights from edge lists.")
+@click.option("--unweighted", is_flag=True, help="Ignore link weights (an edge list's, or --link-weights position's).")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
 @click.option(
     "--level",

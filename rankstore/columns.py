@@ -82,7 +82,7 @@ TABLE_COLUMNS: dict[str, tuple[Column, ...]] = {  # --what links, pages, hosts, 
     "links": (
         Column("src", "int32", "the linking page's id"),
         Column("dst", "int32", "the linked page's id"),
-        Column("weight", "float64", "the link's weight (1 but for a weighted edge list)"),
+        Column("weight", "float64", "the link's weight (1 but for a weighted edge list or --link-weights position)"),
         Column("nofollow", "bool", "nofollow, ugc or sponsored: it gives no PageRank"),
         Column("first_build", "int32", "the build that first saw it, empty where not known"),
     ),

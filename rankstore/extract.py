@@ -5,22 +5,29 @@ A page's links are a set: the same target counted once.  A link is *followed*
 sponsored, or the page says ``<meta name="robots" content="nofollow">``.
 ``<base href>`` is honoured.  Links to a fragment of the page itself
 (``href="#section"``) are in-page navigation, not links, and are left out.
+
+Each link weighs 1, or, asked :attr:`LinkWeights.POSITION`, what its
+occurrences weigh by where they stand on the page (:class:`Placement`): the
+visibility and position weighting of the seed notes, with the page's regions.
 """
 
 from __future__ import annotations
 
 import codecs
+import enum
 import re
 from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .sources import ListedPage
 from .urls import canonical, resolver
 
 __all__ = [
     "Link",
+    "LinkWeights",
     "Page",
+    "Placement",
     "decode_html",
     "extract",
     "resolve_listed",
@@ -37,11 +44,20 @@ _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", r
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
+class LinkWeights(enum.Enum):
+    """How a page's links are weighted (``rankstore build --link-weights``; the names are
+    :data:`rankstore.choices.LINK_WEIGHTS`)."""
+
+    UNIFORM = "uniform"  # every link weighs 1, however often and wherever it stands
+    POSITION = "position"  # by where each occurrence stands: :class:`Placement`
+
+
 @dataclass(slots=True)
 class Link:
     url: str
     nofollow: bool = False
     anchor_text: str = ""
+    weight: float = 1.0
 
 
 @dataclass(slots=True)
@@ -114,6 +130,162 @@ def _in_foreign_content(node) -> bool:
     return False
 
 
+# The weighting of links by where they stand (``LinkWeights.POSITION``).  The seed notes (000, "other
+# factors of a page's rank", after Page's PageRank patent) weigh each link by its visibility (2 if
+# emphasised, bold or italic, else 1) and its position (3 in the document's upper half, 1 in its lower
+# half), and divide by the page's sum of them; the "reasonable surfer" (Dean et al., US patent 7,716,225)
+# adds where on the page's layout a link stands.  We weigh the page's main content against its
+# navigation, header, footer and asides as the seed weighs its upper half against its lower one.
+EMPHASISED = 2.0
+FIRST_HALF = 3.0
+MAIN_CONTENT = 3.0
+
+_LINKS = "a[href], area[href]"
+_EMPHASIS = frozenset({"b", "strong", "i", "em", "h1", "h2", "h3", "h4", "h5", "h6"})
+_NAVIGATION = frozenset({"nav", "aside"})
+_NAVIGATION_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary"})
+# <header> and <footer> are the page's banner and footer (HTML-AAM) unless inside one of these: an
+# article's header is part of the article.
+_PAGE_EDGES = frozenset({"header", "footer"})
+_SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
+_SECTIONING_ROLES = frozenset({"article", "complementary", "main", "navigation", "region"})
+# Every element that may say something of the links inside it, found in one pass over the tree (a pass
+# per kind, or a descendant selector per link, costs several times as much): what hides (a reader with
+# an ordinary browser, scripts on, never sees <noscript>; <template> content is no part of the tree the
+# selectors walk, so its links are never found at all), regions, emphasis, inline styles.
+_CONTEXTS = ", ".join(
+    [
+        "[hidden]",
+        "[aria-hidden]",
+        "noscript",
+        "dialog",
+        "[role]",
+        "main",
+        "[style]",
+        *sorted(_NAVIGATION | _PAGE_EDGES),
+        # emphasis is common (a signature's every parameter in <em>), links in it are not
+        *(f"{tag}:has(a[href])" for tag in sorted(_EMPHASIS)),
+    ]
+)
+_WRAPS_EMPHASIS = f"a[href]:has({', '.join(sorted(_EMPHASIS))})"
+_IMPORTANT = re.compile(r"\s*!\s*important\s*$", re.IGNORECASE)
+
+
+_NO_ROLES: frozenset[str] = frozenset()
+
+
+def _roles(attrs: dict) -> frozenset[str]:
+    return frozenset((attrs.get("role") or "").lower().split())
+
+
+def _sectioned(element: LexborNode) -> bool:
+    """Whether a <header> or <footer> is inside an article, section, aside, nav or main (or their roles)."""
+    parent = element.parent
+    while parent is not None and parent.tag not in ("html", "-document"):
+        if parent.tag in _SECTIONING or _roles(parent.attributes) & _SECTIONING_ROLES:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _style(text: str) -> dict[str, str]:
+    """An inline ``style``'s declarations, lower case, the last of each property standing."""
+    found = {}
+    for declaration in text.split(";"):
+        name, colon, value = declaration.partition(":")
+        if colon:
+            found[name.strip().lower()] = _IMPORTANT.sub("", value).strip().lower()
+    return found
+
+
+@dataclass(slots=True)
+class Placement:
+    """Where a page's links stand, read once from its tree: each occurrence of a link (``<a href>``,
+    ``<area href>``) weighs V x E x R x P, and a link the sum of its occurrences' weights (those that
+    follow, when any does: a nofollow occurrence casts no vote).
+
+    V visible      0 if hidden: in or with the hidden attribute, aria-hidden="true", inline style
+                   display:none (or visibility:hidden/collapse not undone nearer by visibility:visible),
+                   in <noscript>, in a closed <dialog>, in <template>; else 1.  A link whose every
+                   occurrence is hidden is no link of the page (not stored).
+    E emphasised   2 inside or around b, strong, i, em, h1-h6; else 1.
+    R region       1 in navigation, page header, page footer or aside (nav, aside, header and footer
+                   not within article/section/main, ARIA roles navigation, banner, contentinfo,
+                   complementary), and outside the main content when the page marks one (<main>,
+                   role=main); else 3.
+    P position     3 for the first half of the page's visible occurrences in document order (k-th of
+                   n, from 0, with 2k < n), 1 for the rest.
+
+    Hidden occurrences are not counted in n.  Styles from style sheets and scripts are not seen.
+    """
+
+    hidden: set[int]  # mem_id of every hidden link element
+    emphasised: set[int]
+    boilerplate: set[int]
+    main: set[int] | None  # links in the page's main content; None: the page marks none
+
+    @classmethod
+    def of(cls, tree: LexborHTMLParser) -> Placement:
+        hidden: set[int] = set()
+        emphasised = {node.mem_id for node in tree.css(_WRAPS_EMPHASIS)}
+        boilerplate: set[int] = set()
+        main: set[int] | None = None
+        visibility: dict[int, bool] = {}  # element -> its inline visibility: visible (True) or not
+        unseen: list[LexborNode] = []  # links under an inline visibility:hidden, unless undone nearer
+        for element in tree.css(_CONTEXTS):
+            tag, attrs = element.tag, element.attributes
+            roles = _roles(attrs) if "role" in attrs else _NO_ROLES
+            declared = _style(attrs["style"] or "") if "style" in attrs else {}
+            shown = declared.get("visibility")
+            hides = (
+                "hidden" in attrs
+                or (attrs.get("aria-hidden") or "").strip().lower() == "true"
+                or tag == "noscript"
+                or (tag == "dialog" and "open" not in attrs)
+                or declared.get("display") == "none"
+            )
+            navigates = tag in _NAVIGATION or bool(roles & _NAVIGATION_ROLES)
+            navigates = navigates or (tag in _PAGE_EDGES and not _sectioned(element))
+            is_main = tag == "main" or "main" in roles
+            if shown in ("hidden", "collapse", "visible"):
+                visibility[element.mem_id] = shown == "visible"
+            if not (hides or navigates or is_main or tag in _EMPHASIS or shown in ("hidden", "collapse")):
+                continue  # says nothing of its links: their nodes are not asked for
+            # an element's css() matches the element itself too: a link with the attribute hides itself
+            nodes = element.css(_LINKS)
+            links = {node.mem_id for node in nodes}
+            if hides:
+                hidden |= links
+            if navigates:
+                boilerplate |= links
+            if is_main:
+                main = (main or set()) | links
+            if tag in _EMPHASIS:
+                emphasised |= links
+            if shown in ("hidden", "collapse"):
+                unseen.extend(nodes)
+        for node in unseen:
+            nearest: LexborNode | None = node
+            while nearest is not None and nearest.mem_id not in visibility:
+                nearest = nearest.parent
+            if nearest is not None and not visibility[nearest.mem_id]:
+                hidden.add(node.mem_id)
+        return cls(hidden, emphasised, boilerplate, main)
+
+    def factor(self, key: int) -> float:
+        """E x R of a visible occurrence (its node's ``mem_id``): its weight but for its position."""
+        weight = EMPHASISED if key in self.emphasised else 1.0
+        if key not in self.boilerplate and (self.main is None or key in self.main):
+            weight *= MAIN_CONTENT
+        return weight
+
+
+def position(k: int, n: int) -> float:
+    """P of the ``k``-th (from 0) of ``n`` visible occurrences: the first half of the page's links is
+    the seed's upper half of the document."""
+    return FIRST_HALF if 2 * k < n else 1.0
+
+
 def _clean_text(text: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
@@ -134,8 +306,10 @@ def _is_fragment(href: str) -> bool:
     return not href or href[0] == "#" or href.lstrip().startswith("#")
 
 
-def extract(body: bytes | str, url: str, content_type: str | None = None) -> Page:
-    """Parse one HTML page fetched from ``url`` (already canonical)."""
+def extract(
+    body: bytes | str, url: str, content_type: str | None = None, weights: LinkWeights = LinkWeights.UNIFORM
+) -> Page:
+    """Parse one HTML page fetched from ``url`` (already canonical); its links weighed as ``weights`` says."""
     if isinstance(body, bytes):
         charset, skip = sniff_charset(body, content_type)
         # lexbor decodes UTF-8 itself (invalid bytes -> U+FFFD), faster than str.decode.
@@ -153,6 +327,8 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
     # repeats a lot on real pages (navigation, sidebars): read its text once.
     hrefs: dict[str, list] = {}
     foreign = tree.css_first("svg, math") is not None  # else no node needs the walk up
+    placement = Placement.of(tree) if weights is LinkWeights.POSITION else None
+    occurrences: list[tuple[str, float, bool]] = []  # (href, E x R, nofollow) of each visible occurrence
     for node in tree.css("a[href], area[href], base[href], meta[name], link[rel][href], title"):
         tag = node.tag
         if foreign and tag in ("a", "title") and _in_foreign_content(node):
@@ -163,6 +339,11 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
             if not href or _is_fragment(href):
                 continue
             nofollow = _no_vote(attrs.get("rel"))
+            if placement is not None:
+                key = node.mem_id
+                if key in placement.hidden:
+                    continue  # unseen: neither a vote, nor its rel or anchor text
+                occurrences.append((href, placement.factor(key), nofollow))
             seen = hrefs.get(href)
             if seen is not None:
                 seen[0] = seen[0] and nofollow
@@ -199,8 +380,20 @@ def extract(body: bytes | str, url: str, content_type: str | None = None) -> Pag
                 page.canonical_url = canonical(node.attributes.get("href"), base)
                 break
 
-    page.links = _resolved(hrefs, base, page_nofollow)
+    page.links = _resolved(hrefs, base, page_nofollow, _summed(occurrences) if placement is not None else None)
     return page
+
+
+def _summed(occurrences: list[tuple[str, float, bool]]) -> dict[str, list[float]]:
+    """Each href's [weight of its following occurrences, weight of them all], positions given in order."""
+    sums: dict[str, list[float]] = {}
+    for k, (href, factor, nofollow) in enumerate(occurrences):
+        weight = factor * position(k, len(occurrences))
+        found = sums.setdefault(href, [0.0, 0.0])
+        found[1] += weight
+        if not nofollow:
+            found[0] += weight
+    return sums
 
 
 def resolve_listed(listed: ListedPage, url: str) -> Page:
@@ -229,10 +422,16 @@ def resolve_listed(listed: ListedPage, url: str) -> Page:
     return page
 
 
-def _resolved(hrefs: dict[str, list], base: str, page_nofollow: bool) -> list[Link]:
-    """Hrefs as written (href -> [nofollow on every occurrence, anchor text]) -> the page's set of links."""
+def _resolved(
+    hrefs: dict[str, list], base: str, page_nofollow: bool, weights: dict[str, list[float]] | None = None
+) -> list[Link]:
+    """Hrefs as written (href -> [nofollow on every occurrence, anchor text]) -> the page's set of links;
+    ``weights`` (href -> [weight following, weight in all], from :func:`_summed`), when links are weighed:
+    hrefs that resolve alike add up, and a link weighs what its following occurrences do (all of them,
+    for a link that casts no vote)."""
     resolve = resolver(base)
     found: dict[str, Link] = {}
+    sums: dict[str, list[float]] = {}
     for href, (nofollow, anchor) in hrefs.items():
         target = resolve(href)
         if target is None:
@@ -244,4 +443,12 @@ def _resolved(hrefs: dict[str, list], base: str, page_nofollow: bool) -> list[Li
             existing.nofollow = existing.nofollow and nofollow
             if not existing.anchor_text:
                 existing.anchor_text = anchor
+        if weights is not None:
+            following, total = weights[href]
+            summed = sums.setdefault(target, [0.0, 0.0])
+            summed[0] += following
+            summed[1] += total
+    for target, (following, total) in sums.items():
+        link = found[target]
+        link.weight = total if link.nofollow else following
     return list(found.values())
