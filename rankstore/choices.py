@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMES",
     "FORMATS",
     "SORTS",
+    "CRAWL_ORDERS",
 ]
 
 DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-links does with its rank
@@ -39,3 +40,4 @@ EXPORT_FORMATS = ("csv", "parquet")
 SCHEMES = ("https", "http")  # the scheme of a Common Crawl host's root page
 FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks")  # what `rankstore build` reads
 SORTS = ("pagerank", "contribution")  # the order of a page's backlinks: by their PageRank, or what they pass
+CRAWL_ORDERS = ("pagerank", "backlinks", "breadth")  # what `rankstore crawl` fetches first (rankstore.crawl.Order)
