@@ -238,8 +238,17 @@ def build(
     type=click.Path(file_okay=False),
     help="Folder of the crawl's WARC segments; a re-run over it resumes.",
 )
-@click.option("--max-pages", type=click.IntRange(1), default=1000, show_default=True, help="Pages, over all runs.")
-@click.option("--order", type=click.Choice(CRAWL_ORDERS), default="pagerank", show_default=True, help="What first.")
+@click.option(
+    "--max-pages",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    metavar="N",
+    help="Pages to fetch, over all runs in --out.",
+)
+@click.option(
+    "--order", type=click.Choice(CRAWL_ORDERS), default="pagerank", show_default=True, help="What to fetch first."
+)
 @click.option(
     "--rerank-every",
     type=click.IntRange(1),
@@ -258,10 +267,19 @@ def build(
     "--time-limit", type=click.FloatRange(0), default=0, metavar="SECONDS", help="Stop after SECONDS (0: none)."
 )
 @click.option(
-    "--delay", type=click.FloatRange(0), default=0.5, show_default=True, help="Seconds between requests to a host."
+    "--delay",
+    type=click.FloatRange(0),
+    default=0.5,
+    show_default=True,
+    metavar="SECONDS",
+    help="Least time between two requests to a host.",
 )
-@click.option("--per-host", type=click.IntRange(1), default=2, show_default=True, help="Requests at once to a host.")
-@click.option("--concurrency", type=click.IntRange(1), default=16, show_default=True, help="Requests at once in all.")
+@click.option(
+    "--per-host", type=click.IntRange(1), default=2, show_default=True, metavar="N", help="Requests at once to a host."
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1), default=16, show_default=True, metavar="N", help="Requests at once in all."
+)
 @click.option(
     "--load-every",
     type=click.IntRange(1),

@@ -155,10 +155,13 @@ class Frontier:
         if self.order is Order.BREADTH:
             chosen = np.flatnonzero(self._queued[:n])[:count]
         elif count == 1:
-            chosen = np.array([int(np.argmax(priority))])
+            chosen = np.array([int(np.argmax(priority))])  # the first of the largest: the earliest discovered
         else:
-            # stable: among equal priorities the earliest discovered first
-            chosen = np.argsort(-priority, kind="stable")[:count]
+            # the count-th largest priority, then every URL at or above it, the earliest discovered first
+            # among equals (a partition, not a sort of the whole frontier)
+            bar = np.partition(priority, n - count)[n - count]
+            ahead = np.flatnonzero(priority >= bar)
+            chosen = ahead[np.lexsort((ahead, -priority[ahead]))][:count]
         self._queued[chosen] = False
         self._taken[chosen] = True
         self._priority[chosen] = -np.inf

@@ -32,7 +32,17 @@ from ..urls import canonical
 from . import warcout
 from .frontier import Frontier, Order, Scope
 
-__all__ = ["CrawlError", "CrawlOptions", "CrawlProgress", "CrawlReport", "StopReason", "crawl", "USER_AGENT", "replay"]
+__all__ = [
+    "page_links",
+    "CrawlError",
+    "CrawlOptions",
+    "CrawlProgress",
+    "CrawlReport",
+    "StopReason",
+    "crawl",
+    "USER_AGENT",
+    "replay",
+]
 
 USER_AGENT = f"rankstore-crawl/{__version__} (+local)"
 
@@ -98,7 +108,7 @@ class CrawlReport:
     segments: list[str] = field(default_factory=list)  # WARC segments written by this run
 
 
-def _links_of(record: Record) -> list[str]:
+def page_links(record: Record) -> list[str]:
     """The URLs a fetched page lets the crawl follow: its links that vote (not nofollow), a redirect's target."""
     if record.location is not None:
         target = canonical(record.location, record.url)
@@ -114,7 +124,7 @@ def replay(folder: str, frontier: Frontier) -> int:
     for path in warcout.segments(folder):
         for item in read_warc(path):
             if isinstance(item, Record):
-                frontier.fetched_page(item.url, _links_of(item), rank=False)
+                frontier.fetched_page(item.url, page_links(item), rank=False)
                 count += 1
     frontier.rerank()
     return count
@@ -218,7 +228,7 @@ class _Session:
             record.location = location.decode("latin-1")
         elif response.status == 200 and content_type.lower().startswith(HTML_TYPES):
             record.body, record.content_type = response.body, content_type
-        self.frontier.fetched_page(url, _links_of(record))
+        self.frontier.fetched_page(url, page_links(record))
         self.order.append(url)
         self.progress.fetched += 1
         self._after_page()
