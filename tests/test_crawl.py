@@ -298,3 +298,11 @@ def test_sigint_keeps_what_was_fetched_and_a_rerun_resumes(site, tmp_path):
     assert len(_warc_urls(out)) == PAGES
     info = CliRunner().invoke(cli, ["info", "--store", str(store)])
     assert f"{PAGES} crawled" in info.output
+
+
+def test_time_limit_and_progress_line(site, tmp_path):
+    port, _ = site
+    result = _crawl(port, tmp_path / "out", tmp_path / "s.db", "--delay", "0.5", "--time-limit", "2")
+    assert "stopped: the time limit was reached" in result.stdout
+    assert 2 <= len(_warc_urls(tmp_path / "out")) <= 8  # one request each half second, for two seconds
+    assert "crawling: " in result.stderr and "queued" in result.stderr

@@ -4,8 +4,10 @@ Scrapy does the fetching and the politeness: robots.txt (``ROBOTSTXT_OBEY``), th
 concurrency and delay (its download slots are per host), the time budget (``CLOSESPIDER_TIMEOUT``) and
 SIGINT (its graceful shutdown).  Its scheduler cannot change the priority of a request it holds, and a
 PageRank order changes the whole frontier's at every ranking, so the frontier stays here and Scrapy is
-fed a window of requests at a time (twice its concurrency: enough that no download slot waits); each
-response handled takes the next best URLs, ranked as of that moment, to refill the window.
+fed a window of requests at a time; each response handled takes the next best URLs, ranked as of that
+moment, to refill the window.  The window is twice the concurrency (enough that no download slot waits),
+and with a delay twice the hosts seen: a request fed beyond what the delay lets out waits in Scrapy's
+download slot, where a stop (the time limit, Ctrl-C) still waits for it, and its priority grows stale.
 
 Every response goes to the WARC (:mod:`.warcout`) as it comes; every ``load_every`` pages the segment
 is closed and loaded into the store by :func:`rankstore.build.build`, on a thread of its own, as a
@@ -28,7 +30,7 @@ from .. import __version__
 from ..extract import extract
 from ..sources import Record
 from ..sources.warc import HTML_TYPES, MAX_BODY, read_warc
-from ..urls import canonical
+from ..urls import canonical, host_of
 from . import warcout
 from .frontier import Frontier, Order, Scope
 
@@ -184,7 +186,7 @@ class _Session:
         self.inflight: set[str] = set()
         self.order: list[str] = []
         self.written: list[str] = []
-        self.window = 2 * options.concurrency
+        self.hosts: set[str] = set()  # of the URLs fed to Scrapy
         self.started = time.monotonic()
         self._said = 0.0
         self.closed_reason = "finished"
@@ -194,6 +196,13 @@ class _Session:
         """Pages fetched, by this run and the earlier ones: what ``max_pages`` bounds."""
         return self.progress.resumed + self.progress.fetched
 
+    @property
+    def window(self) -> int:
+        """How many requests Scrapy may hold at once (see the module's docstring)."""
+        if self.options.delay > 0:
+            return min(2 * self.options.concurrency, 2 * max(len(self.hosts), 1))
+        return 2 * self.options.concurrency
+
     def requests(self):
         import scrapy
 
@@ -202,6 +211,7 @@ class _Session:
             return []
         taken = self.frontier.take(room)
         self.inflight.update(taken)
+        self.hosts.update(host_of(url) for url in taken)
         # Scrapy's scheduler holds the window: the best first there too
         return [
             scrapy.Request(
