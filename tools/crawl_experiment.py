@@ -57,18 +57,22 @@ def crawl(seed: str, folder: str, order: str, max_pages: int, rerank_every: int)
     return time.perf_counter() - started
 
 
-def fetched(folder: str) -> tuple[list[str], dict[str, list[str]]]:
-    """The pages a crawl folder holds, in the order fetched, and each one's out-links the crawl could follow."""
-    order, links = [], {}
+def fetched(folder: str, with_links: bool = True) -> tuple[list[str], dict[str, list[str]], set[str]]:
+    """The URLs a crawl folder holds, in the order fetched; each one's out-links the crawl could follow
+    (``with_links``); and those that were HTML pages (not redirects, not gone)."""
+    order, links, html = [], {}, set()
     for path in segments(folder):
         for item in read_warc(path):
             if isinstance(item, Record):
                 order.append(item.url)
-                links[item.url] = page_links(item)
-    return order, links
+                if item.body is not None:
+                    html.add(item.url)
+                if with_links:
+                    links[item.url] = page_links(item)
+    return order, links, html
 
 
-def edge_list(path: str) -> tuple[list[str], dict[str, list[str]]]:
+def edge_list(path: str) -> tuple[list[str], dict[str, list[str]], set[str]]:
     """A graph's pages (the sources of its links, the first first) and their links, from URL<TAB>URL lines."""
     links: dict[str, list[str]] = {}
     with open(path, encoding="utf-8") as handle:
@@ -76,11 +80,12 @@ def edge_list(path: str) -> tuple[list[str], dict[str, list[str]]]:
             source, _, target = line.rstrip("\n").partition("\t")
             links.setdefault(source, []).append(target)
     index = next((url for url in links if url.endswith("/index.html") and url.count("/") == 3), next(iter(links)))
-    return [index, *(url for url in links if url != index)], links
+    return [index, *(url for url in links if url != index)], links, set(links)
 
 
-def final_top(pages: list[str], links: dict[str, list[str]], share: float = 0.01) -> set[str]:
-    """The top ``share`` of ``pages`` by PageRank of the complete graph (every URL the crawl knew)."""
+def final_top(pages: list[str], links: dict[str, list[str]], html: set[str], share: float = 0.01) -> set[str]:
+    """The top ``share`` of the HTML pages among ``pages`` by PageRank of the complete graph (every URL the
+    crawl knew, redirects and pages found gone among them)."""
     ids: dict[str, int] = {}
     src, dst = [], []
     for url in pages:
@@ -89,8 +94,8 @@ def final_top(pages: list[str], links: dict[str, list[str]], share: float = 0.01
             src.append(source)
             dst.append(ids.setdefault(target, len(ids)))
     scores = pagerank(Graph.from_edges(np.array(src), np.array(dst), len(ids)), 0.85, tol=1e-10).scores
-    ranked = sorted(pages, key=lambda url: -scores[ids[url]])
-    return set(ranked[: math.ceil(share * len(pages))])
+    ranked = sorted((url for url in pages if url in html), key=lambda url: -scores[ids[url]])
+    return set(ranked[: math.ceil(share * len(ranked))])
 
 
 def figure(rows: dict[str, list[float]], simulated: dict[str, list[float]], path: str, total: int) -> None:
@@ -131,9 +136,9 @@ def main() -> None:
     seconds: dict[str, float] = {}
     orders: dict[str, list[str]] = {}
     if args.edges:
-        order_of, links = edge_list(args.edges)
+        order_of, links, html = edge_list(args.edges)
     elif args.simulate_only and segments(breadth):
-        order_of, links = fetched(breadth)  # the breadth crawl of an earlier run
+        order_of, links, html = fetched(breadth)  # the breadth crawl of an earlier run
     else:
         for name in ("breadth", "pagerank", "backlinks"):
             shutil.rmtree(os.path.join(args.work, name), ignore_errors=True)
@@ -141,13 +146,13 @@ def main() -> None:
         try:
             seed = f"http://127.0.0.1:{port}/index.html"
             seconds["breadth"] = crawl(seed, breadth, "breadth", 10**6, args.rerank_every)
-            order_of, links = fetched(breadth)
+            order_of, links, html = fetched(breadth)
             budget = math.ceil(max(FRACTIONS) * len(order_of))
             if not args.simulate_only:
                 for name in ("pagerank", "backlinks"):
                     folder = os.path.join(args.work, name)
                     seconds[name] = crawl(seed, folder, name, budget, args.rerank_every)
-                    orders[name] = fetched(folder)[0]
+                    orders[name] = fetched(folder, with_links=False)[0]
         finally:
             server.terminate()
             server.wait()
@@ -156,7 +161,7 @@ def main() -> None:
     total = len(order_of)
     budget = math.ceil(max(FRACTIONS) * total)
     # URLs compared by path: the ports of two runs differ
-    top = {url.split("/", 3)[3] for url in final_top(order_of, links)}
+    top = {url.split("/", 3)[3] for url in final_top(order_of, links, html)}
     scope = Scope.of_seeds([seed])
     rows, simulated = {}, {}
     for name in ("pagerank", "backlinks", "breadth"):
@@ -164,7 +169,7 @@ def main() -> None:
         simulated[name] = top_share([url.split("/", 3)[3] for url in walk], top, FRACTIONS, total)
         if name in orders and (name != "breadth" or len(orders) > 1):
             rows[name] = top_share([url.split("/", 3)[3] for url in orders[name]], top, FRACTIONS, total)
-    print(f"rust-doc: {total:,} pages fetched whole breadth first, final top 1%: {len(top)} pages")
+    print(f"rust-doc: {total:,} URLs fetched whole breadth first ({len(html):,} HTML pages), final top 1%: {len(top)}")
     print("| order | " + " | ".join(f"{100 * f:.0f}%" for f in FRACTIONS) + " | simulated | crawl time |")
     print("|---|" + "---|" * (len(FRACTIONS) + 2))
     for name in ("pagerank", "backlinks", "breadth"):
