@@ -346,6 +346,8 @@ def crawl(
         ).checked()
     except CrawlError as error:
         raise click.ClickException(str(error)) from error
+    if options.store_path is not None:
+        open_store(options.store_path, create=True).close()  # a store that cannot be written is said before fetching
 
     def progress(state) -> None:
         click.echo("\r" + crawl_progress_line(state), nl=False, err=True)

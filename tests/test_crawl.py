@@ -259,6 +259,17 @@ def test_scope_patterns_and_assets():
     assert "http://127.0.0.1:8000/core/x.html" not in globbed
 
 
+def test_bad_store_and_options_are_one_line_before_any_fetch(tmp_path):
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not SQLite\n" * 100)
+    result = CliRunner().invoke(cli, ["crawl", "http://127.0.0.1:1/", "--store", str(garbage), "--out", str(tmp_path)])
+    assert result.exit_code == 1 and result.output.count("Error:") == 1 and "Traceback" not in result.output
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".warc.gz")]
+    for bad in (["--order", "depth"], ["--max-pages", "0"], ["--delay", "-1"], ["--per-host", "0"]):
+        result = CliRunner().invoke(cli, ["crawl", "http://127.0.0.1:1/", *bad])
+        assert result.exit_code == 2 and "Error:" in result.output, bad
+
+
 def test_bad_seed_is_one_line():
     result = CliRunner().invoke(cli, ["crawl", "ftp://example.com/"])
     assert result.exit_code == 1
