@@ -24,6 +24,7 @@ __all__ = [
     "FORMATS",
     "SORTS",
     "LINK_WEIGHTS",
+    "CRAWL_ORDERS",
 ]
 
 DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-links does with its rank
@@ -41,3 +42,4 @@ SCHEMES = ("https", "http")  # the scheme of a Common Crawl host's root page
 FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks", "record")  # what `rankstore build` reads
 LINK_WEIGHTS = ("uniform", "position")  # an HTML page's links: each weighs 1, or by where it stands on the page
 SORTS = ("pagerank", "contribution")  # the order of a page's backlinks: by their PageRank, or what they pass
+CRAWL_ORDERS = ("pagerank", "backlinks", "breadth")  # what `rankstore crawl` fetches first (rankstore.crawl.Order)

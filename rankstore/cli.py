@@ -17,6 +17,7 @@ import click
 # loading what another command needs.
 from . import __version__, columns
 from .choices import (
+    CRAWL_ORDERS,
     DANGLING,
     ENGINES,
     EXPORT_FORMATS,
@@ -268,6 +269,139 @@ def build(
     if report.skipped:
         click.echo("\n".join(skipped_lines(report)), err=True)
         sys.exit(EXIT_SKIPPED)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("seeds", nargs=-1, required=True, metavar="URL...")
+@store_option
+@click.option(
+    "--out",
+    "folder",
+    default="crawl",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder of the crawl's WARC segments; a re-run over it resumes.",
+)
+@click.option(
+    "--max-pages",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    metavar="N",
+    help="Pages to fetch, over all runs in --out.",
+)
+@click.option(
+    "--order", type=click.Choice(CRAWL_ORDERS), default="pagerank", show_default=True, help="What to fetch first."
+)
+@click.option(
+    "--rerank-every",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    metavar="K",
+    help="--order pagerank: rank the graph known so far every K pages.",
+)
+@click.option(
+    "--scope",
+    multiple=True,
+    metavar="GLOB",
+    help="Fetch only URLs matching GLOB (repeatable; default: the seeds' sites).",
+)
+@click.option(
+    "--time-limit", type=click.FloatRange(0), default=0, metavar="SECONDS", help="Stop after SECONDS (0: none)."
+)
+@click.option(
+    "--delay",
+    type=click.FloatRange(0),
+    default=0.5,
+    show_default=True,
+    metavar="SECONDS",
+    help="Least time between two requests to a host.",
+)
+@click.option(
+    "--per-host", type=click.IntRange(1), default=2, show_default=True, metavar="N", help="Requests at once to a host."
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1), default=16, show_default=True, metavar="N", help="Requests at once in all."
+)
+@click.option(
+    "--load-every",
+    type=click.IntRange(1),
+    default=500,
+    show_default=True,
+    metavar="N",
+    help="Close the WARC segment and load it into the store every N pages.",
+)
+@click.option("--no-store", is_flag=True, help="Write the WARC only.")
+@click.option("--rank", "then_rank", is_flag=True, help="Then rank the store, as `rankstore rank` with no options.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line.")
+@click.pass_context
+def crawl(
+    ctx,
+    seeds,
+    store_path,
+    folder,
+    max_pages,
+    order,
+    rerank_every,
+    scope,
+    time_limit,
+    delay,
+    per_host,
+    concurrency,
+    load_every,
+    no_store,
+    then_rank,
+    quiet,
+):
+    """Crawl from URL... politely, the most important pages first, into WARC files and the store as it goes.
+
+    --order pagerank fetches next the URL with the highest PageRank in the
+    graph fetched so far (ranked again every K pages), backlinks the one
+    with the most links found to it, breadth the first found.  robots.txt
+    is honoured and the user agent is rankstore-crawl/VERSION.  Pages go
+    to WARC segments in --out, each loaded into the store (as `rankstore
+    build` loads a WARC) once closed.  Ctrl-C stops with every page
+    fetched kept; the same command again resumes, fetching nothing twice.
+    One crawl runs per process (Scrapy's reactor runs once).
+
+    \b
+    Examples:
+        rankstore crawl http://127.0.0.1:8000/ --max-pages 500 --out crawl/ --rank
+        rankstore crawl http://127.0.0.1:8000/ --order breadth --delay 0 --time-limit 60
+    """
+    from .crawl import CrawlError, CrawlOptions, Order, crawl_lines, crawl_progress_line
+    from .crawl import crawl as run_crawl
+
+    try:
+        options = CrawlOptions(
+            tuple(seeds),
+            folder,
+            None if no_store else store_path,
+            max_pages,
+            Order(order),
+            rerank_every,
+            tuple(scope),
+            time_limit,
+            delay,
+            per_host,
+            concurrency,
+            load_every,
+        ).checked()
+    except CrawlError as error:
+        raise click.ClickException(str(error)) from error
+    if options.store_path is not None:
+        open_store(options.store_path, create=True).close()  # a store that cannot be written is said before fetching
+
+    def progress(state) -> None:
+        click.echo("\r" + crawl_progress_line(state), nl=False, err=True)
+
+    report = run_crawl(options, None if quiet else progress)
+    if not quiet:
+        click.echo(err=True)
+    click.echo("\n".join(crawl_lines(report, options)))
+    if then_rank and not no_store:
+        ctx.invoke(rank, store_path=store_path, quiet=quiet)
 
 
 @cli.command(context_settings=CONTEXT)
