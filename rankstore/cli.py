@@ -1024,6 +1024,55 @@ def stats(store_path, ranking_name, plot):
             click.echo(line)
 
 
+@cli.command(context_settings=CONTEXT)
+@store_option
+@click.option(
+    "--level",
+    type=click.Choice(LEVELS),
+    default="page",
+    show_default=True,
+    help="Count the views by page, by host or by site.",
+)
+@click.option("--since", metavar="DATE", help="Only the views from this UTC date on (YYYY-MM-DD[THH:MM:SSZ]).")
+@click.option(
+    "--ranking",
+    "ranking_name",
+    default=None,
+    help="The ranking to set against the visits, of the same level [default: pagerank, hostrank, siterank].",
+)
+@limit_option(20)
+@format_option
+def usage(store_path, level, since, ranking_name, limit, fmt):
+    """Usage against rank (paper §7.1): what you visited beside its PageRank, most over- and under-ranked first.
+
+    Each page (host, site) viewed in the proxy's record (built into the
+    store) with its visits; visit_rank, its place by visits among the
+    visited ("the rank the visits alone would give"); pagerank_rank, its
+    place by PageRank among the same; rank, its place in the whole ranking;
+    and log2_over = log2(visit_rank / pagerank_rank): above 0 PageRank ranks
+    it higher than your visits do (over), below 0 lower (under).  Ties share
+    their mean place.  Rows come by |log2_over|, largest first.
+
+    \b
+    Examples:
+        rankstore build ~/browsing --store my.db && rankstore rank --store my.db && rankstore usage --store my.db
+        rankstore usage --level host --since 2026-11-01 --format csv --store my.db
+    """
+    from .store import RankingNotFound
+    from .usage import UsageError, usage_columns, usage_rows
+    from .usage import usage as usage_of
+    from .views import Table
+
+    moment = _moment(since, "--since")
+    with reading(store_path) as store:
+        try:
+            found = usage_of(store, level, moment, ranking_name)
+        except (UsageError, RankingNotFound) as error:
+            raise click.ClickException(str(error)) from error
+    rows = usage_rows(found, limit)
+    _emit(Table(rows, usage_columns(level), found.notes), fmt)
+
+
 # ------------------------------------------------------------------ comparing rankings
 
 

@@ -177,7 +177,7 @@ async def test_the_proxy_shows_the_visits_ranking_instead_of_the_global_one(brow
     body = f"<html><body><a href='{B}'>b</a><a href='{Z}'>z</a></body></html>".encode()
     shown = {}
     for name in ("visits", "pagerank"):
-        async with running_addon(browsed, pagerank_ranking=name) as addon:
+        async with running_addon(browsed, pagerank_ranking=name, pagerank_workers=0) as addon:  # in its loop
             flow = make_flow(A, body)
             await run_hooks(addon, flow)
         values = re.findall(r'<pagerank-bar data-pagerank="([^"]+)"', outside_panel(flow.response.text))
