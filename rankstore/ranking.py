@@ -197,11 +197,14 @@ def check_seeds(store: Store, jobs: Sequence[RankOptions], strict: bool = False)
     A seed URL that is not an http(s) URL, or not in the store, is skipped
     (listed in the result), or refused when ``strict``; a seed list left
     with no page is refused.  Either refusal is a :class:`RankingError`
-    naming the option, the file and the line.
+    naming the option, the file and the line; so is a job on your visits
+    (``visits``) when there are none (since its date) to rank from.
     """
     checked: list[RankOptions] = []
     skipped: list[SeedProblem] = []
     for job in jobs:
+        if job.visits is not None:  # views to rank from, before the graph is read
+            visit_teleport(store, job.level, job.visits)
         sources, trusted, flagged = (
             _checked(store, seeds, strict, skipped) for seeds in (job.sources, job.trusted, job.flagged)
         )

@@ -146,8 +146,9 @@ def test_no_visits_says_how_to_record_them(tmp_path):
     edges = tmp_path / "edges.tsv"
     edges.write_text("http://p.example/\thttp://q.example/\n")
     run("build", str(edges), "--store", store, "-q")
-    result = invoke("rank", "--store", store, "--source-visits", "-q")
+    result = invoke("rank", "--store", store, "--source-visits")
     assert result.exit_code == 1
+    # said before the graph is read: the one line
     assert result.output == (
         "Error: the store has no visits: record your browsing with `pagerank-proxy --record DIR`, "
         "then `rankstore build DIR`\n"
