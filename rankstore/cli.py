@@ -513,7 +513,7 @@ def _fail(message: str, status: int = 1) -> None:
     "--name",
     default=None,
     callback=lambda ctx, param, value: _ranking_name(value),
-    help="Ranking name [default: pagerank, personalized, trust, badrank or topic:NAME].",
+    help="Ranking name [default: pagerank, personalized, visits, trust, badrank or topic:NAME].",
 )
 @click.option(
     "--damping",
@@ -550,6 +550,17 @@ def _fail(message: str, status: int = 1) -> None:
 )
 @click.option("--source", "sources", multiple=True, metavar="URL", help="Personalised: E on this page (repeatable).")
 @click.option("--source-roots", is_flag=True, help="Personalised: E on the root page of every server (paper §6).")
+@click.option(
+    "--source-visits",
+    is_flag=True,
+    help="Personalised by your browsing: E on the pages (--level host, site: hosts, sites) the proxy's record saw "
+    "you view, weighted by views [default name: visits, hostvisits, sitevisits].",
+)
+@click.option(
+    "--since",
+    metavar="DATE",
+    help="--source-visits: only the views from this UTC date on (YYYY-MM-DD[THH:MM:SSZ]).",
+)
 @click.option(
     "--topic",
     "topics",
@@ -612,6 +623,8 @@ def rank(
     method,
     sources,
     source_roots,
+    source_visits,
+    since,
     topics,
     trusted,
     good_fraction,
@@ -641,6 +654,7 @@ def rank(
         rankstore rank
         rankstore rank --damping 0.85 --tol 1e-10 --dangling remove --name paper
         rankstore rank --source https://example.com/ --name mine
+        rankstore build ~/browsing --store my.db && rankstore rank --source-visits --since 2026-11-01 --store my.db
         rankstore rank --topic python=python-urls.txt --topic sql=sql-urls.txt
         rankstore rank --trusted seeds.txt --strict && rankstore top --ranking trust
         rankstore rank --level host            # the ranking 'hostrank'
@@ -648,7 +662,7 @@ def rank(
         rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
     from .rank_job import JobError, RankRequest, graph_line, plan_jobs, run_jobs
-    from .ranking import RankingError, RankOptions, check_seeds, load_level_graph
+    from .ranking import RankingError, RankOptions, VisitSource, check_seeds, load_level_graph
 
     given = click.core.ParameterSource.COMMANDLINE
     if engine == "spark" and ctx.get_parameter_source("method") == given:
@@ -669,8 +683,11 @@ def rank(
         strict=strict,
         force=force,
     )
+    if since is not None and not source_visits:
+        raise click.UsageError("--since is for --source-visits")
+    visits = VisitSource(_moment(since, "--since")) if source_visits else None
     fraction = good_fraction if ctx.get_parameter_source("good_fraction") == given else None
-    request = RankRequest(common, name, tuple(sources), source_roots, tuple(topics), trusted, flagged, fraction)
+    request = RankRequest(common, name, tuple(sources), source_roots, tuple(topics), trusted, flagged, fraction, visits)
     try:
         jobs = plan_jobs(request)
     except JobError as error:
@@ -702,6 +719,20 @@ def rank(
         if solver is not None:
             solver.close()
         store.close()
+
+
+def _moment(value: str | None, option: str):
+    """A UTC date (or date-time) option as a datetime; None when not given."""
+    if value is None:
+        return None
+    from .sources.record import parse_moment
+
+    try:
+        return parse_moment(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)", param_hint=option
+        ) from None
 
 
 def _say(step: str) -> None:
@@ -1169,6 +1200,55 @@ def stats(store_path, ranking_name, plot):
 
         for line in stats_figure(ranking, scores, history, plot):
             click.echo(line)
+
+
+@cli.command(context_settings=CONTEXT)
+@store_option
+@click.option(
+    "--level",
+    type=click.Choice(LEVELS),
+    default="page",
+    show_default=True,
+    help="Count the views by page, by host or by site.",
+)
+@click.option("--since", metavar="DATE", help="Only the views from this UTC date on (YYYY-MM-DD[THH:MM:SSZ]).")
+@click.option(
+    "--ranking",
+    "ranking_name",
+    default=None,
+    help="The ranking to set against the visits, of the same level [default: pagerank, hostrank, siterank].",
+)
+@limit_option(20)
+@format_option
+def usage(store_path, level, since, ranking_name, limit, fmt):
+    """Usage against rank (paper §7.1): what you visited beside its PageRank, most over- and under-ranked first.
+
+    Each page (host, site) viewed in the proxy's record (built into the
+    store) with its visits; visit_rank, its place by visits among the
+    visited ("the rank the visits alone would give"); pagerank_rank, its
+    place by PageRank among the same; rank, its place in the whole ranking;
+    and log2_over = log2(visit_rank / pagerank_rank): above 0 PageRank ranks
+    it higher than your visits do (over), below 0 lower (under).  Ties share
+    their mean place.  Rows come by |log2_over|, largest first.
+
+    \b
+    Examples:
+        rankstore build ~/browsing --store my.db && rankstore rank --store my.db && rankstore usage --store my.db
+        rankstore usage --level host --since 2026-11-01 --format csv --store my.db
+    """
+    from .store import RankingNotFound
+    from .usage import UsageError, usage_columns, usage_rows
+    from .usage import usage as usage_of
+    from .views import Table
+
+    moment = _moment(since, "--since")
+    with reading(store_path) as store:
+        try:
+            found = usage_of(store, level, moment, ranking_name)
+        except (UsageError, RankingNotFound) as error:
+            raise click.ClickException(str(error)) from error
+    rows = usage_rows(found, limit)
+    _emit(Table(rows, usage_columns(level), found.notes), fmt)
 
 
 # ------------------------------------------------------------------ comparing rankings

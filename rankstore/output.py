@@ -175,6 +175,7 @@ TEXT_COLUMNS = (
 )
 _SCORES = {"pagerank", "host_pagerank", "site_pagerank", "contribution", "best_pagerank", "estimate"}
 _BUILDS = {"build", "first_seen", "last_seen", "lost_in"}  # numbers that name a build: no thousands separator
+_MEAN_PLACES = {"visit_rank", "pagerank_rank"}  # places shared by ties: a whole or a half
 _AGREEMENTS = {"spearman", "kendall", "top_10", "top_100", "top_1000"}  # correlations and overlaps, within -1..1
 _BAR_CHAR = "█"
 _WIDEST = 60  # characters of a cell before it is cut
@@ -196,6 +197,10 @@ def _cell(column: str, row: dict) -> str:
         return f"{value:.4f}"
     if column in ("host_rank", "site_rank"):
         return f"#{value:,}"
+    if column in _MEAN_PLACES:
+        return f"{value:,.1f}".removesuffix(".0")
+    if column == "log2_over":
+        return f"{value:+.2f}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int) and column not in _BUILDS:

@@ -12,12 +12,12 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .ranking import LoadedGraph, RankingError, RankOptions, Seeds, Solver, Unchanged, read_seed_file
+from .ranking import LoadedGraph, RankingError, RankOptions, Seeds, Solver, Unchanged, VisitSource, read_seed_file
 from .ranking import rank as run_rank
 from .solver import ConvergenceError
 from .store import Store
 
-__all__ = ["RankRequest", "JobError", "plan_jobs", "run_jobs", "graph_line", "written_line"]
+__all__ = ["RankRequest", "VISIT_NAMES", "JobError", "plan_jobs", "run_jobs", "graph_line", "written_line"]
 
 
 class JobError(ValueError):
@@ -41,6 +41,10 @@ class RankRequest:
     trusted: str | None = None  # a seed file
     flagged: str | None = None  # a seed file
     good_fraction: float | None = None  # --trusted's Spam Mass scale; None: not given (the default)
+    visits: VisitSource | None = None  # --source-visits (with its --since): E on your visits
+
+
+VISIT_NAMES = {"page": "visits", "host": "hostvisits", "site": "sitevisits"}  # --source-visits' default names
 
 
 def _seed_file(path: str, option: str) -> Seeds:
@@ -58,10 +62,12 @@ def plan_jobs(request: RankRequest) -> list[RankOptions]:
     common = request.options
     level = common.level
     seeded = (request.sources or request.source_roots, request.topics, request.trusted, request.flagged)
-    if sum(bool(kind) for kind in seeded) > 1:
-        raise JobError("choose one of --source/--source-roots, --topic, --trusted, --flagged")
+    if sum(bool(kind) for kind in seeded) + (request.visits is not None) > 1:
+        raise JobError("choose one of --source/--source-roots, --source-visits, --topic, --trusted, --flagged")
     if not request.trusted and request.good_fraction is not None:
         raise JobError("--good-fraction is for --trusted (Spam Mass)")
+    if request.visits is not None:  # E on the visits counted at the level: pages, hosts or sites alike
+        return [replace(common, name=request.name or VISIT_NAMES[level], visits=request.visits)]
     if level != "page" and any(seeded):
         raise JobError(f"--level {level} ranks {level}s with a uniform rank source: no --source, --topic, --trusted")
     if request.topics:

@@ -5,6 +5,10 @@ Variants, each a named ranking:
 * ``pagerank``: uniform rank source E.
 * personalised (``sources``): E on chosen pages, or on the root page of every
   server (``source_roots``; the paper's section 6).
+* personalised by your visits (``visits``, a :class:`VisitSource`): E on the
+  pages (hosts, sites at ``level``) the proxy's record saw you view, each
+  weighted by its views (since a date, if given): the paper's section 6 with
+  your browsing as the bookmarks.
 * topic-sensitive (``topic:NAME``): E on the pages of a topic (seed 002).
 * ``trust`` (TrustRank): E on trusted pages; each page's relative Spam Mass is
   stored with it (below).
@@ -50,6 +54,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 import numpy as np
 
@@ -65,6 +70,9 @@ __all__ = [
     "GOOD_FRACTION",
     "RankOptions",
     "RankOutcome",
+    "VisitSource",
+    "NO_VISITS",
+    "visit_teleport",
     "Unchanged",
     "SeedUrl",
     "Seeds",
@@ -189,11 +197,14 @@ def check_seeds(store: Store, jobs: Sequence[RankOptions], strict: bool = False)
     A seed URL that is not an http(s) URL, or not in the store, is skipped
     (listed in the result), or refused when ``strict``; a seed list left
     with no page is refused.  Either refusal is a :class:`RankingError`
-    naming the option, the file and the line.
+    naming the option, the file and the line; so is a job on your visits
+    (``visits``) when there are none (since its date) to rank from.
     """
     checked: list[RankOptions] = []
     skipped: list[SeedProblem] = []
     for job in jobs:
+        if job.visits is not None:  # views to rank from, before the graph is read
+            visit_teleport(store, job.level, job.visits)
         sources, trusted, flagged = (
             _checked(store, seeds, strict, skipped) for seeds in (job.sources, job.trusted, job.flagged)
         )
@@ -218,6 +229,34 @@ def _checked(store: Store, seeds: Seeds | None, strict: bool, skipped: list[Seed
     return seeds
 
 
+NO_VISITS = (
+    "the store has no visits: record your browsing with `pagerank-proxy --record DIR`, then `rankstore build DIR`"
+)
+
+
+@dataclass(frozen=True)
+class VisitSource:
+    """E from the visits the store holds (the proxy's record, built): views since ``since`` (all when None),
+    counted at the ranking's level."""
+
+    since: datetime | None = None
+
+
+def visit_teleport(store: Store, level: str, source: VisitSource) -> tuple[np.ndarray, np.ndarray]:
+    """The ids visited at ``level`` and their views, for E; RankingError when there are none to rank from."""
+    counts = store.visits.counts(None, level)
+    if len(counts.ids) == 0:
+        raise RankingError(NO_VISITS)
+    if source.since is not None:
+        counts = store.visits.counts(source.since, level)
+        if len(counts.ids) == 0:
+            raise RankingError(
+                f"no visits since {source.since.isoformat().replace('+00:00', 'Z')}: the store's visits are all "
+                "before it (give an earlier --since, or none)"
+            )
+    return counts.ids, counts.counts.astype(np.float64)
+
+
 @dataclass
 class RankOptions:
     name: str = "pagerank"
@@ -229,6 +268,7 @@ class RankOptions:
     weighted: bool = True
     sources: Seeds | None = None  # personalised (or a topic): E on these pages
     source_roots: bool = False
+    visits: VisitSource | None = None  # personalised by your visits: E on what you viewed, weighted by views
     trusted: Seeds | None = None  # TrustRank: E on these pages, and Spam Mass against PageRank
     flagged: Seeds | None = None  # BadRank: E on these pages, on the reversed graph
     good_fraction: float = GOOD_FRACTION  # Spam Mass: the share of the pages taken to be good (module docstring)
@@ -518,7 +558,7 @@ def rank(
     if options.level != "page":
         if options.sources or options.source_roots or options.trusted or options.flagged:
             raise RankingError(
-                f"--level {options.level} ranks {options.level}s with a uniform rank source: "
+                f"--level {options.level} ranks {options.level}s with a uniform rank source or your visits: "
                 "no --source, --trusted, --flagged"
             )
         loaded = loaded or load_level_graph(store, options.level, options.include_nofollow)
@@ -542,6 +582,13 @@ def rank(
             if not roots:
                 raise RankingError("--source-roots: the store has no root pages (scheme://host/)")
             personalization[np.searchsorted(page_ids, roots)] = 1.0
+    if options.visits is not None:
+        kind = "visits"
+        visited, views = visit_teleport(store, options.level, options.visits)
+        # a domain graph's site ids come in the solver's order: laid out by id, whatever the order
+        personalization = _by_page(np.asarray(page_ids, dtype=np.int64), visited, views, 0.0)
+        if not personalization.any():  # visited, but built since the graph was read: nothing of it to rank
+            raise RankingError(f"no {options.level} you visited is in the graph: run `rankstore build` again")
     if options.trusted:
         kind = "trust"
         personalization = _indicator(page_ids, options.trusted)
@@ -571,6 +618,7 @@ def rank(
         "weighted": options.weighted,
         "sources": list(options.sources.kept) if options.sources else [],
         "source_roots": options.source_roots,
+        **(_visit_params(options.visits) if options.visits is not None else {}),
         "trusted": len(options.trusted.page_ids or ()) if options.trusted else 0,
         "flagged": len(options.flagged.page_ids or ()) if options.flagged else 0,
         "links": graph.links,
@@ -652,6 +700,11 @@ def rank(
     )
     written = time.perf_counter() - started - seconds
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold, written)
+
+
+def _visit_params(source: VisitSource) -> dict:
+    """What a visits ranking says of its E beside the weights stored with it: from when the views count."""
+    return {"visits_since": source.since.isoformat() if source.since is not None else None}
 
 
 _RUN_FIELDS = ("warm_from", "load_seconds")  # what a version's params say of its run, not of what it ranked

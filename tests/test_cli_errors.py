@@ -42,6 +42,7 @@ COMMANDS = {
     "anchors": ([URL], False),
     "compare": (["pagerank", "pagerank"], False),
     "forget": (["--host", "127.0.0.1:1"], True),
+    "usage": ([], False),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -61,6 +62,8 @@ BAD_OPTIONS = {
         ["--engine", "spark", "--method", "bicgstab"],
         ["--spark-conf", "spark.driver.memory=2g"],  # Spark settings without --engine spark
         ["--master", "local[2]"],
+        ["--since", "2026-11-01"],  # without --source-visits
+        ["--source-visits", "--since", "yesterday"],
     ],
     "upgrade": [["--nope"]],
     "info": [["--nope"], ["--format", "csv"]],
@@ -75,6 +78,7 @@ BAD_OPTIONS = {
     "anchors": [["--limit", "-1"]],
     "compare": [["--format", "xml"], ["pagerank"]],  # a third ranking
     "forget": [["--before", "tomorrow"], ["--nope"]],
+    "usage": [["--level", "domain"], ["--since", "yesterday"], ["--format", "xml"], ["--limit", "-1"]],
 }
 
 

@@ -35,6 +35,7 @@ NOT_RUN = {
     "edges.tsv.gz": "a graph of one's own",
     "crawl.warc.gz": "a crawl of one's own",
     "~/browsing": "a record of one's own browsing (pagerank-proxy --record)",
+    "my.db": "a store of one's own browsing (its visits)",
     "cc-": "Common Crawl's files, from the network",
     "s3://": "Common Crawl's files, from the network",
     "https://": "a site of one's own, or from the network",

@@ -8,6 +8,8 @@
 ``/compare?target=A&target=B``  link intersect: who links to every target and not to ``not``
 ``/builds``      the builds with their new and lost links
 ``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
+``/usage``       usage against rank (§7.1): what you visited by visits beside its PageRank, with a scatter
+                 plot (a PNG as a ``data:`` URI, the one image any page of ours may show); ``level``, ``since``
 
 Every page takes ``ranking=`` (the proxy's own ranking by default): a host
 ranking lists hosts on ``/top``, answers for the page's host on ``/page`` and
@@ -53,6 +55,7 @@ from .builds import builds
 from .compare import compare
 from .layout import CSP, BadRequest, NotFound, PagesUnranked, error
 from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE, known, level_message
+from .usage import usage_page
 
 __all__ = ["respond", "PAGE_SIZE", "QUERY_DEADLINE", "CSP", "MAX_PARAM", "MAX_QUERY", "MAX_WORDS", "ROUTES"]
 
@@ -69,6 +72,7 @@ ROUTES = {
     "/compare": compare,
     "/builds": builds,
     "/page": page_view,
+    "/usage": usage_page,
 }
 PARAMETERS = {  # what each page reads; any other parameter is a 400
     "/": ("ranking",),
@@ -78,6 +82,7 @@ PARAMETERS = {  # what each page reads; any other parameter is a 400
     "/compare": ("target", "not", "host", "group", "page", "ranking", "format"),
     "/builds": ("url", "host", "ranking", "format"),
     "/page": ("url", "ranking", "format"),
+    "/usage": ("level", "since", "ranking", "n", "format"),
 }
 
 
@@ -94,7 +99,9 @@ def respond(
         return status, headers, body
     handler = ROUTES.get(path)
     if handler is None:
-        return error(404, f"No page {path[:100]}. Try /top, /search, /backlinks?url=, /compare, /builds, /page?url=.")
+        return error(
+            404, f"No page {path[:100]}. Try /top, /search, /backlinks?url=, /compare, /builds, /page?url=, /usage."
+        )
     if sum(len(values) for values in query.values()) > MAX_PARAMS:
         return error(400, f"A request can have at most {MAX_PARAMS} parameters.")
     if any(len(key) > MAX_PARAM or any(len(value) > MAX_PARAM for value in values) for key, values in query.items()):
