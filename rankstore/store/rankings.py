@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
@@ -404,8 +404,15 @@ class _Column:
         self.values[self.done : end] = block
         self.done = end
 
-    def array(self) -> np.ndarray | None:
-        return None if self.values is None else self.values[: self.done]
+    @overload
+    def array(self, empty: Literal[True]) -> np.ndarray: ...
+    @overload
+    def array(self, empty: bool = False) -> np.ndarray | None: ...
+    def array(self, empty: bool = False) -> np.ndarray | None:
+        """The column read; with no block read, None (a column stored NULL), or with ``empty`` no values."""
+        if self.values is None:
+            return np.zeros(0, dtype=self.native) if empty else None
+        return self.values[: self.done]
 
 
 class Rankings(Part):
@@ -616,8 +623,9 @@ class Rankings(Part):
         ):
             for column, blob in zip(columns, row):
                 column.add(blob)
-        scores, inlinks, order, extra, stored_votes, linked = (column.array() for column in columns)
-        assert scores is not None and inlinks is not None and order is not None  # never NULL
+        extra, stored_votes, linked = (column.array() for column in columns[3:])
+        # never NULL: empty only for a version of no block (a ranking of nothing)
+        scores, inlinks, order = (column.array(empty=True) for column in columns[:3])
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
         arrays = RankingArrays(scores, inlinks, order, position, extra, stored_votes, linked, votes_left=not votes)
