@@ -24,7 +24,9 @@ static int contiguous(PyObject *object, Py_buffer *view, int writable) {
         while ((at) < (end)) {                                                                                 \
             uint64_t v_ = 0;                                                                                   \
             int shift_ = 0;                                                                                    \
-            for (;;) {                                                                                         \
+            /* most gaps take one byte: that case without the loop */                                          \
+            if ((d)[(at)] < 128) v_ = (d)[(at)++];                                                             \
+            else for (;;) {                                                                                    \
                 if ((at) >= (end) || shift_ > 28) {                                                            \
                     (bad) = 1;                                                                                 \
                     break;                                                                                     \

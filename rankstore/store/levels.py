@@ -235,7 +235,8 @@ class Levels(Part):
         else:  # a domain graph's links alone: each site once, ascending (a site's own were left out), as read
             sources, links = loaded, None
         # the nodes this version ranks (ascending: a prefix), the others numbered since
-        inside = int(np.searchsorted(sources, arrays.pages))
+        # the bound as the list's own type: a Python int would have numpy cast the whole list (19 million) first
+        inside = int(np.searchsorted(sources, sources.dtype.type(arrays.pages)))
         sources = sources[:inside]
         links = links[:inside] if links is not None else None
         if not inside:

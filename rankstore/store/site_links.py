@@ -187,17 +187,22 @@ class SiteLinks(Part):
         """The site indices of the loaded links into site id ``site``, ascending (one block read, as a
         page's backlinks are one slice of ``in_links``); empty for a site the loaded graph has no link into."""
         row = self.db.execute(
-            "SELECT first, offsets, sources FROM site_links WHERE first <= ? ORDER BY first DESC LIMIT 1", (site - 1,)
+            "SELECT first, offsets FROM site_links WHERE first <= ? ORDER BY first DESC LIMIT 1", (site - 1,)
         ).fetchone()
         if row is None:
             return np.zeros(0, dtype=np.int32)
-        first, offsets, sources = row
+        first, offsets = row
         bounds = np.frombuffer(offsets, dtype=np.uint32)
         at = site - 1 - first
         if at >= len(bounds) - 1:
             return np.zeros(0, dtype=np.int32)
         lo, hi = int(bounds[at]), int(bounds[at + 1])
-        return gaps.unpack(np.array([0, hi - lo], dtype=np.uint32), memoryview(sources)[lo:hi])
+        # the site's own bytes of the block's sources, not the whole blob (a most-linked site's block holds
+        # tens of megabytes), read in place
+        with self.db.blobopen("site_links", "sources", first, readonly=True) as blob:
+            blob.seek(lo)
+            data = blob.read(hi - lo)
+        return gaps.unpack(np.array([0, hi - lo], dtype=np.uint32), data)
 
     def count(self) -> int:
         """How many site links the last domain graph loaded (0 without one)."""
