@@ -374,7 +374,8 @@ class Ranks:
             for head in (view.host_head, view.site_head):
                 if head is not None:  # what ready() asks for: the level's arrays (read at a first estimate else)
                     view.level_keys(head.level)
-                    view.store.rankings.ranking_arrays(head.ranking_id)
+                    # as the estimates read them: no votes (two fifths of a version, which they never ask for)
+                    view.store.rankings.ranking_arrays(head.ranking_id, votes=False)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
