@@ -261,7 +261,7 @@ class Visits(Part):
         left = np.asarray(names_left, dtype=np.int64)
         named[left[left <= len(page_hosts)] - 1] = True
         still = np.unique(page_hosts[named])
-        nameless_hosts = [int(h) for h in hosts.tolist() if h not in set(still.tolist())]
+        nameless_hosts = hosts[~np.isin(hosts, still)].tolist()  # hosts none of whose pages keep a name
         self.db.executemany(
             "UPDATE hosts SET name = ? WHERE id = ?", ((f"forgotten-{h}.invalid", h) for h in nameless_hosts)
         )
