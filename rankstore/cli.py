@@ -1321,7 +1321,7 @@ def forget(host, before, record_dir, store_path):
         rankstore forget --host bank.example --record ~/browsing --store mine.db
         rankstore forget --before 2026-01-01 --record ~/browsing --store mine.db
     """
-    from .sources.record import check_record, forget_lines, parse_moment
+    from .sources.record import check_record, forget_lines, live_writers, parse_moment
 
     if host is None and before is None:
         raise click.UsageError("say what to forget: --host HOST, --before DATE, or both")
@@ -1339,6 +1339,11 @@ def forget(host, before, record_dir, store_path):
             check_record(record_dir)  # before the store changes: both are forgotten, or neither
         except SourceError as error:
             raise click.ClickException(str(error)) from error
+        writers = live_writers(record_dir)
+        if writers:  # its file would be replaced under it, and what it appends after lost
+            raise click.ClickException(
+                f"{record_dir}: the proxy (pid {', '.join(map(str, writers))}) is still recording into it: stop it first"
+            )
     store = open_store(store_path)
     try:
         done = store.visits.forget(name, moment)

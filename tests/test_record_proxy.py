@@ -420,3 +420,26 @@ def test_a_recorded_session_builds_with_its_visits_and_since_tells_the_next_sess
     assert since.exit_code == 0, since.output
     rows = json.loads(since.stdout)["rows"]
     assert rows and {row["url"] for row in rows} == {base + "library/stdtypes.html"}
+
+
+def test_forget_refuses_a_record_the_proxy_is_still_writing(store, origin, tmp_path):
+    """`rankstore forget --record DIR` rewrites the record's files: while the proxy appends to one, that would
+    lose what it writes after, so forget says so in one line and changes nothing, store included."""
+    record = tmp_path / "record"
+    base = f"http://127.0.0.1:{origin}/"
+    built = str(tmp_path / "mine.db")
+    proxy = Proxy(store, "--record", str(record))
+    try:
+        assert proxy.get(base + "glossary.html")[0] == 200
+        assert CliRunner().invoke(cli, ["build", str(record), "--store", built, "-q"]).exit_code == 0
+        before = (record / next(record.glob("pages-*.jsonl")).name).read_bytes()
+        forget = ["forget", "--host", f"127.0.0.1:{origin}", "--record", str(record), "--store", built]
+        result = CliRunner().invoke(cli, forget)
+        assert result.exit_code == 1
+        assert f"the proxy (pid {proxy.process.pid}) is still recording into it: stop it first" in result.output
+        assert next(record.glob("pages-*.jsonl")).read_bytes() == before
+    finally:
+        proxy.stop()
+    result = CliRunner().invoke(cli, forget)
+    assert result.exit_code == 0, result.output
+    assert b"glossary" not in everything_in(record)

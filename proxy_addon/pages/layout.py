@@ -87,7 +87,7 @@ def layout(title: str, body: str, notes: Sequence[str] = ()) -> bytes:
     nav = (
         f'<nav><a href="{proxy_url("/")}">PageRank proxy</a><a href="{proxy_url("/top")}">Top pages</a>'
         f'<a href="{proxy_url("/search")}">Search titles</a><a href="{proxy_url("/compare")}">Compare</a>'
-        f'<a href="{proxy_url("/builds")}">Builds</a></nav>'
+        f'<a href="{proxy_url("/builds")}">Builds</a><a href="{proxy_url("/usage")}">Your visits</a></nav>'
     )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'

@@ -115,6 +115,24 @@ def record_files(root: str) -> list[str]:
     return [os.path.join(root, name) for name in names]
 
 
+def live_writers(root: str) -> list[int]:
+    """The processes still writing the record's page files: the writer's process id ends each file's name,
+    and a process of that id that is still a proxy (its command line names ours or mitmproxy) may append."""
+    alive = []
+    for path in record_files(root):
+        writer = os.path.basename(path)[len(_PAGES_PREFIX) : -len(_PAGES_SUFFIX)].rpartition("-")[2]
+        if not writer.isdigit():
+            continue
+        try:
+            with open(f"/proc/{writer}/cmdline", "rb") as handle:
+                command = handle.read()
+        except OSError:  # gone (or no /proc: then nothing is said)
+            continue
+        if any(name in command for name in (b"pagerank", b"proxy_addon", b"mitm")):
+            alive.append(int(writer))
+    return sorted(set(alive))
+
+
 def record_size(root: str) -> int:
     """Bytes a reader of the record reports through ``progress``."""
     return sum(os.path.getsize(path) for path in record_files(root))
