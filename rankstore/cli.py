@@ -1341,9 +1341,8 @@ def forget(host, before, record_dir, store_path):
             raise click.ClickException(str(error)) from error
         writers = live_writers(record_dir)
         if writers:  # its file would be replaced under it, and what it appends after lost
-            raise click.ClickException(
-                f"{record_dir}: the proxy (pid {', '.join(map(str, writers))}) is still recording into it: stop it first"
-            )
+            pids = ", ".join(map(str, writers))
+            raise click.ClickException(f"{record_dir}: the proxy (pid {pids}) still records into it; stop it first")
     store = open_store(store_path)
     try:
         done = store.visits.forget(name, moment)

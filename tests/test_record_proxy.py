@@ -436,7 +436,7 @@ def test_forget_refuses_a_record_the_proxy_is_still_writing(store, origin, tmp_p
         forget = ["forget", "--host", f"127.0.0.1:{origin}", "--record", str(record), "--store", built]
         result = CliRunner().invoke(cli, forget)
         assert result.exit_code == 1
-        assert f"the proxy (pid {proxy.process.pid}) is still recording into it: stop it first" in result.output
+        assert f"the proxy (pid {proxy.process.pid}) still records into it; stop it first" in result.output
         assert next(record.glob("pages-*.jsonl")).read_bytes() == before
     finally:
         proxy.stop()
