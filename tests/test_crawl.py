@@ -199,7 +199,8 @@ def test_delay_and_per_host_concurrency(polite):
         gaps = []
         for before, after in zip(mine, mine[1:]):
             assert after["began"] >= before["ended"] - 0.01, "two requests at once to one host"
-            gaps.append(after["began"] - before["began"])
+            if before["path"] != "/robots.txt":  # Scrapy asks robots.txt outside the slot's delay
+                gaps.append(after["began"] - before["began"])
         # the server sees each request a scheduling jitter late or early: each gap is more than half the delay
         # (none went out at once), and they keep it on average
         assert min(gaps) >= 0.1 * 0.5 and sum(gaps) / len(gaps) >= 0.1 * 0.9, f"the delay was not kept: {gaps}"
