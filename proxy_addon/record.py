@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from mitmproxy import ctx, exceptions, http
 
 from rankstore.extract import extract
+from rankstore.sources.record import PAGES_PREFIX, PAGES_SUFFIX, RECORD_FILE, RECORD_FORMAT, RECORD_VERSION
 from rankstore.urls import canonical
 
 from .bodies import decode
@@ -54,9 +55,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-FORMAT = "pagerank-proxy record"
-VERSION = 1
-MARKER = "RECORD"  # the file that makes a directory a record, for its reader
+# the format as its reader (rankstore.sources.record) names it: one source for both sides
+FORMAT, VERSION, MARKER = RECORD_FORMAT, RECORD_VERSION, RECORD_FILE
 OPTIONS = ("pagerank_record", "pagerank_record_warc", "pagerank_record_exclude", "pagerank_record_queries")
 _STAMP = "%Y%m%dT%H%M%SZ"
 _WHEN = "%Y-%m-%dT%H:%M:%SZ"
@@ -232,7 +232,7 @@ class RecordFiles:
                 file.write("\n")
             os.replace(temporary, marker)  # whole or absent, for a reader that looks meanwhile
         stamp = f"{time.strftime(_STAMP, time.gmtime())}-{os.getpid()}"
-        self.pages_path = os.path.join(directory, f"pages-{stamp}.jsonl")
+        self.pages_path = os.path.join(directory, f"{PAGES_PREFIX}{stamp}{PAGES_SUFFIX}")
         self.warc_path = os.path.join(directory, f"responses-{stamp}.warc.gz")
         self._pages: int | None = None
         self._warc: int | None = None

@@ -37,6 +37,9 @@ from . import GONE_STATUSES, ListedLink, ListedPage, Progress, Record, Skipped, 
 __all__ = [
     "RECORD_FILE",
     "RECORD_FORMAT",
+    "RECORD_VERSION",
+    "PAGES_PREFIX",
+    "PAGES_SUFFIX",
     "Visit",
     "RecordLine",
     "Forgotten",
@@ -50,9 +53,11 @@ __all__ = [
     "parse_moment",
 ]
 
+# the record's format, which the proxy's writer (proxy_addon.record) writes by these same names
 RECORD_FILE = "RECORD"
 RECORD_FORMAT = "pagerank-proxy record"
-_PAGES_PREFIX, _PAGES_SUFFIX = "pages-", ".jsonl"
+RECORD_VERSION = 1
+PAGES_PREFIX, PAGES_SUFFIX = "pages-", ".jsonl"
 _MAX_LINE = 32 * 1024 * 1024  # a page's line; one longer is not read whole into memory
 
 
@@ -105,13 +110,15 @@ def check_record(root: str) -> None:
         raise SourceError(f"{root}: its {RECORD_FILE} is not JSON ({error})") from error
     if not isinstance(head, dict) or head.get("format") != RECORD_FORMAT:
         raise SourceError(f"{root}: its {RECORD_FILE} does not name the {RECORD_FORMAT!r} format")
-    if head.get("version") != 1:
-        raise SourceError(f"{root}: a record of version {head.get('version')!r}; this rankstore reads version 1")
+    if head.get("version") != RECORD_VERSION:
+        raise SourceError(
+            f"{root}: a record of version {head.get('version')!r}; this rankstore reads version {RECORD_VERSION}"
+        )
 
 
 def record_files(root: str) -> list[str]:
     """The record's page files, by name: a writer's start time leads it, so older files come first."""
-    names = sorted(name for name in os.listdir(root) if name.startswith(_PAGES_PREFIX) and name.endswith(_PAGES_SUFFIX))
+    names = sorted(name for name in os.listdir(root) if name.startswith(PAGES_PREFIX) and name.endswith(PAGES_SUFFIX))
     return [os.path.join(root, name) for name in names]
 
 
@@ -120,7 +127,7 @@ def live_writers(root: str) -> list[int]:
     and a process of that id that is still a proxy (its command line names ours or mitmproxy) may append."""
     alive = []
     for path in record_files(root):
-        writer = os.path.basename(path)[len(_PAGES_PREFIX) : -len(_PAGES_SUFFIX)].rpartition("-")[2]
+        writer = os.path.basename(path)[len(PAGES_PREFIX) : -len(PAGES_SUFFIX)].rpartition("-")[2]
         if not writer.isdigit():
             continue
         try:
