@@ -37,12 +37,11 @@ from .rewrite import TooManyLinks
 __all__ = ["Ranks", "LevelChoice", "page_ranking", "shown_ranking", "level_heads", "DEFAULT_RANKING"]
 
 _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts over
-# names of a level past which no keys are held in memory (twelve bytes a name); past it a page's sites are probed
-# in the store's key buckets, a host's in the hosts' name index.  Sites' keys are read in bulk, already hashed and
-# sorted (a Common Crawl domain graph's 135 million in seconds: held, a thousand names are a binary search, where
-# a probe of buckets not in the page cache waits on the disk); hosts' are hashed from their names, which at
-# tens of millions takes longer than a proxy's start should
-KEYS_MOST = {"host": 20_000_000, "site": 300_000_000}
+# names of a level past which no keys are held in memory (twelve bytes a name); past it a page's hosts (sites) are
+# probed in the store's key buckets.  Keys are read in bulk, already hashed and sorted (a Common Crawl domain
+# graph's 135 million in seconds): held, a thousand names are a binary search, where a probe of buckets not in the
+# page cache waits on the disk
+KEYS_MOST = 300_000_000
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
 _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel, ~2 KB) before they start over
 # The best pages of a version known before any page asks (Ranks' preload): a site's links go mostly to its best
@@ -513,9 +512,9 @@ class PageView:
     def level_keys(self, level: str) -> LevelKeys | None:
         """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), read once while the store
         numbers as many hosts (sites) as when this page began; None where that count is not known, or past
-        :data:`KEYS_MOST` names (the store's key buckets, or the hosts' name index, answers)."""
+        :data:`KEYS_MOST` names (the store's key buckets answer)."""
         count = self.level_counts.get(level)
-        if count is None or count > KEYS_MOST[level]:
+        if count is None or count > KEYS_MOST:
             return None
         keys = self.ranks._keys.get(level)
         if keys is None or keys.count != count:

@@ -387,7 +387,7 @@ def test_past_keys_most_names_the_name_index_answers_with_the_same_bars(hosts_st
     whole into keys: the name index answers, and the page's bars are byte for byte those the keys give."""
     with Ranks(hosts_store).page() as view:
         with_keys = annotate(DOCUMENT, PAGE, view.lookup, None, view.marks).text
-    monkeypatch.setattr(ranks_module, "KEYS_MOST", {"host": 0, "site": 0})
+    monkeypatch.setattr(ranks_module, "KEYS_MOST", 0)
     fresh = Ranks(hosts_store)
     with fresh.page() as view:
         assert view.level_keys("host") is None and view.level_keys("site") is None

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from make_domain_graph import GraphSize, make_domain_graph
 
-from rankstore.store import SCHEMA_VERSION, Store
+from rankstore.store import SCHEMA_VERSION, Store, key_buckets
 from rankstore.store import hosts as store_hosts
 from rankstore.store import levels as store_levels
 from rankstore.store import sites as store_sites
@@ -147,7 +147,7 @@ def colliding(real):
 @pytest.mark.parametrize("numbering", ["one by one", "in bulk"])
 def test_two_names_of_one_hash_are_each_told_by_name(tmp_path, monkeypatch, numbering):
     forced = colliding(url_keys)
-    for module in (store_sites, store_hosts, store_levels):
+    for module in (store_sites, store_hosts, store_levels, key_buckets):
         monkeypatch.setattr(module, "url_keys", forced, raising=False)
     if numbering == "in bulk":
         monkeypatch.setattr(store_sites, "BULK", 2)

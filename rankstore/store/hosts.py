@@ -17,7 +17,7 @@ such page links (followed ones, unless the ranking counts nofollow links).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,11 +75,11 @@ def fold_links(
 
 
 def ensure_named(
-    db: sqlite3.Connection, table: str, count: str, names: Sequence[str], keyed: bool = False
+    db: sqlite3.Connection, table: str, count: str, names: Sequence[str], keys: key_buckets.KeyTable
 ) -> np.ndarray:
     """The ids of ``names`` in ``table`` (hosts or sites), numbering those it lacks after its highest id; the
-    meta counter ``count`` follows.  Shared by :meth:`Hosts.ensure_hosts` and :meth:`.Sites.ensure_sites`.
-    ``keyed``: the names numbered here join the sites' name keys (:mod:`.key_buckets`)."""
+    meta counter ``count`` follows, and the names numbered here join ``keys`` (:mod:`.key_buckets`).  Shared
+    by :meth:`Hosts.ensure_hosts` and :meth:`.Sites.ensure_sites`."""
     ids = np.zeros(len(names), dtype=np.int64)
     next_id = db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0] + 1
     for start in range(0, len(names), 500):
@@ -94,8 +94,10 @@ def ensure_named(
                 next_id += 1
             ids[start + offset] = number
         db.executemany(f"INSERT INTO {table} (id, name, {count}) VALUES (?, ?, 0)", fresh)
-        if keyed and fresh:
-            key_buckets.add(db, url_keys([name for _, name in fresh]), np.array([i for i, _ in fresh], dtype=np.int64))
+        if fresh:
+            key_buckets.add(
+                db, keys, url_keys([name for _, name in fresh]), np.array([i for i, _ in fresh], dtype=np.int64)
+            )
     return ids
 
 
@@ -143,6 +145,12 @@ class Hosts(Part):
         self.db.executemany(
             "INSERT INTO hosts (id, name, pages) VALUES (?, ?, 0)", ((number, name) for name, number in fresh.items())
         )
+        key_buckets.add(
+            self.db,
+            key_buckets.HOSTS,
+            url_keys(list(fresh)),
+            np.fromiter(fresh.values(), dtype=np.int64, count=len(fresh)),
+        )
         counts = np.bincount(ids[done - start :], minlength=len(known) + 1)
         changed = np.flatnonzero(counts)
         self.db.executemany(
@@ -161,9 +169,24 @@ class Hosts(Part):
         """The ids of hosts named (int64, in order), numbering those the store has not after the known ones,
         with no page (a Common Crawl ranks file names hosts), and their sites.  Call inside a write
         transaction."""
-        ids = ensure_named(self.db, "hosts", "pages", names)
+        ids = ensure_named(self.db, "hosts", "pages", names, key_buckets.HOSTS)
         self.store.sites.derive_sites()
         return ids
+
+    def key_hosts(self) -> None:
+        """The hosts' name keys (:mod:`.key_buckets`) written again from every host's name (after a migration,
+        or a renaming)."""
+        key_buckets.write_from_names(self.db, key_buckets.HOSTS, "hosts")
+
+    def host_keys(self, last: int) -> key_buckets.HeldKeys:
+        """Every host's name key, in key order (a hash two names share with id 0), those of hosts numbered
+        after ``last`` left out: read in bulk, two blobs a bucket, no name read."""
+        return key_buckets.read(self.db, key_buckets.HOSTS, last)
+
+    def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
+        """{name: host id} of the names whose hash the hosts' keys hold (0: a hash two hosts' names share,
+        or two of the names asked: to ask by name), each name's bucket read once."""
+        return key_buckets.ids_by_key(self.db, key_buckets.HOSTS, names)
 
     def hosts_behind(self) -> bool:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'hosts_pages'").fetchone()

@@ -12,9 +12,8 @@ the CLI need for that, each level on its own:
 * :meth:`Levels.level_scores`: the scores, positions and in-links of many
   hosts or sites by name, in one batched probe: of :class:`LevelKeys` (a
   reader's sorted hashes of the level's names, :meth:`Levels.level_keys`),
-  else of the sites' name keys for sites (:mod:`.key_buckets`: a bucket of
-  keys read per name),
-  else of the level's name index (text probes, as many queries);
+  else of the level's name keys (:mod:`.key_buckets`: a bucket of keys read
+  per name), else (sites a bulk numbering has yet to key) of the name index;
 * :meth:`Levels.referrers`: the best hosts (or sites) linking to a host
   (or site), by that level's rank, folded from the page graph's in-links.
 """
@@ -136,11 +135,14 @@ class Levels(Part):
         return self.store.hosts.host_count() if level == "host" else self.store.sites.site_count()
 
     def level_keys(self, level: str) -> LevelKeys:
-        """The level's names as :class:`LevelKeys`, read once (a reader keeps it while the count stands): a
-        site's from the sites' name keys, read in bulk in hash order (no name read); a host's
-        hashed from their names."""
+        """The level's names as :class:`LevelKeys`, read once (a reader keeps it while the count stands): from
+        the level's name keys (:mod:`.key_buckets`), read in bulk in hash order, no name read; the sites'
+        hashed from their names while a bulk numbering has yet to key them."""
         count = self.level_count(level)
-        if level == "site" and self.store.sites.keyed():
+        if level == "host":
+            held = self.store.hosts.host_keys(count)
+            return LevelKeys(level, count, held.hashes, held.ids)
+        if self.store.sites.keyed():
             held = self.store.sites.site_keys(count)
             return LevelKeys(level, count, held.hashes, held.ids)
         table = _TABLES[level]
@@ -160,12 +162,15 @@ class Levels(Part):
     def level_scores(self, head: LevelHead, names: Iterable[str], keys: LevelKeys | None = None) -> LevelScores:
         """The names (hosts with their port, or sites) that ``head``'s version ranks, with their numbers, in
         one batched probe: of ``keys`` (the level's, read while the store numbered as many names as now), else
-        of the sites' name keys (sites, a bucket read per name), else of the level's name index (a query
-        per 2,000 names, in the B-tree's order).  A name whose hash another name shares is asked of the name
-        index.  A name the store has not, or numbered after the version, or scored 0, is left out."""
+        of the level's name keys (a bucket read per name), else, while a bulk numbering of sites has yet to
+        key them, of the name index (a query per 2,000 names, in the B-tree's order).  A name whose hash
+        another name shares is asked of the name index.  A name the store has not, or numbered after the
+        version, or scored 0, is left out."""
         if keys is not None:
             found = keys.find(names)
-        elif head.level == "site" and self.store.sites.keyed():
+        elif head.level == "host":
+            found = self.store.hosts.ids_by_key(names)
+        elif self.store.sites.keyed():
             found = self.store.sites.ids_by_key(names)
         else:
             found = self._ids_by_name(head.level, names)

@@ -24,6 +24,8 @@
   (``site_key_buckets``, :mod:`.key_buckets`), from ``site_keys``'s rows
   (no name hashed again); ``site_keys`` dropped.
 * 12 -> 13: ``visits`` (empty), the views of pages the proxy's record holds.
+* 13 -> 14: the hosts' name keys in sorted buckets (``host_key_buckets``, as
+  the sites'), hashed from every host's name.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -41,6 +43,7 @@ from . import gaps, key_buckets
 from .rankings import ranking_rows
 from .schema import (
     ANCHORS_BY_TARGET,
+    HOST_KEY_BUCKETS,
     PAGES,
     PART_LINKS,
     SITE_KEY_BUCKETS,
@@ -66,6 +69,8 @@ def schema_version(db: sqlite3.Connection) -> int | None:
 def migrate(store, found: int) -> None:
     """Bring a store of schema ``found`` to the current one (call inside a write transaction)."""
     db = store.db
+    if found <= 13:  # before any step that numbers hosts (each adds its keys)
+        db.execute(HOST_KEY_BUCKETS)
     if found == 1:
         db.execute("DROP TABLE IF EXISTS scores")
         db.execute("DROP TABLE IF EXISTS rankings")
@@ -92,6 +97,8 @@ def migrate(store, found: int) -> None:
         _bucketed_site_keys(store)
     if found <= 12:
         _visits(db)
+    if found <= 13:
+        store.hosts.key_hosts()
 
 
 def _visits(db: sqlite3.Connection) -> None:
@@ -226,6 +233,7 @@ def _bucketed_site_keys(store) -> None:
     db.execute(SITE_KEY_BUCKETS)
     key_buckets.write(
         db,
+        key_buckets.SITES,
         np.concatenate(hashes) if hashes else np.zeros(0, np.int64),
         np.concatenate(ids) if ids else np.zeros(0, np.int32),
     )

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 13; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 14; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -37,7 +37,8 @@ Layout (schema 13; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   (:mod:`.key_buckets`): a batch of names is found by reading the buckets
   they fall in, not by the text index ``sites_by_name``
   (:meth:`rankstore.store.levels.Levels.level_scores`), and a reader holds
-  every key after reading them in bulk.
+  every key after reading them in bulk.  ``host_key_buckets`` holds the
+  hosts' the same way.
 * ``site_links``: the site-level edges of a Common Crawl domain graph (whose
   vertices are sites, not pages), as the sites' in-link CSR in blocks like
   ``in_links``, each site's sources packed as varint gaps (:mod:`.gaps`);
@@ -74,7 +75,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -133,12 +134,13 @@ SITES = """CREATE TABLE IF NOT EXISTS sites (
 # unique, but an index of its own rather than the column's constraint: a domain graph's 135 million sites are
 # inserted without it and indexed once, sorted (see :meth:`rankstore.store.sites.Sites.ensure_sites`)
 SITES_BY_NAME = "CREATE UNIQUE INDEX IF NOT EXISTS sites_by_name ON sites (name)"
-# each bucket's keys (int64, ascending) and site ids (int32), little-endian: see :mod:`.key_buckets`
+# each bucket's keys (int64, ascending) and site (host) ids (int32), little-endian: see :mod:`.key_buckets`
 SITE_KEY_BUCKETS = """CREATE TABLE IF NOT EXISTS site_key_buckets (
     bucket INTEGER PRIMARY KEY,
     hashes BLOB NOT NULL,
     ids    BLOB NOT NULL
 )"""
+HOST_KEY_BUCKETS = SITE_KEY_BUCKETS.replace("site_key_buckets", "host_key_buckets")
 
 # only anchored links: the notes of nofollow or weight alone are never read by target
 ANCHORS_BY_TARGET = "CREATE INDEX IF NOT EXISTS link_notes_by_dst ON link_notes (dst) WHERE anchor IS NOT NULL"
@@ -217,6 +219,7 @@ CREATE TABLE IF NOT EXISTS page_hosts (
 {SITES};
 {SITES_BY_NAME};
 {SITE_KEY_BUCKETS};
+{HOST_KEY_BUCKETS};
 CREATE TABLE IF NOT EXISTS host_sites (
     first INTEGER PRIMARY KEY,
     sites BLOB NOT NULL

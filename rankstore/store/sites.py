@@ -62,7 +62,6 @@ FOLD_IN_MEMORY = 1 << 24
 FOLD_SLICE = 1 << 20
 FOLD_BUCKET_LINKS = 1 << 25
 FOLD_MEMORY: int | None = 1 << 28
-_KEY_ROWS = 1 << 20  # sites read, and keys written, at once by key_sites
 
 
 @dataclass(frozen=True)
@@ -158,7 +157,7 @@ class Sites(Part):
         if len(names) < BULK and not isinstance(names, pa.Array):
             if self._unindexed:
                 raise RuntimeError("sites are being numbered in bulk: reindex() first")
-            named = ensure_named(self.db, "sites", "hosts", names, keyed=True)
+            named = ensure_named(self.db, "sites", "hosts", names, key_buckets.SITES)
             if hosts is not None:
                 self._hosts_at_least(named, hosts)
             return named
@@ -211,7 +210,7 @@ class Sites(Part):
                 self._fresh.hashes.append(keys)
                 self._fresh.ids.append(ids[chunk].astype(np.int32))
             else:
-                key_buckets.add(self.db, keys, ids[chunk])
+                key_buckets.add(self.db, key_buckets.SITES, keys, ids[chunk])
         return ids[position]
 
     _unindexed = False  # sites_by_name dropped by a bulk numbering, not yet made again
@@ -281,53 +280,24 @@ class Sites(Part):
         if again:
             kept = ~np.isin(ids, np.fromiter(again, dtype=np.int32, count=len(again)))
             hashes, ids = hashes[kept], ids[kept]
-        key_buckets.add(self.db, hashes, ids)
+        key_buckets.add(self.db, key_buckets.SITES, hashes, ids)
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
 
     def key_sites(self) -> None:
         """The sites' name keys (:mod:`.key_buckets`) written again from every site's name (after a bulk
-        numbering, or a migration): the names hashed in bulk, the keys sorted, written a bucket a row."""
-        last = self.site_count()
-        ids = np.zeros(last, dtype=np.int32)
-        keys = np.zeros(last, dtype=np.int64)
-        done = 0
-        cursor = self.db.execute("SELECT id, name FROM sites ORDER BY id")
-        while rows := cursor.fetchmany(_KEY_ROWS):
-            ids[done : done + len(rows)] = [row[0] for row in rows]
-            keys[done : done + len(rows)] = url_keys([row[1] for row in rows])
-            done += len(rows)
-        del rows
-        ids, keys = ids[:done], keys[:done]  # fewer rows than the last id where a repeated name's row was deleted
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
-        ids = ids[order]
-        del order
-        held = key_buckets.zeroed(keys, ids)
-        del keys, ids
-        key_buckets.write(self.db, held.hashes, held.ids)
+        numbering, or a migration)."""
+        key_buckets.write_from_names(self.db, key_buckets.SITES, "sites")
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('sites_keyed', '1')")
 
     def site_keys(self, last: int) -> key_buckets.HeldKeys:
         """Every site's name key, in key order (a hash two names share with id 0), those of sites numbered
         after ``last`` left out: read in bulk, two blobs a bucket, no name read."""
-        held = key_buckets.read(self.db)
-        inside = held.ids <= last
-        return held if inside.all() else key_buckets.HeldKeys(held.hashes[inside], held.ids[inside])
+        return key_buckets.read(self.db, key_buckets.SITES, last)
 
     def ids_by_key(self, names: Iterable[str]) -> dict[str, int]:
         """{name: site id} of the names whose hash the sites' keys hold (0: a hash two sites' names share,
         or two of the names asked: to ask by name), each name's bucket read once."""
-        unique = list(dict.fromkeys(names))
-        keys = url_keys(unique)
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
-        if len(keys) > 1 and not (keys[1:] != keys[:-1]).all():  # two names asked of one hash: each told by name
-            return dict.fromkeys(unique, 0)
-        found = key_buckets.find(self.db, keys)
-        if not len(found.hashes):
-            return {}
-        at = order[np.searchsorted(keys, found.hashes)]
-        return dict(zip([unique[i] for i in at.tolist()], found.ids.tolist()))
+        return key_buckets.ids_by_key(self.db, key_buckets.SITES, names)
 
     def keyed(self) -> bool:
         """Whether the sites' name keys hold every site (not while a bulk numbering has yet to write them)."""

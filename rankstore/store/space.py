@@ -22,7 +22,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "pages": ("pages", "pages_by_url", "pages_by_host", "page_keys"),
     "links": ("out_links", "link_notes", "link_notes_by_dst", "link_births", "lost_links"),
     "in-link CSR": ("in_links",),
-    "hosts": ("hosts", "page_hosts"),
+    "hosts": ("hosts", "page_hosts", "host_key_buckets"),
     "sites": ("sites", "host_sites", "site_key_buckets"),
     "site links": ("site_links",),
     "titles": ("titles", "titles_data", "titles_idx", "titles_config"),

@@ -267,6 +267,7 @@ class Visits(Part):
         )
         if not nameless_hosts:
             return 0, 0
+        self.store.hosts.key_hosts()  # the keys of the old names go with them
         host_sites = self.store.sites.host_sites()
         gone_hosts = np.asarray(nameless_hosts, dtype=np.int64)
         gone_hosts = gone_hosts[gone_hosts <= len(host_sites)]
