@@ -207,6 +207,6 @@ def test_a_schema_12_store_gets_its_visits_table(tmp_path, built):
     db.commit()
     db.close()
     assert run("upgrade", "--store", path) == f"{path}: schema {SCHEMA_VERSION}\n"
-    assert SCHEMA_VERSION == 13
+    assert SCHEMA_VERSION >= 13
     with Store(path, readonly=True) as opened:
         assert opened.visits.count() == 0
