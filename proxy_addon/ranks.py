@@ -12,6 +12,7 @@ import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -832,6 +833,10 @@ def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: 
     )
 
 
+# a LinkInfo of no page score, given its estimate
+_NO_PAGE_SCORE = functools.partial(LinkInfo, None, None, 0, 0, 0, False)
+
+
 def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
     """The info of a link to a page without a score of each name found at a level: its rank there."""
     if not len(found):
@@ -840,13 +845,19 @@ def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
     percentiles = display.percentile(found.positions.astype(np.float64), head.nodes).tolist()
     toolbars = display.toolbar(found.scores, head.nodes).tolist()
     widths = display.bar_width(found.scores, head.lowest, head.highest, MAX_BAR_PX).tolist()
-    level, nodes = head.level, head.nodes
-    return {
-        name: LinkInfo(None, estimate=Estimate(level, name, score, percentile, toolbar, width, position, nodes))
-        for name, score, percentile, toolbar, width, position in zip(
-            found.names, found.scores.tolist(), percentiles, toolbars, widths, found.positions.tolist()
-        )
-    }
+    estimates = map(
+        Estimate,
+        repeat(head.level),
+        found.names,
+        found.scores.tolist(),
+        percentiles,
+        toolbars,
+        widths,
+        found.positions.tolist(),
+        repeat(head.nodes),
+    )
+    # positional, by map: a page of links to a thousand hosts makes a thousand of each, and keywords cost more
+    return dict(zip(found.names, map(_NO_PAGE_SCORE, estimates)))
 
 
 def _known(info: LinkInfo | None) -> LinkInfo:
