@@ -421,8 +421,11 @@ class Workers:
         """End every process and wait for it, from the event loop that started it.
 
         Closing a worker's input ends it (it finishes the page in hand first);
-        one that is still there after ``timeout`` seconds is killed.  Its pipes
-        are closed here, not left for the garbage collector after the loop ends.
+        one that is still there after ``timeout`` seconds is killed.  A worker
+        with no page in hand is killed at once: it has nothing to finish, and
+        one that never had a job may still be importing its modules, which it
+        would finish before it read the end of its input.  Its pipes are closed
+        here, not left for the garbage collector after the loop ends.
         """
         workers, self._workers, self._started = list(self._workers), [], False
         for task in list(self._spawning):
@@ -432,6 +435,11 @@ class Workers:
             loop.remove_writer(worker.jobs)
             os.close(worker.jobs)
             worker.jobs = -1
+            if not worker.pending and worker.process.returncode is None:
+                try:
+                    worker.process.kill()
+                except ProcessLookupError:
+                    pass
         for worker in workers:
             try:
                 await asyncio.wait_for(worker.process.wait(), timeout)

@@ -31,7 +31,6 @@ from datetime import datetime
 from enum import Enum
 
 import numpy as np
-from scipy.stats import rankdata
 
 from .ranking import VisitSource, visit_teleport
 from .store import Ranking, Store
@@ -109,6 +108,10 @@ def usage(store: Store, level: str = "page", since: datetime | None = None, rank
     index = np.where(found, ids - 1, 0)
     score = np.where(found, arrays.scores[index], np.nan)
     overall = arrays.position[index].astype(np.int64) + 1  # its place in the whole ranking, as `top` numbers it
+    # scipy.stats is imported here, not with the module: the proxy imports this module for its /usage page, and
+    # scipy.stats is most of the proxy's start
+    from scipy.stats import rankdata
+
     by_visits = rankdata(-views, method="average")
     by_pagerank = np.full(len(ids), np.nan)
     by_pagerank[found] = rankdata(-score[found], method="average")

@@ -163,7 +163,16 @@ def _problems(source: str) -> list[str]:
     problems = []
     if rewrite.remove_edits(out.text, out.edits) != source:
         problems.append("original text not kept")
-    tree = _parse(out.text)
+    return problems + list(_output_problems(out.text, tuple(values.items()), source))
+
+
+@functools.cache
+def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) -> tuple[str, ...]:
+    """What does not hold for the rewriter's output ``text`` of ``source``, its bars' values naming their targets
+    (``bars``): once per output, for both scanners (html5lib's parse is most of the time)."""
+    values = dict(bars)
+    problems = []
+    tree = _parse(text)
     parents = {child: parent for parent in tree.iter() for child in parent}
 
     def inside(element, names) -> bool:
@@ -220,7 +229,7 @@ def _problems(source: str) -> list[str]:
     _without_ours(tree)
     if _dump(tree) != _input_tree(source):
         problems.append("html5lib's tree differs once our elements are taken out")
-    return problems
+    return tuple(problems)
 
 
 def _extractor_problems(source: str) -> list[str]:

@@ -26,7 +26,9 @@ from rankstore.store import Store
 
 from conftest import ROOT, run
 
-MOMENTS = 10  # kills spread evenly over the build, beside the two aimed at the in-link derivation
+# kills spread evenly over the build's committed progress: in its first commits, its middle and its last (every
+# moment between two commits runs the same code), beside the two aimed at the in-link derivation
+MOMENTS = 5
 
 # Runs `rankstore ARGS`, with the store's in-link derivation (the build's last step, inside its final
 # transaction) held up at its start or its end: a marker file says it is there, for the kill to come.
