@@ -41,6 +41,9 @@ DAMPING = 0.15  # few of Spark's iterations (each a job on the cluster) to a tol
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "rankstore" / "spark" / "job.py"
 START_SECONDS = 120  # a JVM's start on a busy 2-core machine
+# every JVM here (master, worker, driver, executor) lives for one short job: the JIT's first tier alone compiles far
+# less for such a short life, and the optimising compiler's threads would take the cores the job needs
+QUICK_JVM = "-XX:TieredStopAtLevel=1"
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         "JAVA_HOME": str(Path(os.path.realpath(java)).parent.parent),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
         "SPARK_LOG_DIR": str(logs),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -166,6 +170,10 @@ def test_spark_submit_on_a_standalone_cluster(cluster, python_doc_store, tmp_pat
         "512m",
         "--executor-memory",
         "512m",
+        "--driver-java-options",
+        QUICK_JVM,
+        "--conf",
+        f"spark.executor.extraJavaOptions={QUICK_JVM}",
         "--total-executor-cores",
         "1",
         "--conf",
