@@ -9,6 +9,7 @@ without an entry fails ``test_every_command_is_walked``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -230,13 +231,41 @@ def test_readers_go_on_while_a_writer_holds_the_lock(ranked, capsys, monkeypatch
     assert status == 0 and "Traceback" not in output
 
 
-def _as_nobody(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable, "-m", "rankstore", *args],
+# Runs each command line through ``main``, as the console script does, in one process: its status and output
+_MAINS = """
+import contextlib, io, json, sys
+from rankstore.cli import main
+done = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args)
+            status = 0
+        except SystemExit as stopped:
+            status = stopped.code if isinstance(stopped.code, int) else 1 if stopped.code else 0
+    out.flush()
+    err.flush()
+    done.append([status, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()])
+print(json.dumps(done))
+"""
+
+
+def _as_nobody(*commands: list[str]) -> list[subprocess.CompletedProcess]:
+    """Each command line run by user nobody, all in one process of theirs (a start per command cost most
+    of the test): the permissions are the kernel's, as for a user's shell."""
+    done = subprocess.run(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable, "-c", _MAINS]
+        + [json.dumps(commands)],
         capture_output=True,
         text=True,
         timeout=120,
     )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return [
+        subprocess.CompletedProcess(args, *result)
+        for args, result in zip(commands, json.loads(done.stdout), strict=True)
+    ]
 
 
 @pytest.mark.skipif(
@@ -254,17 +283,23 @@ def test_a_read_only_store_reads_and_refuses_writes_in_one_line(ranked):
     os.chmod(path, 0o444)
     os.chmod(folder, 0o555)
     before = fingerprint(path)
-    done = _as_nobody("top", "--store", ranked)  # under pytest's folder, which nobody may enter
-    assert_one_line_error(done.returncode, done.stdout + done.stderr, says="no permission to reach")
-    for command in ("top", "info", "stats", "export"):
-        done = _as_nobody(command, "--store", path)
-        assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
-    for command, (args, writes) in COMMANDS.items():
-        if writes and command != "upgrade":
-            done = _as_nobody(command, *args, "--store", path)
-            assert_one_line_error(done.returncode, done.stdout + done.stderr, says="read-only")
-    done = _as_nobody("build", data("small.warc"), "--store", os.path.join(folder, "new.db"))
-    assert_one_line_error(done.returncode, done.stdout + done.stderr, says="no permission to write")
+    reads = [[command, "--store", path] for command in ("top", "info", "stats", "export")]
+    writes = [
+        [command, *args, "--store", path]
+        for command, (args, writes_it) in COMMANDS.items()
+        if writes_it and command != "upgrade"
+    ]
+    new = ["build", data("small.warc"), "--store", os.path.join(folder, "new.db")]
+    unreachable, *done = _as_nobody(["top", "--store", ranked], *reads, *writes, new)
+    # under pytest's folder, which nobody may enter
+    assert_one_line_error(
+        unreachable.returncode, unreachable.stdout + unreachable.stderr, says="no permission to reach"
+    )
+    for read in done[: len(reads)]:
+        assert read.returncode == 0 and "Traceback" not in read.stderr, (read.args, read.stderr)
+    for write in done[len(reads) : -1]:
+        assert_one_line_error(write.returncode, write.stdout + write.stderr, says="read-only")
+    assert_one_line_error(done[-1].returncode, done[-1].stdout + done[-1].stderr, says="no permission to write")
     assert fingerprint(path) == before
     os.chmod(folder, 0o755)
     shutil.rmtree(top)
