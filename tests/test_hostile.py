@@ -264,6 +264,22 @@ def test_a_bad_store_is_one_line_before_listening(tmp_path):
     assert done.stderr.strip().count("\n") == 0 and "not a rankstore store" in done.stderr
 
 
+def _refused(capsys, monkeypatch, argv: list[str]) -> tuple[object, str, str]:
+    """``pagerank-proxy ARGV`` through its ``main`` in this process (the console script's function), which must
+    refuse before it starts mitmdump: (exit status, standard output, standard error).  The processes of the
+    console script are the other tests'; a start each cost most of these."""
+    from proxy_addon import cli
+
+    def starts(*args, **kwargs):
+        raise AssertionError("the proxy went on to start mitmdump")
+
+    monkeypatch.setattr(cli, "run", starts)
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    said = capsys.readouterr()
+    return stopped.value.code, said.out, said.err
+
+
 @pytest.mark.parametrize(
     "arguments, says",
     [
@@ -275,22 +291,10 @@ def test_a_bad_store_is_one_line_before_listening(tmp_path):
         (["--", "--set", "pagerank_inline_bytes=-5"], "pagerank_inline_bytes must be between 0"),
     ],
 )
-def test_a_bad_option_is_one_line_before_listening(arguments, says, small_store):
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    store = small_store
-    done = subprocess.run(
-        [sys.executable, "-m", "proxy_addon.cli", "--store", store, "--port", "1", *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2 and "listening" not in done.stdout
-    assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"pagerank-proxy: error: {says}")
+def test_a_bad_option_is_one_line_before_listening(arguments, says, small_store, capsys, monkeypatch):
+    status, stdout, stderr = _refused(capsys, monkeypatch, ["--store", small_store, "--port", "1", *arguments])
+    assert status == 2 and "listening" not in stdout
+    assert stderr.strip().count("\n") == 0 and stderr.startswith(f"pagerank-proxy: error: {says}")
 
 
 def test_an_argument_mitmdump_does_not_know_is_named_without_hints_about_ours(small_store):
@@ -354,24 +358,13 @@ def test_listening_is_said_once_listening_and_never_on_a_port_taken(small_store)
     ],
 )
 def test_a_host_ranking_or_none_is_refused_as_the_page_ranking_in_one_line_before_listening(
-    arguments, says, small_store
+    arguments, says, small_store, capsys, monkeypatch
 ):
     """Host scores are by host number: read by page id they would be another page's score.  An unknown name
     lists the page rankings there are to choose from (hostrank is not among them)."""
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    done = subprocess.run(
-        [sys.executable, "-m", "proxy_addon.cli", "--store", small_store, "--port", "1", *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"pagerank-proxy: error: {says}")
+    status, stdout, stderr = _refused(capsys, monkeypatch, ["--store", small_store, "--port", "1", *arguments])
+    assert status == 1 and stdout == ""
+    assert stderr.strip().count("\n") == 0 and stderr.startswith(f"pagerank-proxy: error: {says}")
 
 
 def test_mitmdump_with_the_addon_script_refuses_a_host_ranking(small_store):
