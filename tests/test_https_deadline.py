@@ -64,13 +64,11 @@ def https_slow_origin_and_proxy(python_doc_store, tmp_path_factory):
         server.server_close()
 
 
-@pytest.mark.parametrize("version", ["--http1.1", "--http2"])
-@pytest.mark.parametrize(
-    "path, says",
-    [("/silent", "sent no response within 2 s"), ("/trickle.html", "had not sent the whole page within 2 s")],
-)
-def test_a_stalled_https_origin_gets_a_504_over_tls(https_slow_origin_and_proxy, version, path, says):
-    origin, port, ca, folder = https_slow_origin_and_proxy
+VERSIONS = ["--http1.1", "--http2"]
+STALLS = [("/silent", "sent no response within 2 s"), ("/trickle.html", "had not sent the whole page within 2 s")]
+
+
+def _stalled_request(origin: str, port: int, ca, version: str, path: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
     done = subprocess.run(
         ["curl", "-sS", version, "--proxy", f"http://127.0.0.1:{port}", "--cacert", str(ca), "--max-time", "25"]
@@ -79,17 +77,11 @@ def test_a_stalled_https_origin_gets_a_504_over_tls(https_slow_origin_and_proxy,
         text=True,
         timeout=30,
     )
-    elapsed = time.perf_counter() - started
-    body, _, code = done.stdout.rpartition("\n")
-    assert code == "504", (done.stdout[-300:], done.stderr, (folder / "proxy.log").read_text()[-2000:])
-    assert says in body and "504" in body
-    assert 1.9 < elapsed < 6
-    assert "Traceback" not in (folder / "proxy.log").read_text()
+    return done, time.perf_counter() - started
 
 
-def test_an_http2_connection_outlives_the_504_of_one_of_its_requests(https_slow_origin_and_proxy):
-    origin, port, ca, folder = https_slow_origin_and_proxy
-    done = subprocess.run(
+def _two_on_one_connection(origin: str, port: int, ca) -> subprocess.CompletedProcess:
+    return subprocess.run(
         ["curl", "-sS", "--http2", "--proxy", f"http://127.0.0.1:{port}", "--cacert", str(ca), "--max-time", "25"]
         + [
             "-w",
@@ -105,6 +97,41 @@ def test_an_http2_connection_outlives_the_504_of_one_of_its_requests(https_slow_
         text=True,
         timeout=30,
     )
+
+
+@pytest.fixture(scope="module")
+def stalled(https_slow_origin_and_proxy):
+    """The tests' curl runs, made at once, each timed by itself: each waits out the proxy's deadline, and
+    one after another they waited out as many.  {(version, path): (curl's run, its seconds), "reuse": curl's
+    run of two requests on one HTTP/2 connection}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    origin, port, ca, _ = https_slow_origin_and_proxy
+    with ThreadPoolExecutor(max_workers=len(VERSIONS) * len(STALLS) + 1) as pool:
+        runs = {
+            (version, path): pool.submit(_stalled_request, origin, port, ca, version, path)
+            for version in VERSIONS
+            for path, _ in STALLS
+        }
+        reuse = pool.submit(_two_on_one_connection, origin, port, ca)
+        return {**{key: run.result() for key, run in runs.items()}, "reuse": reuse.result()}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("path, says", STALLS)
+def test_a_stalled_https_origin_gets_a_504_over_tls(https_slow_origin_and_proxy, stalled, version, path, says):
+    _, _, _, folder = https_slow_origin_and_proxy
+    done, elapsed = stalled[version, path]
+    body, _, code = done.stdout.rpartition("\n")
+    assert code == "504", (done.stdout[-300:], done.stderr, (folder / "proxy.log").read_text()[-2000:])
+    assert says in body and "504" in body
+    assert 1.9 < elapsed < 6
+    assert "Traceback" not in (folder / "proxy.log").read_text()
+
+
+def test_an_http2_connection_outlives_the_504_of_one_of_its_requests(https_slow_origin_and_proxy, stalled):
+    _, _, _, folder = https_slow_origin_and_proxy
+    done = stalled["reuse"]
     # the second request reuses the proxy connection (no new connect) and is answered in its turn
     assert done.stdout.split("\n")[:2] == ["504 1", "504 0"], (done.stdout, done.stderr)
     assert "Traceback" not in (folder / "proxy.log").read_text()
