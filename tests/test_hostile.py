@@ -221,28 +221,52 @@ def slow_origin_and_proxy(python_doc_store, tmp_path_factory):
         server.shutdown()
 
 
-@pytest.mark.parametrize(
-    "path, says",
-    [("/silent", b"sent no response within 2 s"), ("/trickle.html", b"had not sent the whole page within 2 s")],
-)
-def test_a_stalled_or_trickling_origin_gets_a_504_after_the_idle_timeout(slow_origin_and_proxy, path, says):
-    origin, opener = slow_origin_and_proxy
+STALLS = [("/silent", b"sent no response within 2 s"), ("/trickle.html", b"had not sent the whole page within 2 s")]
+
+
+def _stalled(opener, url: str) -> tuple[int, bytes, float]:
+    """(status, body, seconds) of a request the proxy must answer with its 504."""
     started = time.perf_counter()
     with pytest.raises(urllib.error.HTTPError) as answer:
-        opener.open(origin + path, timeout=25)
-    assert answer.value.code == 504
-    assert says in answer.value.read()
-    assert 1.9 < time.perf_counter() - started < 6
+        opener.open(url, timeout=25)
+    return answer.value.code, answer.value.read(), time.perf_counter() - started
 
 
-def test_a_trickling_download_streams_on_untimed(slow_origin_and_proxy):
-    origin, opener = slow_origin_and_proxy
+def _trickled(opener, url: str) -> tuple[bytes, float, bytes, float]:
+    """(first byte, its seconds, the next eleven, the seconds of all) of a download that trickles."""
     started = time.perf_counter()
-    with opener.open(origin + "/trickle.bin", timeout=25) as response:
+    with opener.open(url, timeout=25) as response:
         first = response.read(1)  # the client sees the bytes as they come, not after the deadline
-        assert first == b"x" and time.perf_counter() - started < 1.5
+        first_seconds = time.perf_counter() - started
         rest = response.read(11)  # enough bytes, a byte every 0.3 s, to go on past the 2 s deadline
-    assert rest == b"x" * 11 and time.perf_counter() - started > 2.5  # past the deadline, still flowing
+    return first, first_seconds, rest, time.perf_counter() - started
+
+
+@pytest.fixture(scope="module")
+def slow_answers(slow_origin_and_proxy):
+    """The slow origin's requests of the tests below, made at once, each timed by itself: each waits out
+    the proxy's deadline, and one after another they waited out as many.  {path: what its helper returns}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    origin, opener = slow_origin_and_proxy
+    with ThreadPoolExecutor(max_workers=len(STALLS) + 1) as pool:
+        runs = {path: pool.submit(_stalled, opener, origin + path) for path, _ in STALLS}
+        runs["/trickle.bin"] = pool.submit(_trickled, opener, origin + "/trickle.bin")
+        return {path: run.result() for path, run in runs.items()}
+
+
+@pytest.mark.parametrize("path, says", STALLS)
+def test_a_stalled_or_trickling_origin_gets_a_504_after_the_idle_timeout(slow_answers, path, says):
+    code, body, seconds = slow_answers[path]
+    assert code == 504
+    assert says in body
+    assert 1.9 < seconds < 6
+
+
+def test_a_trickling_download_streams_on_untimed(slow_answers):
+    first, first_seconds, rest, seconds = slow_answers["/trickle.bin"]
+    assert first == b"x" and first_seconds < 1.5
+    assert rest == b"x" * 11 and seconds > 2.5  # past the deadline, still flowing
 
 
 def test_a_bad_store_is_one_line_before_listening(tmp_path):
