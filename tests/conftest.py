@@ -144,7 +144,10 @@ def spark():
     after the last of them (``pytest_runtest_teardown``): they run together, first."""
     from rankstore.spark import engine
 
-    solver = engine.SparkSolver("local[2]").start()
+    # the JIT's first tier alone: the session lives for the Spark files' few minutes of short jobs, and the
+    # optimising compiler's threads took the cores those jobs need (alternated runs: it starts and warms faster)
+    options = f"{engine._DEFAULTS['spark.driver.extraJavaOptions']} -XX:TieredStopAtLevel=1"
+    solver = engine.SparkSolver("local[2]", conf={"spark.driver.extraJavaOptions": options}).start()
     _SPARK.append(solver)
     yield solver
     solver.close()

@@ -63,6 +63,9 @@ __all__ = ["DANGLING", "JobOptions", "JobResult", "Vector", "pagerank", "run", "
 DANGLING = ("uniform", "source", "remove", "leak")
 
 _LEVEL = StorageLevel.MEMORY_AND_DISK
+# links a partition of the iteration takes by default: below it, each further task of the many every
+# iteration runs costs more in scheduling than it saves in work
+LINKS_PER_PARTITION = 1_000_000
 
 
 @dataclass
@@ -86,7 +89,7 @@ class JobOptions:
     max_iter: int = 1000
     weighted: bool = True
     include_nofollow: bool = False
-    partitions: int | None = None  # None: spark.default.parallelism
+    partitions: int | None = None  # None: spark.default.parallelism, fewer for a small graph
     checkpoint_every: int = 10
     checkpoint_dir: str | None = None  # None: localCheckpoint (executor storage)
 
@@ -128,6 +131,12 @@ def _persist(frame: DataFrame) -> DataFrame:
     frame = frame.persist(_LEVEL)
     frame.count()
     return frame
+
+
+def _partitions(spark: SparkSession, links: DataFrame) -> int:
+    """The default partitions: ``spark.default.parallelism``, fewer for a graph too small to fill them."""
+    wanted = -(-links.count() // LINKS_PER_PARTITION)
+    return max(1, min(spark.sparkContext.defaultParallelism, wanted))
 
 
 def _prepare_links(links: DataFrame, key: str, options: JobOptions) -> DataFrame:
@@ -284,7 +293,7 @@ def run(
         raise JobError("dangling 'remove' ranks another graph (the core): run it in a pass of its own")
     if not 0 <= options.damping <= 1:
         raise JobError(f"damping must be in [0, 1], got {options.damping}")
-    partitions = options.partitions or spark.sparkContext.defaultParallelism
+    partitions = options.partitions or _partitions(spark, links)
     # the per-target sums come back in as many partitions as the vector: their join shuffles nothing either
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     # the iteration's partitioning is chosen here, once; adaptive execution would re-cut it every query
@@ -496,7 +505,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--start", metavar="COLUMN", help="the nodes' column holding the start vector")
     parser.add_argument("--unweighted", action="store_true")
     parser.add_argument("--include-nofollow", action="store_true")
-    parser.add_argument("--partitions", type=int, help="default: spark.default.parallelism")
+    parser.add_argument(
+        "--partitions", type=int, help="default: spark.default.parallelism, or one a million links if fewer"
+    )
     parser.add_argument("--checkpoint-every", type=int, default=10)
     parser.add_argument("--checkpoint-dir", help="reliable checkpoints there (default: localCheckpoint)")
     return parser.parse_args(argv)
