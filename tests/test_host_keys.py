@@ -12,11 +12,11 @@ from __future__ import annotations
 import shutil
 import sqlite3
 
-import numpy as np
 import pytest
 from test_forget import _browsed
+from test_site_keys import keys_of as site_keys_of
 
-from rankstore.store import SCHEMA_VERSION, Store
+from rankstore.store import SCHEMA_VERSION, Store, key_buckets
 from rankstore.store.pages import url_key
 
 from conftest import data, invoke, run
@@ -32,19 +32,8 @@ def host_graph_store(tmp_path_factory) -> str:
 
 
 def keys_of(path: str) -> dict[int, int]:
-    """{hash: host id} as the store's buckets hold them, each bucket checked to hold only its own keys, sorted."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        bits = int(db.execute("SELECT value FROM meta WHERE key = 'host_key_bits'").fetchone()[0])
-        held: dict[int, int] = {}
-        for bucket, hashes, ids in db.execute("SELECT bucket, hashes, ids FROM host_key_buckets"):
-            keys = np.frombuffer(hashes, dtype="<i8")
-            assert np.all(np.diff(keys) > 0) and np.all(keys >> (63 - bits) == bucket)
-            held.update(zip(keys.tolist(), np.frombuffer(ids, dtype="<i4").tolist()))
-        assert int(db.execute("SELECT value FROM meta WHERE key = 'host_keys_held'").fetchone()[0]) == len(held)
-        return held
-    finally:
-        db.close()
+    """{hash: host id} as the store's buckets hold them (checked as the sites' are)."""
+    return site_keys_of(path, key_buckets.HOSTS)
 
 
 def wanted_keys(path: str) -> dict[int, int]:

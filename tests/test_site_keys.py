@@ -42,17 +42,18 @@ def domain_store(tmp_path_factory):
     return path
 
 
-def keys_of(path: str) -> dict[int, int]:
-    """{hash: site id} as the store's buckets hold them, each bucket checked to hold only its own keys, sorted."""
+def keys_of(path: str, table: key_buckets.KeyTable = key_buckets.SITES) -> dict[int, int]:
+    """{hash: id} as the store's buckets of ``table`` hold them, each bucket checked to hold only its own keys,
+    sorted, and the count held as meta says."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        bits = int(db.execute("SELECT value FROM meta WHERE key = 'site_key_bits'").fetchone()[0])
+        bits = int(db.execute("SELECT value FROM meta WHERE key = ?", (table.bits_key,)).fetchone()[0])
         held: dict[int, int] = {}
-        for bucket, hashes, ids in db.execute("SELECT bucket, hashes, ids FROM site_key_buckets"):
+        for bucket, hashes, ids in db.execute(f"SELECT bucket, hashes, ids FROM {table.table}"):
             keys = np.frombuffer(hashes, dtype="<i8")
             assert np.all(np.diff(keys) > 0) and np.all(keys >> (63 - bits) == bucket)
             held.update(zip(keys.tolist(), np.frombuffer(ids, dtype="<i4").tolist()))
-        held_count = db.execute("SELECT value FROM meta WHERE key = 'site_keys_held'").fetchone()
+        held_count = db.execute("SELECT value FROM meta WHERE key = ?", (table.held_key,)).fetchone()
         assert int(held_count[0]) == len(held)
         return held
     finally:
