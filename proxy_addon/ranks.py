@@ -50,7 +50,6 @@ _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel
 PRELOAD_PAGES = 20_000
 T = TypeVar("T")
 _LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
-_UNSEEN = object()
 NO_RANKING = 0  # the ranking id of a page's view where the store ranks no pages (no version has id 0)
 
 
@@ -460,12 +459,12 @@ class PageView:
         lacking = [url for url in urls if (info := answers.get(url)) is None or info.pagerank is None]
         if not lacking:
             return answers
-        answers = dict(answers)
         found = self.estimates(lacking)
-        for url in lacking:
-            estimate = found.get(url)
-            if estimate is not None:
-                answers[url] = estimate if url not in answers else replace(answers[url], estimate=estimate.estimate)
+        if not answers:  # no page known (a page of links to other hosts' pages): the estimates are the answers
+            return found
+        answers = dict(answers)
+        for url, estimate in found.items():  # a page in the store not ranked yet keeps saying so, with its estimate
+            answers[url] = estimate if (info := answers.get(url)) is None else replace(info, estimate=estimate.estimate)
         return answers
 
     def estimates(self, urls: Sequence[str]) -> dict[str, LinkInfo]:
@@ -477,38 +476,29 @@ class PageView:
         is kept until either ranking has a new version.
         """
         known, by_url = self._estimate_cache()
-        found: dict[str, LinkInfo] = {}
-        todo = []
-        for url in urls:
-            info = by_url.get(url, _UNSEEN)
-            if info is _UNSEEN:
-                todo.append(url)
-            elif info is not None:
-                found[url] = info  # type: ignore[assignment]
-        if not todo:
-            return found
-        hosts = {url: host_of(url) for url in todo}
-        missing = [host for host in dict.fromkeys(hosts.values()) if host not in known]
-        if missing:
-            self._reading()
-            if self.host_head is not None:
-                scores = self.store.levels.level_scores(self.host_head, missing, self.level_keys("host"))
-                answered = _estimates(scores)
-                known.update(answered)
-                missing = [host for host in missing if host not in answered]
-            if self.site_head is not None and missing:
-                sites = {host: site_of(host) for host in missing}
-                scores = self.store.levels.level_scores(self.site_head, set(sites.values()), self.level_keys("site"))
-                answered = _estimates(scores)
-                for host in missing:
-                    known[host] = answered.get(sites[host])
-            else:
-                known.update(dict.fromkeys(missing))
-        for url, host in hosts.items():
-            info = by_url[url] = known[host]
-            if info is not None:
-                found[url] = info
-        return found
+        todo = [url for url in urls if url not in by_url]
+        if todo:
+            hosts = list(map(host_of, todo))
+            missing = [host for host in dict.fromkeys(hosts) if host not in known]
+            if missing:
+                self._reading()
+                if self.host_head is not None:
+                    scores = self.store.levels.level_scores(self.host_head, missing, self.level_keys("host"))
+                    answered = _estimates(scores)
+                    known.update(answered)
+                    missing = [host for host in missing if host not in answered]
+                if self.site_head is not None and missing:
+                    sites = {host: site_of(host) for host in missing}
+                    scores = self.store.levels.level_scores(
+                        self.site_head, set(sites.values()), self.level_keys("site")
+                    )
+                    answered = _estimates(scores)
+                    for host in missing:
+                        known[host] = answered.get(sites[host])
+                else:
+                    known.update(dict.fromkeys(missing))
+            by_url.update(zip(todo, map(known.__getitem__, hosts)))
+        return {url: info for url in urls if (info := by_url[url]) is not None}
 
     def level_keys(self, level: str) -> LevelKeys | None:
         """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), read once while the store
@@ -845,16 +835,20 @@ def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
     percentiles = display.percentile(found.positions.astype(np.float64), head.nodes).tolist()
     toolbars = display.toolbar(found.scores, head.nodes).tolist()
     widths = display.bar_width(found.scores, head.lowest, head.highest, MAX_BAR_PX).tolist()
+    # tuple.__new__ of each row: a named tuple's own __new__ is a Python function, called a thousand times
     estimates = map(
-        Estimate,
-        repeat(head.level),
-        found.names,
-        found.scores.tolist(),
-        percentiles,
-        toolbars,
-        widths,
-        found.positions.tolist(),
-        repeat(head.nodes),
+        tuple.__new__,
+        repeat(Estimate),
+        zip(
+            repeat(head.level),
+            found.names,
+            found.scores.tolist(),
+            percentiles,
+            toolbars,
+            widths,
+            found.positions.tolist(),
+            repeat(head.nodes),
+        ),
     )
     # positional, by map: a page of links to a thousand hosts makes a thousand of each, and keywords cost more
     return dict(zip(found.names, map(_NO_PAGE_SCORE, estimates)))
