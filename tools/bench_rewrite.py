@@ -21,8 +21,9 @@ page of 1,000 links to 1,000 different hosts, none of them a page of the store
 (``https://HOST/N``: each shows its host's rank), against a page of 1,000 links to 1,000 random
 pages of the store, each rewritten as a worker does in a fresh process (its
 store open, its ranking versions read, as a worker is when a page comes):
-cold (URLs never seen), warm (the same page again) and looked up (the same
-links from another directory: no marks, every look-up known).  Target: the
+cold (URLs never seen), warm (the same page again, best of 5) and looked up
+(the same links from another directory, best of 5 directories: no marks,
+every look-up known).  Target: the
 hosts' page within 1.1x the known pages' page, cold and warm: each case's best
 of its fresh processes, the medians beside it.
 ``--site-from-hosts`` first writes a site ranking ``siterank`` to STORE where it
@@ -137,11 +138,14 @@ rewrite_page(store, "pagerank", 0, b"<!doctype html><a href=https://warm.example
 body = ("<!doctype html><title>t</title><body>"
         + "".join(f'<a href="{{url}}">{{text}}</a>\\n' for url, text in links)).encode()
 times = {{}}
-for label, page in (("cold", "https://bench.example/a/page.html"), ("warm", "https://bench.example/a/page.html"),
-                    ("looked up", "https://bench.example/b/page.html")):
-    started = time.perf_counter()
-    done = rewrite_page(store, "pagerank", 0, body, "text/html", page, None, 1 << 24, 0)
-    times[label] = (time.perf_counter() - started) * 1000
+# cold once (the URLs are then seen); warm the best of 5 times again, looked up the best of 5 other directories
+for label, pages in (("cold", ["a"]), ("warm", ["a"] * 5), ("looked up", ["b", "c", "d", "e", "f"])):
+    for directory in pages:
+        started = time.perf_counter()
+        done = rewrite_page(store, "pagerank", 0, body, "text/html", f"https://bench.example/{{directory}}/page.html",
+                            None, 1 << 24, 0)
+        spent = (time.perf_counter() - started) * 1000
+        times[label] = min(spent, times.get(label, spent))
 text = done[0].decode()
 times["bars"] = text.count("<pagerank-bar")
 times["estimates"] = text.count("data-pagerank-level=")
