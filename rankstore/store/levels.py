@@ -108,8 +108,8 @@ class RadixSlots:
 
 def radix_slots(hashes: np.ndarray) -> RadixSlots:
     """The :class:`RadixSlots` of sorted non-negative 63-bit ``hashes``, ``RADIX_SPAN`` keys a slot on average
-    (hashes spread evenly: a slot holds a few dozen at most).  A reference: the first step of a radix or
-    "interpolation by table" search (Knuth, TAOCP vol. 3, 6.2.1)."""
+    (hashes spread evenly: a slot holds a few dozen at most).  Hashes are uniform, so a key's top bits say
+    where it lies, as interpolation search guesses (Knuth, TAOCP vol. 3, 6.2.1), here read from a table."""
     bits = max(0, math.ceil(math.log2(max(len(hashes), 1) / RADIX_SPAN)))
     shift = 63 - bits
     starts = np.empty((1 << bits) + 1, dtype=np.int32 if len(hashes) < 2**31 else np.int64)
