@@ -56,7 +56,7 @@ def test_the_slots_cover_the_keys_in_order_a_few_keys_each():
     slot = hashes >> slots.shift
     assert np.all(starts[slot] <= np.arange(len(hashes))) and np.all(np.arange(len(hashes)) < starts[slot + 1])
     assert len(hashes) / (len(starts) - 1) <= RADIX_SPAN
-    assert starts.dtype == np.int32  # a quarter byte a key on top of its twelve
+    assert starts.dtype == np.int32  # a quarter to half a byte a key on top of its twelve
 
 
 def test_keys_at_the_edges_of_the_range_and_of_the_slots():

@@ -68,7 +68,7 @@ class LevelHead:
 class LevelKeys:
     """A level's names as sorted 63-bit hashes (as ``page_keys`` keys URLs) with their ids, read once by a
     reader: a name found by a search in memory (:func:`radix_search`), where the name index costs a B-tree
-    descent of text comparisons per name.  Twelve bytes a name, and a quarter byte for the slots' starts.
+    descent of text comparisons per name.  Twelve bytes a name, and a quarter to half a byte for the slots' starts.
     Names are never renumbered, so it stays true until the level has more names (``count``).  A hash two of
     the level's names share has id 0: neither is told by it (:meth:`Levels.level_scores` asks the name index
     for them)."""
@@ -107,9 +107,10 @@ class RadixSlots:
 
 
 def radix_slots(hashes: np.ndarray) -> RadixSlots:
-    """The :class:`RadixSlots` of sorted non-negative 63-bit ``hashes``, ``RADIX_SPAN`` keys a slot on average
-    (hashes spread evenly: a slot holds a few dozen at most).  Hashes are uniform, so a key's top bits say
-    where it lies, as interpolation search guesses (Knuth, TAOCP vol. 3, 6.2.1), here read from a table."""
+    """The :class:`RadixSlots` of sorted non-negative 63-bit ``hashes``: over half and at most ``RADIX_SPAN``
+    keys a slot on average (the slots are a power of two; hashes spread evenly, so a slot holds a few dozen at
+    most).  Hashes are uniform, so a key's top bits say where it lies, as interpolation search guesses (Knuth,
+    TAOCP vol. 3, 6.2.1), here read from a table."""
     bits = max(0, math.ceil(math.log2(max(len(hashes), 1) / RADIX_SPAN)))
     shift = 63 - bits
     starts = np.empty((1 << bits) + 1, dtype=np.int32 if len(hashes) < 2**31 else np.int64)
