@@ -97,7 +97,7 @@ def main() -> None:
         started = time.perf_counter()
         keys = store.levels.level_keys("site")
         read = time.perf_counter() - started
-        held = keys.hashes.nbytes + keys.ids.nbytes
+        held = keys.hashes.nbytes + keys.ids.nbytes + keys.slots.starts.nbytes
         batches = [rng.sample(every, 1000) for _ in range(args.repeat)]
         iterator = iter(batches)
         median, p99 = timed(lambda: store.levels.level_scores(head, next(iterator), keys), args.repeat)
