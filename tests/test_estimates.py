@@ -278,6 +278,24 @@ def test_a_new_host_ranking_version_is_never_served_stale(hosts_store, tmp_path,
     assert site["data-pagerank-estimate"] == repr(0.15)
 
 
+def test_a_page_built_since_the_ranking_says_not_ranked_yet_with_its_hosts_rank(hosts_store, tmp_path):
+    """A page a later build added, on a ranked host: "not ranked yet" (``later``), and its host's estimate beside
+    it; a page of the store that is not known stays without one."""
+    path = str(tmp_path / "grown.db")
+    shutil.copy(hosts_store, path)
+    added = "https://example.com/added-since.html"
+    edges = tmp_path / "later.tsv"
+    edges.write_text(f"{added} https://example.com/\n")
+    run("build", str(edges), "--store", path, "-q")
+    elsewhere = "https://example.com/never-built.html"
+    found = Ranks(path).lookup([added, elsewhere, PAGE])
+    info = found[added]
+    assert info.pagerank is None and info.later
+    assert info.estimate is not None and (info.estimate.level, info.estimate.name) == ("host", "example.com")
+    assert not found[elsewhere].later and found[elsewhere].estimate == info.estimate  # the same host's rank
+    assert not found[PAGE].later and found[PAGE].estimate.level == "host"
+
+
 def test_rankings_chosen_by_the_proxys_options(hosts_store):
     # a site ranking alone: a known host is answered by its site
     ranks = Ranks(hosts_store, levels=LevelChoice(site="siterank"))
