@@ -6,6 +6,12 @@ client up and take that memory.  Here a body is inflated only up to a limit
 (``pagerank_max_body``), a piece at a time; past it, the page passes on
 untouched, its original bytes unchanged.  This runs in the worker processes,
 never in mitmproxy's loop.
+
+Brotli is undone with ``brotlicffi``, whose decoder (1.2 on) stops at an
+output limit and goes on from there: mitmproxy 11 pins Google's ``brotli`` to
+1.1.0, whose decoder has none (a bomb of 2 KB inflates to its full gigabyte in
+one call, whatever input it is fed at a time).  Without a ``brotlicffi`` that
+bounds its output, a brotli page passes untouched.
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ from mitmproxy.net import encoding as _encoding
 __all__ = ["TooLarge", "UnknownEncoding", "decode", "encode", "ENCODINGS"]
 
 ENCODINGS = ("identity", "gzip", "x-gzip", "deflate", "br", "zstd")
-_PIECE = 256  # compressed bytes fed at once where the decoder cannot bound its output itself (brotli)
+# decoded bytes asked of the brotli decoder at once: its first buffer (a small page takes one call), doubled
+# each call up to the last (a call's buffer is allocated whole)
+_BROTLI_FIRST = 64 * 1024
+_BROTLI_MOST = 1024 * 1024
 
 
 class TooLarge(ValueError):
@@ -77,17 +86,34 @@ def _zlib(raw: bytes, wbits: int, limit: int, members: bool = False) -> bytes:
 
 
 def _brotli(raw: bytes, limit: int) -> bytes:
-    import brotli
-
-    decompressor = brotli.Decompressor()
+    """``raw`` decoded, asking the decoder for at most the bytes still under ``limit`` (and one more) a call:
+    memory held is the output so far, one call's buffer and the decoder's window (16 MiB at most)."""
+    try:
+        import brotlicffi
+    except ImportError:
+        brotlicffi = None
+    if brotlicffi is None or not hasattr(brotlicffi.Decompressor, "can_accept_more_data"):  # before 1.2
+        raise UnknownEncoding("content-encoding 'br' needs brotlicffi >= 1.2 (a decoder with an output limit)")
+    decompressor = brotlicffi.Decompressor()
     out = bytearray()
-    for start in range(0, len(raw), _PIECE):
-        out += decompressor.process(raw[start : start + _PIECE])
+    data, ask = raw, _BROTLI_FIRST
+    while True:
+        try:
+            piece = decompressor.process(data, output_buffer_limit=min(ask, limit + 1 - len(out)))
+        except brotlicffi.error as error:
+            said = error.args[0] if error.args else ""
+            said = said.decode(errors="replace") if isinstance(said, bytes) else str(said)  # brotlicffi's are bytes
+            raise ValueError(f"the brotli body is corrupt ({said.rstrip('.')})") from None
+        data, ask = b"", min(2 * ask, _BROTLI_MOST)  # the input is held by the decoder from the first call
+        out += piece
         if len(out) > limit:
             raise TooLarge(f"over {limit:,} bytes once decoded")
-    if not decompressor.is_finished():
-        raise ValueError("the brotli body is cut short")
-    return bytes(out)
+        if decompressor.is_finished():
+            return bytes(out)
+        if decompressor.can_accept_more_data():  # every byte read and its output given, and the stream goes on
+            raise ValueError("the brotli body is cut short")
+        if not piece:  # neither more output nor the end: never so with a decoder that keeps its contract
+            raise ValueError("the brotli decoder made no progress")
 
 
 def _zstd(raw: bytes, limit: int) -> bytes:

@@ -28,6 +28,17 @@ def _bomb() -> bytes:
     return b"".join(parts) + compressor.flush()
 
 
+def _brotli_bomb() -> bytes:
+    """1 GiB of page in under 2 KB of brotli."""
+    import brotli
+
+    compressor = brotli.Compressor(quality=5)
+    block = b"<p>" + b"a" * (1 << 20)
+    parts = [compressor.process(b"<!doctype html><title>bomb</title>")]
+    parts += [compressor.process(block) for _ in range(1024)]
+    return b"".join(parts) + compressor.finish()
+
+
 PAGES: dict[str, tuple[bytes, dict[str, str]]] = {}
 
 
@@ -49,6 +60,7 @@ class _Origin(http.server.BaseHTTPRequestHandler):
 def origin():
     html = "text/html; charset=utf-8"
     PAGES["/bomb"] = (_bomb(), {"Content-Type": html, "Content-Encoding": "gzip"})
+    PAGES["/brotli-bomb"] = (_brotli_bomb(), {"Content-Type": html, "Content-Encoding": "br"})
     normal = b"<!doctype html><title>t</title><body>" + b"".join(b'<a href="/p%d">p</a>' % i for i in range(20))
     PAGES["/normal"] = (normal, {"Content-Type": html})
     PAGES["/gzipped"] = (gzip.compress(normal), {"Content-Type": html, "Content-Encoding": "gzip"})
@@ -130,6 +142,36 @@ def test_a_bomb_passes_untouched_without_inflating_in_the_proxy(proxy, origin):
     assert body == PAGES["/bomb"][0] and headers.get("Content-Encoding") == "gzip"  # the original bytes
     assert peak_rss(proxy.process.pid) - before < 100 * 1024 * 1024
     assert timings and max(timings) < 5  # nobody waited for the bomb
+
+
+def _family(pid: int) -> list[int]:
+    """A process and its children (the proxy and its rewriting workers)."""
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [pid, *(int(child) for child in handle.read().split())]
+
+
+def test_a_brotli_bomb_passes_untouched_in_bounded_memory_in_every_process_of_the_proxy(proxy, origin):
+    """1 GiB of brotli in under 2 KB: it passes on as its own bytes, fast, and no process of the proxy (mitmproxy's,
+    or a worker's, where bodies are decoded) holds more than a few times pagerank_max_body to refuse it."""
+    fetch(proxy, origin + "/normal")  # warm up: the workers have started
+    family = _family(proxy.process.pid)
+    assert len(family) > 1, "no worker processes"
+    for pid in family:
+        with open(f"/proc/{pid}/clear_refs", "w") as handle:
+            handle.write("5")  # VmHWM from here
+    before = {pid: resident(pid) for pid in family}
+    started = time.perf_counter()
+    body, headers = fetch(proxy, origin + "/brotli-bomb")
+    took = time.perf_counter() - started
+    assert body == PAGES["/brotli-bomb"][0] and headers.get("Content-Encoding") == "br"  # the original bytes
+    rose = {pid: peak_rss(pid) - before[pid] for pid in family}
+    assert max(rose.values()) < 64 * 1024 * 1024, {pid: f"{grown >> 20} MiB" for pid, grown in rose.items()}
+    assert took < 5
+
+
+def resident(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
 
 
 def test_gzip_pages_are_annotated_and_encoded_again(proxy, origin):
