@@ -11,8 +11,8 @@
  * integration points.  Their tables of element names come from one generator,
  * tools/gen_scan_tables.py (here: _scan_tables.h).
  *
- * scan(text) -> (links, body_at, head_at, extras, raw, end_is_markup)
- *   links   list of (offset after the start tag, href, False) for <a>/<area>
+ * scan(text) -> (links, body_at, head_at, extras, raw, end_is_markup, icons)
+ *   links   list of (where the bar goes, href, False) for <a>/<area>
  *           with an href in HTML content outside templates, when the href has
  *           no character reference and there is no rel (most links); else
  *           (offset, raw href, raw rel or None), for the Python side to decode
@@ -23,6 +23,9 @@
  *           for the Python side to read
  *   end_is_markup  the file ends in HTML content, outside any tag, comment,
  *           text element, SVG/MathML or template: markup appended is read as such
+ *   icons   the offsets of the links placed before their end tag that hold no text
+ *   An HTML link's bar goes before its </a> where the link holds only text and LINK_CONTENT
+ *   (elements that close nothing around it), else after its start tag: _scan_python.scan says why.
  * scan(data, encoding) the same for bytes in an encoding where every byte below
  *           0x80 is that ASCII character and no other byte is one (UTF-8, the
  *           single-byte charsets): offsets in bytes, hrefs and rels decoded.
@@ -178,6 +181,35 @@ static int names_one_of(const Text *t, Py_ssize_t s, Py_ssize_t e, const char *c
 static int in_list(const Text *t, Py_ssize_t s, Py_ssize_t e, const char *const *names) {
     for (const char *const *name = names; *name; name++)
         if (name_is(t, s, e, *name)) return 1;
+    return 0;
+}
+
+/* [s, e) holds a character other than the standard's ASCII white space (a non-ASCII one counts). */
+static int has_text(const Text *t, Py_ssize_t s, Py_ssize_t e) {
+    for (Py_ssize_t i = s; i < e; i++)
+        if (!(CLASS[t->data[i]] & WS)) return 1;
+    return 0;
+}
+
+/* The link open in HTML content, whose end tag is looked for (index -1: none): the elements opened in it
+   and still open (names as spans of the text; past MAX_INSIDE the bar stays after its start tag), and
+   whether it holds text. */
+#define MAX_INSIDE 32
+typedef struct {
+    Py_ssize_t index, depth;
+    Py_ssize_t starts[MAX_INSIDE], ends[MAX_INSIDE];
+    int text;
+} OpenLink;
+
+/* links[index]'s offset moved to `at`: the tuple made anew (-1 on error). */
+static int move_link(PyObject *links, Py_ssize_t index, Py_ssize_t at) {
+    PyObject *old = PyList_GET_ITEM(links, index), *offset = PyLong_FromSsize_t(at);
+    if (offset == NULL) return -1;
+    PyObject *moved = PyTuple_Pack(3, offset, PyTuple_GET_ITEM(old, 1), PyTuple_GET_ITEM(old, 2));
+    Py_DECREF(offset);
+    if (moved == NULL) return -1;
+    PyList_SET_ITEM(links, index, moved);
+    Py_DECREF(old);
     return 0;
 }
 
@@ -622,8 +654,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t body_at = -1, head_at = -1, template_depth = 0;
     int end_is_markup = 0;
     Stack stack = {NULL, 0, 0};
-    PyObject *links = PyList_New(0), *extras = PyList_New(0), *raw = PyList_New(0);
-    if (links == NULL || extras == NULL || raw == NULL) goto fail;
+    OpenLink open = {-1, 0, {0}, {0}, 0};
+    PyObject *links = PyList_New(0), *extras = PyList_New(0), *raw = PyList_New(0), *icons = PyList_New(0);
+    if (links == NULL || extras == NULL || raw == NULL || icons == NULL) goto fail;
 
     for (;;) {
         const Open *top = stack.depth ? &stack.items[stack.depth - 1] : NULL;
@@ -632,6 +665,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (top) {
             start = find_char(t, '<', position, n); /* in or under SVG/MathML every tag counts */
             if (start < 0) break;
+        } else if (open.index >= 0) {
+            start = find_char(t, '<', position, n); /* in a link every tag counts, and its text */
+            if (!open.text && has_text(t, position, start < 0 ? n : start)) open.text = 1;
+            if (start < 0) {
+                end_is_markup = template_depth == 0;
+                break;
+            }
         } else {
             start = skip(t, position);
             if (start >= n) {
@@ -678,8 +718,46 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (!tag.closed) break; /* end of file inside a tag: browsers drop it */
         Py_ssize_t ns = tag.name_start, ne = tag.name_end;
         int is_a = ne - ns == 1 && lower(CH(t, ns)) == 'a';
+        if (open.index >= 0 && !top) { /* a tag in an HTML link */
+            if (tag.end_tag && is_a) {
+                if (move_link(links, open.index, start) < 0) goto fail;
+                if (!open.text) {
+                    PyObject *at = PyLong_FromSsize_t(start);
+                    if (at == NULL || PyList_Append(icons, at) < 0) {
+                        Py_XDECREF(at);
+                        goto fail;
+                    }
+                    Py_DECREF(at);
+                }
+                open.index = -1;
+                continue;
+            }
+            Py_ssize_t k = open.depth;
+            if (tag.end_tag)
+                while (k > 0 && !same_name(t, open.starts[k - 1], open.ends[k - 1], ns, ne)) k--;
+            if (tag.end_tag && k > 0) {
+                open.depth = k - 1;
+            } else if (!tag.end_tag && in_list(t, ns, ne, LINK_CONTENT)) {
+                if (!in_list(t, ns, ne, VOID_ELEMENTS) && !name_is(t, ns, ne, "svg") && !name_is(t, ns, ne, "math")) {
+                    if (open.depth == MAX_INSIDE) {
+                        open.index = -1;
+                    } else {
+                        open.starts[open.depth] = ns;
+                        open.ends[open.depth++] = ne;
+                    }
+                }
+            } else {
+                open.index = -1; /* it may close the link, or be moved out of it: the bar stays after the start tag */
+            }
+        }
         if (is_a && !tag.end_tag && !top && template_depth == 0) {
+            Py_ssize_t before = PyList_GET_SIZE(links);
             if (add_link(links, t, &tag, raw) < 0) goto fail;
+            if (PyList_GET_SIZE(links) > before) {
+                open.index = before;
+                open.depth = 0;
+                open.text = 0;
+            }
             continue;
         }
         if (tag.end_tag) {
@@ -697,6 +775,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 each_attribute(t, tag.attrs_start, tag.attrs_end, visit_font, &breaks_out);
             if (breaks_out) {
                 leave_foreign(&stack);
+                open.index = -1; /* HTML again, where this tag may close the link the SVG/MathML is in */
             } else {
                 if (!tag.self_closing && open_foreign(t, &stack, &tag) < 0) goto fail;
                 continue;
@@ -747,14 +826,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 #define OPT(v) ((v) < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromSsize_t(v))
     PyMem_Free(stack.items);
     PyMem_Free(narrow);
-    return Py_BuildValue("(NNNNNO)", links, OPT(body_at), OPT(head_at), extras, raw,
-                         end_is_markup ? Py_True : Py_False);
+    return Py_BuildValue("(NNNNNON)", links, OPT(body_at), OPT(head_at), extras, raw,
+                         end_is_markup ? Py_True : Py_False, icons);
 fail:
     PyMem_Free(stack.items);
     PyMem_Free(narrow);
     Py_XDECREF(links);
     Py_XDECREF(extras);
     Py_XDECREF(raw);
+    Py_XDECREF(icons);
     return NULL;
 }
 
@@ -909,7 +989,7 @@ fail:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text) or scan(data, encoding) -> (links, body_at, head_at, extras, raw, end_is_markup)"},
+     "scan(text) or scan(data, encoding) -> (links, body_at, head_at, extras, raw, end_is_markup, icons)"},
     {"splice", splice, METH_VARARGS, "splice(data, edits) -> data with each (offset, insert) of edits inserted"},
     {"place", place, METH_VARARGS,
      "place(links, table, own, nofollow_all) -> (edits, bars, ranked, missing); edits None if any is missing"},

@@ -27,12 +27,12 @@ from . import scan_tables as tables
 
 __all__ = ["scan", "splice", "place"]  # the twin of ``_fastscan``, function for function
 
-# A link: (offset after its start tag's '>', href, nofollow)
+# A link: (where its bar goes: before its end tag, else after its start tag's '>'; href, nofollow)
 Link = tuple[int, str, bool]
-# What a scan finds: (links, body_at, head_at, extras, raw, end_is_markup); see :func:`scan`.  ``raw``: the
-# indices of the links that stand as (offset, raw href, raw rel) for the caller to decode (:func:`link_values`),
-# the C twin's only.
-ScanAnswer = tuple[list[Link], int | None, int | None, list[tuple[str, int, int]], list[int], bool]
+# What a scan finds: (links, body_at, head_at, extras, raw, end_is_markup, icons); see :func:`scan`.  ``raw``:
+# the indices of the links that stand as (offset, raw href, raw rel) for the caller to decode
+# (:func:`link_values`), the C twin's only.  ``icons``: the offsets of the links that hold no text.
+ScanAnswer = tuple[list[Link], int | None, int | None, list[tuple[str, int, int]], list[int], bool, list[int]]
 # An edit: (offset in the input, what is inserted there)
 Edit = tuple[int, str | bytes]
 # What a link's href shows, for every page that resolves it alike and one version of the ranking:
@@ -167,6 +167,8 @@ def _self_closing(attrs_text: str) -> bool:
 
 
 _NOFOLLOW = frozenset(("nofollow", "ugc", "sponsored"))
+_WHITE_SPACE = "\t\n\f\r "  # the standard's ASCII white space: text of nothing else is no text
+_MOST_INSIDE = 32  # elements open in a link, past which its bar stays after its start tag (the C twin's MAX_INSIDE)
 
 
 def _link(attrs_text: str, position: int) -> tuple[int, str, bool] | None:
@@ -267,15 +269,23 @@ def _close_foreign(stack: list[_Foreign], name: str) -> bool:
 
 
 def scan(text: str, /) -> ScanAnswer:
-    """(links, body_at, head_at, extras, raw, end_is_markup): the links and the places to insert at, as
+    """(links, body_at, head_at, extras, raw, end_is_markup, icons): the links and the places to insert at, as
     ``_fastscan.scan`` answers; every link's href and rel come decoded here, so ``raw`` is empty.
 
-    links: (offset after the start tag's '>', href, nofollow), in order; body_at, head_at: the offset after
-    the first <body ...>, <head ...> (or None); extras: (name, start, end of its attributes) of the <base>,
-    <frameset> and <meta> tags (those that :func:`may_matter`), for the caller to read; end_is_markup: the
-    file ends in HTML content, where appended markup is read as markup.
+    links: (where its bar goes, href, nofollow), in order: an HTML link's bar goes before its ``</a>``, so that
+    the link's text comes first (what a screen reader says) and the bar hides with the link, where the link
+    holds only text and :data:`~.scan_tables.LINK_CONTENT` (elements that close nothing around it); else after
+    its start tag's '>'.  body_at, head_at: the offset after the first <body ...>, <head ...> (or None);
+    extras: (name, start, end of its attributes) of the <base>, <frameset> and <meta> tags (those that
+    :func:`may_matter`), for the caller to read; end_is_markup: the file ends in HTML content, where appended
+    markup is read as markup; icons: the offsets (as in links) of the links placed before their end tag that
+    hold no text (an icon), whose bars must not change the size of the control they are.
     """
     links: list[Link] = []
+    icons: list[int] = []
+    # the HTML link open, whose end tag is looked for: its index in links (-1: none), the elements opened
+    # in it and still open, and whether it holds text
+    open_link, inside, has_text = -1, [], False
     body_at: int | None = None
     head_at: int | None = None
     extras: list[tuple[str, int, int]] = []
@@ -294,6 +304,13 @@ def scan(text: str, /) -> ScanAnswer:
             start = find("<", position)  # in or under SVG/MathML every tag counts (breakout, nesting)
             if start < 0:
                 break
+        elif open_link >= 0:
+            start = find("<", position)  # in a link every tag counts, and its text
+            if not has_text and text[position : start if start >= 0 else length].strip(_WHITE_SPACE):
+                has_text = True
+            if start < 0:
+                end_is_markup = not template_depth
+                break
         else:
             token = following_token(text, position)
             if not stack and not template_depth:
@@ -306,7 +323,11 @@ def scan(text: str, /) -> ScanAnswer:
                     link = _link(token.group("attrs"), position)
                     if link is not None:
                         links_append(link)
+                        open_link, inside, has_text = len(links) - 1, [], False
+                        break
                     token = following_token(text, position)
+                if open_link >= 0:
+                    continue
             if token.group("tag") is not None:
                 match, start = token, token.start("tag")
             else:
@@ -357,10 +378,28 @@ def scan(text: str, /) -> ScanAnswer:
         if not close:
             break  # end of file inside a tag: browsers drop it
         name = name.lower()
+        if open_link >= 0 and not stack:  # a tag in an HTML link
+            if end and name == "a":
+                links[open_link] = (start, *links[open_link][1:])
+                if not has_text:
+                    icons.append(start)
+                open_link = -1
+                continue
+            if end and name in inside:
+                del inside[len(inside) - 1 - inside[::-1].index(name) :]
+            elif not end and name in tables.LINK_CONTENT:
+                if name not in _VOID and name not in ("svg", "math"):
+                    if len(inside) == _MOST_INSIDE:
+                        open_link = -1
+                    else:
+                        inside.append(name)
+            else:  # it may close the link, or be moved out of it: the bar stays after the start tag
+                open_link = -1
         if name == "a" and not end and not stack and not template_depth:  # most tokens: a link in HTML
             link = _link(attrs_text, position)
             if link is not None:
                 links.append(link)
+                open_link, inside, has_text = len(links) - 1, [], False
             continue
         if end:
             if stack and stack[-1][0] == "html":
@@ -376,6 +415,7 @@ def scan(text: str, /) -> ScanAnswer:
                 and any(key in tables.FONT_BREAKOUT_ATTRIBUTES for key, _, _ in _attribute_list(attrs_text))
             ):
                 _leave_foreign(stack)
+                open_link = -1  # HTML again, where this tag may close the link the SVG/MathML is in
             else:
                 if not _self_closing(attrs_text):
                     _open_foreign(stack, name, attrs_text)
@@ -419,7 +459,7 @@ def scan(text: str, /) -> ScanAnswer:
             start, stop = match.span("attrs")
             if name != "meta" or may_matter(text[start:stop]):
                 extras.append((name, start, stop))
-    return links, body_at, head_at, extras, [], end_is_markup
+    return links, body_at, head_at, extras, [], end_is_markup, icons
 
 
 _UNMARKED = object()

@@ -1,7 +1,7 @@
-"""Let one hashed <style> block through a Content-Security-Policy, weakening nothing.
+"""Let the proxy's hashed <style> blocks through a Content-Security-Policy, weakening nothing.
 
-``allow_style_hash(policy, hash)`` returns insertions ``(offset, text)`` into the
-policy text: the hash source is added to the directive that governs <style>
+``allow_style_hash(policy, *hashes)`` returns insertions ``(offset, text)`` into the
+policy text: the hash sources are added to the directive that governs <style>
 elements (``style-src-elem``, else ``style-src``), or, where only
 ``default-src`` restricts styles, a ``style-src`` with default-src's own
 sources plus the hash is appended.  Nothing is removed.  A policy that already
@@ -26,9 +26,9 @@ def _split(text: str, separator: str, base: int = 0):
         start += len(part) + 1
 
 
-def allow_style_hash(policy: str, hash_source: str, html_attribute: bool = False) -> list[tuple[int, str]]:
+def allow_style_hash(policy: str, *hash_sources: str, html_attribute: bool = False) -> list[tuple[int, str]]:
     quote = "&#39;" if html_attribute else "'"
-    token = f"{quote}{hash_source}{quote}"
+    token = " ".join(f"{quote}{hash_source}{quote}" for hash_source in hash_sources)
     edits: list[tuple[int, str]] = []
     for policy_start, one_policy in _split(policy, ","):
         directives: dict[str, tuple[int, str]] = {}

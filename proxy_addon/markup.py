@@ -3,11 +3,15 @@ and escaping that the proxy's own pages (``proxy_addon/pages``) share with them.
 
 Pure functions of the data types below; ``rewrite`` puts their output into pages.
 
-Inserted markup uses custom element names (``pagerank-bar``, ``pagerank-panel``)
-that the page's CSS does not target, reset with ``all: initial``; our CSS only
-selects those names and ``#pagerank-panel``, so nothing leaks into the page.
-Bar widths are CSS classes, not ``style`` attributes, so one hashed ``<style>``
-block is all a Content-Security-Policy has to allow.  No JavaScript.
+What a page's script may learn is that a proxy annotates it, and nothing from the store: every bar is a
+``<span data-pagerank-bar>`` host element of one size with nothing else of its own, and the panel a
+``<aside data-pagerank-panel>`` of no size; what they show is inside closed shadow roots declared in the markup
+(``<template shadowrootmode="closed">``), which no script of the page can reach (docs/ARCHITECTURE.md, "What
+a page can learn").  The hosts are built-in elements, never custom ones: a page could define a custom
+element of our name whose constructor attaches a shadow root first, and the parser would then keep our
+template as an ordinary, readable one.  The page's one added style block styles only the host elements, reset
+with ``all: initial``; the bars are drawn by SVG attributes and the panel by its own style block, so the two
+blocks' hashes are all a Content-Security-Policy has to allow.  No JavaScript.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ __all__ = [
     "LevelPanel",
     "STYLE",
     "STYLE_HASH",
+    "PANEL_STYLE",
+    "PANEL_STYLE_HASH",
+    "STYLE_HASHES",
     "STYLE_BLOCK",
     "escape",
     "prose",
@@ -42,6 +49,7 @@ __all__ = [
     "estimate_text",
     "bar",
     "bars",
+    "icon_bar",
     "proxy_url",
     "level_section",
     "panel",
@@ -129,45 +137,73 @@ class LevelPanel:
     backlinks: str | None = None  # the whole-site backlinks view of it, where the store has one
 
 
+# The host elements' sizes in the page: one for every bar and one for the panel, whatever they show.  A bar's
+# size is in em, so a link the page shrinks to nothing (font-size 0) takes its bar with it.
+BAR_WIDTH_EM = 2.75
+BAR_HEIGHT_EM = 0.5
+# the bar's drawing, in the units of its viewBox: MAX_BAR_PX of fill inside a frame, the host's aspect ratio
+_BAR_BOX = (MAX_BAR_PX + 4, 8)
+
+
 def _style() -> str:
-    widths = "".join(
-        f'pagerank-bar[data-w="{w}"]>pagerank-fill{{width:{w}px!important}}' for w in range(MAX_BAR_PX + 1)
-    )
+    """The page's one added style block: it styles the host elements alone, every one alike.  What they show is
+    drawn inside their closed shadow roots (the bars by SVG attributes, the panel by :data:`PANEL_STYLE`)."""
     return (
-        "pagerank-bar{all:initial!important;display:inline-block!important;vertical-align:middle!important;"
-        f"width:{MAX_BAR_PX}px!important;height:6px!important;margin:0 4px 0 2px!important;"
-        "background:#f3d6d6!important;border:1px solid #c00!important;border-radius:1px!important;"
-        "box-sizing:content-box!important;line-height:0!important;overflow:hidden!important;"
-        "text-decoration:none!important;cursor:help!important;float:none!important;position:static!important}"
-        "pagerank-fill{all:initial!important;display:block!important;height:6px!important;background:#d00!important}"
-        "pagerank-bar[data-pagerank=unranked]{background:#eee!important;border-color:#aaa!important}"
-        "pagerank-bar[data-nofollow]{border-style:dashed!important;background:#fff!important}"
-        "pagerank-bar[data-nofollow]>pagerank-fill{background:#e99!important}"
-        # an estimate (a host's or site's rank, not the page's): a white bar whose fill is outlined, not filled
-        "pagerank-bar[data-pagerank-level]{background:#fff!important;border-color:#c00!important}"
-        "pagerank-bar[data-pagerank-level]>pagerank-fill{background:transparent!important;"
-        "border:1px solid #d00!important;box-sizing:border-box!important}"
-        + widths
-        + "#pagerank-panel{all:initial!important;position:fixed!important;right:12px!important;bottom:12px!important;"
-        "z-index:2147483647!important;max-width:min(420px,90vw)!important;max-height:70vh!important;"
-        "overflow:auto!important;"
-        "background:#fff!important;color:#222!important;border:2px solid #c00!important;border-radius:6px!important;"
-        "box-shadow:0 2px 10px rgba(0,0,0,.25)!important;font:13px/1.35 system-ui,sans-serif!important;"
-        "display:block!important}"
-        "#pagerank-panel *{all:revert;font:inherit;color:inherit;box-sizing:border-box}"
-        "#pagerank-panel summary{cursor:pointer;padding:6px 10px;font-weight:bold;color:#900;list-style:revert}"
-        "#pagerank-panel ol{margin:0;padding:0 10px 8px 30px}"
-        "#pagerank-panel li{margin:4px 0;overflow-wrap:anywhere}"
-        "#pagerank-panel a{color:#00c;text-decoration:underline}"
-        "#pagerank-panel small{color:#555;display:block}"
-        "#pagerank-panel p{margin:4px 10px}"
-        "#pagerank-panel mark{background:#fd0;color:#000;border-radius:3px;padding:0 3px;margin-left:4px;"
-        "font-size:11px;font-weight:bold}"
+        # all:initial, then what must follow the link: a link the page hides (visibility, font-size 0) hides
+        # its bar; one out of the flow (an icon of a fixed-size control) holds it out of the flow too
+        "span[data-pagerank-bar]{all:initial!important;display:inline-block!important;"
+        f"width:{BAR_WIDTH_EM}em!important;height:{BAR_HEIGHT_EM}em!important;"
+        "margin:0 .15em 0 .3em!important;vertical-align:middle!important;font-size:inherit!important;"
+        "visibility:inherit!important;pointer-events:inherit!important;contain:strict!important;"
+        "cursor:help!important}"
+        "span[data-pagerank-bar][data-icon]{position:absolute!important;margin:0!important;"
+        "pointer-events:none!important}"
+        "aside[data-pagerank-panel]{all:initial!important;display:block!important;position:fixed!important;"
+        "right:0!important;"
+        "bottom:0!important;width:0!important;height:0!important;overflow:visible!important;"
+        "z-index:2147483647!important;contain:size layout style!important}"
     )
+
+
+# Inside the panel's shadow root: the page's styles do not reach it, nor does this reach the page.  Its two
+# boxes have fixed sizes (a badge, and the open panel), so where it is drawn says nothing of what it shows.
+PANEL_STYLE = (
+    "span[data-pagerank-bar]{display:inline-block;width:2.75em;height:.5em;margin:0 .4em 0 0;vertical-align:middle;"
+    "contain:strict;cursor:help}"
+    "input{position:absolute;opacity:0;width:1px;height:1px;margin:0;right:0;bottom:0}"
+    "#pagerank-close:checked~.box{display:none}"
+    ".box{all:initial;position:absolute;right:0;bottom:calc(50vh - 12px);box-sizing:border-box;display:block;"
+    "width:76px;height:24px;background:#fff;color:#222;border:2px solid #c00;border-right:none;"
+    "border-radius:6px 0 0 6px;box-shadow:0 2px 10px rgba(0,0,0,.25);font:13px/1.35 system-ui,sans-serif;"
+    "overflow:hidden}"
+    ".box:has(#pagerank-open:checked){right:8px;bottom:8px;width:min(420px,calc(100vw - 16px));"
+    "height:min(480px,calc(100vh - 16px));border-right:2px solid #c00;border-radius:6px}"
+    ".tab{display:block;cursor:pointer;padding:5px 8px;height:20px;box-sizing:border-box}"
+    "#pagerank-open:focus-visible+.tab,#pagerank-close:focus-visible~.box .close{outline:2px solid #00c;"
+    "outline-offset:-2px}"
+    ".body{display:none;height:calc(100% - 20px);overflow:auto;padding:0 0 6px}"
+    "#pagerank-open:checked~.body{display:block}"
+    ".head{font-weight:bold;color:#900;margin-top:0}"
+    ".close{position:absolute;top:0;right:2px;cursor:pointer;font:bold 15px/18px system-ui,sans-serif;"
+    "color:#900;padding:0 4px}"
+    ".p{display:block;margin:4px 10px}.section{display:block}"
+    ".ol{display:block;margin:0;padding:0 10px 8px 30px}.li{display:list-item;list-style:decimal;margin:4px 0;"
+    "overflow-wrap:anywhere}"
+    "a{color:#00c;text-decoration:underline}small{color:#555;display:block}"
+    "mark{background:#fd0;color:#000;border-radius:3px;padding:0 3px;margin-left:4px;font-size:11px;"
+    "font-weight:bold}"
+)
+
+
+def _hash(style: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(style.encode("utf-8")).digest()).decode("ascii")
 
 
 STYLE = _style()
-STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(STYLE.encode("utf-8")).digest()).decode("ascii")
+STYLE_HASH = _hash(STYLE)
+PANEL_STYLE_HASH = _hash(PANEL_STYLE)
+# what a page's Content-Security-Policy must allow: the page's style block and the panel's
+STYLE_HASHES = (STYLE_HASH, PANEL_STYLE_HASH)
 STYLE_BLOCK = f'<style id="pagerank-proxy-style">{STYLE}</style>'
 
 
@@ -227,25 +263,60 @@ def bar(info: LinkInfo, nofollow: bool = False) -> str:
 
 _LEVEL_ATTRIBUTES = {level: f' data-pagerank-level="{level}"' for level in ("host", "site")}  # the levels above pages
 _NOFOLLOW_NOTE = escape(" · nofollow: this link passes no PageRank")  # after the tooltip of a nofollow link
+_BAR_HOST = '<span data-pagerank-bar><template shadowrootmode="closed">'
+_BAR_END = "</template></span>"
 
 
 @functools.lru_cache(maxsize=65_536)  # the same scores recur across a site's pages
 def bars(info: LinkInfo) -> tuple[str, str]:
-    """The bar of a link to a page of this ``info``, and the same for a nofollow link: one rendering."""
+    """The bar of a link to a page of this ``info``, and the same for a nofollow link: one rendering.
+
+    A bar is a host element with nothing of its own (one attribute, the same for all, that names it; no text;
+    one size for every bar) and a closed shadow root, declared in the markup, that holds what it shows: an SVG drawn by its attributes
+    (a Content-Security-Policy governs style attributes, not these), its ``<title>`` the tooltip and, with
+    ``role="img"``, its accessible name.  The page's script reaches neither (docs/ARCHITECTURE.md, "What a
+    page can learn")."""
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
     estimate = info.estimate if info.pagerank is None else None
     width = max(0, min(MAX_BAR_PX, int(info.width if estimate is None else estimate.width)))
     label = escape(_tooltip(info))
-    head = f'<pagerank-bar data-pagerank="{value}"'
+    data = f'data-pagerank="{value}"'
     if estimate is not None:
-        head += f'{_LEVEL_ATTRIBUTES[estimate.level]} data-pagerank-estimate="{float(estimate.score)!r}"'
-    head += f' data-w="{width}"'
-    # role img: its title is its accessible name, so an empty bar says why to a screen reader as in its tooltip
-    tail = '" role="img"><pagerank-fill></pagerank-fill></pagerank-bar>'
+        data += f'{_LEVEL_ATTRIBUTES[estimate.level]} data-pagerank-estimate="{float(estimate.score)!r}"'
+    data += f' data-w="{width}"'
+    unranked = info.pagerank is None and estimate is None
     return (
-        f'{head} title="{label}{tail}',
-        f'{head} data-nofollow="true" title="{label}{_NOFOLLOW_NOTE}{tail}',
+        _bar(data, label, width, outlined=estimate is not None, unranked=unranked, nofollow=False),
+        _bar(f'{data} data-nofollow="true"', label + _NOFOLLOW_NOTE, width, estimate is not None, unranked, True),
     )
+
+
+def _bar(data: str, label: str, width: int, outlined: bool, unranked: bool, nofollow: bool) -> str:
+    """One bar's markup: a frame (dashed for nofollow; grey for no rank at any level) and its fill, of
+    ``width`` of :data:`MAX_BAR_PX` (outlined for a host's or a site's rank, not the page's)."""
+    background = "#fff" if nofollow or outlined else "#eee" if unranked else "#f3d6d6"
+    border = "#aaa" if unranked else "#c00"
+    dashes = ' stroke-dasharray="3 2"' if nofollow else ""
+    frame = (
+        f'<rect x=".5" y=".5" width="{_BAR_BOX[0] - 1}" height="{_BAR_BOX[1] - 1}" fill="{background}" '
+        f'stroke="{border}"{dashes}/>'
+    )
+    if width == 0:
+        fill = ""
+    elif outlined:
+        fill = f'<rect x="2.5" y="2.5" width="{width - 1}" height="3" fill="none" stroke="#d00"/>'
+    else:
+        fill = f'<rect x="2" y="2" width="{width}" height="4" fill="{"#e99" if nofollow else "#d00"}"/>'
+    return (
+        f'{_BAR_HOST}<svg {data} role="img" viewBox="0 0 {_BAR_BOX[0]} {_BAR_BOX[1]}" display="block">'
+        f"<title>{label}</title>{frame}{fill}</svg>{_BAR_END}"
+    )
+
+
+def icon_bar(markup: str) -> str:
+    """A bar for a link with no text of its own (an icon in a control of a fixed size): held out of the flow,
+    so that it changes neither the control's size nor where its icon sits."""
+    return markup.replace("<span data-pagerank-bar>", "<span data-pagerank-bar data-icon>", 1)
 
 
 def proxy_url(path: str, **query: str) -> str:
@@ -254,14 +325,24 @@ def proxy_url(path: str, **query: str) -> str:
     )
 
 
+# The panel is written in phrasing elements alone (spans shown as paragraphs and lists by its style): it may
+# stand inside an open <p>, where a block element's start tag would close the page's paragraph.
+def _para(markup: str, attributes: str = "") -> str:
+    return f'<span class="p"{attributes}>{markup}</span>'
+
+
+def _list(items: str) -> str:
+    return f'<span class="ol" role="list">{items}</span>'
+
+
 @functools.lru_cache(maxsize=16_384)  # the same good pages link to many others
 def _backlink_item(link: Backlink) -> str:
     new = ' data-new="true"' if link.new else ""
     badge = "<mark>new</mark>" if link.new else ""
     return (
-        f'<li data-pagerank="{float(link.info.pagerank or 0.0)!r}"{new}>{bar(link.info, link.nofollow)}'
-        f'<a href="{escape(link.url)}">{escape(link.title or link.url)}</a>{badge}'
-        f"<small>{escape(link.url)}</small></li>"
+        f'<span class="li" role="listitem" data-pagerank="{float(link.info.pagerank or 0.0)!r}"{new}>'
+        f'{bar(link.info, link.nofollow)}<a href="{escape(link.url)}">{escape(link.title or link.url)}</a>{badge}'
+        f"<small>{escape(link.url)}</small></span>"
     )
 
 
@@ -272,27 +353,31 @@ def level_section(level: LevelPanel) -> str:
     if level.estimate is not None and level.estimate.nodes:
         said += f" · #{level.estimate.position + 1:,} of {level.estimate.nodes:,}"
     items = "".join(
-        f'<li data-pagerank-level="{escape(level.level)}">{bar(referrer.info)}'
+        f'<span class="li" role="listitem" data-pagerank-level="{escape(level.level)}">{bar(referrer.info)}'
         f'<a href="{escape("http://" + referrer.name + "/")}">{escape(referrer.name)}</a>'
         f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} &#183; "
-        f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></li>"
+        f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></span>"
         for referrer in level.referrers
     )
     listed = (
-        f"<p>Best referring {escape(level.level)}s by {escape(level.level)} rank:</p><ol>{items}</ol>"
+        _para(f"Best referring {escape(level.level)}s by {escape(level.level)} rank:") + _list(items)
         if items
-        else f"<p>No referring {escape(level.level)}s in the store.</p>"
+        else _para(f"No referring {escape(level.level)}s in the store.")
     )
     # the backlinks view takes one host: for a site, the host of the site's own name
     view = (
-        f'<p><a href="{escape(level.backlinks)}">Backlinks of the whole host {escape(level.name)}</a></p>'
+        _para(f'<a href="{escape(level.backlinks)}">Backlinks of the whole host {escape(level.name)}</a>')
         if level.backlinks
         else ""
     )
-    return f'<section data-pagerank-level="{escape(level.level)}"><p>{escape(said)}</p>{listed}{view}</section>'
+    return (
+        f'<span class="section" data-pagerank-level="{escape(level.level)}">{_para(escape(said))}{listed}{view}</span>'
+    )
 
 
 def panel(data: PanelData) -> str:
+    """The page's panel: a tab at the window's edge that opens onto the page's score and its best backlinks (or,
+    for a page with no score, its host's and its site's rank and best referrers), in a closed shadow root."""
     info = data.info
     answered = next((level for level in data.levels if level.estimate is not None), None)
     if not data.pages_ranked:  # nothing page-level to say: the levels answer
@@ -314,7 +399,7 @@ def panel(data: PanelData) -> str:
     if data.stale is not None:
         summary += " · stale ranking"
     items = [_backlink_item(link) for link in data.backlinks]
-    backlinks = f"<ol>{''.join(items)}</ol>" if items else "<p>No backlinks in the store.</p>"
+    backlinks = _list("".join(items)) if items else _para("No backlinks in the store.")
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
     page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
     score = "unranked" if info.pagerank is None else repr(float(info.pagerank))
@@ -322,23 +407,39 @@ def panel(data: PanelData) -> str:
     level = "page" if info.pagerank is not None else answered.level if answered is not None else "none"
     host = ""
     if data.host is not None and data.hostrank is not None:
-        host = f"<p>Host {escape(data.host)}: host rank {format_score(data.hostrank)} (#{data.host_position:,})</p>"
+        host = _para(f"Host {escape(data.host)}: host rank {format_score(data.hostrank)} (#{data.host_position:,})")
     new = ""
     if data.since is not None and data.new_backlinks:
         since = escape(proxy_url("/backlinks", url=data.url, since=str(data.since)))
-        new = f'<p><a href="{since}">{data.new_backlinks:,} new since build {data.since}</a></p>'
-    stale = "" if data.stale is None else f'<p data-stale="true">Stale: {prose(data.stale)}.</p>'
+        new = _para(f'<a href="{since}">{data.new_backlinks:,} new since build {data.since}</a>')
+    stale = "" if data.stale is None else _para(f"Stale: {prose(data.stale)}.", ' data-stale="true"')
     if info.pagerank is None and data.levels:  # no backlinks of its own to list: its host's and site's
-        return (
-            f'<aside id="pagerank-panel" data-pagerank="{score}" data-pagerank-level="{level}">'
-            f"<details><summary>{escape(summary)}</summary>{stale}"
-            + "".join(level_section(one) for one in data.levels)
-            + f'<p><a href="{page}">This page</a></p></details></aside>'
+        body = stale + "".join(level_section(one) for one in data.levels) + _para(f'<a href="{page}">This page</a>')
+    else:
+        body = (
+            f"{stale}{host}{new}{_para('Best backlinks by PageRank:')}{backlinks}"
+            + _para(f'<a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a>')
         )
+    said = escape(summary)
+    head = f'<span class="p head">{said}</span>'
     return (
-        f'<aside id="pagerank-panel" data-pagerank="{score}" data-pagerank-level="{level}">'
-        f"<details><summary>{escape(summary)}</summary>{stale}{host}{new}"
-        f"<p>Best backlinks by PageRank:</p>{backlinks}"
-        f'<p><a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a></p>'
-        "</details></aside>"
+        f"{_PANEL_HOST}"
+        f'<span id="pagerank-panel" class="box" data-pagerank="{score}" data-pagerank-level="{level}">'
+        f'<input type="checkbox" id="pagerank-open" aria-label="PageRank panel: {said}">'
+        f'<label for="pagerank-open" class="tab" title="{said}">{bar(info)}</label>'
+        f'<span class="body">{head}{body}</span>{_PANEL_CLOSE}</span>{_PANEL_END}'
     )
+
+
+# The panel: a host element of no size (an <aside>: a block start tag, which reopens none of the page's
+# formatting elements, as a <span> would at the end of a file), fixed at the window's corner, and a closed shadow root with its own
+# style.  Closed, it is a tab at the middle of the window's right edge (its checkbox opens it); opened, a box of
+# one size at the bottom right; the other checkbox's label closes it for as long as the page is shown.
+_PANEL_HOST = (
+    f'<aside data-pagerank-panel><template shadowrootmode="closed"><style>{PANEL_STYLE}</style>'
+    '<input type="checkbox" id="pagerank-close" aria-label="Close the PageRank panel">'
+)
+_PANEL_CLOSE = (
+    '<label for="pagerank-close" class="close" title="Close the PageRank panel" aria-hidden="true">&#215;</label>'
+)
+_PANEL_END = "</template></aside>"

@@ -38,6 +38,7 @@ from .markup import (
     STYLE,
     STYLE_BLOCK,
     STYLE_HASH,
+    STYLE_HASHES,
     ZERO_NOTE,
     Backlink,
     Estimate,
@@ -47,6 +48,7 @@ from .markup import (
     Referrer,
     bar,
     bars,
+    icon_bar,
     escape,
     estimate_text,
     format_score,
@@ -151,6 +153,7 @@ class _Scan:
     csp_metas: list[tuple[int, int, str]]  # (content value start, end, policy) of meta CSP tags
     end_is_markup: bool = False  # the file ends in HTML content, where appended markup is read as markup
     frameset: bool = False  # a <frameset> start tag: a document of frames has no body to show the panel in
+    icons: list[int] = field(default_factory=list)  # the offsets of the links that hold no text (an icon)
 
 
 def _units(text: str, encoding: str | None) -> int:
@@ -191,10 +194,10 @@ def _scan_of(answer: ScanAnswer, doc: str | bytes, encoding: str | None = None) 
     """A twin's answer (its ``scan`` of ``doc``) read whole: the links it left raw decoded, the <base>, <meta>
     and <frameset> tags it found read.  ``doc`` is a str (``encoding`` None), or bytes in ``encoding`` (read
     by the C twin: every decision is made on ASCII, so it decides the same; offsets are then in bytes)."""
-    links, body_at, head_at, extras, raw, end_is_markup = answer
+    links, body_at, head_at, extras, raw, end_is_markup, icons = answer
     for index in raw:  # the links with a rel or a character reference in their href: (offset, href, rel) raw
         links[index] = link_values(*cast(tuple[int, str, "str | None"], links[index]))
-    scan = _Scan(links, body_at, head_at, None, False, [], end_is_markup)
+    scan = _Scan(links, body_at, head_at, None, False, [], end_is_markup, icons=icons)
     for name, start, end in extras:
         _head_tag(scan, name, doc, start, end, encoding)
     return scan
@@ -321,6 +324,9 @@ def _edits(
             (table if href in within or not page_bound(href) else own)[href] = mark
         edits, placed, ranked, _ = place(scan.links, table, own, scan.robots_nofollow)
     assert edits is not None  # every href has its mark now
+    if scan.icons:  # their bars held out of the flow: a control of a fixed size keeps its size and its icon
+        icons = set(scan.icons)
+        edits = [(offset, icon_bar(inserted) if offset in icons else inserted) for offset, inserted in edits]
     more: list[tuple[int, str]] = []  # after the bars at the same offset, in this order
     if panel_data is not None and not scan.frameset:
         page = canonical(page_url)
@@ -335,7 +341,7 @@ def _edits(
     if edits or more:  # the style block only where there is something to style
         more.append((_style_at(doc, scan), STYLE_BLOCK))
         for start, _end, policy in scan.csp_metas:
-            for offset, inserted in allow_style_hash(policy, STYLE_HASH, html_attribute=True):
+            for offset, inserted in allow_style_hash(policy, *STYLE_HASHES, html_attribute=True):
                 more.append((start + _units(policy[:offset], encoding), inserted))
     for edit in more:  # the bars are in order already: a stable sort's order, without the sort
         bisect.insort_right(edits, edit, key=_OFFSET)

@@ -33,7 +33,7 @@ SUITE = os.path.join(ROOT, "tests", "data", "html5lib-tests")
 EXPECTED = os.path.join(ROOT, "tests", "data", "html5lib-expected-failures.txt")
 PAGE = "http://site.example/dir/page.html"
 HTML = "{http://www.w3.org/1999/xhtml}"
-OURS = ("pagerank-bar", "pagerank-fill")
+OURS = ("data-pagerank-bar", "data-pagerank-panel")  # the attributes of our host elements
 
 
 def _tree_construction(path: str) -> list[str]:
@@ -110,11 +110,18 @@ def _local(tag) -> tuple[str, str]:
 
 def _is_ours(element) -> bool:
     name = _local(element.tag)[1]
-    if name in OURS:
+    if name in ("span", "aside") and any(element.get(attribute) is not None for attribute in OURS):
         return True
-    return (name == "style" and element.get("id") == "pagerank-proxy-style") or (
-        name == "aside" and element.get("id") == "pagerank-panel"
-    )
+    return name == "style" and element.get("id") == "pagerank-proxy-style"
+
+
+def _is_bar(element) -> bool:
+    return _local(element.tag)[1] == "span" and element.get("data-pagerank-bar") is not None
+
+
+def _bar_value(bar) -> str | None:
+    """The score a bar shows: on the drawing in its shadow root's template."""
+    return next((e.get("data-pagerank") for e in bar.iter() if e.get("data-pagerank") is not None), None)
 
 
 def _without_ours(element) -> None:
@@ -179,7 +186,14 @@ def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) 
         while element in parents:
             element = parents[element]
             namespace, name = _local(element.tag)
-            if name == "template" or (name in names and (namespace != HTML[1:-1] or name == "aside")):
+            if name == "template" or (name in names and namespace != HTML[1:-1]):
+                return True
+        return False
+
+    def in_ours(element) -> bool:  # in a shadow root of ours: the panel's own links and bars
+        while element in parents:
+            element = parents[element]
+            if _is_ours(element):
                 return True
         return False
 
@@ -188,7 +202,9 @@ def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) 
         namespace, name = _local(element.tag)
         html = namespace == HTML[1:-1]
         # an HTML element under SVG/MathML is one only through an integration point: it renders
-        ours = "a bar" if name == "pagerank-bar" else "the panel" if element.get("id") == "pagerank-panel" else None
+        ours = "a bar" if _is_bar(element) else "the panel" if element.get("data-pagerank-panel") is not None else None
+        if in_ours(element):
+            continue
         if ours and (not html or inside(element, ())):
             problems.append(f"{ours} outside HTML content")
         if (
@@ -196,8 +212,7 @@ def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) 
             or name not in ("a", "area")
             or element.get("href") is None
             or inside(element, ())
-            or inside(element, ("aside",))
-        ):  # in a template, or the panel's own
+        ):  # in a template
             continue
         href = element.get("href")
         target = None if href.lstrip()[:1] in ("", "#") else canonical(href, PAGE)
@@ -206,13 +221,13 @@ def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) 
             bars = [
                 child
                 for index, child in enumerate(children)
-                if _local(child.tag)[1] == "pagerank-bar"
+                if _is_bar(child)
                 and not (index and _local(children[index - 1].tag)[1] == "area" and not children[index - 1].tail)
             ]
         else:
             siblings = list(parents[element])
             following = siblings[siblings.index(element) + 1 :][:1]
-            bars = [bar for bar in following if _local(bar.tag)[1] == "pagerank-bar" and not element.tail]
+            bars = [bar for bar in following if _is_bar(bar) and not element.tail]
         if target is None:
             if bars:
                 problems.append(f"a bar for {href!r}, which has no target")
@@ -224,8 +239,8 @@ def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) 
             problems.append(f"{len(bars)} bars for <{name} href={href!r}>")
             continue
         barred.append(attributes)
-        if values.get(bars[0].get("data-pagerank")) != target:
-            problems.append(f"the bar for {href!r} is for {values.get(bars[0].get('data-pagerank'))!r}")
+        if values.get(_bar_value(bars[0])) != target:
+            problems.append(f"the bar for {href!r} is for {values.get(_bar_value(bars[0]))!r}")
     _without_ours(tree)
     if _dump(tree) != _input_tree(source):
         problems.append("html5lib's tree differs once our elements are taken out")

@@ -232,6 +232,14 @@ INTERESTING = tuple(
     )
 )
 INTERESTING_END = ("math", "svg", "template")
+# What a link may hold with its bar placed before its end tag: phrasing elements that close nothing around the
+# <a> (a block, list item, cell, form control, <template> or raw-text element might, or the tree builder
+# may move it), so the parser keeps the bar inside the link.  Any other start tag inside a link, or an end
+# tag of an element not opened inside it, leaves that link's bar after its start tag instead.
+LINK_CONTENT = (
+    "abbr b bdi bdo big br cite code data del dfn em font i img ins kbd mark math nobr picture q s samp small "
+    "source span strike strong sub sup svg time tt u var wbr"
+).split()
 # Named character references a document may write without ';' (the standard's
 # table: the names whose entries exist both with and without the semicolon).
 LEGACY_ENTITIES = tuple(sorted(name for name in html.entities.html5 if not name.endswith(";")))
@@ -273,6 +281,7 @@ def python_source() -> str:
         f"ANNOTATION_XML_HTML_ENCODINGS = frozenset({sorted(ANNOTATION_XML_HTML_ENCODINGS)!r})",
         f"HTML_ELEMENTS = frozenset({sorted(HTML_ELEMENTS)!r})",
         f"VOID_ELEMENTS = frozenset({sorted(VOID_ELEMENTS)!r})",
+        f"LINK_CONTENT = frozenset({sorted(LINK_CONTENT)!r})",
         f"INTERESTING_PATTERN = {trie_pattern(INTERESTING)!r}",
         f"INTERESTING_END_PATTERN = {trie_pattern(INTERESTING_END)!r}",
         # first letters no interesting name has: such tags are skipped without the lookahead
@@ -310,6 +319,7 @@ def c_source() -> str:
             c_list("ANNOTATION_XML_HTML_ENCODINGS", ANNOTATION_XML_HTML_ENCODINGS),
             c_list("HTML_ELEMENTS", HTML_ELEMENTS),
             c_list("VOID_ELEMENTS", VOID_ELEMENTS),
+            c_list("LINK_CONTENT", tuple(LINK_CONTENT)),
             c_list("INTERESTING", INTERESTING),
             c_list("INTERESTING_END", INTERESTING_END),
             f"#define LONGEST_NAME {longest}",
