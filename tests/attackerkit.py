@@ -324,10 +324,38 @@ async function observe() {
     nextHopProtocol: e.nextHopProtocol,
   })).sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1);
   out.after = {frames: window.length, elements: document.querySelectorAll('*').length};
+  out.head = {parsed: window.__parsed, attached: window.__attached, hijacked: window.__hijacked};
   window.__observed = JSON.stringify(out);
 }
 observe().catch(e => { window.__observed = JSON.stringify({failed: String(e && e.stack || e)}); });
 })();
+"""
+
+
+# First thing in the attacker's <head>, before the parser reaches anything the proxy inserts: watch every
+# element the parser adds (its tag and attributes, as created: its children may not all be parsed yet, and how
+# far the parser got differs from run to run), and define custom elements of the names the proxy's markup has
+# used, each attaching a shadow root of its own first (a declarative shadow root in an element that already
+# has one stays a plain <template>, which any script reads); and count the shadow roots scripts attach.
+_HEAD_SCRIPT = r"""
+window.__parsed = [];
+new MutationObserver(records => {
+  for (const record of records) for (const node of record.addedNodes) {
+    if (node.nodeType === 1) window.__parsed.push([node.tagName, [...node.attributes].map(a => [a.name, a.value])]);
+  }
+}).observe(document, {childList: true, subtree: true});
+window.__attached = 0;
+const attach = Element.prototype.attachShadow;
+Element.prototype.attachShadow = function (init) { window.__attached++; return attach.call(this, init); };
+window.__hijacked = {};
+for (const name of ['pagerank-bar', 'pagerank-fill', 'pagerank-panel']) {
+  try {
+    customElements.define(name, class extends HTMLElement {
+      constructor() { super(); try { attach.call(this, {mode: 'open'}); } catch (e) {} }
+    });
+    window.__hijacked[name] = 'defined';
+  } catch (e) { window.__hijacked[name] = 'throws ' + e.name; }
+}
 """
 
 
@@ -347,7 +375,8 @@ def attacker_page(site: str, evil: str, self_url: str) -> str:
         f'<li><a id="to-nowhere" href="{site}unlisted.html">elsewhere</a></li>'
     )
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>A harmless page</title>'
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><script>{_HEAD_SCRIPT}</script>'
+        "<title>A harmless page</title>"
         "<style>body{font:16px/1.5 sans-serif;margin:20px}li{margin:8px 0}</style></head>"
         f"<body><h1>Links</h1><ul>{links}</ul><p>Nothing to see here.</p><script>{script}</script></body></html>\n"
     )

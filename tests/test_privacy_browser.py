@@ -81,7 +81,7 @@ class Run:
     user's screen showed around the link to the private page."""
 
     attacker: dict = field(default_factory=dict)  # "evil" (another origin), "guest" (the site's own origin)
-    bars: int = 0  # pagerank-bar elements outside the panel, as the page's DOM has them
+    bars: int = 0  # bar hosts outside the panel, as the page's DOM has them
     box: tuple[int, int, int, int] = (0, 0, 0, 0)  # the private link's bar's area, in screenshot pixels
     pixels: bytes = b""
     screenshot: bytes = b""
@@ -100,12 +100,16 @@ def _wait_observed(driver, timeout: float = 40) -> dict:
 
 
 # The user's side (the test's own script, in the page, as any script sees it): the link to the private page,
-# the pagerank-bar nearest it (a host's box is all a page sees of a closed shadow root), their union.
+# the bar host nearest it (a host's box is all a page sees of a closed shadow root), their union.  A bar is a
+# <pagerank-bar> (76d408c's markup) or an element marked data-pagerank-bar (a built-in host, as the fix has it);
+# the panel #pagerank-panel, a <pagerank-panel> or an element marked data-pagerank-panel.
+BARS = "pagerank-bar, [data-pagerank-bar]"
+PANEL = "#pagerank-panel, pagerank-panel, [data-pagerank-panel]"
 _BAR_AREA = """
 const link = document.getElementById('to-private').getBoundingClientRect();
 const gap = r => Math.max(0, r.left - link.right, link.left - r.right)
   + Math.max(0, r.top - link.bottom, link.top - r.bottom);
-const bars = [...document.querySelectorAll('pagerank-bar')].map(b => b.getBoundingClientRect())
+const bars = [...document.querySelectorAll(arguments[0])].map(b => b.getBoundingClientRect())
   .filter(r => r.width && r.height);
 if (!bars.length) return null;
 const bar = bars.reduce((best, r) => gap(r) < gap(best) ? r : best);
@@ -113,10 +117,7 @@ const d = devicePixelRatio;
 return [Math.floor((Math.min(link.left, bar.left) - 3) * d), Math.floor((Math.min(link.top, bar.top) - 3) * d),
         Math.ceil((Math.max(link.right, bar.right) + 3) * d), Math.ceil((Math.max(link.bottom, bar.bottom) + 3) * d)];
 """
-_BARS_OUTSIDE_PANEL = (
-    "return [...document.querySelectorAll('pagerank-bar')]"
-    ".filter(b => !b.closest('#pagerank-panel, pagerank-panel')).length"
-)
+_BARS_OUTSIDE_PANEL = "return [...document.querySelectorAll(arguments[0])].filter(b => !b.closest(arguments[1])).length"
 
 
 def observe(port: int, world: World) -> Run:
@@ -125,8 +126,8 @@ def observe(port: int, world: World) -> Run:
     try:
         driver.get(world.attacker)
         seen.attacker["evil"] = _wait_observed(driver)
-        seen.bars = driver.execute_script(_BARS_OUTSIDE_PANEL)
-        box = driver.execute_script(_BAR_AREA)
+        seen.bars = driver.execute_script(_BARS_OUTSIDE_PANEL, BARS, PANEL)
+        box = driver.execute_script(_BAR_AREA, BARS)
         seen.screenshot = driver.get_screenshot_as_png()
         if box is not None:
             seen.box = tuple(box)
@@ -196,13 +197,20 @@ def recorded(world, tmp_path_factory) -> Recorded:
         proxy.stop()
 
 
+def is_bar(element: dict) -> bool:
+    return element["tag"] == "PAGERANK-BAR" or any(name == "data-pagerank-bar" for name, _ in element["attributes"])
+
+
 def _bar_records(observed: dict) -> list[dict]:
-    """What the page's script reads of each pagerank-bar outside the panel: all but its computed style."""
+    """What the page's script reads of each bar host outside the panel: all but its computed style."""
     elements = observed["snapshot"]["elements"]
 
     def in_panel(i: int | None) -> bool:
         while i is not None:
-            if elements[i]["tag"] == "PAGERANK-PANEL" or ["id", "pagerank-panel"] in elements[i]["attributes"]:
+            names = {name for name, _ in elements[i]["attributes"]}
+            if elements[i]["tag"] == "PAGERANK-PANEL" or "data-pagerank-panel" in names:
+                return True
+            if ["id", "pagerank-panel"] in elements[i]["attributes"]:
                 return True
             i = elements[i]["parent"]
         return False
@@ -211,7 +219,7 @@ def _bar_records(observed: dict) -> list[dict]:
     return [
         {key: element[key] for key in keys}
         for i, element in enumerate(elements)
-        if element["tag"] == "PAGERANK-BAR" and not in_panel(i)  # the panel's bars (today's markup): its own test
+        if is_bar(element) and not in_panel(i)  # the panel's bars (76d408c's markup): the panel's own test
     ]
 
 
@@ -229,7 +237,7 @@ def test_control_the_same_store_twice_is_observed_the_same(runs):
 
 
 def test_control_the_user_still_gets_a_bar_for_every_link(runs):
-    """The proxy still annotates for the user: one pagerank-bar per link of the page, under either store."""
+    """The proxy still annotates for the user: one bar host per link of the page, under either store."""
     for name in ("A", "B"):
         assert runs[name].bars == LINKS_ON_ATTACKER_PAGE, name
         assert runs[name].box != (0, 0, 0, 0) and runs[name].pixels, name
