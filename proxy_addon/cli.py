@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from proxy_addon.exposure import exposed_hosts, open_proxy_problem
+
 if TYPE_CHECKING:  # the store's modules load with the addon, after the arguments are read
     from rankstore.store import LevelHead
 
@@ -49,6 +51,7 @@ def mitmdump_args(
     record_warc: bool = False,
     record_exclude: str | Sequence[str] = (),
     record_queries: bool = False,
+    proxyauth: str | None = None,
 ) -> list[str]:
     """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
     to it (mitmproxy refuses an option set twice: the proxy would start without its store).  The recording
@@ -68,6 +71,8 @@ def mitmdump_args(
         pairs += [("pagerank_record", record), ("pagerank_record_warc", str(record_warc).lower())]
         pairs += [("pagerank_record_exclude", pattern) for pattern in patterns]
         pairs += [("pagerank_record_queries", str(record_queries).lower())]
+    if proxyauth is not None:
+        pairs.append(("proxyauth", proxyauth))
     given = extra_settings(extra)
     settings = [item for name, value in pairs if name not in given for item in ("--set", f"{name}={value}")]
     return [*settings, *extra]
@@ -104,9 +109,10 @@ def add_addon(master) -> None:
     chain.insert(chain.index(master.addons.get("scriptloader")), addon)
 
 
-def run(arguments: list[str], announce: bool = False) -> None:
+def run(arguments: list[str], announce: bool = False, no_auth: bool = False) -> None:
     """mitmdump with these arguments and the PageRank addon, as mitmproxy's own ``mitmdump()`` runs;
-    ``announce``: say where it listens once it does and its addons have started without an error."""
+    ``announce``: say where it listens once it does and its addons have started without an error;
+    ``no_auth``: listening beyond loopback without a password is meant (else refused: :mod:`.exposure`)."""
     from mitmproxy.tools import cmdline
     from mitmproxy.tools.dump import DumpMaster
     from mitmproxy.tools.main import run as run_master
@@ -121,6 +127,14 @@ def run(arguments: list[str], announce: bool = False) -> None:
             logging.getLogger(CONNECTION_LOGGER).setLevel(connection_log_level(options.termlog_verbosity))
 
         async def run(self) -> None:
+            # every option is read by now, mitmproxy's config.yaml too (over our --set listen_host): the line
+            # main() says for what it reads itself, for what only mitmdump's reading shows
+            problem = open_proxy_problem(
+                exposed_hosts(self.options.listen_host, self.options.mode), self.options.proxyauth, no_auth
+            )
+            if problem:
+                print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
+                sys.exit(2)
             # every argument has been read by now (--port, -p, --mode ...@port, --set listen_port): mitmproxy's
             # own refusal of a taken port is two lines that suggest one of its options, not ours
             taken = taken_address(self.options)
@@ -170,6 +184,7 @@ def parser() -> argparse.ArgumentParser:
         "  pagerank-proxy --store rankstore.db --port 8080\n"
         "  chromium --proxy-server=127.0.0.1:8080 http://example.com/\n"
         "  pagerank-proxy --record ~/browsed --record-exclude '*.bank.example'   (then: rankstore build ~/browsed)\n"
+        "  pagerank-proxy --listen-host 0.0.0.0 --proxyauth me:secret   (for other machines: they give the password)\n"
         "For HTTPS, install mitmproxy's CA: browse to http://mitm.it through the proxy.\n"
         "Arguments after -- go to mitmdump as they are.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -179,7 +194,24 @@ def parser() -> argparse.ArgumentParser:
         default=os.environ.get("RANKSTORE", "rankstore.db"),
         help="the rankstore file (default: $RANKSTORE or rankstore.db)",
     )
-    parser.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1 only)")
+    parser.add_argument(
+        "--listen-host",
+        default="127.0.0.1",
+        help="address to listen on; beyond loopback (0.0.0.0, a LAN address, '' for every address) only with "
+        "--proxyauth or --no-auth (default: 127.0.0.1 only)",
+    )
+    parser.add_argument(
+        "--proxyauth",
+        metavar="SPEC",
+        help="mitmproxy's: clients must give a password: USER:PASS, @HTPASSWD_FILE, or ldap[s]:... "
+        "(mitmdump --proxyauth); what lets the proxy listen beyond loopback",
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="listen beyond loopback without a password: an open proxy that serves anyone who reaches it, "
+        "with your store's pages (refused without this or --proxyauth)",
+    )
     parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
     parser.add_argument(
         "--ranking", default="pagerank", help="which ranking of pages to show (default: pagerank; not a host ranking)"
@@ -225,6 +257,10 @@ def main(argv: list[str] | None = None) -> None:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     args = parser().parse_args(argv)
+    problem = _exposure_problem(args, extra)
+    if problem:  # a usage error, before the store is read
+        print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
+        sys.exit(2)
     if not args.record and (args.record_warc or args.record_exclude or args.record_queries):
         print(
             "pagerank-proxy: error: --record-warc, --record-exclude and --record-queries need --record DIR",
@@ -256,8 +292,10 @@ def main(argv: list[str] | None = None) -> None:
             args.record_warc,
             args.record_exclude,
             args.record_queries,
+            proxyauth=args.proxyauth,
         ),
         announce=True,
+        no_auth=args.no_auth,
     )
 
 
@@ -370,6 +408,61 @@ def _options_problem(
         parse_record_settings(given.get("pagerank_record", record), False, (), False)
     except exceptions.OptionsError as error:
         return str(error)
+    return None
+
+
+def _flag_values(extra: list[str], long: str, short: str = "") -> list[str]:
+    """The values a flag of mitmdump's is given among its arguments, in order: ``--flag V``, ``--flag=V``, and
+    ``-s V`` or ``-sV`` for its short form."""
+    values = []
+    for flag, value in zip(extra, extra[1:] + [""]):
+        if flag == long or (short and flag == short):
+            values.append(value)
+        elif flag.startswith(long + "="):
+            values.append(flag[len(long) + 1 :])
+        elif short and flag.startswith(short) and not flag.startswith("--") and len(flag) > len(short):
+            values.append(flag[len(short) :])
+    return values
+
+
+def _set_values(extra: list[str], name: str) -> list[str]:
+    """The values ``--set NAME=V`` gives among mitmdump's arguments, in order (both spellings of ``--set``)."""
+    specs = _flag_values(extra, "--set")
+    return [spec.partition("=")[2] for spec in specs if spec.partition("=")[0] == name]
+
+
+def _exposure_problem(args: argparse.Namespace, extra: list[str]) -> str | None:
+    """Why the proxy must not listen where it is told, as mitmdump will read its arguments (its flags over
+    ``--set``, the last of each), or None: beyond loopback with no password (:mod:`.exposure`).  What only
+    mitmdump's own reading shows (its config.yaml, a flag abbreviated) is checked again once it has read them."""
+    if args.no_auth and args.proxyauth is not None:
+        return "--no-auth and --proxyauth contradict each other: give one"
+    hosts = [*_set_values(extra, "listen_host"), *_flag_values(extra, "--listen-host")]
+    modes = _flag_values(extra, "--mode", "-m") or _set_values(extra, "mode")
+    proxyauth = [args.proxyauth, *_set_values(extra, "proxyauth"), *_flag_values(extra, "--proxyauth")]
+    listen_host = hosts[-1] if hosts else args.listen_host
+    return _proxyauth_problem(proxyauth[-1]) or open_proxy_problem(
+        exposed_hosts(listen_host, modes), proxyauth[-1], args.no_auth
+    )
+
+
+def _proxyauth_problem(spec: str | None) -> str | None:
+    """Why mitmproxy's proxyauth addon would refuse this spec (once listening, in a line of mitmdump's), or None;
+    an LDAP spec is left to it (checking one means connecting to its server).  The spec is not repeated: it may
+    hold a password."""
+    if not spec or spec == "any" or spec.startswith("ldap"):
+        return None
+    if spec.startswith("@"):
+        from mitmproxy import exceptions
+        from mitmproxy.addons.proxyauth import Htpasswd
+
+        try:
+            Htpasswd(spec)
+        except exceptions.OptionsError as error:
+            return f"--proxyauth: {error}"
+        return None
+    if spec.count(":") != 1:
+        return "--proxyauth must be USER:PASS (one colon), @HTPASSWD_FILE, any, or ldap[s]:..."
     return None
 
 

@@ -472,7 +472,7 @@ def test_a_taken_port_is_one_line_of_ours(small_store, how):
         arguments = {
             "--port": ["--port", str(port)],
             "-p": ["--port", "1", "--", "-p", str(port)],  # the port mitmdump is told last
-            "--listen-host": ["--port", str(port), "--listen-host", "0.0.0.0"],  # every address: this one too
+            "--listen-host": ["--port", str(port), "--listen-host", "0.0.0.0", "--no-auth"],  # every address too
         }[how]
         done = subprocess.run(
             [sys.executable, "-m", "proxy_addon.cli", "--store", small_store, *arguments],

@@ -128,7 +128,8 @@ def _proxy_flags() -> dict[str, argparse.Action]:
 
 def proxy_rows() -> list[OptionRow]:
     """The proxy's options: every option the addon declares (mitmdump ``--set`` name, default, help), with the
-    pagerank-proxy flag that sets it; then the flags that set one of mitmproxy's own options."""
+    pagerank-proxy flag that sets it; then the flags that set one of mitmproxy's own options (its core's, or
+    its proxyauth addon's); then the flags that set none (option ``""``)."""
     samples = {cores: _addon_options(cores) for cores in CORE_SAMPLES}
     flags = _proxy_flags()
     rows = []
@@ -138,10 +139,13 @@ def proxy_rows() -> list[OptionRow]:
         if flag is not None and flag.default != samples[CORE_SAMPLES[0]][name][0]:
             default += f" (pagerank-proxy: {_code(str(flag.default))})"
         rows.append(OptionRow(name, default, meaning, flag.option_strings[0] if flag else ""))
+    from mitmproxy.addonmanager import Loader
+    from mitmproxy.addons.proxyauth import ProxyAuth
     from mitmproxy.options import Options
     from mitmproxy.proxy.mode_specs import ProxyMode
 
     mitmproxy = Options()
+    ProxyAuth().load(Loader(SimpleNamespace(options=mitmproxy)))
     for name, flag in flags.items():  # mitmproxy's own options that pagerank-proxy sets from a flag
         help_text = re.sub(r"\s*\(default: [^)]*\)$", "", flag.help or "")
         ours = mitmproxy.default(name)
@@ -150,19 +154,31 @@ def proxy_rows() -> list[OptionRow]:
         elif name == "listen_port" and ours is None:  # the mode's own port
             ours = ProxyMode.parse("regular").default_port
             shown = _code(str(ours))
+        elif ours is None:
+            shown = "none"
         else:
             shown = _code(str(ours))
         default = f"mitmproxy's: {shown}"
         if flag.default != ours:
             default += f" (pagerank-proxy: {_code(str(flag.default))})"
         rows.append(OptionRow(name, default, help_text, flag.option_strings[0]))
+    from proxy_addon import cli
+
+    with _clean_environment():
+        actions = cli.parser()._actions
+    named = {row.flag for row in rows}
+    for action in actions:  # pagerank-proxy's own, which set no option of mitmdump's (--no-auth)
+        if action.option_strings and action.dest != "help" and action.option_strings[0] not in named:
+            default = "off" if action.default is False else _code(str(action.default))
+            rows.append(OptionRow("", default, action.help or "", action.option_strings[0]))
     return rows
 
 
 def proxy_table() -> str:
     lines = ["| mitmdump `--set` | `pagerank-proxy` | default | what it does |", "|---|---|---|---|"]
     for row in proxy_rows():
-        lines.append(f"| `{row.option}` | {_code(row.flag)} | {_cell(row.default)} | {_cell(row.meaning)} |")
+        option = _code(row.option) or "none: pagerank-proxy's own"
+        lines.append(f"| {option} | {_code(row.flag)} | {_cell(row.default)} | {_cell(row.meaning)} |")
     return "\n".join(lines)
 
 
