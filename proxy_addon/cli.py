@@ -51,6 +51,7 @@ def mitmdump_args(
     record_warc: bool = False,
     record_exclude: str | Sequence[str] = (),
     record_queries: bool = False,
+    record_private: bool = False,
     proxyauth: str | None = None,
 ) -> list[str]:
     """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
@@ -71,6 +72,7 @@ def mitmdump_args(
         pairs += [("pagerank_record", record), ("pagerank_record_warc", str(record_warc).lower())]
         pairs += [("pagerank_record_exclude", pattern) for pattern in patterns]
         pairs += [("pagerank_record_queries", str(record_queries).lower())]
+        pairs += [("pagerank_record_private", str(record_private).lower())]
     if proxyauth is not None:
         pairs.append(("proxyauth", proxyauth))
     given = extra_settings(extra)
@@ -229,8 +231,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         default="",
         help="record each HTML page the proxy annotates (URL, status, title, time, out-links) in DIR, for "
-        "`rankstore build DIR`; off by default. Never recorded: the proxy's own pages, requests with an "
-        "Authorization header, --record-exclude hosts, and page URLs' query strings unless --record-queries",
+        "`rankstore build DIR`; off by default. Only pages you navigate to (no frame, fetch or image). Never "
+        "recorded: the proxy's own pages, requests with an Authorization header, --record-exclude hosts, page "
+        "URLs' query strings unless --record-queries, and query parameters that carry secrets (token, session, "
+        "key, password, code, state, ...). Pages answered Cache-Control: no-store or private are recorded as "
+        "visits alone (no title, links or WARC body) unless --record-private. DIR and its files are yours alone "
+        "(0700, 0600)",
     )
     parser.add_argument(
         "--record-warc", action="store_true", help="with --record: keep the pages' responses as WARC in DIR too"
@@ -240,12 +246,21 @@ def parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         action="append",
         default=[],
-        help="with --record: never record a host matching PATTERN (fnmatch, e.g. '*.bank.example'); repeatable",
+        help="with --record: never record a host matching PATTERN (fnmatch, any case), HOST for every port or "
+        "HOST:PORT for one, as `rankstore forget --host` names it (e.g. 127.0.0.1:8000); '*.bank.example' "
+        "(or '.bank.example') also covers bank.example, as NO_PROXY does; repeatable",
     )
     parser.add_argument(
         "--record-queries",
         action="store_true",
-        help="with --record: keep a page URL's query string (dropped by default: it may hold what you typed)",
+        help="with --record: keep a page URL's query string (dropped by default: it may hold what you typed); "
+        "parameters that carry secrets are dropped all the same",
+    )
+    parser.add_argument(
+        "--record-private",
+        action="store_true",
+        help="with --record: record the title and links (and WARC body) of pages answered Cache-Control: "
+        "no-store or private too",
     )
     return parser
 
@@ -261,11 +276,16 @@ def main(argv: list[str] | None = None) -> None:
     if problem:  # a usage error, before the store is read
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
-    if not args.record and (args.record_warc or args.record_exclude or args.record_queries):
+    if not args.record and (args.record_warc or args.record_exclude or args.record_queries or args.record_private):
         print(
-            "pagerank-proxy: error: --record-warc, --record-exclude and --record-queries need --record DIR",
+            "pagerank-proxy: error: --record-warc, --record-exclude, --record-queries and --record-private need "
+            "--record DIR",
             file=sys.stderr,
         )
+        sys.exit(2)
+    problem = _exclude_problem(args.record_exclude)
+    if problem:
+        print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
     given = extra_settings(extra)  # what mitmdump will use, for the checks
     store = given.get("rankstore", args.store)
@@ -292,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
             args.record_warc,
             args.record_exclude,
             args.record_queries,
+            args.record_private,
             proxyauth=args.proxyauth,
         ),
         announce=True,
@@ -406,6 +427,19 @@ def _options_problem(
         check_idle_timeout(number("pagerank_idle_timeout", idle_timeout))
         number("pagerank_workers", 0)
         parse_record_settings(given.get("pagerank_record", record), False, (), False)
+    except exceptions.OptionsError as error:
+        return str(error)
+    return None
+
+
+def _exclude_problem(patterns: list[str]) -> str | None:
+    """Why a --record-exclude pattern cannot be read, or None."""
+    from mitmproxy import exceptions
+
+    from proxy_addon.record import exclude_patterns
+
+    try:
+        exclude_patterns(patterns)
     except exceptions.OptionsError as error:
         return str(error)
     return None

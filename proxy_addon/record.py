@@ -6,9 +6,17 @@ extractor (:func:`rankstore.extract.extract`), so that ``rankstore build DIR`` f
 page finds.  With ``pagerank_record_warc`` the same responses go to ``DIR/responses-<UTCSTAMP>-<PID>.warc.gz``
 too, one gzip member a record.  The format is the record contract's (docs/ARCHITECTURE.md, "The record").
 
-Never recorded: the proxy's own pages (never annotated), a response to a request that carried an
-``Authorization`` header, a host that matches a ``pagerank_record_exclude`` pattern, and the page URL's
-query string unless ``pagerank_record_queries`` (link targets keep theirs: they are other pages' URLs).
+The record holds what the user chose, nothing a page chose.  Never recorded: the proxy's own pages (never
+annotated), what is not a top-level navigation (a request whose ``Sec-Fetch-Dest`` is not ``document``: a
+frame, a ``fetch()``, an image; a request without Fetch Metadata is recorded), a response to a request that
+carried an ``Authorization`` header, a host that matches a ``pagerank_record_exclude`` pattern (with or without
+its port; ``*.bank.example`` covers ``bank.example`` too), the page URL's query string unless
+``pagerank_record_queries`` (link targets keep theirs: they are other pages' URLs), and, in any URL, the query
+parameters that carry secrets (:data:`SECRET_PARAMETERS`).  A page answered ``Cache-Control: no-store`` or
+``private`` is a visit without title, links or WARC body unless ``pagerank_record_private``.
+
+The record's folder and files are made readable by their owner alone (0700, 0600), whatever the umask; a
+folder that was there keeps its mode.
 
 The addon calls this one's hooks from its own, as it does :mod:`.deadlines`'.  A page's parse runs in a thread,
 beside its rewrite, and its line is written before the client gets the page, with one ``write()`` on a file
@@ -18,28 +26,42 @@ opened ``O_APPEND``, unbuffered: a proxy killed outright loses at most the page 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import gzip
 import io
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from typing import NamedTuple
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from mitmproxy import ctx, exceptions, http
+from mitmproxy.net.http import url as mitm_url
 
 from rankstore.extract import extract
-from rankstore.sources.record import PAGES_PREFIX, PAGES_SUFFIX, RECORD_FILE, RECORD_FORMAT, RECORD_VERSION
+from rankstore.sources.record import (
+    PAGES_PREFIX,
+    PAGES_SUFFIX,
+    RECORD_FILE,
+    RECORD_FORMAT,
+    RECORD_VERSION,
+    WARC_PREFIX,
+    WARC_SUFFIX,
+)
 from rankstore.urls import canonical
 
 from .bodies import decode
 
 __all__ = [
     "RecordSettings",
+    "HostPattern",
+    "SECRET_PARAMETERS",
     "RecordedLink",
     "RecordedPage",
     "ResponseHead",
@@ -47,7 +69,12 @@ __all__ = [
     "Recorder",
     "RecordFiles",
     "parse_record_settings",
+    "exclude_patterns",
+    "excluded_host",
     "private_reason",
+    "private_response",
+    "secret_parameter",
+    "without_secrets",
     "recorded_page",
     "warc_member",
     "FORMAT",
@@ -57,11 +84,46 @@ __all__ = [
 log = logging.getLogger(__name__)
 # the format as its reader (rankstore.sources.record) names it: one source for both sides
 FORMAT, VERSION, MARKER = RECORD_FORMAT, RECORD_VERSION, RECORD_FILE
-OPTIONS = ("pagerank_record", "pagerank_record_warc", "pagerank_record_exclude", "pagerank_record_queries")
+OPTIONS = (
+    "pagerank_record",
+    "pagerank_record_warc",
+    "pagerank_record_exclude",
+    "pagerank_record_queries",
+    "pagerank_record_private",
+)
 _STAMP = "%Y%m%dT%H%M%SZ"
 _WHEN = "%Y-%m-%dT%H:%M:%SZ"
 # response headers a WARC keeps none of: the body is kept decoded and whole, and a cookie is the user's own
 _WARC_DROPPED = frozenset(("content-encoding", "content-length", "transfer-encoding", "set-cookie"))
+
+# Query parameters that carry secrets, dropped from every URL the record keeps (a page's, even with
+# pagerank_record_queries, and its links' targets; the WARC's target URI is the page's): a parameter is
+# secret when its name, lower-cased and percent-decoded (``user[password]`` read as ``password``), is one of
+# these words, or ends with one after ``_``, ``-`` or ``.`` (``reset_token``, ``x-api-key``, ``X-Amz-Signature``)
+# or as a capitalised word (``accessToken``, ``sessionKey``).  Names written as one word (``accesstoken``)
+# are listed whole.  The same rule takes ``;jsessionid=...`` path parameters out of a URL's path.
+SECRET_PARAMETERS = frozenset(
+    {
+        # tokens and keys
+        "token", "key", "apikey", "api_key", "accesstoken", "authtoken", "refreshtoken", "idtoken",
+        "csrftoken", "xsrftoken", "csrfmiddlewaretoken", "accesskey", "authkey", "secretkey", "privatekey",
+        "passkey", "jwt", "bearer", "credential", "credentials", "secret", "hmac",
+        # sessions
+        "session", "sessionid", "session_id", "sessid", "phpsessid", "jsessionid", "aspsessionid", "sessionkey", "sid",
+        # log-in, its answers and resets
+        "auth", "authorization", "password", "passwd", "pwd", "pass", "passphrase", "pin", "otp", "totp",
+        "mfa", "code", "verifier", "state", "relaystate", "samlrequest", "samlresponse", "ticket", "reset",
+        "nonce", "csrf", "xsrf", "signature", "sig",
+    }
+)  # fmt: skip
+
+
+class HostPattern(NamedTuple):
+    """A ``pagerank_record_exclude`` pattern, read: a host (fnmatch, lower case, no trailing dot, an IPv6
+    address without its brackets) and the port it names (fnmatch too), or None for every port."""
+
+    host: str
+    port: str | None
 
 
 @dataclass(frozen=True)
@@ -70,8 +132,9 @@ class RecordSettings:
 
     directory: str
     warc: bool = False
-    exclude: tuple[str, ...] = ()  # host patterns (fnmatch), lower case
+    exclude: tuple[HostPattern, ...] = ()
     queries: bool = False
+    private: bool = False  # pages answered Cache-Control: no-store or private recorded whole
 
 
 @dataclass(frozen=True)
@@ -90,16 +153,19 @@ class RecordedPage:
     title: str | None
     fetched: str  # UTC, to the second
     links: tuple[RecordedLink, ...]
+    withheld: bool = False  # a private response: a visit, its title and links not recorded
 
     def line(self) -> bytes:
         """The page as one line of JSON, with its newline."""
-        data = {
+        data: dict[str, object] = {
             "url": self.url,
             "status": self.status,
             "title": self.title,
             "fetched": self.fetched,
             "links": [{"url": link.url, "nofollow": link.nofollow, "anchor": link.anchor} for link in self.links],
         }
+        if self.withheld:
+            data["private"] = True  # the reader's: a view, not what the page holds (no links is not "none")
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
@@ -129,16 +195,67 @@ class Taken:
     warc: bytes | None
 
 
-def parse_record_settings(directory: str, warc: bool, exclude: Sequence[str], queries: bool) -> RecordSettings | None:
+def parse_record_settings(
+    directory: str, warc: bool, exclude: Sequence[str], queries: bool, private: bool = False
+) -> RecordSettings | None:
     """Check the options; None while recording is off (no directory).  OptionsError if the directory cannot be
-    a record (a file, or a folder of other files that no RECORD marks as one)."""
+    a record (a file, or a folder of other files that no RECORD marks as one), or a pattern cannot be read."""
     if not directory:
         return None
-    patterns = tuple(pattern.strip().lower().rstrip(".") for pattern in exclude if pattern.strip())
+    patterns = exclude_patterns(exclude)
     problem = _directory_problem(directory)
     if problem:
         raise exceptions.OptionsError(f"pagerank_record: {directory}: {problem}")
-    return RecordSettings(directory, warc, patterns, queries)
+    return RecordSettings(directory, warc, patterns, queries, private)
+
+
+def exclude_patterns(patterns: Sequence[str]) -> tuple[HostPattern, ...]:
+    """``pagerank_record_exclude``'s patterns read as ``NO_PROXY`` conventions read them: ``HOST`` (every port)
+    or ``HOST:PORT`` (``[IPv6]:PORT``), each an fnmatch pattern, in any case, a trailing dot ignored;
+    ``.bank.example`` is ``*.bank.example``.  (That ``*.bank.example`` covers ``bank.example`` too is
+    :func:`excluded_host`'s.)  OptionsError for a pattern without a host, or with a port that is not a number."""
+    read = []
+    for given in patterns:
+        text = given.strip().lower()
+        if not text:
+            continue
+        port: str | None = None
+        if text.startswith("["):  # [IPv6] or [IPv6]:PORT
+            host, _, rest = text[1:].partition("]")
+            if rest and not rest.startswith(":"):
+                raise exceptions.OptionsError(f"pagerank_record_exclude: {given!r}: write an IPv6 host as [::1]:PORT")
+            port = rest[1:] if rest else None
+        elif text.count(":") == 1:  # HOST:PORT (a bare IPv6 address has more than one colon)
+            host, port = text.split(":")
+        else:
+            host = text
+        host = host.rstrip(".")
+        if host.startswith("."):
+            host = "*" + host
+        if not host:
+            raise exceptions.OptionsError(f"pagerank_record_exclude: {given!r}: no host before the port")
+        if port is not None and not re.fullmatch(r"[0-9*?\[\]!-]+", port):
+            raise exceptions.OptionsError(
+                f"pagerank_record_exclude: {given!r}: the port after ':' must be a number (such as "
+                "127.0.0.1:8080), or leave it out to exclude every port"
+            )
+        read.append(HostPattern(host, port or None))
+    return tuple(read)
+
+
+def excluded_host(host: str, port: int | None, patterns: Sequence[HostPattern]) -> bool:
+    """Whether a host (and the port it is reached on) matches one of the patterns: a pattern without a port
+    matches every port, and ``*.bank.example`` matches ``bank.example`` itself too."""
+    name = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
+    number = "" if port is None else str(port)
+    for pattern in patterns:
+        if pattern.port is not None and not fnmatch.fnmatchcase(number, pattern.port):
+            continue
+        if fnmatch.fnmatchcase(name, pattern.host):
+            return True
+        if pattern.host.startswith("*.") and fnmatch.fnmatchcase(name, pattern.host[2:]):
+            return True
+    return False
 
 
 def _directory_problem(directory: str) -> str | None:
@@ -161,15 +278,74 @@ def _directory_problem(directory: str) -> str | None:
     return None
 
 
-def private_reason(flow: http.HTTPFlow, exclude: Sequence[str]) -> str | None:
-    """Why a page must never be recorded, or None: a request with credentials, or an excluded host."""
+def private_reason(flow: http.HTTPFlow, exclude: Sequence[HostPattern]) -> str | None:
+    """Why a page must never be recorded, or None: not a top-level navigation (what a page chose to load, not
+    the user), a request with credentials, or an excluded host (the one connected to, or the Host header's)."""
     request = flow.request
+    destination = request.headers.get("sec-fetch-dest")
+    if destination is not None and destination.strip().lower() != "document":
+        return "not a top-level navigation"
     if "authorization" in request.headers:
         return "an Authorization request"
-    hosts = {request.host.lower().rstrip("."), request.pretty_host.lower().rstrip(".")}
-    if any(fnmatch.fnmatchcase(host, pattern) for host in hosts for pattern in exclude):
+    places: set[tuple[str, int | None]] = {(request.host, request.port)}
+    if request.host_header:
+        try:
+            named, named_port = mitm_url.parse_authority(request.host_header, check=False)
+        except ValueError:
+            named, named_port = request.host_header, None
+        places.add((named, named_port if named_port is not None else mitm_url.default_port(request.scheme)))
+    if any(excluded_host(host, port, exclude) for host, port in places):
         return "an excluded host"
     return None
+
+
+def private_response(head: ResponseHead) -> bool:
+    """Whether the origin said its response is the user's alone: ``Cache-Control: no-store`` or ``private``
+    (with or without the fields it names), in any of its ``Cache-Control`` headers."""
+    directives = b",".join(value for name, value in head.fields if name.lower() == b"cache-control")
+    for directive in directives.split(b","):
+        name = directive.partition(b"=")[0].strip().lower()
+        if name in (b"no-store", b"private"):
+            return True
+    return False
+
+
+def secret_parameter(name: str) -> bool:
+    """Whether a query parameter's name says it carries a secret (:data:`SECRET_PARAMETERS`' rule)."""
+    decoded = unquote_plus(name).strip()
+    if decoded.endswith("]") and "[" in decoded:  # user[password]: the innermost name
+        decoded = decoded[decoded.rindex("[") + 1 : -1]
+    lower = decoded.lower()
+    if lower in SECRET_PARAMETERS:
+        return True
+    if len(lower) != len(decoded):  # a letter whose lower case is longer: no case to read words by
+        decoded = lower
+    for word in SECRET_PARAMETERS:
+        if len(lower) <= len(word) or not lower.endswith(word):
+            continue
+        start = len(lower) - len(word)
+        before = decoded[start - 1]
+        if before in "_-.[ " or (decoded[start].isupper() and before.islower()):  # reset_token, accessToken
+            return True
+    return False
+
+
+_PATH_PARAMETER = re.compile(r";([^;/=]*)(=[^;/]*)?")
+
+
+def without_secrets(url: str) -> str:
+    """``url`` without the query parameters (and ``;name=value`` path parameters) that carry secrets, the rest
+    as written, in order; a query left empty goes with its ``?``."""
+    parts = urlsplit(url)
+    path = parts.path
+    if ";" in path:
+        path = _PATH_PARAMETER.sub(lambda found: "" if secret_parameter(found.group(1)) else found.group(0), path)
+    query = parts.query
+    if query:
+        query = "&".join(piece for piece in query.split("&") if not secret_parameter(piece.partition("=")[0]))
+    if path == parts.path and query == parts.query:
+        return url
+    return urlunsplit(parts._replace(path=path, query=query))
 
 
 def recorded_page(
@@ -179,16 +355,30 @@ def recorded_page(
     status: int,
     fetched: float,
     queries: bool = False,
+    withheld: bool = False,
 ) -> RecordedPage | None:
     """A decoded HTML page as a record's line: its links by the build's extractor (resolved against the URL
-    as fetched, its query too), its URL without its query unless ``queries``; None if it has no http(s) URL."""
+    as fetched, its query too), its URL without its query unless ``queries``, and no URL with a secret
+    parameter (:func:`without_secrets`); ``withheld`` (a private response): the visit alone, without title
+    or links.  None if it has no http(s) URL."""
     page_url = canonical(url)
     if page_url is None:
         return None
+    shown = without_secrets(page_url if queries else _without_query(page_url))
+    when = time.strftime(_WHEN, time.gmtime(fetched))
+    if withheld:
+        return RecordedPage(shown, status, None, when, (), withheld=True)
     parsed = extract(body, page_url, content_type)
-    links = tuple(RecordedLink(link.url, link.nofollow, link.anchor_text or None) for link in parsed.links)
-    shown = page_url if queries else _without_query(page_url)
-    return RecordedPage(shown, status, parsed.title, time.strftime(_WHEN, time.gmtime(fetched)), links)
+    links: dict[str, RecordedLink] = {}  # two links alike once their secrets are gone are one, as extract's
+    for link in parsed.links:
+        target = without_secrets(link.url)
+        held = links.get(target)
+        anchor = link.anchor_text or None
+        if held is None:
+            links[target] = RecordedLink(target, link.nofollow, anchor)
+        else:
+            links[target] = RecordedLink(target, held.nofollow and link.nofollow, held.anchor or anchor)
+    return RecordedPage(shown, status, parsed.title, when, tuple(links.values()))
 
 
 def _without_query(url: str) -> str:
@@ -198,7 +388,8 @@ def _without_query(url: str) -> str:
 
 def warc_member(page: RecordedPage, head: ResponseHead, body: bytes) -> bytes:
     """The response as a WARC response record, compressed as a gzip member of its own: its body decoded (what
-    a reader parses) under the origin's status line and headers, less those that no longer hold and cookies."""
+    a reader parses; none for a private response, marked ``WARC-Truncated``) under the origin's status line
+    and headers, less those that no longer hold and cookies."""
     from fastwarc.warc import WarcRecord, WarcRecordType
 
     lines = [f"HTTP/1.1 {head.status} {head.reason}".rstrip().encode("latin-1", errors="replace")]
@@ -210,6 +401,8 @@ def warc_member(page: RecordedPage, head: ResponseHead, body: bytes) -> bytes:
     record.headers.append("WARC-Target-URI", page.url)
     record.headers["WARC-Date"] = page.fetched  # the fetch, not this write
     record.headers.append("Content-Type", "application/http; msgtype=response")
+    if page.withheld:  # a private response: its body is not kept
+        record.headers.append("WARC-Truncated", "unspecified")
     record.set_bytes_content(block)
     out = io.BytesIO()
     record.write(out)
@@ -218,22 +411,27 @@ def warc_member(page: RecordedPage, head: ResponseHead, body: bytes) -> bytes:
 
 class RecordFiles:
     """A record directory's files for this process: made (and marked) when opened, each file opened at its
-    first write, ``O_APPEND`` and unbuffered (one ``write()`` a line or member)."""
+    first write, ``O_APPEND`` and unbuffered (one ``write()`` a line or member).  What it makes is its
+    owner's alone (the folder 0700, the files 0600, whatever the umask); what was there keeps its mode."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        os.makedirs(directory, exist_ok=True)
+        _private_folder(directory)
         marker = os.path.join(directory, MARKER)
         if not os.path.exists(marker):
             head = {"format": FORMAT, "version": VERSION, "created": time.strftime(_WHEN, time.gmtime())}
             temporary = f"{marker}.{os.getpid()}.tmp"
-            with open(temporary, "w", encoding="utf-8") as file:
-                json.dump(head, file)
-                file.write("\n")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)  # a process of the same id left it: made anew, the owner's alone
+            fd = _open_private(temporary, os.O_WRONLY | os.O_TRUNC)
+            try:
+                _write_whole(fd, json.dumps(head).encode() + b"\n")
+            finally:
+                os.close(fd)
             os.replace(temporary, marker)  # whole or absent, for a reader that looks meanwhile
         stamp = f"{time.strftime(_STAMP, time.gmtime())}-{os.getpid()}"
         self.pages_path = os.path.join(directory, f"{PAGES_PREFIX}{stamp}{PAGES_SUFFIX}")
-        self.warc_path = os.path.join(directory, f"responses-{stamp}.warc.gz")
+        self.warc_path = os.path.join(directory, f"{WARC_PREFIX}{stamp}{WARC_SUFFIX}")
         self._pages: int | None = None
         self._warc: int | None = None
 
@@ -255,7 +453,36 @@ class RecordFiles:
 
 
 def _open_append(path: str) -> int:
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    return _open_private(path, os.O_WRONLY | os.O_APPEND)
+
+
+def _open_private(path: str, flags: int) -> int:
+    """``path`` opened with ``flags``; made readable by its owner alone (0600, whatever the umask) if it was
+    not there, kept as it is if it was."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return os.open(path, flags | os.O_CLOEXEC)
+    try:
+        os.fchmod(fd, 0o600)  # a umask takes bits away: 0600 whatever it is
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _private_folder(directory: str) -> None:
+    """``directory`` made (its parents too) readable by its owner alone (0700, whatever the umask), unless it
+    was there: then it keeps its mode (its owner's choice)."""
+    parent = os.path.dirname(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(directory):
+            raise NotADirectoryError(f"not a directory: {directory}") from None
+        return
+    os.chmod(directory, 0o700)
 
 
 def _write_whole(fd: int, data: bytes) -> None:
@@ -287,13 +514,23 @@ class Recorder:
             "pagerank_record_exclude",
             Sequence[str],
             [],
-            "Host patterns (fnmatch, such as *.bank.example) whose pages are never recorded.",
+            "Host patterns whose pages are never recorded: HOST (every port) or HOST:PORT ([IPv6]:PORT), "
+            "fnmatch, any case, as NO_PROXY reads them: *.bank.example (or .bank.example) also covers "
+            "bank.example; 127.0.0.1:8080, as `rankstore forget --host` names it, that port alone.",
         )
         loader.add_option(
             "pagerank_record_queries",
             bool,
             False,
-            "Record a page URL's query string too (by default it is dropped; its links keep theirs).",
+            "Record a page URL's query string too (by default it is dropped; its links keep theirs). "
+            "Parameters that carry secrets (token, session, key, password, code, state, ...) never are.",
+        )
+        loader.add_option(
+            "pagerank_record_private",
+            bool,
+            False,
+            "Record the title and links (and WARC body) of pages answered Cache-Control: no-store or private "
+            "too (by default such a page is recorded as a visit alone).",
         )
 
     def configure(self, updated) -> None:
@@ -304,6 +541,7 @@ class Recorder:
             ctx.options.pagerank_record_warc,
             ctx.options.pagerank_record_exclude,
             ctx.options.pagerank_record_queries,
+            ctx.options.pagerank_record_private,
         )
         if settings is not None and (self.files is None or self.files.directory != settings.directory):
             try:
@@ -380,7 +618,8 @@ def _make(
         body = decode(raw, content_encoding, limit)
     except Exception:  # its rewrite says why it is left untouched, and so unrecorded
         return None
-    page = recorded_page(body, head.header("content-type"), url, head.status, fetched, settings.queries)
+    withheld = not settings.private and private_response(head)  # the visit alone: no title, links or body
+    page = recorded_page(body, head.header("content-type"), url, head.status, fetched, settings.queries, withheld)
     if page is None:
         return None
-    return Taken(page, warc_member(page, head, body) if settings.warc else None)
+    return Taken(page, warc_member(page, head, b"" if withheld else body) if settings.warc else None)

@@ -1311,17 +1311,20 @@ def forget(host, before, record_dir, store_path):
     becomes http://forgotten.invalid/ID).  Ranking versions that ranked a
     forgotten page are dropped: run `rankstore rank` again.  The store's file
     is then rewritten (VACUUM: as long as copying it, with as much free disk
-    beside it), and each record file that changes is written
-    anew and renamed over the old one, so that neither holds what was
-    forgotten.  Stop the proxy first: it appends to the record's files.  Run
-    again after an error: forgetting twice changes nothing more.
+    beside it), and each record file that changes is written anew and renamed
+    over the old one, so that neither holds what was forgotten: the JSON
+    lines, and the WARC files of --record-warc without the forgotten pages'
+    responses (with --host alone, also without other pages' responses that
+    name the host: a response is kept whole or not at all).  Stop the proxy
+    first: it appends to the record's files.  Run again after an error:
+    forgetting twice changes nothing more.
 
     \b
     Examples:
         rankstore forget --host bank.example --record ~/browsing --store mine.db
         rankstore forget --before 2026-01-01 --record ~/browsing --store mine.db
     """
-    from .sources.record import check_record, forget_lines, live_writers, parse_moment
+    from .sources.record import check_record, forget_lines, forget_warcs, live_writers, parse_moment
 
     if host is None and before is None:
         raise click.UsageError("say what to forget: --host HOST, --before DATE, or both")
@@ -1360,8 +1363,17 @@ def forget(host, before, record_dir, store_path):
     if record_dir is not None:
         try:
             taken = forget_lines(record_dir, name, moment)
+            responses = forget_warcs(record_dir, name, moment)
         except SourceError as error:
             raise click.ClickException(str(error)) from error
+        except OSError as error:  # a full disk, a file not ours: each file is whole, old or new; run again
+            where = error.filename or record_dir
+            raise click.ClickException(f"{where}: {error.strerror or error}; run forget again") from error
         click.echo(
             f"record: {taken.lines:,} lines and {taken.links:,} links to the host taken out of {taken.files:,} files"
         )
+        if responses.held:
+            click.echo(
+                f"record's WARC: {responses.records:,} records ({responses.naming:,} naming the host) taken out "
+                f"of {responses.files:,} files"
+            )

@@ -48,6 +48,17 @@ def _memory() -> int:
 MEMORY = _memory()
 
 
+def _private_folder(folder: str) -> None:
+    """``folder`` made readable by its owner alone (0700, whatever the umask: it holds the store's links), or
+    kept as it is if it is there."""
+    os.makedirs(os.path.dirname(os.path.abspath(folder)), exist_ok=True)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        return
+    os.chmod(folder, 0o700)
+
+
 def spill_folder(store_path: str) -> str:
     """Where a build of the store at ``store_path`` spills links: beside it, on the same disk."""
     return store_path + "-links"
@@ -124,7 +135,7 @@ class LinkSorter:
 
     def _spill(self) -> None:
         """Every bucket's keys (and weights) held in memory, appended to its files."""
-        os.makedirs(self.folder, exist_ok=True)
+        _private_folder(self.folder)
         for bucket, held in enumerate(self.held):
             if held:
                 with open(self._path(bucket), "ab") as handle:

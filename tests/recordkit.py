@@ -43,3 +43,46 @@ def append(folder: str, stamp: str, pid: int, *lines: dict) -> str:
     finally:
         os.close(fd)
     return path
+
+
+class Origin:
+    """Pages served by python's http.server on loopback, in threads of the test's process, on ``count`` ports at
+    once (each port another host for the proxy and the record: ``127.0.0.1:PORT``).  Every port serves the same
+    pages, each with the response headers it is given (a ``Cache-Control`` the test chooses)."""
+
+    def __init__(self, count: int = 1) -> None:
+        import http.server
+        import threading
+
+        self.pages: dict[str, tuple[bytes, list[tuple[str, str]]]] = {}
+        pages = self.pages
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                body, headers = pages.get(self.path.partition("?")[0], (b"", []))
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler) for _ in range(count)]
+        for server in self.servers:
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.ports = [server.server_address[1] for server in self.servers]
+
+    def base(self, which: int = 0) -> str:
+        return f"http://127.0.0.1:{self.ports[which]}/"
+
+    def serve(self, path: str, html: str, *headers: tuple[str, str]) -> None:
+        self.pages[path] = (html.encode(), list(headers))
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()

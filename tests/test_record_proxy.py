@@ -31,6 +31,8 @@ from conftest import PYTHON_DOC, ROOT, data
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from sitecrawl import serve_process  # noqa: E402
 
+BAR = b"<span data-pagerank-bar"  # a bar's host element: the page was annotated
+
 # pages of the python docs, each a real page with dozens to hundreds of links
 PAGES = [
     "index.html",
@@ -155,7 +157,7 @@ def session(store, origin, tmp_path_factory):
         browsed = []
         for path in [*PAGES, PAGES[0]]:
             status, body = proxy.get(base + path)
-            assert status == 200 and b"<pagerank-bar" in body  # annotated
+            assert status == 200 and BAR in body  # annotated
             browsed.append(path)
         assert proxy.get(base + "_static/pygments.css")[0] == 200  # no page
         assert proxy.get("http://pagerank.proxy/")[0] == 200
@@ -238,7 +240,7 @@ def test_what_is_private_never_reaches_the_record(store, origin, tmp_path):
         proxy.stop()
     for name, (status, body) in shown.items():
         assert status == 200, name
-        assert name == "own page" or b"<pagerank-bar" in body, name  # annotated all the same
+        assert name == "own page" or BAR in body, name  # annotated all the same
     lines = lines_of(record)
     # the page with a query is recorded without it; the rest not at all
     assert [line["url"] for line in lines] == [base + "library/json.html", base + "glossary.html"]
@@ -285,7 +287,7 @@ def test_sigkill_while_recording_loses_at_most_the_last_page(store, origin, tmp_
                 status, body = proxy.get(url)
             except OSError:
                 return  # the proxy is gone
-            if status == 200 and b"<pagerank-bar" in body:
+            if status == 200 and BAR in body:
                 answered.append(url)
 
     browser = threading.Thread(target=browse)
@@ -328,7 +330,7 @@ async def test_recording_is_off_unless_asked(store, origin, tmp_path):
     folder.mkdir()
     proxy = Proxy(store, cwd=str(folder))
     try:
-        assert b"<pagerank-bar" in proxy.get(f"http://127.0.0.1:{origin}/index.html")[1]
+        assert BAR in proxy.get(f"http://127.0.0.1:{origin}/index.html")[1]
     finally:
         proxy.stop()
     assert list(folder.iterdir()) == []  # nothing written where it ran
@@ -341,8 +343,15 @@ def test_the_cli_refuses_record_options_it_cannot_honour(store, tmp_path, capsys
         main(["--store", store, "--record-warc"])
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        "pagerank-proxy: error: --record-warc, --record-exclude and --record-queries need --record DIR"
+        "pagerank-proxy: error: --record-warc, --record-exclude, --record-queries and --record-private need "
+        "--record DIR"
     )
+    with pytest.raises(SystemExit) as exited:
+        main(["--store", store, "--record", str(tmp_path / "new"), "--record-exclude", "bank.example:https"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pagerank-proxy: error: pagerank_record_exclude: 'bank.example:https': the port")
+    assert err.count("\n") == 1 and not (tmp_path / "new").exists()
     (tmp_path / "saved.html").write_text("<a href=x>x</a>")  # a folder of other files, not a record
     with pytest.raises(SystemExit) as exited:
         main(["--store", store, "--record", str(tmp_path)])
@@ -353,7 +362,14 @@ def test_the_cli_refuses_record_options_it_cannot_honour(store, tmp_path, capsys
     help_text = subprocess.run(
         [sys.executable, "-m", "proxy_addon.cli", "--help"], capture_output=True, text=True, cwd=ROOT, check=True
     ).stdout
-    for flag in ("--record DIR", "--record-warc", "--record-exclude PATTERN", "--record-queries", "--record ~/"):
+    for flag in (
+        "--record DIR",
+        "--record-warc",
+        "--record-exclude PATTERN",
+        "--record-queries",
+        "--record-private",
+        "--record ~/",
+    ):
         assert flag in help_text
 
 
@@ -405,7 +421,7 @@ def test_a_recorded_session_builds_with_its_visits_and_since_tells_the_next_sess
     proxy = Proxy(store, "--record", str(grown))
     try:
         status, body = proxy.get(base + "library/stdtypes.html")
-        assert status == 200 and b"<pagerank-bar" in body
+        assert status == 200 and BAR in body
     finally:
         proxy.stop()
     new_line = [line for line in lines_of(grown) if line["url"].endswith("library/stdtypes.html")]

@@ -17,16 +17,21 @@ reported as a :class:`~rankstore.sources.Skipped` with its file and line
 number, and the rest loads.
 
 :func:`forget_lines` rewrites a record without the lines of a host or of
-before a date (each file written anew, synced, and renamed over the old one).
+before a date, and :func:`forget_warcs` its WARC files (``--record-warc``)
+without their responses (each file written anew, synced, and renamed over the
+old one).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
+import mmap
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -40,9 +45,12 @@ __all__ = [
     "RECORD_VERSION",
     "PAGES_PREFIX",
     "PAGES_SUFFIX",
+    "WARC_PREFIX",
+    "WARC_SUFFIX",
     "Visit",
     "RecordLine",
     "Forgotten",
+    "ForgottenWarc",
     "is_record",
     "check_record",
     "record_files",
@@ -50,6 +58,8 @@ __all__ = [
     "read_lines",
     "read_record",
     "forget_lines",
+    "forget_warcs",
+    "record_warcs",
     "parse_moment",
 ]
 
@@ -58,6 +68,8 @@ RECORD_FILE = "RECORD"
 RECORD_FORMAT = "pagerank-proxy record"
 RECORD_VERSION = 1
 PAGES_PREFIX, PAGES_SUFFIX = "pages-", ".jsonl"
+WARC_PREFIX, WARC_SUFFIX = "responses-", ".warc.gz"  # --record-warc's files, one gzip member a response
+_FORGET_PREFIX = ".forget-"  # a file being written anew: what a forget cut short leaves
 _MAX_LINE = 32 * 1024 * 1024  # a page's line; one longer is not read whole into memory
 
 
@@ -83,6 +95,7 @@ class RecordLine:
     links: list[ListedLink] = field(default_factory=list)
     where: str = ""
     identity: int = 0
+    private: bool = False  # a private response: a view, its title and links not recorded
 
 
 @dataclass
@@ -92,6 +105,16 @@ class Forgotten:
     lines: int = 0
     links: int = 0
     files: int = 0  # files rewritten
+
+
+@dataclass
+class ForgottenWarc:
+    """What :func:`forget_warcs` took out of a record's WARC files."""
+
+    records: int = 0  # responses (gzip members) taken out
+    naming: int = 0  # of them, responses of other pages, taken out because they name the forgotten host
+    files: int = 0  # files rewritten
+    held: int = 0  # the record's WARC files
 
 
 def is_record(path: str) -> bool:
@@ -138,6 +161,12 @@ def live_writers(root: str) -> list[int]:
         if any(name in command for name in (b"pagerank", b"proxy_addon", b"mitm")):
             alive.append(int(writer))
     return sorted(set(alive))
+
+
+def record_warcs(root: str) -> list[str]:
+    """The record's WARC files (``--record-warc``), by name."""
+    names = sorted(name for name in os.listdir(root) if name.startswith(WARC_PREFIX) and name.endswith(WARC_SUFFIX))
+    return [os.path.join(root, name) for name in names]
 
 
 def record_size(root: str) -> int:
@@ -193,7 +222,7 @@ def _checked(raw: bytes, where: str) -> RecordLine | Skipped:
             return Skipped(where, "record line with a link that is not an object with a url")
         anchor = link.get("anchor")
         listed.append(ListedLink(link["url"], "nofollow" if link.get("nofollow") is True else "", _text(anchor) or ""))
-    return RecordLine(page, status, title, fetched, at, listed, where)
+    return RecordLine(page, status, title, fetched, at, listed, where, private=item.get("private") is True)
 
 
 def _lines(path: str) -> Iterator[tuple[int, bytes, bool]]:
@@ -245,6 +274,8 @@ def read_record(
             continue
         if visits is not None:
             visits(Visit(line.url, line.at, line.identity))
+        if line.private:  # a view alone: no title or links recorded is not "no links", so not a crawl
+            continue
         held = latest.get(line.url)
         if held is None or line.at >= held.at:
             latest[line.url] = line
@@ -285,6 +316,7 @@ def forget_lines(root: str, host: str | None = None, before: datetime | None = N
     whole.  A line that cannot be read is kept as it is, unless it names ``host``.  The proxy must not be
     writing to the record meanwhile: its file would be replaced under it."""
     check_record(root)
+    _sweep(root)
     cutoff = int(before.timestamp()) if before is not None else None
     done = Forgotten()
     for path in record_files(root):
@@ -303,19 +335,192 @@ def forget_lines(root: str, host: str | None = None, before: datetime | None = N
                 changed = changed or bool(removed)
             kept.append(raw + b"\n" if whole else raw)
         if changed:
-            _replace(path, b"".join(kept))
+            _replace(path, kept)
             done.files += 1
     return done
 
 
-def _replace(path: str, data: bytes) -> None:
-    """``path``'s content replaced atomically: a new file in the same folder, synced, renamed over it, and
-    the folder synced (the rename itself made durable)."""
+def forget_warcs(root: str, host: str | None = None, before: datetime | None = None) -> ForgottenWarc:
+    """Take out of a record's WARC files (``responses-*.warc.gz``: a gzip member a response) the responses
+    :func:`forget_lines` takes the lines of: those of pages on ``host`` fetched before ``before`` (either
+    alone); with ``host`` alone, also the responses of other pages that name the host (a link to it, its name
+    in the text: a response is kept whole or not at all).  A member that cannot be read (cut by a killed
+    writer, damaged) goes if what can be read of it is such a response or names the host, and is kept as it
+    is otherwise.  The members kept are copied byte for byte; each file changed is written anew, synced and
+    renamed over the old one, its mode kept."""
+    check_record(root)
+    _sweep(root)
+    cutoff = int(before.timestamp()) if before is not None else None
+    names = _names_of(host) if host is not None and before is None else ()
+    done = ForgottenWarc()
+    for path in record_warcs(root):
+        done.held += 1
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                continue
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                kept: list[tuple[int, int]] = []
+                taken = 0
+                for start, end, content, whole in _members(view):
+                    verdict = _verdict(content, None if whole else view[start:end], host, cutoff, names)
+                    if verdict is None:
+                        kept.append((start, end))
+                        continue
+                    taken += 1
+                    done.naming += verdict == "names"
+                if taken:
+                    _replace(path, (view[start:end] for start, end in kept))
+                    done.records += taken
+                    done.files += 1
+    return done
+
+
+def _names_of(host: str) -> tuple[bytes, ...]:
+    """How a response may name ``host``, lower case: as in URLs (punycode), and in Unicode if it is an IDN."""
+    names = [host.lower().encode()]
+    try:
+        unicode = host.encode("ascii").decode("idna").lower().encode()
+    except (UnicodeError, ValueError):
+        unicode = names[0]
+    if unicode not in names:
+        names.append(unicode)
+    return tuple(names)
+
+
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_CHUNK = 1 << 20
+
+
+def _inflate(view: mmap.mmap, start: int) -> tuple[int, bytes, bool]:
+    """The gzip member at ``start``: (where it ends, its content, whether it is whole).  A member cut short
+    ends at the end of the file; one that is damaged at the next member that reads whole (what lies between
+    is one piece, read as far as it goes)."""
+    inflater = zlib.decompressobj(31)
+    out: list[bytes] = []
+    fed = start
+    try:
+        while not inflater.eof and fed < len(view):
+            chunk = view[fed : fed + _CHUNK]
+            out.append(inflater.decompress(chunk))
+            fed += len(chunk)
+    except zlib.error:
+        return _next_member(view, start + 1), _inflate_damaged(view, start), False
+    if not inflater.eof:
+        return len(view), b"".join(out), False
+    return fed - len(inflater.unused_data), b"".join(out), True
+
+
+def _inflate_damaged(view: mmap.mmap, start: int) -> bytes:
+    """What a damaged gzip member at ``start`` reads as, up to the damage (fed a little at a time: what a piece
+    fed at once held before its error would be lost with it)."""
+    inflater = zlib.decompressobj(31)
+    out: list[bytes] = []
+    fed = start
+    with contextlib.suppress(zlib.error):
+        while not inflater.eof and fed < len(view):
+            out.append(inflater.decompress(view[fed : fed + 16]))
+            fed += 16
+    return b"".join(out)
+
+
+def _next_member(view: mmap.mmap, start: int) -> int:
+    """Where the first gzip member that reads whole starts at or after ``start`` (the end of the file if none)."""
+    at = view.find(_GZIP_MAGIC, start)
+    while at >= 0:
+        inflater = zlib.decompressobj(31)
+        try:
+            fed = at
+            while not inflater.eof and fed < len(view):
+                inflater.decompress(view[fed : fed + _CHUNK], _CHUNK)
+                while inflater.unconsumed_tail and not inflater.eof:
+                    inflater.decompress(inflater.unconsumed_tail, _CHUNK)
+                fed += _CHUNK
+            if inflater.eof:
+                return at
+        except zlib.error:
+            pass
+        at = view.find(_GZIP_MAGIC, at + 1)
+    return len(view)
+
+
+def _members(view: mmap.mmap) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(start, end, content, whether it read whole) of each gzip member of a file, in order: a piece that
+    cannot be read whole comes as one, its content as far as it reads."""
+    at = 0
+    while at < len(view):
+        end, content, whole = _inflate(view, at)
+        yield at, end, content, whole
+        at = end
+
+
+def _warc_heads(content: bytes) -> Iterator[dict[str, str]]:
+    """The header fields (names in lower case) of each WARC record of ``content``, as far as it goes."""
+    at = 0
+    while at < len(content):
+        while content.startswith(b"\r\n", at):
+            at += 2
+        if not content.startswith(b"WARC/", at):
+            return
+        end = content.find(b"\r\n\r\n", at)
+        fields: dict[str, str] = {}
+        for line in content[at : end if end >= 0 else len(content)].split(b"\r\n")[1:]:
+            name, colon, value = line.partition(b":")
+            if colon:
+                fields.setdefault(name.strip().lower().decode("latin-1"), value.strip().decode("utf-8", "replace"))
+        yield fields
+        try:
+            length = int(fields.get("content-length", ""))
+        except ValueError:
+            return
+        if end < 0 or length < 0:
+            return
+        at = end + 4 + length
+
+
+def _verdict(
+    content: bytes, raw: bytes | None, host: str | None, cutoff: int | None, names: tuple[bytes, ...]
+) -> str | None:
+    """Why a member of a WARC goes: "own" (a response of the pages forgotten), "names" (another page's that
+    names the forgotten host), or None (it stays).  ``raw``: the member's bytes, when it cannot be read whole."""
+    from ..urls import canonical, host_of
+
+    for fields in _warc_heads(content if content or raw is None else raw):
+        target = canonical(fields.get("warc-target-uri", "")) if fields.get("warc-target-uri") else None
+        if host is not None and (target is None or host_of(target) != host):
+            continue
+        if cutoff is not None:
+            try:
+                if int(parse_moment(fields.get("warc-date", "")).timestamp()) >= cutoff:
+                    continue
+            except ValueError:
+                continue  # no time to judge by: kept, as a line whose time cannot be read
+        elif target is None:
+            continue
+        return "own"
+    if names:
+        seen = content.lower()
+        if any(name in seen for name in names) or (raw is not None and any(name in raw.lower() for name in names)):
+            return "names"
+    return None
+
+
+def _sweep(root: str) -> None:
+    """What a forget cut short left beside the files it was writing anew: gone."""
+    for left in glob.glob(os.path.join(glob.escape(root), _FORGET_PREFIX + "*")):
+        with contextlib.suppress(OSError):
+            os.unlink(left)
+
+
+def _replace(path: str, pieces: Iterable[bytes]) -> None:
+    """``path``'s content replaced atomically by ``pieces``: a new file in the same folder (its owner's alone
+    while written), synced, given the old one's mode, renamed over it, and the folder synced (the rename
+    itself made durable)."""
     folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".forget-", dir=folder)
+    handle, temporary = tempfile.mkstemp(prefix=_FORGET_PREFIX, dir=folder)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            for piece in pieces:
+                out.write(piece)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temporary, os.stat(path).st_mode & 0o7777)

@@ -106,6 +106,20 @@ def _busy_timeout() -> float:
         return 10.0
 
 
+def create_private(path: str) -> None:
+    """Make the store's file, if it is not there, readable by its owner alone (0600, whatever the umask),
+    before SQLite opens it: SQLite gives its -wal and -shm the file's mode.  A file that was there keeps its
+    mode (its owner's choice)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)  # a umask takes bits away: 0600 whatever it is
+    finally:
+        os.close(fd)
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -139,6 +153,8 @@ class Store:
         self.queries = Queries(self)
         check_path(path, create=create and not readonly)
         try:
+            if create and not readonly:
+                create_private(path)
             self.db = self._connect(path, readonly)
             self._check_version(writer=not readonly, create=create and not readonly)
             if not readonly:
