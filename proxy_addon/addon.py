@@ -43,7 +43,7 @@ from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerErr
 from proxy_addon.markup import PROXY_HOST, STYLE_HASH
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.pacing import Pacer
-from proxy_addon.pages import respond
+from proxy_addon.pages import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site, respond
 from proxy_addon.pool import Workers
 from proxy_addon.ranks import LevelChoice, Ranks
 from proxy_addon.record import Recorder
@@ -193,10 +193,23 @@ class PageRankProxy:
             self.workers.close()
             self.workers = None
 
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        if _reserved(flow.request):
+            # a body streamed on (mitmproxy's stream_large_bodies) would take the request upstream before the
+            # request hook answers it
+            flow.request.stream = False
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        if not _reserved(flow.request):
+            return
+        # Refused before any connection: mitmdump's eager strategy would first connect to whatever the name
+        # resolves to, and a tunnel would need mitmproxy's certificate for it.  The own pages are plain HTTP.
+        mark(flow, FlowState.OWN_PAGE, "own-page: CONNECT refused")
+        flow.response = _own_error(403, f"The PageRank proxy's own pages are at http://{PROXY_HOST}/ (plain HTTP).")
+
     async def request(self, flow: http.HTTPFlow) -> None:
         self.in_flight.add(flow.id)
-        if flow.request.host != PROXY_HOST and flow.request.pretty_host != PROXY_HOST:
-            # the first test is cheap and answers most flows (the host of a proxy request's URL)
+        if not _reserved(flow.request):
             self._prepare_panel(flow)
             self.deadline.request(flow)
             if flow.request.headers.get("sec-fetch-dest") in _DOCUMENTS:
@@ -206,23 +219,27 @@ class PageRankProxy:
             return
         # answered here whatever happens: no request ever leaves for the reserved host
         mark(flow, FlowState.OWN_PAGE)
+        flow.response = await self._own_page(flow.request)
+
+    async def _own_page(self, request: http.Request) -> http.Response:
+        """The own pages' answer to ``request``; another site's page gets the one answer that tells it nothing,
+        whatever it asks, store or none (:mod:`.pages.gate`)."""
+        if _asker(request) is Asker.OTHER_SITE:
+            return _own_response(request, *other_site())
         if self.ranks is None:
-            flow.response = _own_error(503, "No store is set: start the proxy with --set rankstore=PATH.")
-            return
-        path, _, query_text = flow.request.path.partition("?")
+            return _own_error(503, "No store is set: start the proxy with --set rankstore=PATH.")
+        path, _, query_text = request.path.partition("?")
         query = parse_qs(query_text, keep_blank_values=True)
         try:
-            status, headers, body = await asyncio.to_thread(respond, flow.request.method, path, query, self.ranks)
+            status, headers, body = await asyncio.to_thread(respond, request.method, path, query, self.ranks)
         except RuntimeError as error:
             if "shutdown" not in str(error):  # asyncio's "Executor shutdown has been called": stopping
-                log.exception("pagerank: %s failed", flow.request.path[:200])
-            flow.response = _own_error(503, "The PageRank proxy is stopping.")
-            return
+                log.exception("pagerank: %s failed", request.path[:200])
+            return _own_error(503, "The PageRank proxy is stopping.")
         except Exception:  # a bug of ours: a page of ours says so, the log has it once
-            log.exception("pagerank: %s failed", flow.request.path[:200])
-            flow.response = _own_error(500, "This page of the PageRank proxy failed; the proxy's log says why.")
-            return
-        flow.response = http.Response.make(status, b"" if flow.request.method == "HEAD" else body, headers)
+            log.exception("pagerank: %s failed", request.path[:200])
+            return _own_error(500, "This page of the PageRank proxy failed; the proxy's log says why.")
+        return _own_response(request, status, headers, body)
 
     def _prepare_panel(self, flow: http.HTTPFlow) -> None:
         """While a page's request goes to the origin, have its panel made (the panel needs only the URL)
@@ -517,6 +534,20 @@ _DOCUMENTS = ("document", "iframe", "frame")  # Sec-Fetch-Dest of a request for 
 _CONDITIONALS = ("if-none-match", "if-modified-since")
 
 
+def _reserved(request: http.Request) -> bool:
+    """Is the request for the own pages' host, by its URL (a proxy request's, or a tunnel's) or its Host header?"""
+    return is_reserved(request.host) or is_reserved(request.host_header)
+
+
+def _asker(request: http.Request) -> Asker:
+    headers = request.headers
+    return asker(headers.get("sec-fetch-site"), headers.get("sec-fetch-dest"), headers.get("sec-purpose"))
+
+
+def _own_response(request: http.Request, status: int, headers: dict, body: bytes) -> http.Response:
+    return http.Response.make(status, b"" if request.method == "HEAD" else body, headers)
+
+
 def _own_error(status: int, message: str) -> http.Response:
     import html
 
@@ -528,6 +559,8 @@ def _own_error(status: int, message: str) -> http.Response:
             "content-type": "text/html; charset=utf-8",
             "content-security-policy": "default-src 'none'",
             "cache-control": "no-store",
+            "x-content-type-options": "nosniff",
+            **OWN_ONLY_HEADERS,
         },
     )
 

@@ -11,6 +11,7 @@ __all__ = [
     "Settings",
     "parse_settings",
     "is_candidate",
+    "shown_as_page",
     "might_be_page",
     "uncompressed",
     "HTML_TYPES",
@@ -104,9 +105,16 @@ def parse_settings(
 
 
 def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:
-    """A response worth reading whole: an HTML page with a body, not too large."""
+    """A response worth reading whole: an HTML page with a body, not too large, asked for as a page to show.
+
+    Only a navigation to a document or a frame is annotated (:func:`shown_as_page`): a page's ``fetch()`` of
+    an HTML page, its XHR, a prefetch, any other subresource passes byte for byte, since the page's script
+    could read what the bars say, and the store with it.
+    """
     response = flow.response
     if response is None or flow.request.method == "HEAD" or response.status_code != 200:
+        return False
+    if not shown_as_page(flow.request):
         return False
     content_type = (response.headers.get("content-type") or "").lower().lstrip()
     if not content_type.startswith(HTML_TYPES):
@@ -122,6 +130,13 @@ _NOT_PAGES = frozenset(
 )
 # Sec-Fetch-Dest values of a request whose answer a browser shows as a page
 _PAGE_DESTINATIONS = frozenset(("document", "iframe", "frame"))
+
+
+def shown_as_page(request: http.Request) -> bool:
+    """Will the browser show the answer as a page (``Sec-Fetch-Dest`` document, iframe or frame)?  A request
+    without Fetch Metadata may be (curl, and browsers, which send it only to https and loopback origins)."""
+    destination = request.headers.get("sec-fetch-dest")
+    return destination is None or destination.strip().lower() in _PAGE_DESTINATIONS
 
 
 def might_be_page(request: http.Request) -> bool:

@@ -57,6 +57,8 @@ def get(ranks, path, **params):
     assert headers["Content-Type"].startswith(("text/html", "text/csv"))
     if headers["Content-Type"].startswith("text/html"):
         assert headers["Content-Security-Policy"] == CSP
+    # no other site's page may embed an answer of ours, nor frame it
+    assert headers["Cross-Origin-Resource-Policy"] == "same-origin" and headers["X-Frame-Options"] == "DENY"
     return status, body.decode()
 
 

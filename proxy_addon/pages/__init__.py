@@ -21,7 +21,9 @@ take ``format=csv|json``: the CLI's rows, columns and dialect
 a notice at the top of every page that uses it.
 
 One module a job: :mod:`.layout` (style, policy, frame, tables), :mod:`.params`
-(bounded parameters), :mod:`.browse`,
+(bounded parameters), :mod:`.gate` (who the pages answer: never another site's
+page, which gets one answer whatever it asks; and the host in every spelling),
+:mod:`.browse`,
 :mod:`.backlinks`, :mod:`.compare`, :mod:`.builds` (the pages); this module
 routes a request and keeps it within its limits.  The analyst pages render the
 rows of :mod:`rankstore.store.analysis`, the same rows the CLI prints.
@@ -53,11 +55,26 @@ from .backlinks import backlinks
 from .browse import index, levels_only, page_view, search, top
 from .builds import builds
 from .compare import compare
+from .gate import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site
 from .layout import CSP, BadRequest, NotFound, PagesUnranked, error
 from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE, known, level_message
 from .usage import usage_page
 
-__all__ = ["respond", "PAGE_SIZE", "QUERY_DEADLINE", "CSP", "MAX_PARAM", "MAX_QUERY", "MAX_WORDS", "ROUTES"]
+__all__ = [
+    "respond",
+    "Asker",
+    "asker",
+    "is_reserved",
+    "other_site",
+    "OWN_ONLY_HEADERS",
+    "PAGE_SIZE",
+    "QUERY_DEADLINE",
+    "CSP",
+    "MAX_PARAM",
+    "MAX_QUERY",
+    "MAX_WORDS",
+    "ROUTES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +108,17 @@ def respond(
 ) -> tuple[int, dict, bytes]:
     """(status, headers, body) for a request to the proxy's own host.
 
-    ``deadline`` is the seconds of store work allowed (tests shorten it).
+    ``deadline`` is the seconds of store work allowed (tests shorten it).  Every answer, an error or a
+    download too, carries :data:`~.gate.OWN_ONLY_HEADERS`.
     """
+    status, headers, body = _answer(method, path, query, ranks, deadline)
+    headers.update(OWN_ONLY_HEADERS)
+    return status, headers, body
+
+
+def _answer(
+    method: str, path: str, query: Mapping[str, Sequence[str]], ranks: Ranks, deadline: float
+) -> tuple[int, dict, bytes]:
     if method not in ("GET", "HEAD"):
         status, headers, body = error(405, "These pages are read-only.")
         headers["Allow"] = "GET, HEAD"

@@ -1,0 +1,172 @@
+"""Only documents are rewritten: a response is annotated only when its request is a navigation to a document or a
+frame (``Sec-Fetch-Dest``); a page's ``fetch()``, XHR, prefetch and every other subresource pass byte for byte,
+streamed, never recorded.  A request without Fetch Metadata is judged as it always was.
+
+Unit tests of the choice (mitmproxy's tflow and taddons), then the same through a real pagerank-proxy on
+loopback, with plain HTTP requests that carry the headers a browser would.
+"""
+
+from __future__ import annotations
+
+import http.client
+
+import pytest
+import test_addon
+from test_addon import make_flow, run_hooks
+from test_proxy_e2e import Proxy
+
+from proxy_addon.jobs import FlowState, state_of
+from proxy_addon.options import MAX_BODY, is_candidate
+
+from conftest import ranked_copy
+
+# test_addon's fixtures, by name: its small store, a URL of its site, and the addon as each way rewrites
+store_path, site, either = test_addon.store_path, test_addon.site, test_addon.either
+
+PAGE = b"<html><head></head><body><a href='docs/'>Docs</a><a href='https://nowhere.example/'>x</a></body></html>"
+
+# Sec-Fetch-Dest values of a request whose answer a browser shows as a page, and of every other request
+SHOWN: list[str | None] = [None, "document", "iframe", "frame", "Document"]
+NOT_SHOWN: list[str | None] = ["empty", "image", "script", "style", "worker", "sharedworker", "object", "embed"]
+NOT_SHOWN += ["audio", "video", "font", "manifest", "track", "report", "xslt", "serviceworker", "audioworklet", ""]
+
+
+# a browser's, whose pages may be annotated at all
+CHROMIUM = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+
+
+def fetch_metadata(flow, destination: str | None, mode: str = "cors", origin: str = "same-origin") -> None:
+    flow.request.headers["User-Agent"] = CHROMIUM
+    if destination is not None:
+        flow.request.headers["Sec-Fetch-Dest"] = destination
+        flow.request.headers["Sec-Fetch-Mode"] = mode
+        flow.request.headers["Sec-Fetch-Site"] = origin
+
+
+@pytest.mark.parametrize("destination", SHOWN + NOT_SHOWN)
+def test_only_a_request_for_a_page_to_show_makes_a_candidate(destination):
+    flow = make_flow("http://a.example/page.html", PAGE)
+    fetch_metadata(flow, destination)
+    assert is_candidate(flow, MAX_BODY) is (destination in SHOWN)
+
+
+@pytest.mark.parametrize(
+    "destination, mode",
+    [("empty", "cors"), ("empty", "same-origin"), ("empty", "no-cors"), ("script", "no-cors"), ("image", "no-cors")],
+)
+async def test_a_pages_fetch_of_a_page_passes_byte_for_byte_streamed_and_unrecorded(
+    either, site, destination, mode, monkeypatch
+):
+    taken = []
+    monkeypatch.setattr(either.recorder, "take", lambda *args, **kwargs: taken.append(args))
+    flow = make_flow(site + "index.html", PAGE)
+    fetch_metadata(flow, destination, mode)
+    await run_hooks(either, flow)
+    assert flow.response.content == PAGE
+    assert flow.response.stream is True  # never buffered
+    assert state_of(flow) is FlowState.PASSED
+    assert taken == []
+
+
+async def test_a_response_no_server_sent_is_judged_by_its_request_too(either, site):
+    """A response another addon made (responseheaders never saw it): ``response`` decides alone, by the same rule."""
+    fetched = make_flow(site + "index.html", PAGE)
+    fetch_metadata(fetched, "empty")
+    await either.response(fetched)
+    assert fetched.response.content == PAGE
+    shown = make_flow(site + "index.html", PAGE)
+    fetch_metadata(shown, "iframe", "navigate")
+    await either.response(shown)
+    assert state_of(shown) is FlowState.REWRITTEN and shown.response.content != PAGE
+
+
+@pytest.mark.parametrize("destination", SHOWN)
+async def test_a_navigation_to_a_document_or_a_frame_is_annotated(either, site, destination):
+    flow = make_flow(site + "index.html", PAGE)
+    fetch_metadata(flow, destination, "navigate", "none")
+    await run_hooks(either, flow)
+    assert state_of(flow) is FlowState.REWRITTEN and flow.response.content != PAGE
+    assert len(flow.response.content) > len(PAGE)
+
+
+# ------------------------------------------------------------------ through a real pagerank-proxy
+
+
+@pytest.fixture(scope="module")
+def proxy(python_doc_store, tmp_path_factory):
+    running = Proxy(ranked_copy(python_doc_store, tmp_path_factory.mktemp("fetch-metadata")))
+    yield running
+    running.stop()
+
+
+def get(url: str, headers: dict[str, str], proxy_port: int | None = None) -> tuple[int, bytes]:
+    """(status, body) of a plain GET, through the proxy on ``proxy_port`` (absolute-form) or straight to ``url``'s
+    origin; no Accept-Encoding but identity, as http.client sends."""
+    host = url.split("/")[2]
+    connection = http.client.HTTPConnection("127.0.0.1", proxy_port) if proxy_port else http.client.HTTPConnection(host)
+    try:
+        connection.request("GET", url if proxy_port else "/" + url.split("/", 3)[3], headers=headers)
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+def browser_headers(destination: str, mode: str, origin: str = "same-origin", **more: str) -> dict[str, str]:
+    return {
+        "Sec-Fetch-Dest": destination,
+        "Sec-Fetch-Mode": mode,
+        "Sec-Fetch-Site": origin,
+        "Accept": "*/*",
+        "User-Agent": CHROMIUM,
+        **more,
+    }
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        browser_headers("empty", "cors"),  # fetch(location.href)
+        browser_headers("empty", "same-origin"),
+        browser_headers("empty", "no-cors"),
+        browser_headers("empty", "cors", "cross-site"),
+        browser_headers("empty", "no-cors", "same-origin", **{"Sec-Purpose": "prefetch"}),  # <link rel=prefetch>
+        browser_headers("script", "no-cors"),
+        browser_headers("style", "no-cors"),
+        browser_headers("object", "no-cors"),
+    ],
+    ids=[
+        "fetch-cors",
+        "fetch-same-origin",
+        "fetch-no-cors",
+        "fetch-cross-site",
+        "prefetch",
+        "script",
+        "style",
+        "object",
+    ],
+)
+def test_a_subresource_request_for_a_page_gets_the_origins_bytes(proxy, python_doc_crawl, headers):
+    url = python_doc_crawl.base_url + "library/functions.html"
+    status, origin = get(url, {})
+    assert status == 200 and b"<a " in origin
+    assert get(url, headers, proxy.port) == (200, origin)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"User-Agent": CHROMIUM},  # no Fetch Metadata (a browser on a site neither https nor loopback): as ever
+        browser_headers("document", "navigate", "none"),
+        browser_headers("document", "navigate", "cross-site"),
+        browser_headers("iframe", "navigate", "same-origin"),
+        browser_headers("frame", "navigate", "same-origin"),
+    ],
+    ids=["no-fetch-metadata", "typed", "link", "iframe", "frame"],
+)
+def test_a_navigation_through_the_proxy_is_annotated(proxy, python_doc_crawl, headers):
+    url = python_doc_crawl.base_url + "library/functions.html"
+    _, origin = get(url, {})
+    status, shown = get(url, headers, proxy.port)
+    assert status == 200 and shown != origin
+    assert b"pagerank" in shown.lower() and len(shown) > len(origin)
