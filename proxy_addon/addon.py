@@ -40,7 +40,7 @@ from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, off_loop, plan
 from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerError, mark, state_of
-from proxy_addon.markup import PROXY_HOST, STYLE_HASH
+from proxy_addon.markup import PROXY_HOST, STYLE_HASHES
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site, respond
@@ -503,17 +503,18 @@ def _apply(response: http.Response, body: bytes) -> None:
         response.headers["content-length"] = str(len(body))
     # The bars are the store's as it is now, not the origin's: a validator of the origin's would let a
     # browser keep this copy across a new ranking (its 304 brings back the old bars), so none is left and
-    # the browser must ask again each time.
+    # the browser must ask again each time.  Nor is the copy stored at all: the page's own fetch() of itself
+    # with cache "force-cache" would read it from the browser's cache, where the proxy is not asked
+    # (and Vary says so to a cache that stores it anyway).
     for validator in ("etag", "last-modified"):
         if validator.encode() in names:
             del response.headers[validator]
-    caching = response.headers.get("cache-control")
-    if caching is None or "no-cache" not in caching.lower():
-        response.headers["cache-control"] = f"{caching}, no-cache" if caching else "no-cache"
+    response.headers["cache-control"] = "private, no-store"
+    response.headers.add("vary", "Sec-Fetch-Dest")
     for name in CSP_HEADERS:
         if name.encode() in names:
             policies = response.headers.get_all(name)
-            response.headers.set_all(name, [apply(p, allow_style_hash(p, STYLE_HASH)) for p in policies])
+            response.headers.set_all(name, [apply(p, allow_style_hash(p, *STYLE_HASHES)) for p in policies])
 
 
 def _waited(seconds: float) -> str:

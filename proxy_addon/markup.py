@@ -156,8 +156,10 @@ def _style() -> str:
         "margin:0 .15em 0 .3em!important;vertical-align:middle!important;font-size:inherit!important;"
         "visibility:inherit!important;pointer-events:inherit!important;contain:strict!important;"
         "cursor:help!important}"
-        "span[data-pagerank-bar][data-icon]{position:absolute!important;margin:0!important;"
-        "pointer-events:none!important}"
+        # an icon's bar: out of the flow, drawn over the icon's top right (pulled back by its own width, so
+        # that it never reaches past the control, nor past the window's edge), letting clicks through to it
+        "span[data-pagerank-bar][data-icon]{position:absolute!important;width:1.5em!important;"
+        "height:.3em!important;margin:0 0 0 -1.5em!important;pointer-events:none!important}"
         "aside[data-pagerank-panel]{all:initial!important;display:block!important;position:fixed!important;"
         "right:0!important;"
         "bottom:0!important;width:0!important;height:0!important;overflow:visible!important;"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from mitmproxy import exceptions, http
 
+from .clients import shows_annotations
+
 __all__ = [
     "Settings",
     "parse_settings",
@@ -109,12 +111,13 @@ def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:
 
     Only a navigation to a document or a frame is annotated (:func:`shown_as_page`): a page's ``fetch()`` of
     an HTML page, its XHR, a prefetch, any other subresource passes byte for byte, since the page's script
-    could read what the bars say, and the store with it.
+    could read what the bars say, and the store with it; and only for a client that keeps them from the
+    page's script (:func:`~.clients.shows_annotations`).
     """
     response = flow.response
     if response is None or flow.request.method == "HEAD" or response.status_code != 200:
         return False
-    if not shown_as_page(flow.request):
+    if not shown_as_page(flow.request) or not shows_annotations(flow.request.headers.get("user-agent")):
         return False
     content_type = (response.headers.get("content-type") or "").lower().lstrip()
     if not content_type.startswith(HTML_TYPES):

@@ -89,6 +89,31 @@ async def test_a_navigation_to_a_document_or_a_frame_is_annotated(either, site, 
     assert len(flow.response.content) > len(PAGE)
 
 
+OLD_CHROMIUM = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.0.0 Safari/537.36"
+
+
+async def test_a_browser_that_would_keep_the_template_readable_gets_the_page_as_it_came(either, site):
+    """Chromium before 111 attaches no declarative shadow root: the bars' template would be an ordinary element
+    whose content the page's script reads, so the page passes untouched, streamed."""
+    flow = make_flow(site + "index.html", PAGE)
+    fetch_metadata(flow, "document", "navigate", "none")
+    flow.request.headers["User-Agent"] = OLD_CHROMIUM
+    await run_hooks(either, flow)
+    assert state_of(flow) is FlowState.PASSED and flow.response.content == PAGE
+
+
+async def test_an_annotated_page_is_never_stored_by_a_cache(either, site):
+    """A page's fetch(location.href, {cache: "force-cache"}) would read a stored annotated copy from the
+    browser's cache, which never asks the proxy: the copy is not stored, and varies by Sec-Fetch-Dest."""
+    flow = make_flow(site + "index.html", PAGE)
+    flow.response.headers["Cache-Control"] = "max-age=600, public"
+    fetch_metadata(flow, "document", "navigate", "none")
+    await run_hooks(either, flow)
+    assert state_of(flow) is FlowState.REWRITTEN
+    assert flow.response.headers["cache-control"] == "private, no-store"
+    assert "Sec-Fetch-Dest" in flow.response.headers.get_all("vary")
+
+
 # ------------------------------------------------------------------ through a real pagerank-proxy
 
 
