@@ -285,7 +285,8 @@ def scan(text: str, /) -> ScanAnswer:
     icons: list[int] = []
     # the HTML link open, whose end tag is looked for: its index in links (-1: none), the elements opened
     # in it and still open, and whether it holds text
-    open_link, inside, has_text = -1, [], False
+    open_link, has_text = -1, False
+    inside: list[str] = []
     body_at: int | None = None
     head_at: int | None = None
     extras: list[tuple[str, int, int]] = []

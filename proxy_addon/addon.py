@@ -11,7 +11,9 @@ Options: ``rankstore`` (the store), ``pagerank_ranking`` (which ranking),
 ``pagerank_large_page_rate`` (megabytes a second for pages of 1 MiB or more: :mod:`.pacing`),
 ``pagerank_inline_bytes`` (a page alone in the proxy, uncompressed and no larger, is rewritten in
 mitmproxy's event loop rather than sent to a worker; 0: never),
-``pagerank_host_ranking`` and ``pagerank_site_ranking`` (the rankings whose host and site ranks answer for a
+``pagerank_insecure_pages`` (a browser's pages of plain-http sites annotated too, where it sends no Fetch
+Metadata and the page's own script could read the bars), ``pagerank_host_ranking`` and ``pagerank_site_ranking``
+(the rankings whose host and site ranks answer for a
 link whose page has no score; "": ``hostrank``/``siterank``, else the store's newest of the level);
 ``pagerank_idle_timeout`` belongs to :mod:`proxy_addon.deadlines`, and the ``pagerank_record*`` options (recording
 the pages annotated, opt-in) to :mod:`proxy_addon.record`, both driven from this addon's hooks.
@@ -70,11 +72,20 @@ class PageRankProxy:
         # mitmproxy visits every addon at each of its events (about twenty a page), hooks or not.
         self.deadline = OriginDeadline()
         self.recorder = Recorder()  # the pages annotated, written to a record (pagerank_record), if asked
+        # a browser's pages that came without Fetch Metadata (plain-http sites) annotated too: pagerank_insecure_pages
+        self.insecure_pages = False
 
     def load(self, loader) -> None:
         self.deadline.load(loader)
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
         loader.add_option("pagerank_ranking", str, "pagerank", "The named ranking to show.")
+        loader.add_option(
+            "pagerank_insecure_pages",
+            bool,
+            False,
+            "Annotate a browser's pages of plain-http sites beyond loopback too: a browser sends them no Fetch "
+            "Metadata, so the page's own script could fetch its annotated copy and read what the bars say.",
+        )
         loader.add_option(
             "pagerank_max_body",
             int,
@@ -128,6 +139,8 @@ class PageRankProxy:
     def configure(self, updated) -> None:
         self.deadline.configure(updated)
         self.recorder.configure(updated)
+        if "pagerank_insecure_pages" in updated:
+            self.insecure_pages = ctx.options.pagerank_insecure_pages
         if not updated & {
             "rankstore",
             "pagerank_ranking",
@@ -294,7 +307,7 @@ class PageRankProxy:
         """Stream a response through untouched, or hold its body back to be rewritten."""
         if self.settings is None or flow.response is None or state_of(flow) is FlowState.OWN_PAGE:
             return
-        if not is_candidate(flow, self.settings.max_body):
+        if not is_candidate(flow, self.settings.max_body, self.insecure_pages):
             flow.response.stream = True  # byte for byte, never buffered
             mark(flow, FlowState.PASSED)
         else:
@@ -353,7 +366,8 @@ class PageRankProxy:
             return None
         state = state_of(flow)
         # None: a response no server sent (another addon's, a replay), never seen by responseheaders
-        if state is not FlowState.CANDIDATE and (state is not None or not is_candidate(flow, settings.max_body)):
+        candidate = state is FlowState.CANDIDATE
+        if not candidate and (state is not None or not is_candidate(flow, settings.max_body, self.insecure_pages)):
             return None
         body = response.raw_content
         if not body or len(body) > settings.max_body:

@@ -53,6 +53,7 @@ def mitmdump_args(
     record_queries: bool = False,
     record_private: bool = False,
     proxyauth: str | None = None,
+    insecure_pages: bool = False,
 ) -> list[str]:
     """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
     to it (mitmproxy refuses an option set twice: the proxy would start without its store).  The recording
@@ -75,6 +76,8 @@ def mitmdump_args(
         pairs += [("pagerank_record_private", str(record_private).lower())]
     if proxyauth is not None:
         pairs.append(("proxyauth", proxyauth))
+    if insecure_pages:
+        pairs.append(("pagerank_insecure_pages", "true"))
     given = extra_settings(extra)
     settings = [item for name, value in pairs if name not in given for item in ("--set", f"{name}={value}")]
     return [*settings, *extra]
@@ -220,6 +223,12 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--panel", type=int, default=10, help="backlinks in the page panel, 0 for none (default: 10)")
     parser.add_argument(
+        "--insecure-pages",
+        action="store_true",
+        help="annotate your browser's pages of plain-http sites beyond loopback too (off by default: a browser "
+        "sends those no Fetch Metadata, so the page's own script could fetch its annotated copy and read the bars)",
+    )
+    parser.add_argument(
         "--idle-timeout",
         type=int,
         default=60,
@@ -314,6 +323,7 @@ def main(argv: list[str] | None = None) -> None:
             args.record_queries,
             args.record_private,
             proxyauth=args.proxyauth,
+            insecure_pages=args.insecure_pages,
         ),
         announce=True,
         no_auth=args.no_auth,

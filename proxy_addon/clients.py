@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["shows_annotations"]
+__all__ = ["is_browser", "shows_annotations"]
 
 _CHROMIUM = re.compile(r"\b(?:Chrome|Chromium|HeadlessChrome|CriOS)/(\d+)")
 _FIREFOX = re.compile(r"\bFirefox/(\d+)")
@@ -27,10 +27,15 @@ FIRST_FIREFOX = 123
 FIRST_WEBKIT = (16, 4)
 
 
+def is_browser(user_agent: str | None) -> bool:
+    """Does a client of this User-Agent header run the scripts of the pages it shows?"""
+    return bool(user_agent) and user_agent.startswith("Mozilla/")  # type: ignore[union-attr]
+
+
 def shows_annotations(user_agent: str | None) -> bool:
     """May a client of this User-Agent header be sent annotated pages (it attaches closed declarative
     shadow roots, or runs no page script)?"""
-    if not user_agent or not user_agent.startswith("Mozilla/"):
+    if user_agent is None or not is_browser(user_agent):
         return True  # not a browser: no script of the page runs
     if (found := _IOS.search(user_agent)) is not None:  # every iOS browser is WebKit, whatever it names
         return (int(found.group(1)), int(found.group(2))) >= FIRST_WEBKIT

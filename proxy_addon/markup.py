@@ -274,8 +274,9 @@ def bars(info: LinkInfo) -> tuple[str, str]:
     """The bar of a link to a page of this ``info``, and the same for a nofollow link: one rendering.
 
     A bar is a host element with nothing of its own (one attribute, the same for all, that names it; no text;
-    one size for every bar) and a closed shadow root, declared in the markup, that holds what it shows: an SVG drawn by its attributes
-    (a Content-Security-Policy governs style attributes, not these), its ``<title>`` the tooltip and, with
+    one size for every bar) and a closed shadow root, declared in the markup, that holds what it shows: an SVG
+    drawn by its attributes (a Content-Security-Policy governs style attributes, not these), its ``<title>``
+    the tooltip and, with
     ``role="img"``, its accessible name.  The page's script reaches neither (docs/ARCHITECTURE.md, "What a
     page can learn")."""
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
@@ -418,9 +419,8 @@ def panel(data: PanelData) -> str:
     if info.pagerank is None and data.levels:  # no backlinks of its own to list: its host's and site's
         body = stale + "".join(level_section(one) for one in data.levels) + _para(f'<a href="{page}">This page</a>')
     else:
-        body = (
-            f"{stale}{host}{new}{_para('Best backlinks by PageRank:')}{backlinks}"
-            + _para(f'<a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a>')
+        body = f"{stale}{host}{new}{_para('Best backlinks by PageRank:')}{backlinks}" + _para(
+            f'<a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a>'
         )
     said = escape(summary)
     head = f'<span class="p head">{said}</span>'
@@ -434,9 +434,10 @@ def panel(data: PanelData) -> str:
 
 
 # The panel: a host element of no size (an <aside>: a block start tag, which reopens none of the page's
-# formatting elements, as a <span> would at the end of a file), fixed at the window's corner, and a closed shadow root with its own
-# style.  Closed, it is a tab at the middle of the window's right edge (its checkbox opens it); opened, a box of
-# one size at the bottom right; the other checkbox's label closes it for as long as the page is shown.
+# formatting elements, as a <span> would at the end of a file), fixed at the window's corner, and a closed
+# shadow root with its own style.  Closed, it is a tab at the middle of the window's right edge (its checkbox
+# opens it); opened, a box of one size at the bottom right; the other checkbox's label closes it for as long as
+# the page is shown.
 _PANEL_HOST = (
     f'<aside data-pagerank-panel><template shadowrootmode="closed"><style>{PANEL_STYLE}</style>'
     '<input type="checkbox" id="pagerank-close" aria-label="Close the PageRank panel">'

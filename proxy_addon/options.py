@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mitmproxy import exceptions, http
 
-from .clients import shows_annotations
+from .clients import is_browser, shows_annotations
 
 __all__ = [
     "Settings",
@@ -106,18 +106,20 @@ def parse_settings(
     )
 
 
-def is_candidate(flow: http.HTTPFlow, max_body: int) -> bool:
+def is_candidate(flow: http.HTTPFlow, max_body: int, insecure_pages: bool = False) -> bool:
     """A response worth reading whole: an HTML page with a body, not too large, asked for as a page to show.
 
     Only a navigation to a document or a frame is annotated (:func:`shown_as_page`): a page's ``fetch()`` of
     an HTML page, its XHR, a prefetch, any other subresource passes byte for byte, since the page's script
     could read what the bars say, and the store with it; and only for a client that keeps them from the
-    page's script (:func:`~.clients.shows_annotations`).
+    page's script (:func:`~.clients.shows_annotations`).  A browser's request without Fetch Metadata (a
+    plain-http site beyond loopback: see :func:`shown_as_page`) only with ``insecure_pages``.
     """
     response = flow.response
     if response is None or flow.request.method == "HEAD" or response.status_code != 200:
         return False
-    if not shown_as_page(flow.request) or not shows_annotations(flow.request.headers.get("user-agent")):
+    request = flow.request
+    if not shown_as_page(request, insecure_pages) or not shows_annotations(request.headers.get("user-agent")):
         return False
     content_type = (response.headers.get("content-type") or "").lower().lstrip()
     if not content_type.startswith(HTML_TYPES):
@@ -135,11 +137,17 @@ _NOT_PAGES = frozenset(
 _PAGE_DESTINATIONS = frozenset(("document", "iframe", "frame"))
 
 
-def shown_as_page(request: http.Request) -> bool:
-    """Will the browser show the answer as a page (``Sec-Fetch-Dest`` document, iframe or frame)?  A request
-    without Fetch Metadata may be (curl, and browsers, which send it only to https and loopback origins)."""
+def shown_as_page(request: http.Request, insecure_pages: bool = False) -> bool:
+    """Will the client show the answer as a page (``Sec-Fetch-Dest`` document, iframe or frame)?
+
+    A client that is no browser sends no Fetch Metadata and runs no page script: its pages may be shown.  A
+    browser sends it only to potentially trustworthy URLs (https, loopback): without it, a navigation to a
+    plain-http site and that page's own ``fetch()`` of itself with a navigation's headers look alike, so
+    such a request is shown annotated only when the user accepts that (``insecure_pages``)."""
     destination = request.headers.get("sec-fetch-dest")
-    return destination is None or destination.strip().lower() in _PAGE_DESTINATIONS
+    if destination is None:
+        return insecure_pages or not is_browser(request.headers.get("user-agent"))
+    return destination.strip().lower() in _PAGE_DESTINATIONS
 
 
 def might_be_page(request: http.Request) -> bool:

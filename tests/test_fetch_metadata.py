@@ -26,7 +26,7 @@ store_path, site, either = test_addon.store_path, test_addon.site, test_addon.ei
 PAGE = b"<html><head></head><body><a href='docs/'>Docs</a><a href='https://nowhere.example/'>x</a></body></html>"
 
 # Sec-Fetch-Dest values of a request whose answer a browser shows as a page, and of every other request
-SHOWN: list[str | None] = [None, "document", "iframe", "frame", "Document"]
+SHOWN: list[str | None] = ["document", "iframe", "frame", "Document"]
 NOT_SHOWN: list[str | None] = ["empty", "image", "script", "style", "worker", "sharedworker", "object", "embed"]
 NOT_SHOWN += ["audio", "video", "font", "manifest", "track", "report", "xslt", "serviceworker", "audioworklet", ""]
 
@@ -48,6 +48,44 @@ def test_only_a_request_for_a_page_to_show_makes_a_candidate(destination):
     flow = make_flow("http://a.example/page.html", PAGE)
     fetch_metadata(flow, destination)
     assert is_candidate(flow, MAX_BODY) is (destination in SHOWN)
+
+
+@pytest.mark.parametrize(
+    "user_agent, insecure_pages, shown",
+    [
+        ("curl/8.5.0", False, True),  # no browser: no page script runs
+        (None, False, True),
+        (CHROMIUM, False, False),  # a plain-http page of a browser: its own fetch() would look the same
+        (CHROMIUM, True, True),  # the user accepts that (pagerank-proxy --insecure-pages)
+    ],
+)
+def test_a_request_without_fetch_metadata_is_shown_annotated_unless_a_browser_sent_it(
+    user_agent, insecure_pages, shown
+):
+    flow = make_flow("http://a.example/page.html", PAGE)
+    if user_agent is not None:
+        flow.request.headers["User-Agent"] = user_agent
+    assert is_candidate(flow, MAX_BODY, insecure_pages) is shown
+
+
+async def test_the_insecure_pages_option_annotates_a_browsers_plain_http_pages(store_path, site):
+    from mitmproxy.test import taddons
+
+    from proxy_addon.addon import PageRankProxy
+
+    addon = PageRankProxy()
+    with taddons.context(addon) as context:
+        context.configure(addon, rankstore=store_path, pagerank_workers=0)
+        flow = make_flow(site + "index.html", PAGE)
+        flow.request.headers["User-Agent"] = CHROMIUM
+        await run_hooks(addon, flow)
+        assert state_of(flow) is FlowState.PASSED and flow.response.content == PAGE
+        context.configure(addon, pagerank_insecure_pages=True)
+        flow = make_flow(site + "index.html", PAGE)
+        flow.request.headers["User-Agent"] = CHROMIUM
+        await run_hooks(addon, flow)
+        assert state_of(flow) is FlowState.REWRITTEN and flow.response.content != PAGE
+        await addon.done()
 
 
 @pytest.mark.parametrize(
@@ -159,6 +197,9 @@ def browser_headers(destination: str, mode: str, origin: str = "same-origin", **
         browser_headers("script", "no-cors"),
         browser_headers("style", "no-cors"),
         browser_headers("object", "no-cors"),
+        # a browser sends no Fetch Metadata to a plain-http site beyond loopback: its navigation and the page's
+        # own fetch() of itself look alike, so neither is annotated (unless --insecure-pages)
+        {"User-Agent": CHROMIUM, "Accept": "text/html,application/xhtml+xml", "Upgrade-Insecure-Requests": "1"},
     ],
     ids=[
         "fetch-cors",
@@ -169,6 +210,7 @@ def browser_headers(destination: str, mode: str, origin: str = "same-origin", **
         "script",
         "style",
         "object",
+        "browser-without-fetch-metadata",
     ],
 )
 def test_a_subresource_request_for_a_page_gets_the_origins_bytes(proxy, python_doc_crawl, headers):
@@ -181,13 +223,13 @@ def test_a_subresource_request_for_a_page_gets_the_origins_bytes(proxy, python_d
 @pytest.mark.parametrize(
     "headers",
     [
-        {"User-Agent": CHROMIUM},  # no Fetch Metadata (a browser on a site neither https nor loopback): as ever
+        {"User-Agent": "curl/8.5.0"},  # no Fetch Metadata and no browser: as ever
         browser_headers("document", "navigate", "none"),
         browser_headers("document", "navigate", "cross-site"),
         browser_headers("iframe", "navigate", "same-origin"),
         browser_headers("frame", "navigate", "same-origin"),
     ],
-    ids=["no-fetch-metadata", "typed", "link", "iframe", "frame"],
+    ids=["no-browser", "typed", "link", "iframe", "frame"],
 )
 def test_a_navigation_through_the_proxy_is_annotated(proxy, python_doc_crawl, headers):
     url = python_doc_crawl.base_url + "library/functions.html"
