@@ -12,13 +12,14 @@ import shutil
 import threading
 
 import pytest
+from barkit import bar_count, bar_values, outside_panel, panel_items, panel_of
 from click.testing import CliRunner
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
 from proxy_addon.addon import PageRankProxy
 from proxy_addon.jobs import Rewritten, Untouched
-from proxy_addon.markup import STYLE_HASH
+from proxy_addon.markup import PANEL_STYLE_HASH, STYLE_HASH
 from proxy_addon.options import parse_settings
 from proxy_addon.pool import JOBS_IN_FLIGHT
 from rankstore.cli import cli
@@ -66,10 +67,6 @@ def make_flow(
     return flow
 
 
-def outside_panel(text):
-    return re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
-
-
 async def run_hooks(addon, flow):
     addon.responseheaders(flow)
     await addon.response(flow)
@@ -114,17 +111,17 @@ async def test_html_gets_bars_and_panel(either, site):
     )
     await run_hooks(either, flow)
     text = flow.response.text
-    start, end = text.index('<aside id="pagerank-panel"'), text.index("</aside>")
-    page, panel = text[:start] + text[end:], text[start:end]
-    assert page.count("<pagerank-bar") == 2
-    assert 'data-pagerank="unranked"' in page  # nowhere.example is not in the store
+    page, panel = outside_panel(text), panel_of(text)
+    assert panel is not None and text.count("<aside data-pagerank-panel>") == 1
+    assert bar_count(page) == 2
+    assert bar_values(page)[1] == "unranked"  # nowhere.example is not in the store
+    assert bar_values(page)[0] not in ("unranked", "0.0")  # docs/ is
     with Store(either.settings.store, readonly=True) as store:
         expected = [row["url"] for row in store.queries.backlinks(site + "index.html", limit=10)]
-    assert (
-        expected
-        and [u.replace("&amp;", "&") for u in re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', panel)]
-        == expected
-    )
+        scores = [row["pagerank"] for row in store.queries.backlinks(site + "index.html", limit=10)]
+    items = panel_items(panel)
+    assert expected and [item.href.replace("&amp;", "&") for item in items] == expected
+    assert [float(item.attributes["data-pagerank"]) for item in items] == [float(score or 0) for score in scores]
     assert flow.metadata["pagerank"].startswith("2 bars (1 ranked)")
     assert flow.metadata["pagerank"].endswith(", in the loop") == (either.settings.inline_bytes > 0)
 
@@ -137,7 +134,7 @@ async def test_gzip_body_is_re_encoded_with_right_length(addon, site):
     await run_hooks(addon, flow)
     assert flow.response.headers["content-encoding"] == "gzip"
     raw = flow.response.raw_content
-    assert outside_panel(gzip.decompress(raw).decode()).count("<pagerank-bar") == 1
+    assert bar_count(outside_panel(gzip.decompress(raw).decode())) == 1
     assert int(flow.response.headers.get("content-length", len(raw))) == len(raw)
 
 
@@ -179,8 +176,9 @@ async def test_csp_header_gets_our_hash_and_nothing_else(either, site):
     )
     await run_hooks(either, flow)
     policies = flow.response.headers.get_all("content-security-policy")
-    assert policies == [f"default-src 'self'; style-src 'self' '{STYLE_HASH}'", "img-src 'self'"]
-    assert flow.response.headers["content-security-policy-report-only"] == f"style-src 'none' '{STYLE_HASH}'"
+    ours = f"'{STYLE_HASH}' '{PANEL_STYLE_HASH}'"  # the page's style block and the panel's
+    assert policies == [f"default-src 'self'; style-src 'self' {ours}", "img-src 'self'"]
+    assert flow.response.headers["content-security-policy-report-only"] == f"style-src 'none' {ours}"
 
 
 async def test_own_pages_answered_without_upstream(either, site):
@@ -280,7 +278,7 @@ async def test_a_worker_that_dies_leaves_its_page_untouched_and_is_replaced(addo
     for _ in range(3):  # the other worker, then the one started in place of the dead one
         flow = make_flow(site + "index.html", body)
         await run_hooks(addon, flow)
-        assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+        assert bar_count(outside_panel(flow.response.text)) == 1
     processes = [worker.process for worker in addon.workers._workers]
     assert first not in processes and len(processes) == 2
 
@@ -297,7 +295,7 @@ async def test_worker_error_is_reported_and_the_worker_lives_on(addon, site, mon
     monkeypatch.setattr(jobs.pickle, "dumps", real_dumps)
     flow = make_flow(site + "index.html", b"<a href='docs/'>Docs</a>")
     await run_hooks(addon, flow)
-    assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+    assert bar_count(outside_panel(flow.response.text)) == 1
 
 
 async def test_without_workers_pages_are_rewritten_in_a_thread(site, store_path):
@@ -308,7 +306,7 @@ async def test_without_workers_pages_are_rewritten_in_a_thread(site, store_path)
         assert addon.workers is None
         flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
         await run_hooks(addon, flow)
-        assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+        assert bar_count(outside_panel(flow.response.text)) == 1
 
 
 async def test_running_freezes_what_is_loaded_for_the_cycle_collector(store_path):
@@ -391,7 +389,7 @@ async def test_bodies_pass_through_shared_memory_or_the_pipe(site, store_path, m
         assert len(body) < 1_000
         flow = make_flow(site + "index.html", body)
         await run_hooks(addon, flow)
-        assert outside_panel(flow.response.text).count("<pagerank-bar") == 20
+        assert bar_count(outside_panel(flow.response.text)) == 20
         workers = list(addon.workers._workers)
         shared = [worker.shared for worker in workers if worker.shared is not None]
         assert len(shared) == (0 if shared_bytes == 0 else 2)
@@ -453,7 +451,7 @@ async def test_a_response_that_no_server_sent_is_annotated_too(either, site):
     """A response set by another addon (a replay, map_local) skips responseheaders: response decides alone."""
     flow = make_flow(site + "index.html", b"<html><body><a href='docs/'>Docs</a></body></html>")
     await either.response(flow)
-    assert outside_panel(flow.response.text).count("<pagerank-bar") == 1
+    assert bar_count(outside_panel(flow.response.text)) == 1
 
 
 # ------------------------------------------------------------------ the panel made while the request travels
@@ -502,7 +500,7 @@ async def test_the_panel_is_made_while_the_request_travels_and_gives_the_same_pa
     again = make_flow(site + "index.html", body)
     await run_hooks(addon, again)  # no request hook: the panel its first visit made
     assert again.metadata["pagerank"].endswith(", panel kept")
-    assert again.response.content == plain.response.content and b'<aside id="pagerank-panel"' in plain.response.content
+    assert again.response.content == plain.response.content and panel_of(plain.response.content) is not None
 
 
 async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
@@ -514,10 +512,7 @@ async def test_a_panel_made_ahead_for_another_page_is_not_used(addon, site):
     assert not flow.metadata["pagerank"].endswith("panel kept")
     with Store(addon.settings.store, readonly=True) as store:
         expected = [row["url"] for row in store.queries.backlinks(site + "index.html", limit=10)]
-    assert [
-        u.replace("&amp;", "&")
-        for u in re.findall(r'<li data-pagerank="[^"]+">.*?<a href="([^"]+)"', flow.response.text)
-    ] == expected
+    assert [item.href.replace("&amp;", "&") for item in panel_items(flow.response.text)] == expected
 
 
 async def test_no_panel_is_made_ahead_for_a_non_page_or_while_a_worker_is_busy(addon, site):
@@ -548,7 +543,7 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     url, body = site + "index.html", b"<!doctype html><body><a href='docs/'>d</a>"
     assert prepare_panel(path, "pagerank", 10, url)
     made = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
-    assert made[3] is True and b'<aside id="pagerank-panel"' in made[0]
+    assert made[3] is True and panel_of(made[0]) is not None
     kept = _ranks_for(path, "pagerank", 10)._local.kept
     version, markup = kept[("panel", url)]
     kept[("panel", url)] = (version, markup.replace("PageRank", "STALE"))  # what a page would show if kept
@@ -559,7 +554,7 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     assert CliRunner().invoke(cli, [*commit, "--store", path, "-q"]).exit_code == 0
     assert prepare_panel(path, "pagerank", 10, url) and statements == []  # the commit is not seen here...
     done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)  # ...but by the job
-    assert b"STALE" not in done[0] and b'<aside id="pagerank-panel"' in done[0] and done[3] is False
+    assert b"STALE" not in done[0] and panel_of(done[0]) is not None and done[3] is False
     assert prepare_panel(path, "pagerank", 0, url) is False  # no panel wanted: none made
 
 
@@ -726,7 +721,7 @@ async def test_pages_larger_than_a_pipe_holds_go_through_it_whole_and_in_order(s
         await asyncio.gather(*(run_hooks(addon, flow) for flow in flows))  # both jobs in the one worker's pipe
         for n, flow in enumerate(flows, 1):
             text = outside_panel(flow.response.text)
-            assert text.count("<pagerank-bar") == 40_000 and f"<p>{n}</p>" in text and f"<p>{3 - n}</p>" not in text
+            assert bar_count(text) == 40_000 and f"<p>{n}</p>" in text and f"<p>{3 - n}</p>" not in text
         assert not addon.workers._workers[0].outbox
         await addon.workers.aclose()
 
@@ -996,10 +991,8 @@ async def test_a_new_ranking_is_read_in_a_thread_and_its_pages_go_to_the_workers
     assert threading.main_thread() not in threads  # never read in the loop
     with Store(path, readonly=True) as store:
         score = store.queries.lookup([site + "docs/"])[site + "docs/"]["pagerank"]
-    assert (
-        f'data-pagerank="{score!r}"' in meanwhile.response.text and f'data-pagerank="{score!r}"' in after.response.text
-    )
-    assert f'data-pagerank="{score!r}"' not in first.response.text  # the new version's score, not the first's
+    assert repr(score) in bar_values(meanwhile.response.text) and repr(score) in bar_values(after.response.text)
+    assert repr(score) not in bar_values(first.response.text)  # the new version's score, not the first's
 
 
 def test_a_bounded_rewrite_refuses_a_page_that_would_cost_more(store_path, site, tmp_path, monkeypatch):
@@ -1104,7 +1097,7 @@ async def test_a_rewritten_page_keeps_no_validator_of_the_origins(either, site):
         ],
     )
     await run_hooks(either, flow)
-    assert "data-pagerank" in flow.response.text
+    assert bar_count(outside_panel(flow.response.text)) == 1
     assert "etag" not in flow.response.headers and "last-modified" not in flow.response.headers
     assert flow.response.headers["cache-control"] == "max-age=60, no-cache"
 
@@ -1142,4 +1135,4 @@ async def test_each_flow_carries_its_state_as_an_enum_apart_from_its_note(either
     either.responseheaders(noted)
     noted.metadata["pagerank"] = "passed"
     await either.response(noted)
-    assert state_of(noted) is FlowState.REWRITTEN and "<pagerank-bar" in noted.response.text
+    assert state_of(noted) is FlowState.REWRITTEN and bar_count(outside_panel(noted.response.text)) == 1

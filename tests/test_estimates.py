@@ -18,6 +18,7 @@ import math
 import re
 import shutil
 
+import barkit
 import numpy as np
 import pytest
 
@@ -89,15 +90,17 @@ def tooltip(level: str, name: str, numbers: dict) -> str:
     )
 
 
-def bar_of(text: str, href: str) -> str:
-    """The bar right after the start tag of the link to ``href``."""
-    close = text.index(f'<a href="{href}">') + len(f'<a href="{href}">')
-    assert text.startswith("<pagerank-bar", close), text[close : close + 80]
-    return text[close : text.index("</pagerank-bar>", close) + len("</pagerank-bar>")]
+def bar_of(text: str, href: str) -> barkit.Bar:
+    """The bar of the link to ``href`` (before its ``</a>``, after its text)."""
+    found = barkit.bar_for(text, href)
+    assert text[found.end :].startswith("</a>"), text[found.end : found.end + 80]
+    return found
 
 
-def attributes(markup: str) -> dict[str, str]:
-    return {name: html.unescape(value) for name, value in re.findall(r'([a-z-]+)="([^"]*)"', markup.split(">")[0])}
+def attributes(bar: barkit.Bar) -> dict[str, str]:
+    """What the bar says: its drawing's data attributes and role, and its tooltip as ``title``."""
+    drawn = {name: value for name, value in bar.attributes.items() if name.startswith("data-") or name == "role"}
+    return {**drawn, "title": bar.tooltip}
 
 
 LINKS = {
@@ -191,12 +194,21 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
         width = 1 + round((math.log(page["pagerank"]) - math.log(low)) / (math.log(high) - math.log(low)) * 39)
         percentile = 100.0 * (8 - page["position"]) / 8
         steps = math.floor(math.log(page["pagerank"] * 8) / math.log(6.5)) + 1
-        assert bar_of(text, "https://example.com/") == (
-            f'<pagerank-bar data-pagerank="{page["pagerank"]!r}" data-w="{width}" title="PageRank '
-            f"{format_score(page['pagerank'])} &#183; {percentile:.2f} percentile &#183; toolbar "
-            f'{max(0, min(10, steps))}/10 &#183; {page["inlinks"]:,} in-links" role="img"><pagerank-fill>'
-            "</pagerank-fill></pagerank-bar>"
+        shown = bar_of(text, "https://example.com/")
+        assert shown.attributes == {
+            "data-pagerank": repr(page["pagerank"]),
+            "data-w": str(width),
+            "role": "img",
+            "viewBox": f"0 0 {MAX_BAR_PX + 4} 8",
+            "display": "block",
+        }
+        assert shown.title == (
+            f"PageRank {format_score(page['pagerank'])} &#183; {percentile:.2f} percentile &#183; toolbar "
+            f"{max(0, min(10, steps))}/10 &#183; {page['inlinks']:,} in-links"
         )
+        assert shown.fill == width and shown.rects[1]["fill"] == "#d00"  # filled: a page's own score
+        page_info = LinkInfo(page["pagerank"], percentile, max(0, min(10, steps)), page["inlinks"], width)
+        assert text[shown.start : shown.end] == bars(page_info)[0]
         for href, level, name, ranking in [
             ("https://example.com/about/team.html", "host", "example.com", "hostrank"),
             ("https://news.bbc.co.uk/world/x?a=1&amp;b=2", "host", "news.bbc.co.uk", "hostrank"),
@@ -204,7 +216,9 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
             ("https://www.bbc.co.uk/news", "site", "bbc.co.uk", "siterank"),
         ]:
             numbers = expected(store, level, name, ranking)
-            shown = attributes(bar_of(text, href))
+            drawn = bar_of(text, href)
+            assert drawn.fill == numbers["width"] and drawn.rects[1]["fill"] == "none"  # outlined: an estimate
+            shown = attributes(drawn)
             assert shown == {
                 "data-pagerank": "unranked",
                 "data-pagerank-level": level,
@@ -213,12 +227,14 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
                 "title": tooltip(level, name, numbers),
                 "role": "img",
             }, href
-    assert attributes(bar_of(text, "https://user.github.io/")) == {
+    nowhere = bar_of(text, "https://user.github.io/")
+    assert attributes(nowhere) == {
         "data-pagerank": "unranked",
         "data-w": "0",
         "title": "Not in the PageRank store",
         "role": "img",
     }
+    assert nowhere.fill == 0 and len(nowhere.rects) == 1  # an empty frame
     assert out.links == 6 and out.ranked == 1
     # the same page again: every href answered from the marks, the same bytes
     with ranks.page() as view:
@@ -227,14 +243,27 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
 
 
 def test_estimates_are_drawn_apart_outlined_not_filled():
-    style = markup.STYLE
-    assert "pagerank-bar[data-pagerank-level]{background:#fff!important;border-color:#c00!important}" in style
-    assert (
-        "pagerank-bar[data-pagerank-level]>pagerank-fill{background:transparent!important;"
-        "border:1px solid #d00!important;box-sizing:border-box!important}"
-    ) in style
-    # after the unranked and nofollow rules, which it overrides at the same specificity
-    assert style.index("pagerank-bar[data-pagerank-level]{") > style.index("pagerank-bar[data-nofollow]>pagerank-fill")
+    # drawn by the SVG's own attributes in the bar's shadow root: the page's style block holds no rule of the data
+    style = markup.STYLE.replace("span[data-pagerank-bar]", "").replace("aside[data-pagerank-panel]", "")
+    assert "data-pagerank" not in style and "data-nofollow" not in style and "data-w" not in style
+    estimate = markup.Estimate("host", "h.example", 0.25, 50.0, 3, 12, 1, 4)
+    page, page_nofollow = (barkit.bars(one)[0] for one in bars(LinkInfo(0.5, 90.0, 5, 3, 12)))
+    guess, guess_nofollow = (barkit.bars(one)[0] for one in bars(LinkInfo(None, estimate=estimate)))
+    (unranked,) = barkit.bars(bars(LinkInfo(None))[0])
+    frame = lambda bar: {key: bar.rects[0].get(key) for key in ("fill", "stroke", "stroke-dasharray")}  # noqa: E731
+    # an estimate: a white bar whose fill is outlined, not filled, of its level's width
+    assert frame(guess) == {"fill": "#fff", "stroke": "#c00", "stroke-dasharray": None}
+    assert (guess.rects[1]["fill"], guess.rects[1]["stroke"], guess.fill) == ("none", "#d00", 12)
+    # a page's score: filled on its pale frame; nofollow: dashed, on white, a paler fill
+    assert frame(page) == {"fill": "#f3d6d6", "stroke": "#c00", "stroke-dasharray": None}
+    assert (page.rects[1]["fill"], page.rects[1].get("stroke"), page.fill) == ("#d00", None, 12)
+    assert frame(page_nofollow) == {"fill": "#fff", "stroke": "#c00", "stroke-dasharray": "3 2"}
+    assert page_nofollow.rects[1]["fill"] == "#e99"
+    # a nofollow estimate stays outlined (the estimate's look wins over nofollow's fill), its frame dashed
+    assert frame(guess_nofollow) == {"fill": "#fff", "stroke": "#c00", "stroke-dasharray": "3 2"}
+    assert (guess_nofollow.rects[1]["fill"], guess_nofollow.rects[1]["stroke"]) == ("none", "#d00")
+    # no rank at any level: a grey, empty frame
+    assert frame(unranked) == {"fill": "#eee", "stroke": "#aaa", "stroke-dasharray": None} and len(unranked.rects) == 1
 
 
 def test_a_tooltip_is_escaped_and_a_nofollow_estimate_says_so():
@@ -246,7 +275,10 @@ def test_a_tooltip_is_escaped_and_a_nofollow_estimate_says_so():
     # a page in the store but not ranked yet says so, with its host's estimate
     later = bars(LinkInfo(None, later=True, estimate=estimate))[0]
     assert 'data-pagerank="unranked" data-pagerank-level="host"' in later
-    assert 'title="Not ranked yet &#183; host a&quot;&lt;b&gt;&amp;.example: 0.25 &#183; 50.00 percentile' in later
+    assert barkit.bars(later)[0].title.startswith(
+        "Not ranked yet &#183; host a&quot;&lt;b&gt;&amp;.example: 0.25 &#183; 50.00 percentile"
+    )
+    assert barkit.bars(nofollow)[0].tooltip.endswith(" · nofollow: this link passes no PageRank")
     # a page in the store keeps its page bar whatever an estimate would say
     assert bars(LinkInfo(0.5, 90.0, 5, 3, 20, estimate=estimate)) == bars(LinkInfo(0.5, 90.0, 5, 3, 20))
 
@@ -309,10 +341,11 @@ def test_rankings_chosen_by_the_proxys_options(hosts_store):
 def test_the_worker_rewrites_with_estimates(hosts_store, scanner):
     done = rewrite_page(hosts_store, "pagerank", 10, DOCUMENT.encode(), "text/html; charset=utf-8", PAGE)
     assert isinstance(done, Rewritten)
-    body = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", done[0].decode(), flags=re.S)
+    body = barkit.outside_panel(done[0].decode())
     assert body.isascii()
-    levels = re.findall(r'<pagerank-bar data-pagerank="unranked" data-pagerank-level="(\w+)"', body)
-    assert sorted(levels) == ["host", "host", "host", "site"]
+    levels = [bar.attributes.get("data-pagerank-level") for bar in barkit.bars(body) if bar.value == "unranked"]
+    assert sorted(level for level in levels if level) == ["host", "host", "host", "site"]
+    assert len(levels) == 5  # and the link with no rank at any level
 
 
 def test_the_panel_of_a_page_the_store_does_not_hold(hosts_store):
@@ -323,16 +356,23 @@ def test_the_panel_of_a_page_the_store_does_not_hold(hosts_store):
         ("site", "wikipedia.org"),
     ]
     markup = panel(data_)
-    assert markup.startswith('<aside id="pagerank-panel" data-pagerank="unranked" data-pagerank-level="host">')
+    assert markup.startswith("<aside data-pagerank-panel>") and barkit.panel_of(markup) == markup
+    assert barkit.panel_box(markup) == {
+        "id": "pagerank-panel",
+        "class": "box",
+        "data-pagerank": "unranked",
+        "data-pagerank-level": "host",
+    }
     with Store(hosts_store, readonly=True) as store:
         numbers = expected(store, "host", "en.wikipedia.org", "hostrank")
         # en.wikipedia.org's in-links come from example.com and de.wikipedia.org
         linking = sorted(
             ["example.com", "de.wikipedia.org"], key=lambda name: expected(store, "host", name, "hostrank")["position"]
         )
-    summary = html.unescape(re.search(r"<summary>(.*?)</summary>", markup).group(1))
+    summary = html.unescape(barkit.panel_summary(markup))
     assert summary == f"PageRank: this page is not in the store · its host ranks {format_score(numbers['score'])}"
-    host, site = re.findall(r'<section data-pagerank-level="(\w+)">(.*?)</section>', markup)
+    host, site = barkit.panel_sections(markup)
+    assert (host[0], site[0]) == ("host", "site")
     text = html.unescape(host[1])
     assert (
         f"host en.wikipedia.org: host rank {format_score(numbers['score'])} · {numbers['percentile']:.2f} percentile "
@@ -391,10 +431,16 @@ async def test_the_addon_shows_estimates_with_the_rankings_its_options_name(host
         await run_hooks(addon, flow)
         text = flow.response.text
         assert flow.metadata["pagerank"].startswith("6 bars (1 ranked)"), flow.metadata["pagerank"]
-        page = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
-        assert re.findall(r'data-pagerank-level="(\w+)"', page) == ["host", "host", "site", "host"]
-        panel_markup = re.search(r'<aside id="pagerank-panel".*?</aside>', text, flags=re.S).group()
-        assert 'data-pagerank-level="host"' in panel_markup.split(">")[0]  # its host answered for the page
+        page = barkit.outside_panel(text)
+        assert [bar.attributes.get("data-pagerank-level") for bar in barkit.bars(page)] == [
+            None,
+            "host",
+            "host",
+            "site",
+            "host",
+            None,
+        ]
+        assert barkit.panel_box(text)["data-pagerank-level"] == "host"  # its host answered for the page
     with pytest.raises(exceptions.OptionsError, match="pagerank ranks pages, not sites"):
         async with running_addon(hosts_store, pagerank_site_ranking="pagerank"):
             pass

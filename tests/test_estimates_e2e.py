@@ -12,6 +12,7 @@ import sys
 import threading
 
 import pytest
+from barkit import panel_root, shown_bars, what_the_page_reads
 from test_proxy_e2e import Proxy, browser
 
 from rankstore.store import Store
@@ -72,31 +73,15 @@ def origin(host_graph_store, tmp_path_factory):
     server.server_close()
 
 
-SHOWN = """
-return Array.from(document.querySelectorAll('ul > li > a')).map(a => {
-  const bar = a.querySelector("pagerank-bar"), fill = bar && bar.firstElementChild;  // inside: after the start tag
-  if (!bar || bar.localName !== "pagerank-bar") return {kind: a.className, bar: null, fill: null};
-  const barStyle = getComputedStyle(bar), fillStyle = getComputedStyle(fill);
-  return {
-    kind: a.className,
-    bar: {
-      level: bar.getAttribute('data-pagerank-level'),
-      estimate: bar.getAttribute('data-pagerank-estimate'),
-      pagerank: bar.getAttribute('data-pagerank'),
-      title: bar.getAttribute('title'),
-      width: bar.getBoundingClientRect().width,
-      background: barStyle.backgroundColor,
-    },
-    fill: {
-      width: fill.getBoundingClientRect().width,
-      height: fill.getBoundingClientRect().height,
-      background: fillStyle.backgroundColor,
-      border: fillStyle.borderTopStyle + ' ' + fillStyle.borderTopWidth + ' ' + fillStyle.borderTopColor,
-      visible: fillStyle.visibility === 'visible' && fillStyle.display !== 'none',
-    },
-  };
-});
-"""
+def shown(driver) -> list[dict]:
+    """Each link of the list: its kind, and its bar as drawn (read from the bar's closed shadow root, as the screen
+    shows it): the drawing's attributes and tooltip, its frame's and its fill's box and paint."""
+    kinds, hosts = driver.execute_script(
+        "const links = [...document.querySelectorAll('ul > li > a')];"
+        "return [links.map(a => a.className), links.map(a => a.querySelector('span[data-pagerank-bar]'))]"
+    )
+    drawn = dict(zip((i for i, host in enumerate(hosts) if host), shown_bars(driver, [h for h in hosts if h])))
+    return [{"kind": kind, **drawn.get(i, {"attributes": None})} for i, kind in enumerate(kinds)]
 
 
 def test_every_link_to_a_ranked_host_shows_a_visible_estimate_bar(host_graph_store, origin):
@@ -104,31 +89,39 @@ def test_every_link_to_a_ranked_host_shows_a_visible_estimate_bar(host_graph_sto
     driver = browser(proxy.port)
     try:
         driver.get(origin)
-        shown = driver.execute_script(SHOWN)
-        panel = driver.execute_script(
-            "const p = document.getElementById('pagerank-panel'); return p && p.getAttribute('data-pagerank-level')"
-        )
+        links = shown(driver)
+        panel = panel_root(driver).find_element("css selector", "#pagerank-panel").get_attribute("data-pagerank-level")
+        read = what_the_page_reads(driver)
     finally:
         driver.quit()
         said = proxy.stop()
-    assert len(shown) == ESTIMATED + PAGES + NOWHERE, said[-2000:]
-    estimates = [one for one in shown if one["kind"] == "estimate"]
-    pages = [one for one in shown if one["kind"] == "page"]
+    assert len(links) == ESTIMATED + PAGES + NOWHERE, said[-2000:]
+    assert all(one["attributes"] is not None for one in links)  # a bar in every link
+    # after the link's text, the last thing in it; a host of one size, whatever it shows
+    assert all(one["last_in_link"] for one in links)
+    assert len({(one["host"]["width"], one["host"]["height"]) for one in links}) == 1
+    estimates = [one for one in links if one["kind"] == "estimate"]
+    pages = [one for one in links if one["kind"] == "page"]
     for one in estimates:
-        bar, fill = one["bar"], one["fill"]
-        assert bar is not None and bar["level"] == "host" and bar["pagerank"] == "unranked", one
-        assert float(bar["estimate"]) > 0 and bar["title"].startswith("host "), one
+        bar, fill = one["attributes"], one["fill"]
+        assert bar.get("data-pagerank-level") == "host" and bar["data-pagerank"] == "unranked", one
+        assert float(bar["data-pagerank-estimate"]) > 0 and one["title"].startswith("host "), one
         # visible, outlined not filled: a non-zero outline box on a white bar
         assert fill["visible"] and fill["width"] > 0 and fill["height"] > 0, one
-        assert fill["background"] == "rgba(0, 0, 0, 0)" and fill["border"] == "solid 1px rgb(221, 0, 0)", one
-        assert bar["background"] == "rgb(255, 255, 255)", one
+        assert fill["fill"] == "none" and (fill["stroke"], fill["strokeWidth"]) == ("rgb(221, 0, 0)", "1px"), one
+        assert one["frame"]["fill"] == "rgb(255, 255, 255)", one
     for one in pages:
-        bar, fill = one["bar"], one["fill"]
-        assert bar is not None and bar["level"] is None and bar["estimate"] is None and float(bar["pagerank"]) > 0, one
-        assert fill["width"] > 0 and fill["background"] == "rgb(221, 0, 0)" and fill["border"].startswith("none"), one
-    for one in shown:
+        bar, fill = one["attributes"], one["fill"]
+        assert "data-pagerank-level" not in bar and "data-pagerank-estimate" not in bar, one
+        assert float(bar["data-pagerank"]) > 0, one
+        assert fill["width"] > 0 and fill["fill"] == "rgb(221, 0, 0)" and fill["stroke"] == "none", one
+    for one in links:
         if one["kind"] == "nowhere":
-            assert one["bar"]["pagerank"] == "unranked" and one["bar"]["level"] is None and one["fill"]["width"] == 0
+            bar = one["attributes"]
+            assert bar["data-pagerank"] == "unranked" and "data-pagerank-level" not in bar and one["fill"] is None
     # log widths within the host ranking: the estimates' widths vary with their hosts' ranks
     assert len({one["fill"]["width"] for one in estimates}) > 3
     assert panel == "none"  # the local page's host (127.0.0.1) is no host of the graph
+    # the page's script reads none of it: hosts that carry nothing, and no shadow root it reaches
+    assert read["data"] == 0 and read["shadowRoots"] == 0 and read["text"] == "" and read["children"] == 0
+    assert read["hosts"] == len(links) + 1 and set(read["attributes"]) == {"data-pagerank-bar", "data-pagerank-panel"}

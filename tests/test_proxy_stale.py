@@ -7,10 +7,10 @@ in the store, and its panels, are made again; nothing new is asked per link.
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
+from barkit import bar_for, bar_links, panel_summary
 from click.testing import CliRunner
 
 from proxy_addon import options
@@ -77,10 +77,10 @@ def test_a_running_proxy_names_the_stale_ranking_and_a_new_page_not_ranked_yet(s
     after = ranks.panel(site + "index.html")
     assert after.stale == STALE and after.info == before.info
     shown = panel(after)
-    assert f'<p data-stale="true">Stale: {prose(STALE)}.</p>' in shown
-    assert "stale ranking" in re.search(r"<summary>(.*?)</summary>", shown)[1]
+    assert f'<span class="p" data-stale="true">Stale: {prose(STALE)}.</span>' in shown
+    assert "stale ranking" in panel_summary(shown)
     new = panel(ranks.panel(NEW))
-    assert LATER in re.search(r"<summary>(.*?)</summary>", new)[1] and "not in the store" not in new
+    assert LATER in panel_summary(new) and "not in the store" not in new
     assert "this page is not in the store" in panel(ranks.panel(NOWHERE))
     run("rank", "--store", store)
     assert ranks.lookup([NEW])[NEW].pagerank > 0 and ranks.panel(site + "index.html").stale is None
@@ -88,12 +88,8 @@ def test_a_running_proxy_names_the_stale_ranking_and_a_new_page_not_ranked_yet(s
 
 
 def titles(body: bytes) -> dict[str, str]:
-    """Each link's href and its bar's title (the link's tooltip)."""
-    return {
-        href: title
-        for href, title in re.findall(rb'<a href="([^"]*)"><pagerank-bar [^>]*title="([^"]*)"', body)
-        for href, title in [(href.decode(), title.decode())]
-    }
+    """Each link's href and its bar's title (the link's tooltip, as written), outside the panel."""
+    return {href: bar_for(body, href).title for href, _ in bar_links(body)}
 
 
 def test_a_link_to_a_page_added_since_says_not_ranked_yet_in_its_tooltip_and_the_kept_panel_follows(
@@ -129,7 +125,8 @@ def test_a_link_to_a_page_added_since_says_not_ranked_yet_in_its_tooltip_and_the
     shown = titles(after)
     assert not kept and shown[NEW] == f"PageRank: {LATER}"  # not "not in the store"
     assert shown[NOWHERE] == "Not in the PageRank store" and shown[f"{site}docs/"].startswith("PageRank ")
-    assert b'<p data-stale="true">Stale: ranking pagerank v1 predates build 2' in after
+    assert b'<span class="p" data-stale="true">Stale: ranking pagerank v1 predates build 2' in after
+    assert b"stale ranking" in panel_summary(after).encode()
     # the next page: its links' marks and its panel kept for this version of the store, no query but its version
     queries: list[str] = []
     _ranks_for(store, "pagerank", 10).store().db.set_trace_callback(queries.append)

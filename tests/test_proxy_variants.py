@@ -14,6 +14,7 @@ import shutil
 import threading
 
 import pytest
+from barkit import panel_root, shown_bars, what_the_page_reads
 from click.testing import CliRunner
 from test_proxy_e2e import Proxy, browser, free_port
 
@@ -72,12 +73,19 @@ def driver(port):
 
 
 def bars_of(driver) -> list[dict]:
-    return driver.execute_script(
-        "return [...document.querySelectorAll('a > pagerank-bar, area + pagerank-bar, pagerank-bar')]"
-        ".filter(b => !b.closest('#pagerank-panel')).map(b => ({score: b.dataset.pagerank, "
-        "bar: b.getBoundingClientRect().width, fill: b.firstElementChild.getBoundingClientRect().width, "
-        "title: b.title, shown: b.parentElement.getClientRects().length > 0}))"
-    )
+    """Each bar of the page (the panel's are in its shadow root, not among them): its score, its box's width,
+    its fill's (0 for none), its tooltip, whether its link is shown; read from its closed shadow root."""
+    return [
+        {
+            "score": bar["attributes"]["data-pagerank"],
+            "w": int(bar["attributes"]["data-w"]),
+            "bar": bar["host"]["width"],
+            "fill": bar["fill"]["width"] if bar["fill"] else 0,
+            "title": bar["title"],
+            "shown": bar["shown"],
+        }
+        for bar in shown_bars(driver)
+    ]
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -87,20 +95,29 @@ def test_every_positive_score_of_every_variant_gets_a_visible_bar(variant_store,
         # the browser's cache is kept from variant to variant: the page another ranking's proxy rewrote must
         # not come back from it (the proxy leaves no validator of the origin's to revalidate it with)
         driver.get(python_doc_crawl.base_url + PAGE)
-        bars = [bar for bar in bars_of(driver) if bar["shown"]]  # links in hidden menus are not drawn
-        panel = driver.execute_script("return document.getElementById('pagerank-panel').dataset.pagerank")
+        every = bars_of(driver)
+        bars = [bar for bar in every if bar["shown"]]  # links in hidden menus are not drawn
+        panel = panel_root(driver).find_element("css selector", "#pagerank-panel").get_attribute("data-pagerank")
         zero_names = [  # what a screen reader says of each empty bar shown
-            bar.accessible_name
-            for bar in driver.find_elements("css selector", 'pagerank-bar[data-pagerank="0.0"]')
-            if bar.is_displayed()
+            drawing.accessible_name
+            for drawing in (
+                host.shadow_root.find_element("css selector", "svg")
+                for host in driver.find_elements("css selector", "span[data-pagerank-bar]")
+            )
+            if drawing.get_attribute("data-pagerank") == "0.0" and drawing.is_displayed()
         ]
+        read = what_the_page_reads(driver)
     finally:
         said = proxy.stop()
     assert f"(ranking {name})" in said
     positive = [bar for bar in bars if bar["score"] not in ("unranked", "0.0")]
     assert len(positive) > 20, name
     assert all(bar["bar"] > 10 for bar in bars)  # the style applies: every bar's box is drawn
-    assert all(bar["fill"] >= 1 for bar in positive), [bar for bar in positive if bar["fill"] < 1][:3]
+    assert all(bar["w"] >= 1 and bar["fill"] >= 1 for bar in positive), [bar for bar in positive if bar["fill"] < 1][:3]
+    # the page's script reads none of it: hosts with one attribute that names them, and no shadow root it reaches
+    assert read["data"] == 0 and read["shadowRoots"] == 0 and read["text"] == "" and read["children"] == 0
+    assert read["hosts"] == len(every) + 1  # every bar's and the panel's
+    assert set(read["attributes"]) <= {"data-pagerank-bar", "data-icon", "data-pagerank-panel"}
     assert panel not in (None, "unranked")
     with Store(variant_store, readonly=True) as store:  # this ranking's score, not a copy kept from another's
         url = canonical(python_doc_crawl.base_url + PAGE)
@@ -138,18 +155,22 @@ def test_a_stale_ranking_is_named_in_the_panel_and_a_new_page_is_not_ranked_yet(
     try:
         driver.execute_cdp_cmd("Network.clearBrowserCache", {})
         driver.get(python_doc_crawl.base_url + PAGE)
-        driver.execute_script("document.querySelector('#pagerank-panel details').open = true")
+        root = panel_root(driver)
+        hidden = driver.execute_script(
+            "return arguments[0].querySelector('[data-stale]').getClientRects().length", root
+        )
+        root.find_element("css selector", "label.tab").click()  # the tab opens the panel
         stale = driver.execute_script(
-            "const p = document.querySelector('#pagerank-panel [data-stale]');"
-            "return [p.textContent, p.getBoundingClientRect().height, "
-            "document.querySelector('#pagerank-panel summary').textContent]"
+            "const p = arguments[0].querySelector('[data-stale]');"
+            "return [p.textContent, p.getBoundingClientRect().height, arguments[0].querySelector('.head').textContent]",
+            root,
         )
         driver.get(links_origin + "links.html")
-        new = driver.execute_script(
-            "const b = document.querySelector('pagerank-bar'); return [b.title, b.dataset.pagerank]"
-        )
+        (bar,) = shown_bars(driver)
+        new = [bar["title"], bar["attributes"]["data-pagerank"]]
     finally:
         proxy.stop()
+    assert hidden == 0  # the panel closed: a tab
     assert stale[0] == "Stale: ranking pagerank v1 predates build 2: run “rankstore rank”." and stale[1] > 0
     assert stale[2].endswith("stale ranking")
     assert new == [

@@ -7,11 +7,24 @@ import os
 import re
 
 import pytest
+from barkit import (
+    bar_count,
+    bar_links,
+    bar_values,
+    bars,
+    hosts_only,
+    light_dom,
+    outside_panel,
+    panel_box,
+    panel_items,
+    panel_of,
+    strip_insertions,
+)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy_addon.csp import allow_style_hash, apply
-from proxy_addon.markup import STYLE_HASH, Backlink, LinkInfo, PanelData, bar
+from proxy_addon.markup import PANEL_STYLE_HASH, STYLE_HASH, STYLE_HASHES, Backlink, LinkInfo, PanelData, bar
 from proxy_addon.rewrite import TooManyLinks, annotate, annotate_bytes, remove_edits
 
 from conftest import POSTGRES_DOC, PYTHON_DOC
@@ -31,18 +44,6 @@ INFO = LinkInfo(0.01, 99.5, 4, 12, 30)
 
 def everything(urls):
     return {url: INFO for url in urls}
-
-
-def bars(text):
-    return re.findall(r'<pagerank-bar data-pagerank="([^"]+)"', text)
-
-
-def strip_insertions(text):
-    """Remove what we insert, by its markup alone (independent of the recorded edits)."""
-    text = re.sub(r"<pagerank-bar [^>]*><pagerank-fill></pagerank-fill></pagerank-bar>", "", text)
-    text = re.sub(r'<style id="pagerank-proxy-style">.*?</style>', "", text, flags=re.S)
-    text = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
-    return text
 
 
 @pytest.mark.parametrize("charset", ["utf-8", "utf-16"])  # scanned as bytes; decoded and scanned as text
@@ -66,15 +67,19 @@ def test_past_most_links_nothing_is_resolved_or_looked_up(charset):
     assert done is not None and done[1].links == 5
 
 
-def test_bar_after_each_link_start_tag_and_nowhere_else():
+def test_bar_before_each_links_end_tag_after_each_areas_tag_and_nowhere_else():
     source = (
         "<!DOCTYPE html><html><head><title>t</title></head><body>"
         '<a href="a.html">A</a> <a name="x">no href</a> <A HREF=/b>B</A>'
         '<map><area href="c.html" alt=c></map></body></html>'
     )
     out = annotate(source, PAGE, everything)
-    assert out.links == 3 and bars(out.text) == ["0.01"] * 3
-    assert '<a href="a.html"><pagerank-bar' in out.text and "<A HREF=/b><pagerank-bar" in out.text
+    assert out.links == 3 and bar_values(out.text) == ["0.01"] * 3
+    assert (
+        '<a href="a.html">A<span data-pagerank-bar>' in out.text and "<A HREF=/b>B<span data-pagerank-bar>" in out.text
+    )
+    assert '<area href="c.html" alt=c><span data-pagerank-bar>' in out.text
+    assert bar_links(out.text) == [("a.html", "end"), ("/b", "end"), ("c.html", "start")]
     assert remove_edits(out.text, out.edits) == source
     assert strip_insertions(out.text) == source
 
@@ -164,8 +169,188 @@ def test_links_where_the_standard_puts_them(source):
     out = annotate(source, PAGE, everything)
     assert remove_edits(out.text, out.edits) == source
     expected = re.findall(r"<a href=\"?(/ok)", source)
-    assert [href for href in re.findall(r"<a href=\"?(/\w+)\"?><pagerank-bar", out.text)] == expected
-    assert out.links == len(expected)
+    assert [href for href, _ in bar_links(out.text)] == expected
+    assert out.links == bar_count(out.text) == len(expected)
+
+
+# Where a link's bar goes (issue 46, 9): before its </a>, after its text, where the link holds only text and
+# phrasing elements (what a screen reader says first is the link's own text, and the bar hides with it); else
+# right after its start tag.  "|" marks the bar, "^" a bar of a link of no text (held out of the flow).
+PLACEMENTS = [
+    "<a href=x>text|</a>",
+    "<a href=x><b>bold</b> text|</a>",
+    "<a href=x><code>c</code>|</a>",
+    "<a href=x><span>a <em>b</em></span><br>c|</a>",
+    "<p>before <a href=x>inside|</a> after</p>",
+    "<a href=x>&nbsp;|</a>",  # a character reference is text
+    "<a href=x> <img> text|</a>",  # an image and text: not an icon
+    "<a href=x><img src=i.png>^</a>",
+    "<a href=x><svg viewBox='0 0 1 1'><path d='M0 0h1v1z'/></svg>^</a>",
+    "<a href=x><span><img src=i.png></span>^</a>",
+    "<a href=x> ^</a>",
+    "<a href=x>|<div>block</div></a>",  # a block element inside: it may move the link
+    "<a href=x>|t<p>u</a>",
+    "<a href=x>|<table><td>t</table></a>",
+    "<p><a href=x>|t</p>",  # an end tag of an element opened before the link
+    "<b><a href=x>|t</b></a>",
+    "<a href=x>|t</b></a>",  # an end tag of an element not opened in it
+    "<a href=x>|t",  # no </a> before the end of the file
+    "<a href=x>|one<a href=y>two|</a>",  # another <a> closes the first
+    "<map><area href=x>|</map>",  # an <area>: right after its tag
+    "<a href=x>|t<area href=y>|</a>",  # ... and the link it is in: after its start tag
+]
+
+
+def _placed(expected: str) -> str:
+    """``expected`` with each marker replaced by the bar the marker stands for (INFO's)."""
+    return expected.replace("|", bar(INFO)).replace(
+        "^", bar(INFO).replace("<span data-pagerank-bar>", "<span data-pagerank-bar data-icon>")
+    )
+
+
+@pytest.mark.parametrize("expected", PLACEMENTS)
+def test_a_links_bar_goes_before_its_end_tag_where_it_holds_only_phrasing(expected):
+    from proxy_addon.markup import STYLE_BLOCK
+
+    source = expected.replace("|", "").replace("^", "")
+    out = annotate(source, PAGE, everything)
+    assert out.text == STYLE_BLOCK + _placed(expected)
+    assert out.links == bar_count(out.text) == expected.count("|") + expected.count("^")
+    assert [bar.icon for bar in bars(out.text)] == [marker == "^" for marker in re.findall(r"[|^]", expected)]
+    assert remove_edits(out.text, out.edits) == source and strip_insertions(out.text) == source
+
+
+def test_where_each_bar_goes_told_by_its_link():
+    out = annotate("<a href=x>one<a href=y>two</a><a href=z><div>block</div></a><a href=w><img></a>", PAGE, everything)
+    assert bar_links(out.text) == [("x", "start"), ("y", "end"), ("z", "start"), ("w", "end")]
+    assert [bar.icon for bar in bars(out.text)] == [False, False, False, True]
+
+
+@pytest.mark.parametrize("scanner", ["c"], indirect=True)
+@pytest.mark.parametrize("expected", PLACEMENTS)
+def test_the_twins_place_bars_and_tell_icons_alike(scanner, expected):
+    from proxy_addon import _fastscan, _scan_python
+
+    source = expected.replace("|", "").replace("^", "")
+    python = _scanned(_scan_python, source)
+    assert _scan_answer(_scanned(_fastscan, source)) == _scan_answer(python)
+    assert _scan_answer(_scanned(_fastscan, source.encode(), "utf-8")) == _scan_answer(python)
+    markers = list(re.finditer(r"[|^]", expected))
+    offsets = [marker.start() - index for index, marker in enumerate(markers)]  # each marker's place in the source
+    assert [offset for offset, _, _ in python.links] == offsets
+    assert python.icons == [offset for offset, marker in zip(offsets, markers) if marker.group() == "^"]
+
+
+def _private_page():
+    """A page with every kind of bar (a page's score, a nofollow link, an estimate, an unranked link, an icon,
+    an <area>) and a panel with backlinks, each with a title, URL and score of the store's."""
+    from proxy_addon.markup import Estimate
+
+    estimate = LinkInfo(None, estimate=Estimate("host", "secret-host.example", 0.25, 50.0, 5, 12, 3, 10))
+    known = {
+        "http://site.example/dir/ranked.html": LinkInfo(0.0123, 97.5, 6, 4321, 33),
+        "http://site.example/dir/nofollow.html": LinkInfo(0.02, 98.0, 6, 77, 35),
+        "http://secret-host.example/deep.html": estimate,
+        "http://site.example/dir/icon.html": LinkInfo(0.005, 80.0, 3, 9, 20),
+        "http://site.example/dir/area.html": LinkInfo(0.004, 70.0, 2, 8, 18),
+    }
+    source = (
+        "<!doctype html><html><head><title>Page</title></head><body><p>"
+        "<a href=ranked.html>ranked</a> <a rel=nofollow href=nofollow.html>nofollow</a> "
+        "<a href=http://secret-host.example/deep.html>estimated</a> <a href=unknown.html>unknown</a> "
+        "<a href=icon.html><img src=icon.png alt=''></a> <a href=icon.html><div>block</div></a></p>"
+        "<map><area href=area.html alt=a></map></body></html>"
+    )
+    data = PanelData(
+        PAGE,
+        LinkInfo(0.0456, 99.0, 7, 12, 38),
+        [
+            Backlink(
+                "http://backlink.example/private?sid=1", "A private title (confidential)", LinkInfo(0.3, 99.9, 5, 3, 40)
+            ),
+            Backlink("http://other.example/b", "Other", LinkInfo(0.1, 90.0, 4, 1, 20), nofollow=True, new=True),
+        ],
+        2,
+        since=1,
+        new_backlinks=1,
+        host="site.example",
+        hostrank=0.5,
+        host_position=1,
+        stale="ranking pagerank v1 predates build 2: run `rankstore rank`",
+    )
+    return source, annotate(
+        source, PAGE, lambda urls: {url: known[url] for url in urls if url in known}, lambda url: data
+    )
+
+
+def test_a_pages_script_reads_nothing_of_the_store_in_the_light_dom():
+    from proxy_addon.markup import STYLE_BLOCK
+
+    source, out = _private_page()
+    assert out.links == bar_count(outside_panel(out.text)) == 7
+    light = light_dom(out.text)
+    # all we put where the page's script reads is our constant style block and host elements with one
+    # attribute that names them, the same for every bar whatever it shows
+    assert hosts_only(out.text) == source
+    assert light.count(STYLE_BLOCK) == 1 and out.text.count('<style id="pagerank-proxy-style">') == 1
+    hosts = re.findall(r"<(?:span|aside) data-pagerank[^>]*>", light)
+    assert set(hosts) == {
+        "<span data-pagerank-bar>",
+        "<span data-pagerank-bar data-icon>",
+        "<aside data-pagerank-panel>",
+    }
+    assert len(hosts) == 8 and light.count("<template") == 0
+    outside_style = light.replace(STYLE_BLOCK, "")
+    for attribute in (
+        "data-pagerank=",
+        "data-pagerank-level",
+        "data-pagerank-estimate",
+        "data-w=",
+        "data-nofollow",
+        "data-new",
+        "data-stale",
+        'id="pagerank-panel"',
+        "title=",
+        "aria-label",
+        "role=",
+    ):
+        assert attribute not in outside_style, attribute
+    for said in (
+        "PageRank",
+        "percentile",
+        "toolbar",
+        "in-links",
+        "backlinks",
+        "stale",
+        "0.0123",
+        "0.0456",
+        "4,321",
+        "secret-host.example",
+        "backlink.example",
+        "private",
+        "confidential",
+        "other.example",
+        "pagerank.proxy",
+    ):
+        assert light.count(said) == source.count(said) < out.text.count(said), said  # the page's own alone
+    # ... while the shadow roots hold it all: the screen shows what it did
+    values = {bar.value for bar in bars(out.text)}
+    assert {"0.0123", "0.02", "unranked", "0.005", "0.004", "0.0456", "0.3", "0.1"} <= values
+    assert any(bar.attributes.get("data-pagerank-estimate") == "0.25" for bar in bars(out.text))
+    panel = panel_of(out.text)
+    assert "A private title (confidential)" in panel and "http://backlink.example/private?sid=1" in panel
+    assert panel_box(panel)["data-pagerank"] == "0.0456" and 'data-stale="true"' in panel
+
+
+def test_in_a_page_read_as_bytes_the_light_dom_holds_nothing_either():
+    source, _ = _private_page()
+    done = annotate_bytes(
+        source.encode(), "text/html; charset=utf-8", PAGE, lambda urls: {}, lambda url: PanelData(url, INFO, [], 0)
+    )
+    assert done is not None
+    new_body, _ = done
+    assert hosts_only(new_body) == source.encode()
+    assert b"data-pagerank=" not in light_dom(new_body) and b"data-pagerank=" in new_body
 
 
 @pytest.mark.parametrize(
@@ -220,7 +405,10 @@ def test_character_references_in_href_read_as_the_standard_does(href, target):
 def test_panel_without_body_goes_at_the_end_only_where_it_renders(source, panel_at_end):
     out = annotate(source, PAGE, everything, lambda url: PanelData(url, INFO, [], 0))
     assert out.text.endswith("</aside>") is panel_at_end
-    assert ('<aside id="pagerank-panel"' in out.text) is panel_at_end
+    assert ("<aside data-pagerank-panel>" in out.text) is panel_at_end
+    assert (panel_of(out.text) is not None) is panel_at_end
+    if panel_at_end:
+        assert out.text.endswith(panel_of(out.text))
     assert remove_edits(out.text, out.edits) == source
 
 
@@ -253,9 +441,11 @@ def test_only_real_links_get_bars():
         "<math><a href=m></math><p><a href=real.html>real</a></p></body>"
     )
     out = annotate(source, PAGE, everything)
-    assert out.links == 2
-    targets = [m for m in re.findall(r"<a href=(\S+?)><pagerank-bar", out.text)]
-    assert targets == ["f.html", "real.html"]
+    assert out.links == 2 and bar_count(out.text) == 2
+    # (a link in SVG's HTML integration point keeps its bar after its start tag: the scanner does not follow
+    # what is open inside it there)
+    assert bar_links(out.text) == [("f.html", "start"), ("real.html", "end")]
+    assert "<a href=f.html><span data-pagerank-bar>" in out.text and "real<span data-pagerank-bar>" in out.text
 
 
 def test_fragment_javascript_and_mailto_links_get_no_bar():
@@ -270,13 +460,16 @@ def test_fragment_javascript_and_mailto_links_get_no_bar():
 
 def test_unranked_and_nofollow_links():
     out = annotate("<a href=a.html>a</a><a rel='nofollow ugc' href=b.html>b</a>", PAGE, lambda urls: {})
-    assert bars(out.text) == ["unranked", "unranked"]
-    assert out.text.count('data-nofollow="true"') == 1 and "passes no PageRank" in out.text
+    assert bar_values(out.text) == ["unranked", "unranked"]
+    plain, nofollow = bars(out.text)
+    assert "data-nofollow" not in plain.attributes and "passes no PageRank" not in plain.tooltip
+    assert nofollow.attributes["data-nofollow"] == "true" and nofollow.tooltip.endswith("passes no PageRank")
+    assert out.text.count('data-nofollow="true"') == 1
 
 
 def test_meta_robots_nofollow_marks_every_bar():
     out = annotate("<meta name=robots content=nofollow><a href=a.html>a</a>", PAGE, everything)
-    assert 'data-nofollow="true"' in out.text
+    assert [bar.attributes.get("data-nofollow") for bar in bars(out.text)] == ["true"]
 
 
 _META_PIECES = st.lists(
@@ -410,12 +603,25 @@ def test_panel_lists_backlinks_escaped_and_sorted_as_given():
         2,
     )
     out = annotate("<html><body><p>hi</p></body></html>", PAGE, everything, lambda url: data)
-    panel = re.search(r'<aside id="pagerank-panel".*?</aside>', out.text, re.S).group(0)
+    panel = panel_of(out.text)
     assert "<script>" not in panel and "&lt;script&gt;" in panel
     assert 'onmouseover="alert' not in panel and "&quot;onmouseover=&quot;" in panel
-    assert re.findall(r'<li data-pagerank="([^"]+)"', panel) == ["0.3", "0.1"]
+    items = panel_items(out.text)
+    assert [item.attributes["data-pagerank"] for item in items] == ["0.3", "0.1"]
+    assert [item.bar.value for item in items] == ["0.3", "0.1"]
+    assert [item.bar.attributes.get("data-nofollow") for item in items] == [None, "true"]
+    assert [item.text for item in items] == [
+        "&lt;script&gt;alert(1)&lt;/script&gt;",
+        "Y &quot;quoted&quot; &#x27;single&#x27;",
+    ]
+    assert [item.href for item in items] == [
+        "http://x.example/?a=1&amp;b=&lt;2&gt;",
+        "http://y.example/&quot;onmouseover=&quot;alert(1)",
+    ]
+    assert panel_box(panel)["data-pagerank"] == "0.01"  # the page's own, and its bar in the panel's tab
+    assert bar_values(panel) == ["0.01", "0.3", "0.1"]
     assert "http://pagerank.proxy/backlinks?url=" in panel
-    assert out.text.index("<body>") < out.text.index('<aside id="pagerank-panel"')
+    assert out.text.index("<body>") < out.text.index("<aside data-pagerank-panel>")
 
 
 def test_titles_with_non_ascii_become_character_references():
@@ -442,7 +648,7 @@ def test_charset_kept_byte_for_byte(charset, body):
     done = annotate_bytes(body, content_type, PAGE, everything)
     assert done is not None
     new_body, rewrite = done
-    assert b"pagerank-bar" in new_body.decode("utf-16").encode() if "16" in charset else b"pagerank-bar" in new_body
+    assert bar_count(new_body.decode("utf-16") if "16" in charset else new_body) == 1
     # removing the insertions (offsets in the body's bytes) gives the original bytes
     assert rewrite.text == new_body
     assert remove_edits(new_body, rewrite.edits) == body
@@ -454,7 +660,8 @@ def test_meta_csp_gets_the_style_hash_by_insertion_only():
         "</head><body><a href=a>a</a></body></html>"
     )
     out = annotate(source, PAGE, everything)
-    assert f"style-src 'self' &#39;{STYLE_HASH}&#39;" in out.text
+    assert STYLE_HASHES == (STYLE_HASH, PANEL_STYLE_HASH)  # the page's style block, and the panel's own
+    assert f"style-src 'self' &#39;{STYLE_HASH}&#39; &#39;{PANEL_STYLE_HASH}&#39;" in out.text
     assert remove_edits(out.text, out.edits) == source
 
 
@@ -483,6 +690,8 @@ def test_meta_csp_gets_the_style_hash_by_insertion_only():
 )
 def test_csp_insertions(policy, expected):
     assert apply(policy, allow_style_hash(policy, "H")) == expected
+    both = expected.replace("'H'", "'H' 'P'")  # the page's style block and the panel's, side by side
+    assert apply(policy, allow_style_hash(policy, "H", "P")) == both
 
 
 def _real_pages(root, count):
@@ -584,6 +793,11 @@ def test_bar_markup_is_plain():
     markup = bar(INFO)
     assert "style=" not in markup and "<script" not in markup and 'data-pagerank="0.01"' in markup
     assert markup.isascii()
+    (drawn,) = bars(markup)
+    assert (drawn.start, drawn.end) == (0, len(markup))
+    assert drawn.attributes["data-w"] == "30" and drawn.fill == 30 and drawn.attributes["role"] == "img"
+    assert drawn.tooltip == "PageRank 0.01 · 99.50 percentile · toolbar 4/10 · 12 in-links"
+    assert light_dom(markup) == "<span data-pagerank-bar></span>"  # nothing of its own outside its shadow root
 
 
 # ------------------------------------------------------------------ the C scanner against the Python reference
@@ -727,6 +941,7 @@ def _scan_answer(scan):
         scan.robots_nofollow,
         scan.csp_metas,
         scan.end_is_markup,
+        scan.icons,
     )
 
 
@@ -836,7 +1051,7 @@ def test_shift_jis_and_utf16_are_decoded_not_read_as_bytes():
     assert "shift_jis" not in rewrite._BYTES_READABLE and "utf-16-le" not in rewrite._BYTES_READABLE
     body = "<meta charset=shift_jis><a href=a>ソ</a><a href=b>表</a>".encode("shift_jis")
     new_body, done = annotate_bytes(body, None, PAGE, everything)
-    assert new_body.decode("shift_jis").count("<pagerank-bar") == 2
+    assert bar_count(new_body.decode("shift_jis")) == 2
     assert remove_edits(new_body, done.edits) == body
 
 

@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from barkit import Bar, bar_for, bar_links, panel_of, panel_summary
 from click.testing import CliRunner
 from make_domain_graph import GraphSize, make_domain_graph
 from test_addon import make_flow, run_hooks, running_addon
@@ -74,10 +75,9 @@ def page_linking(sites: list[str]) -> str:
     )
 
 
-def bars_by_link(text: str) -> dict[str, str]:
-    """href -> the start tag of the bar in its link (outside the panel)."""
-    page = re.sub(r'<aside id="pagerank-panel".*?</aside>', "", text, flags=re.S)
-    return dict(re.findall(r'<a class="\w+" href="([^"]+)"><pagerank-bar([^>]*)>', page))
+def bars_by_link(text: str) -> dict[str, Bar]:
+    """href -> the bar in its link (outside the panel), each link's one bar."""
+    return {href: bar_for(text, href) for href, _ in bar_links(text)}
 
 
 def check_bars(text: str, sites: list[str]) -> None:
@@ -85,11 +85,13 @@ def check_bars(text: str, sites: list[str]) -> None:
     assert len(bars) == len(sites) + 1, text[-3000:]
     for name in sites:
         bar = bars[f"https://www.{name}/deep/page.html"]
-        assert 'data-pagerank-level="site"' in bar and f'title="site {name}: ' in bar, bar
-        assert float(re.search(r'data-pagerank-estimate="([^"]+)"', bar).group(1)) > 0
-    assert 'title="Not in the PageRank store"' in bars[UNKNOWN] and "data-pagerank-level" not in bars[UNKNOWN]
-    panel = re.search(r'<aside id="pagerank-panel".*?</aside>', text, flags=re.S).group()
-    assert "<summary>No page ranking in this store" in panel, panel
+        assert bar.attributes.get("data-pagerank-level") == "site" and bar.tooltip.startswith(f"site {name}: "), bar
+        assert float(bar.attributes["data-pagerank-estimate"]) > 0
+    assert (
+        bars[UNKNOWN].tooltip == "Not in the PageRank store" and "data-pagerank-level" not in bars[UNKNOWN].attributes
+    )
+    panel = panel_of(text)
+    assert panel is not None and panel_summary(panel).startswith("No page ranking in this store"), panel
 
 
 # --- the CLIs' advice ---------------------------------------------------------------------------------------

@@ -3,8 +3,6 @@ point 2; the paper's section 6), checked against networkx's personalised PageRan
 
 from __future__ import annotations
 
-import re
-
 import networkx as nx
 import pytest
 from recordkit import append, link, make_record, page
@@ -170,7 +168,8 @@ def test_since_after_every_visit_and_bad_dates_are_one_line_errors(browsed):
 
 async def test_the_proxy_shows_the_visits_ranking_instead_of_the_global_one(browsed):
     """``pagerank-proxy --ranking visits`` (the addon's ``pagerank_ranking``): the bars carry its scores."""
-    from test_addon import make_flow, outside_panel, run_hooks, running_addon
+    from barkit import bar_values, outside_panel
+    from test_addon import make_flow, run_hooks, running_addon
 
     run("rank", "--store", browsed, "--source-visits", "-q")
     run("rank", "--store", browsed, "-q")
@@ -181,7 +180,7 @@ async def test_the_proxy_shows_the_visits_ranking_instead_of_the_global_one(brow
         async with running_addon(browsed, pagerank_ranking=name, pagerank_workers=0) as addon:  # in its loop
             flow = make_flow(A, body)
             await run_hooks(addon, flow)
-        values = re.findall(r'<pagerank-bar data-pagerank="([^"]+)"', outside_panel(flow.response.text))
+        values = bar_values(outside_panel(flow.response.text))
         shown[name] = [float(value) for value in values]  # the bars of B's link and Z's
     assert shown["visits"] == [expected[B], expected[Z]]
     assert shown["pagerank"] == [plain[B], plain[Z]] != shown["visits"]

@@ -16,6 +16,7 @@ import re
 import shutil
 
 import pytest
+from barkit import bars
 
 from proxy_addon.markup import LATER_NOTE, escape
 from proxy_addon.pages import respond
@@ -131,10 +132,11 @@ def test_own_pages_bars_of_pages_added_since_say_not_ranked_yet(ranks, stale):
         status, _, body = respond("GET", path, {key: [value] for key, value in params.items()}, ranks)
         text = body.decode()
         assert status == 200, (path, text)
-        bars = re.findall(r"<pagerank-bar [^>]*>", text)
-        assert bars, (path, text)
-        for found in bars:
-            assert 'data-pagerank="unranked"' in found and f'title="{later}"' in found, (path, found)
+        found = bars(text)
+        assert found, (path, text)
+        for bar in found:
+            assert bar.value == "unranked" and bar.title == later, (path, bar)
+            assert bar.attributes["role"] == "img"  # the tooltip is its accessible name
         assert not re.search("not in the (pagerank )?store", text, re.IGNORECASE), path
 
 

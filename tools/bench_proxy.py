@@ -412,7 +412,7 @@ def main() -> None:
             f"{len(pages)} pages of 30-50 KB (mean {mean:.0f} KB); "
             f"library/functions.html {os.path.getsize(DOC + '/library/functions.html') / 1024:.0f} KB -> "
             f"{len(proxied_body) / 1024:.0f} KB through pagerank-proxy, "
-            f"{proxied_body.count(b'<pagerank-bar')} bars"
+            f"{proxied_body.count(b'<span data-pagerank-bar')} bars"
         )
         del body
         # Rounds alternate between them, so that this VM's drifts in speed touch each alike.

@@ -147,7 +147,7 @@ for label, pages in (("cold", ["a"]), ("warm", ["a"] * 5), ("looked up", ["b", "
         spent = (time.perf_counter() - started) * 1000
         times[label] = min(spent, times.get(label, spent))
 text = done[0].decode()
-times["bars"] = text.count("<pagerank-bar")
+times["bars"] = text.count("<span data-pagerank-bar")
 times["estimates"] = text.count("data-pagerank-level=")
 print(json.dumps(times))
 """
