@@ -510,9 +510,11 @@ def _levels(settings: Settings) -> LevelChoice:
 
 
 def _apply(response: http.Response, body: bytes) -> None:
-    """Put a rewritten body (encoded as it came) in its response, and make its headers fit it."""
+    """Put a rewritten body (decoded: :func:`~.worker.rewrite_page`) in its response, and make its headers fit it."""
     response.raw_content = body
     names = {name.lower() for name, _ in response.headers.fields}  # one pass over the raw headers
+    if b"content-encoding" in names:
+        del response.headers["content-encoding"]
     if b"transfer-encoding" not in names:
         response.headers["content-length"] = str(len(body))
     # The bars are the store's as it is now, not the origin's: a validator of the origin's would let a

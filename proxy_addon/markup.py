@@ -115,6 +115,7 @@ class PanelData:
     # a page with no score of its own: its host's and its site's rank, each with its best referrers
     levels: Sequence[LevelPanel] = ()
     pages_ranked: bool = True  # False: the store ranks no pages, only hosts or sites (a domain graph)
+    slots: int = 0  # the backlinks (referrers a level) a panel may list: its size is that of this many, shown or not
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ def _tooltip(info: LinkInfo) -> str:
         # percentile and 0-10 among its level's; the bar's look and its level attribute say it is no page's
         estimate = info.estimate
         return (
-            f"{'Not ranked yet · ' if info.later else ''}{estimate.level} {estimate.name}: "
+            f"{'Not ranked yet · ' if info.later else ''}{estimate.level} {_short(estimate.name)}: "
             f"{format_score(estimate.score)} · {estimate.percentile:.2f} percentile · toolbar {estimate.toolbar}/10"
         )
     if info.pagerank == 0:
@@ -259,14 +260,23 @@ def _tooltip(info: LinkInfo) -> str:
     )
 
 
+def _short(name: str, most: int = 40) -> str:
+    """A host's or a site's name in a tooltip: its ends, if it is longer than ``most`` (a bar's size is fixed)."""
+    return name if len(name) <= most else f"{name[: most // 2 - 1]}\u2026{name[-(most // 2 - 1) :]}"
+
+
 def bar(info: LinkInfo, nofollow: bool = False) -> str:
     return bars(info)[1 if nofollow else 0]
 
 
 _LEVEL_ATTRIBUTES = {level: f' data-pagerank-level="{level}"' for level in ("host", "site")}  # the levels above pages
-_NOFOLLOW_NOTE = escape(" · nofollow: this link passes no PageRank")  # after the tooltip of a nofollow link
+_NOFOLLOW_TEXT = " · nofollow: this link passes no PageRank"  # after the tooltip of a nofollow link
 _BAR_HOST = '<span data-pagerank-bar><template shadowrootmode="closed">'
-_BAR_END = "</template></span>"
+_BAR_SVG_END = "</svg></template></span>"
+# Every bar's markup takes this many characters, whatever it shows (:func:`bars`): a little more than the
+# longest it takes (a nofollow link to a page not ranked yet, a site's estimate of 17 digits, a ten-digit count
+# of in-links, a name cut to 40 characters); a longer tooltip would be shortened to fit.
+BAR_LENGTH = 640
 
 
 @functools.lru_cache(maxsize=65_536)  # the same scores recur across a site's pages
@@ -276,27 +286,28 @@ def bars(info: LinkInfo) -> tuple[str, str]:
     A bar is a host element with nothing of its own (one attribute, the same for all, that names it; no text;
     one size for every bar) and a closed shadow root, declared in the markup, that holds what it shows: an SVG
     drawn by its attributes (a Content-Security-Policy governs style attributes, not these), its ``<title>``
-    the tooltip and, with
-    ``role="img"``, its accessible name.  The page's script reaches neither (docs/ARCHITECTURE.md, "What a
-    page can learn")."""
+    the tooltip and, with ``role="img"``, its accessible name.  The page's script reaches neither
+    (docs/ARCHITECTURE.md, "What a page can learn"), and every bar's markup is :data:`BAR_LENGTH` characters
+    long, whatever it shows: a page reads its own size (Resource Timing), and so would read the sum of its bars'."""
     value = "unranked" if info.pagerank is None else repr(float(info.pagerank))
     estimate = info.estimate if info.pagerank is None else None
     width = max(0, min(MAX_BAR_PX, int(info.width if estimate is None else estimate.width)))
-    label = escape(_tooltip(info))
+    text = _tooltip(info)
     data = f'data-pagerank="{value}"'
     if estimate is not None:
         data += f'{_LEVEL_ATTRIBUTES[estimate.level]} data-pagerank-estimate="{float(estimate.score)!r}"'
     data += f' data-w="{width}"'
     unranked = info.pagerank is None and estimate is None
     return (
-        _bar(data, label, width, outlined=estimate is not None, unranked=unranked, nofollow=False),
-        _bar(f'{data} data-nofollow="true"', label + _NOFOLLOW_NOTE, width, estimate is not None, unranked, True),
+        _bar(data, text, width, outlined=estimate is not None, unranked=unranked, nofollow=False),
+        _bar(f'{data} data-nofollow="true"', text + _NOFOLLOW_TEXT, width, estimate is not None, unranked, True),
     )
 
 
-def _bar(data: str, label: str, width: int, outlined: bool, unranked: bool, nofollow: bool) -> str:
-    """One bar's markup: a frame (dashed for nofollow; grey for no rank at any level) and its fill, of
-    ``width`` of :data:`MAX_BAR_PX` (outlined for a host's or a site's rank, not the page's)."""
+def _bar(data: str, text: str, width: int, outlined: bool, unranked: bool, nofollow: bool) -> str:
+    """One bar's markup, of :data:`BAR_LENGTH`: a frame (dashed for nofollow; grey for no rank at any level) and
+    its fill, of ``width`` of :data:`MAX_BAR_PX` (outlined for a host's or a site's rank, not the page's), the
+    tooltip ``text`` shortened where it would not fit, white space before ``</svg>`` (inert there) to fill."""
     background = "#fff" if nofollow or outlined else "#eee" if unranked else "#f3d6d6"
     border = "#aaa" if unranked else "#c00"
     dashes = ' stroke-dasharray="3 2"' if nofollow else ""
@@ -304,16 +315,28 @@ def _bar(data: str, label: str, width: int, outlined: bool, unranked: bool, nofo
         f'<rect x=".5" y=".5" width="{_BAR_BOX[0] - 1}" height="{_BAR_BOX[1] - 1}" fill="{background}" '
         f'stroke="{border}"{dashes}/>'
     )
+    # the narrowest fill drawn two units wide: a unit is under a pixel in a small font
+    drawn = max(width, 2)
     if width == 0:
         fill = ""
     elif outlined:
-        fill = f'<rect x="2.5" y="2.5" width="{width - 1}" height="3" fill="none" stroke="#d00"/>'
+        fill = f'<rect x="2.5" y="2.5" width="{drawn - 1}" height="3" fill="none" stroke="#d00"/>'
     else:
-        fill = f'<rect x="2" y="2" width="{width}" height="4" fill="{"#e99" if nofollow else "#d00"}"/>'
-    return (
-        f'{_BAR_HOST}<svg {data} role="img" viewBox="0 0 {_BAR_BOX[0]} {_BAR_BOX[1]}" display="block">'
-        f"<title>{label}</title>{frame}{fill}</svg>{_BAR_END}"
-    )
+        fill = f'<rect x="2" y="2" width="{drawn}" height="4" fill="{"#e99" if nofollow else "#d00"}"/>'
+    head = f'{_BAR_HOST}<svg {data} role="img" viewBox="0 0 {_BAR_BOX[0]} {_BAR_BOX[1]}" display="block"><title>'
+    tail = f"</title>{frame}{fill}"
+    room = BAR_LENGTH - len(head) - len(tail) - len(_BAR_SVG_END)
+    label = _fitted(text, room)
+    return f"{head}{label}{tail}{' ' * (room - len(label))}{_BAR_SVG_END}"
+
+
+def _fitted(text: str, room: int) -> str:
+    """``text`` escaped, cut (with an ellipsis) where its escaped form would take more than ``room``."""
+    escaped = escape(text)
+    while len(escaped) > room and text:
+        text = text[: max(0, len(text) - max(1, len(escaped) - room))]
+        escaped = escape(text.rstrip() + "\u2026") if text else ""
+    return escaped
 
 
 def icon_bar(markup: str) -> str:
@@ -338,15 +361,52 @@ def _list(items: str) -> str:
     return f'<span class="ol" role="list">{items}</span>'
 
 
+# A panel's size says nothing of what it shows (a page reads its own size): every item of its lists takes
+# ITEM_LENGTH characters, its backlinks' URLs and titles cut to fit (a backlink whose URL alone is longer than
+# HREF_MOST is left to the explorer), and the panel as a whole takes panel_length(slots), its lists' items
+# missing padded out with a comment.
+ITEM_LENGTH = 1536
+HREF_MOST = 320
+PANEL_FIXED_LENGTH = 8192
+
+
+def panel_length(slots: int) -> int:
+    """The characters every panel of ``slots`` takes: room for a level's two lists of that many."""
+    return PANEL_FIXED_LENGTH + 2 * slots * ITEM_LENGTH
+
+
+def _padded(markup: str, length: int) -> str:
+    """``markup`` with a comment after it that makes it ``length`` characters (at least 7 more are needed)."""
+    return f"{markup}<!--{' ' * (length - len(markup) - 7)}-->"
+
+
 @functools.lru_cache(maxsize=16_384)  # the same good pages link to many others
 def _backlink_item(link: Backlink) -> str:
+    """A backlink as its list shows it, of :data:`ITEM_LENGTH` characters; "" for one whose URL is too long."""
+    href = escape(link.url)
+    if len(href) > HREF_MOST:
+        return ""
     new = ' data-new="true"' if link.new else ""
     badge = "<mark>new</mark>" if link.new else ""
-    return (
+    head = (
         f'<span class="li" role="listitem" data-pagerank="{float(link.info.pagerank or 0.0)!r}"{new}>'
-        f'{bar(link.info, link.nofollow)}<a href="{escape(link.url)}">{escape(link.title or link.url)}</a>{badge}'
-        f"<small>{escape(link.url)}</small></span>"
+        f'{bar(link.info, link.nofollow)}<a href="{href}">'
     )
+    shown_url = _fitted(link.url, 160)
+    tail = f"</a>{badge}<small>{shown_url}</small></span>"
+    title = _fitted(link.title or link.url, ITEM_LENGTH - len(head) - len(tail) - 7)
+    return _padded(f"{head}{title}{tail}", ITEM_LENGTH)
+
+
+def _referrer_item(level: str, referrer: Referrer) -> str:
+    """A referring host (site) as its level's list shows it, of :data:`ITEM_LENGTH` characters ("" past it)."""
+    item = (
+        f'<span class="li" role="listitem" data-pagerank-level="{escape(level)}">{bar(referrer.info)}'
+        f'<a href="{escape("http://" + referrer.name + "/")}">{_fitted(referrer.name, 80)}</a>'
+        f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} &#183; "
+        f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></span>"
+    )
+    return _padded(item, ITEM_LENGTH) if len(item) <= ITEM_LENGTH - 7 else ""
 
 
 def level_section(level: LevelPanel) -> str:
@@ -355,13 +415,7 @@ def level_section(level: LevelPanel) -> str:
     said = estimate_text(level.estimate) if level.estimate is not None else f"{level.level} {level.name}: not ranked"
     if level.estimate is not None and level.estimate.nodes:
         said += f" · #{level.estimate.position + 1:,} of {level.estimate.nodes:,}"
-    items = "".join(
-        f'<span class="li" role="listitem" data-pagerank-level="{escape(level.level)}">{bar(referrer.info)}'
-        f'<a href="{escape("http://" + referrer.name + "/")}">{escape(referrer.name)}</a>'
-        f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} &#183; "
-        f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></span>"
-        for referrer in level.referrers
-    )
+    items = "".join(_referrer_item(level.level, referrer) for referrer in level.referrers)
     listed = (
         _para(f"Best referring {escape(level.level)}s by {escape(level.level)} rank:") + _list(items)
         if items
@@ -369,12 +423,13 @@ def level_section(level: LevelPanel) -> str:
     )
     # the backlinks view takes one host: for a site, the host of the site's own name
     view = (
-        _para(f'<a href="{escape(level.backlinks)}">Backlinks of the whole host {escape(level.name)}</a>')
-        if level.backlinks
+        _para(f'<a href="{escape(level.backlinks)}">Backlinks of the whole host {_fitted(level.name, 80)}</a>')
+        if level.backlinks and len(level.backlinks) <= 2 * HREF_MOST
         else ""
     )
     return (
-        f'<span class="section" data-pagerank-level="{escape(level.level)}">{_para(escape(said))}{listed}{view}</span>'
+        f'<span class="section" data-pagerank-level="{escape(level.level)}">{_para(_fitted(said, 400))}{listed}'
+        f"{view}</span>"
     )
 
 
@@ -401,7 +456,7 @@ def panel(data: PanelData) -> str:
             summary += f" · host #{data.host_position:,}"
     if data.stale is not None:
         summary += " · stale ranking"
-    items = [_backlink_item(link) for link in data.backlinks]
+    items = [item for item in map(_backlink_item, data.backlinks) if item]
     backlinks = _list("".join(items)) if items else _para("No backlinks in the store.")
     explorer = escape(proxy_url("/backlinks", url=data.url, ranking=data.ranking))
     page = escape(proxy_url("/page", url=data.url, ranking=data.ranking))
@@ -410,7 +465,8 @@ def panel(data: PanelData) -> str:
     level = "page" if info.pagerank is not None else answered.level if answered is not None else "none"
     host = ""
     if data.host is not None and data.hostrank is not None:
-        host = _para(f"Host {escape(data.host)}: host rank {format_score(data.hostrank)} (#{data.host_position:,})")
+        rank = f"host rank {format_score(data.hostrank)} (#{data.host_position:,})"
+        host = _para(f"Host {_fitted(data.host, 80)}: {rank}")
     new = ""
     if data.since is not None and data.new_backlinks:
         since = escape(proxy_url("/backlinks", url=data.url, since=str(data.since)))
@@ -422,15 +478,20 @@ def panel(data: PanelData) -> str:
         body = f"{stale}{host}{new}{_para('Best backlinks by PageRank:')}{backlinks}" + _para(
             f'<a href="{explorer}">All backlinks</a> &#183; <a href="{page}">This page</a>'
         )
-    said = escape(summary)
+    said = _fitted(summary, 240)
     head = f'<span class="p head">{said}</span>'
-    return (
+    markup = (
         f"{_PANEL_HOST}"
         f'<span id="pagerank-panel" class="box" data-pagerank="{score}" data-pagerank-level="{level}">'
         f'<input type="checkbox" id="pagerank-open" aria-label="PageRank panel: {said}">'
         f'<label for="pagerank-open" class="tab" title="{said}">{bar(info)}</label>'
-        f'<span class="body">{head}{body}</span>{_PANEL_CLOSE}</span>{_PANEL_END}'
+        f'<span class="body">{head}{body}</span>{_PANEL_CLOSE}</span>'
     )
+    listed = max(len(data.backlinks), *(len(one.referrers) for one in data.levels), 0)
+    length = panel_length(max(data.slots, listed)) - len(_PANEL_END)
+    if len(markup) > length - 7:  # only a store's sentences of a pathological length get here
+        markup = f'{_PANEL_HOST}<span id="pagerank-panel" class="box">{_para(f"<a href={page}>This page</a>")}</span>'
+    return _padded(markup, length) + _PANEL_END
 
 
 # The panel: a host element of no size (an <aside>: a block start tag, which reopens none of the page's

@@ -615,6 +615,7 @@ class PageView:
                 stale=self.stale,
                 levels=levels,
                 pages_ranked=self.ranking_id != NO_RANKING,
+                slots=ranks.panel_size,
             )
         since, host_ranking = self._heads()
         rows, new, count, since = self._best_backlinks(url, since)
@@ -643,6 +644,7 @@ class PageView:
             hostrank[0] if hostrank else None,
             hostrank[1] if hostrank else None,
             self.stale,
+            slots=ranks.panel_size,
         )
 
     def level_panels(self, url: str, most_pages: int | None = None) -> list[LevelPanel]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from rankstore.urls import canonical
 
-from .bodies import TooLarge, UnknownEncoding, decode, encode
+from .bodies import TooLarge, UnknownEncoding, decode
 from .jobs import (
     HEADER,
     Answer,
@@ -108,7 +108,8 @@ def rewrite_page(
     most_lookups: int | None = None,
     levels: LevelChoice = AUTOMATIC,
 ) -> Rewritten | Untouched:
-    """The rewritten body (encoded as ``body`` was) and its bar counts, or why the page passes untouched.
+    """The rewritten body (decoded: it goes without a Content-Encoding) and its bar counts, or why the page passes
+    untouched.
 
     The arguments after ``body`` are a :class:`~.jobs.PageJob`'s fields.
 
@@ -163,7 +164,9 @@ def rewrite_page(
     if done is None:
         return Untouched("charset does not round-trip")
     new_body, rewrite = done
-    return Rewritten(encode(new_body, content_encoding), rewrite.links, rewrite.ranked, kept)
+    # sent as it is, never compressed again: a compressed size would vary with what the bars and the panel
+    # show, and the page reads its own (Resource Timing's encodedBodySize); the proxy is the client's neighbour
+    return Rewritten(new_body, rewrite.links, rewrite.ranked, kept)
 
 
 def prepare_panel(
