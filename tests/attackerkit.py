@@ -316,10 +316,12 @@ async function observe() {
   out.probes = await probes();
   out.framed = {private: await framed(C.private), nowhere: await framed(C.nowhere)};
   await sleep(300);
-  // what the browser says it fetched, less the timings (which differ between two runs of the same store)
-  out.resources = performance.getEntriesByType('resource').map(e => ({
-    name: e.name, initiatorType: e.initiatorType, responseStatus: e.responseStatus,
-    transferSize: e.transferSize, encodedBodySize: e.encodedBodySize, decodedBodySize: e.decodedBodySize,
+  // what the browser says it fetched, this document (its own sizes, encoded and decoded) first, less the
+  // timings and the bytes on the wire (transferSize: 0 where the browser's cache answered, which one of the
+  // page's concurrent requests for one URL finds first, from run to run of the same store)
+  out.resources = [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')].map(e => ({
+    name: e.name, entryType: e.entryType, initiatorType: e.initiatorType, responseStatus: e.responseStatus,
+    encodedBodySize: e.encodedBodySize, decodedBodySize: e.decodedBodySize,
     contentType: e.contentType, deliveryType: e.deliveryType, renderBlockingStatus: e.renderBlockingStatus,
     nextHopProtocol: e.nextHopProtocol,
   })).sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1);
