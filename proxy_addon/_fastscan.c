@@ -23,7 +23,7 @@
  *           for the Python side to read
  *   end_is_markup  the file ends in HTML content, outside any tag, comment,
  *           text element, SVG/MathML or template: markup appended is read as such
- *   icons   the offsets of the links placed before their end tag that hold no text
+ *   icons   the offsets of the links that hold no text (or none before their bar stayed after the start tag)
  *   An HTML link's bar goes before its </a> where the link holds only text and LINK_CONTENT
  *   (elements that close nothing around it), else after its start tag: _scan_python.scan says why.
  * scan(data, encoding) the same for bytes in an encoding where every byte below
@@ -200,6 +200,14 @@ typedef struct {
     Py_ssize_t starts[MAX_INSIDE], ends[MAX_INSIDE];
     int text;
 } OpenLink;
+
+/* The open link's bar stays after its start tag: an icon's, out of the flow, if no text came before (-1 on
+   error). */
+static int fall_back(PyObject *links, PyObject *icons, OpenLink *open) {
+    int status = open->text ? 0 : PyList_Append(icons, PyTuple_GET_ITEM(PyList_GET_ITEM(links, open->index), 0));
+    open->index = -1;
+    return status;
+}
 
 /* links[index]'s offset moved to `at`: the tuple made anew (-1 on error). */
 static int move_link(PyObject *links, Py_ssize_t index, Py_ssize_t at) {
@@ -740,14 +748,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             } else if (!tag.end_tag && in_list(t, ns, ne, LINK_CONTENT)) {
                 if (!in_list(t, ns, ne, VOID_ELEMENTS) && !name_is(t, ns, ne, "svg") && !name_is(t, ns, ne, "math")) {
                     if (open.depth == MAX_INSIDE) {
-                        open.index = -1;
+                        if (fall_back(links, icons, &open) < 0) goto fail;
                     } else {
                         open.starts[open.depth] = ns;
                         open.ends[open.depth++] = ne;
                     }
                 }
             } else {
-                open.index = -1; /* it may close the link, or be moved out of it: the bar stays after the start tag */
+                /* it may close the link, or be moved out of it: the bar stays after the start tag */
+                if (fall_back(links, icons, &open) < 0) goto fail;
             }
         }
         if (is_a && !tag.end_tag && !top && template_depth == 0) {
@@ -775,7 +784,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 each_attribute(t, tag.attrs_start, tag.attrs_end, visit_font, &breaks_out);
             if (breaks_out) {
                 leave_foreign(&stack);
-                open.index = -1; /* HTML again, where this tag may close the link the SVG/MathML is in */
+                /* HTML again, where this tag may close the link the SVG/MathML is in */
+                if (open.index >= 0 && fall_back(links, icons, &open) < 0) goto fail;
             } else {
                 if (!tag.self_closing && open_foreign(t, &stack, &tag) < 0) goto fail;
                 continue;
@@ -823,6 +833,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             Py_DECREF(extra);
         }
     }
+    if (open.index >= 0 && fall_back(links, icons, &open) < 0) goto fail; /* the file ends in a link */
 #define OPT(v) ((v) < 0 ? (Py_INCREF(Py_None), Py_None) : PyLong_FromSsize_t(v))
     PyMem_Free(stack.items);
     PyMem_Free(narrow);

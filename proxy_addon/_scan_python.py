@@ -278,8 +278,9 @@ def scan(text: str, /) -> ScanAnswer:
     its start tag's '>'.  body_at, head_at: the offset after the first <body ...>, <head ...> (or None);
     extras: (name, start, end of its attributes) of the <base>, <frameset> and <meta> tags (those that
     :func:`may_matter`), for the caller to read; end_is_markup: the file ends in HTML content, where appended
-    markup is read as markup; icons: the offsets (as in links) of the links placed before their end tag that
-    hold no text (an icon), whose bars must not change the size of the control they are.
+    markup is read as markup; icons: the offsets (as in links) of the links that hold no text (an icon), or
+    none before what made their bar stay after the start tag (a block holding an icon, a card), whose bars
+    must not change the size of the control they are.
     """
     links: list[Link] = []
     icons: list[int] = []
@@ -391,10 +392,14 @@ def scan(text: str, /) -> ScanAnswer:
             elif not end and name in tables.LINK_CONTENT:
                 if name not in _VOID and name not in ("svg", "math"):
                     if len(inside) == _MOST_INSIDE:
+                        if not has_text:
+                            icons.append(links[open_link][0])
                         open_link = -1
                     else:
                         inside.append(name)
             else:  # it may close the link, or be moved out of it: the bar stays after the start tag
+                if not has_text:  # no text before it (a block holding an icon, a card): out of the flow too
+                    icons.append(links[open_link][0])
                 open_link = -1
         if name == "a" and not end and not stack and not template_depth:  # most tokens: a link in HTML
             link = _link(attrs_text, position)
@@ -416,7 +421,10 @@ def scan(text: str, /) -> ScanAnswer:
                 and any(key in tables.FONT_BREAKOUT_ATTRIBUTES for key, _, _ in _attribute_list(attrs_text))
             ):
                 _leave_foreign(stack)
-                open_link = -1  # HTML again, where this tag may close the link the SVG/MathML is in
+                if open_link >= 0:  # HTML again, where this tag may close the link the SVG/MathML is in
+                    if not has_text:
+                        icons.append(links[open_link][0])
+                    open_link = -1
             else:
                 if not _self_closing(attrs_text):
                     _open_foreign(stack, name, attrs_text)
@@ -460,6 +468,8 @@ def scan(text: str, /) -> ScanAnswer:
             start, stop = match.span("attrs")
             if name != "meta" or may_matter(text[start:stop]):
                 extras.append((name, start, stop))
+    if open_link >= 0 and not has_text:  # the file ends in a link with no text: its bar after its start tag
+        icons.append(links[open_link][0])
     return links, body_at, head_at, extras, [], end_is_markup, icons
 
 

@@ -161,6 +161,7 @@ def _style() -> str:
         # that it never reaches past the control, nor past the window's edge), letting clicks through to it
         "span[data-pagerank-bar][data-icon]{position:absolute!important;width:1.5em!important;"
         "height:.3em!important;margin:0 0 0 -1.5em!important;pointer-events:none!important}"
+        "span[data-pagerank-bar][data-icon=start]{margin:0!important}"
         "aside[data-pagerank-panel]{all:initial!important;display:block!important;position:fixed!important;"
         "right:0!important;"
         "bottom:0!important;width:0!important;height:0!important;overflow:visible!important;"
@@ -339,10 +340,14 @@ def _fitted(text: str, room: int) -> str:
     return escaped
 
 
-def icon_bar(markup: str) -> str:
+def icon_bar(markup: str, at_end: bool = True) -> str:
     """A bar for a link with no text of its own (an icon in a control of a fixed size): held out of the flow,
-    so that it changes neither the control's size nor where its icon sits."""
-    return markup.replace("<span data-pagerank-bar>", "<span data-pagerank-bar data-icon>", 1)
+    so that it changes neither the control's size nor where its icon sits; drawn over the icon's end when it
+    comes after it (``at_end``), else at the link's start (a block holding the icon came first)."""
+    return markup.replace("<span data-pagerank-bar>", _ICON_HOSTS[at_end], 1)
+
+
+_ICON_HOSTS = {True: "<span data-pagerank-bar data-icon>", False: '<span data-pagerank-bar data-icon="start">'}
 
 
 def proxy_url(path: str, **query: str) -> str:

@@ -326,7 +326,10 @@ def _edits(
     assert edits is not None  # every href has its mark now
     if scan.icons:  # their bars held out of the flow: a control of a fixed size keeps its size and its icon
         icons = set(scan.icons)
-        edits = [(offset, icon_bar(inserted) if offset in icons else inserted) for offset, inserted in edits]
+        edits = [
+            (offset, icon_bar(inserted, doc[offset : offset + 2] in _END_TAG) if offset in icons else inserted)
+            for offset, inserted in edits
+        ]
     more: list[tuple[int, str]] = []  # after the bars at the same offset, in this order
     if panel_data is not None and not scan.frameset:
         page = canonical(page_url)
@@ -357,6 +360,7 @@ def _without_fragment(href: str) -> str:
 
 
 _OFFSET = operator.itemgetter(0)  # an edit's offset
+_END_TAG = ("</", b"</")  # a bar put before its link's end tag
 
 
 def splice(doc: AnyStr, edits: Sequence[Edit]) -> AnyStr:
