@@ -76,8 +76,7 @@ def mitmdump_args(
         pairs += [("pagerank_record_private", str(record_private).lower())]
     if proxyauth is not None:
         pairs.append(("proxyauth", proxyauth))
-    if insecure_pages:
-        pairs.append(("pagerank_insecure_pages", "true"))
+    pairs.append(("pagerank_insecure_pages", str(insecure_pages).lower()))
     given = extra_settings(extra)
     settings = [item for name, value in pairs if name not in given for item in ("--set", f"{name}={value}")]
     return [*settings, *extra]
