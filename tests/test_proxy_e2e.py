@@ -15,6 +15,7 @@ import threading
 import time
 
 import pytest
+from barkit import bar_count, outside_panel, panel_of, panel_root, shown_bars
 from click.testing import CliRunner
 from selenium import webdriver  # the test extra; tools/setup.sh installs it
 from selenium.common.exceptions import NoAlertPresentException
@@ -25,7 +26,7 @@ from rankstore.cli import cli
 from conftest import ROOT
 
 ARTIFACTS = os.path.join(ROOT, "artifacts")
-OURS = "document.querySelectorAll('pagerank-bar, #pagerank-panel, #pagerank-proxy-style')"
+OURS = "document.querySelectorAll('span[data-pagerank-bar], aside[data-pagerank-panel], #pagerank-proxy-style')"
 
 
 def free_port() -> int:
@@ -150,11 +151,19 @@ def severe(driver) -> list[str]:
 def test_bars_and_panel_in_the_rendered_page(proxied, python_doc_crawl):
     url = python_doc_crawl.base_url + "library/functions.html"
     proxied.get(url)
-    bars = proxied.execute_script(
-        "return [...document.querySelectorAll('pagerank-bar')].map(b => [b.dataset.pagerank, "
-        "b.getBoundingClientRect().width, b.firstElementChild.getBoundingClientRect().width, b.title, "
-        "b.parentElement.getClientRects().length > 0])"
-    )
+    # each bar as the screen shows it, read from its closed shadow root (the panel's bars are not among them):
+    # [score, the host's width, the fill's width (0 for none), the tooltip, whether its link is shown, data-w]
+    bars = [
+        [
+            bar["attributes"] and bar["attributes"].get("data-pagerank"),
+            bar["host"]["width"],
+            bar["fill"]["width"] if bar["fill"] else 0,
+            bar["title"],
+            bar["shown"],
+            int(bar["attributes"]["data-w"]) if bar["attributes"] else None,
+        ]
+        for bar in shown_bars(proxied)
+    ]
     in_page = [bar for bar in bars if bar[0] is not None]
     assert len(in_page) > 200
     ranked = [bar for bar in in_page if bar[0] != "unranked"]
@@ -162,16 +171,22 @@ def test_bars_and_panel_in_the_rendered_page(proxied, python_doc_crawl):
     shown = [bar for bar in in_page if bar[4]]  # links in hidden menus (the mobile nav) are not drawn
     assert len(shown) > 200
     assert all(bar[1] > 10 for bar in shown)  # our style applies: every bar of a visible link is drawn
-    assert all(bar[2] >= 1 for bar in shown if bar[0] != "unranked") and max(bar[2] for bar in shown) == 40
+    # every ranked bar shown draws a fill; the widest is the full MAX_BAR_PX (a drawing's units, not pixels)
+    assert all(bar[2] >= 1 for bar in shown if bar[0] != "unranked") and max(bar[5] for bar in shown) == 40
     assert all("PageRank" in bar[3] and "percentile" in bar[3] for bar in ranked)
-    panel = proxied.execute_script(
-        "const p = document.getElementById('pagerank-panel'); const r = p.getBoundingClientRect();"
+    root = panel_root(proxied)
+    assert root is not None
+    box_js = (
+        "const p = arguments[0].querySelector('#pagerank-panel.box'); const r = p.getBoundingClientRect();"
         "return [p.dataset.pagerank, r.width, r.height, "
-        "[...p.querySelectorAll('li')].map(li => parseFloat(li.dataset.pagerank))]"
+        "[...arguments[0].querySelectorAll('span.li[data-pagerank]')].map(li => parseFloat(li.dataset.pagerank))]"
     )
+    closed = proxied.execute_script(box_js, root)  # the host is of no size: the box in its shadow root is drawn
+    assert closed[0] != "unranked" and closed[1] > 10 and closed[2] > 10  # closed: a tab at the window's edge
+    root.find_element("css selector", "label.tab").click()  # the tab opens the panel
+    panel = proxied.execute_script(box_js, root)
     assert panel[0] != "unranked" and panel[1] > 100 and panel[2] > 10
     assert panel[3] and panel[3] == sorted(panel[3], reverse=True)
-    proxied.execute_script("document.querySelector('#pagerank-panel details').open = true")
     os.makedirs(ARTIFACTS, exist_ok=True)
     proxied.save_screenshot(os.path.join(ARTIFACTS, "functions-through-proxy.png"))
     assert os.path.getsize(os.path.join(ARTIFACTS, "functions-through-proxy.png")) > 50_000
@@ -245,9 +260,7 @@ def csp_origin(tmp_path):
 def test_strict_csp_pages_still_show_bars(proxied, csp_origin, page):
     proxied.get_log("browser")
     proxied.get(csp_origin + page)
-    widths = proxied.execute_script(
-        "return [...document.querySelectorAll('pagerank-bar')].map(b => b.getBoundingClientRect().width)"
-    )
+    widths = [bar["host"]["width"] for bar in shown_bars(proxied)]
     assert widths and all(width > 10 for width in widths)  # our hashed style block was allowed
     assert not [e for e in severe(proxied) if "Content Security Policy" in e]
 
@@ -299,7 +312,9 @@ def test_hostile_titles_and_urls_execute_nothing(hostile_store, python_doc_crawl
             "http://pagerank.proxy/page?url=http://evil0.example/x?q=%2522%253E",
         ):
             driver.get(url)
-            driver.execute_script("const d = document.querySelector('#pagerank-panel details'); if (d) d.open = true")
+            root = panel_root(driver)
+            if root is not None:
+                root.find_element("css selector", "label.tab").click()  # the panel opened: its backlinks shown
             with pytest.raises(NoAlertPresentException):
                 _ = driver.switch_to.alert.text  # raises: no alert was opened
             assert driver.execute_script("return window.__xss === undefined")
@@ -405,7 +420,7 @@ def test_http2_client_through_the_proxy(ranked_store, https_origin, tmp_path):
         )
         body, _, version = result.stdout.rpartition("\n")
         assert version == "2", result.stderr
-        assert body.count("<pagerank-bar") == 2 and "pagerank-proxy-style" in body
+        assert bar_count(outside_panel(body)) == 2 and "pagerank-proxy-style" in body
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -420,7 +435,7 @@ def test_proxy_stops_cleanly_and_takes_its_workers_along(ranked_store, python_do
     try:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
         body = opener.open(python_doc_crawl.base_url + "index.html", timeout=30).read()
-        assert b"<pagerank-bar" in body  # the workers have done a page
+        assert bar_count(outside_panel(body)) > 0  # the workers have done a page
         workers = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {store}"], capture_output=True, text=True)
         assert len(workers.stdout.split()) == 2
     finally:
@@ -452,8 +467,8 @@ def test_an_option_set_after_the_double_dash_wins_over_the_proxys_own(ranked_sto
         body = opener.open(python_doc_crawl.base_url + "library/abc.html", timeout=30).read().decode()
     finally:
         output = running.stop()
-    assert body.count("<pagerank-bar") > 10, output
-    assert '<aside id="pagerank-panel"' not in body
+    assert bar_count(outside_panel(body)) > 10, output
+    assert panel_of(body) is None and "<aside data-pagerank-panel" not in body
     assert f"with {ranked_store} (ranking pagerank)" in output
 
 
@@ -481,7 +496,7 @@ def test_connection_lines_are_made_only_when_the_terminal_would_show_them(
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
         for _ in range(2):
             body = opener.open(python_doc_crawl.base_url + "library/abc.html", timeout=30).read().decode()
-            assert body.count("<pagerank-bar") > 10
+            assert bar_count(outside_panel(body)) > 10
     finally:
         output = running.stop()
     lines = seen.read_text().splitlines() if seen.exists() else []
@@ -513,7 +528,15 @@ def test_the_proxys_own_options_give_way_to_those_after_the_double_dash():
     args = mitmdump_args("s.db", "127.0.0.1", 8080, "pagerank", 10, extra)
     settings = [value.split("=")[0] for flag, value in zip(args, args[1:]) if flag == "--set"]
     assert sorted(settings) == sorted(
-        ["rankstore", "pagerank_ranking", "pagerank_idle_timeout", "connection_strategy", "listen_host", "listen_port"]
+        [
+            "rankstore",
+            "pagerank_ranking",
+            "pagerank_idle_timeout",
+            "connection_strategy",
+            "listen_host",
+            "listen_port",
+            "pagerank_insecure_pages",  # passed as the other switches are, false unless --insecure-pages (8a41e37)
+        ]
     )  # listen_port once: the user's
     assert args[-len(extra) :] == extra and "-s" not in args  # the addon joins mitmdump's chain directly
 
@@ -566,7 +589,7 @@ def test_mitmdump_loads_the_same_addon_as_a_script_and_a_users_script_runs_after
     probe.write_text(
         "class Probe:\n"
         "    def response(self, flow):\n"
-        "        seen = b'<pagerank-bar' in (flow.response.content or b'')\n"
+        "        seen = b'<span data-pagerank-bar' in (flow.response.content or b'')\n"
         "        flow.response.headers['x-probe'] = 'bars' if seen else 'none'\n"
         "addons = [Probe()]\n"
     )
@@ -587,7 +610,7 @@ def test_mitmdump_loads_the_same_addon_as_a_script_and_a_users_script_runs_after
             handler = urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{proxy_port}"})
             with urllib.request.build_opener(handler).open(python_doc_crawl.base_url + "library/abc.html") as answer:
                 body = answer.read()
-                assert body.count(b"<pagerank-bar") > 10 and b'<aside id="pagerank-panel"' in body
+                assert bar_count(outside_panel(body)) > 10 and panel_of(body) is not None
                 if probed:
                     assert answer.headers["x-probe"] == "bars"
     finally:

@@ -57,7 +57,8 @@ def main() -> None:
             f"""
 demo: the PageRank proxy is starting on 127.0.0.1:{args.port}. Browse through it, for example:
     chromium --proxy-server=127.0.0.1:{args.port} --proxy-bypass-list='<-loopback>' {page}
-    curl -x 127.0.0.1:{args.port} {page} | grep -c pagerank-bar
+    curl -s -x 127.0.0.1:{args.port} {page} | grep -o '<span data-pagerank-bar' | wc -l
+  (that counts the page's bars, the panel's among them: one per link, one on the panel's tab, one per backlink)
   its own pages: http://pagerank.proxy/top  http://pagerank.proxy/search?q=tutorial
                  http://pagerank.proxy/backlinks?url={page}
   (the site stays served at {url} while the proxy runs; Ctrl-C stops both)
