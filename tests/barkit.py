@@ -2,7 +2,7 @@
 
 A bar is a host element with nothing of its own and a closed declarative shadow root that holds an SVG::
 
-    <span data-pagerank-bar[ data-icon]><template shadowrootmode="closed"><svg data-pagerank="…"
+    <span data-pagerank-bar[ data-icon[="start"]]><template shadowrootmode="closed"><svg data-pagerank="…"
       [data-pagerank-level="…" data-pagerank-estimate="…"] data-w="…" [data-nofollow="true"] role="img" …>
       <title>TOOLTIP</title><rect …/>[<rect …/>]</svg></template></span>
 
@@ -46,7 +46,7 @@ __all__ = [
 
 # A whole bar (the SVG's title and rects hold no '<' of their own: the tooltip is escaped).
 BAR = re.compile(
-    r'<span data-pagerank-bar(?P<icon> data-icon)?><template shadowrootmode="closed">'
+    r'<span data-pagerank-bar(?P<icon> data-icon(?:="start")?)?><template shadowrootmode="closed">'
     r"<svg (?P<attrs>[^>]*)>(?P<inner>.*?)</svg></template></span>",
     re.S,
 )
@@ -77,7 +77,7 @@ class Bar(NamedTuple):
 
     attributes: dict[str, str]  # the SVG's: data-pagerank, data-pagerank-level, data-pagerank-estimate, data-w, ...
     title: str  # the tooltip as written in the markup (escaped, as the old title attribute was)
-    icon: bool  # the host's data-icon: a link of no text, its bar held out of the flow
+    icon: bool  # the host's data-icon: a link of no text (="start": none before a block), its bar out of the flow
     rects: list[dict[str, str]]  # the frame, then the fill (none for a width of 0)
     start: int  # where the bar's markup starts and ends in the page
     end: int
@@ -276,7 +276,7 @@ def light_dom(doc: AnyStr) -> AnyStr:
     return _like(doc, "".join(out))
 
 
-_HOSTS = re.compile(r"<span data-pagerank-bar(?: data-icon)?></span>|<aside data-pagerank-panel></aside>")
+_HOSTS = re.compile(r'<span data-pagerank-bar(?: data-icon(?:="start")?)?></span>|<aside data-pagerank-panel></aside>')
 
 
 def hosts_only(doc: AnyStr) -> AnyStr:

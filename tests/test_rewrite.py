@@ -175,7 +175,8 @@ def test_links_where_the_standard_puts_them(source):
 
 # Where a link's bar goes (issue 46, 9): before its </a>, after its text, where the link holds only text and
 # phrasing elements (what a screen reader says first is the link's own text, and the bar hides with it); else
-# right after its start tag.  "|" marks the bar, "^" a bar of a link of no text (held out of the flow).
+# right after its start tag.  "|" marks the bar, "^" a bar of a link of no text (held out of the flow), "~" one
+# of a link with no text before the block that kept its bar after its start tag (out of the flow at its start).
 PLACEMENTS = [
     "<a href=x>text|</a>",
     "<a href=x><b>bold</b> text|</a>",
@@ -188,9 +189,9 @@ PLACEMENTS = [
     "<a href=x><svg viewBox='0 0 1 1'><path d='M0 0h1v1z'/></svg>^</a>",
     "<a href=x><span><img src=i.png></span>^</a>",
     "<a href=x> ^</a>",
-    "<a href=x>|<div>block</div></a>",  # a block element inside: it may move the link
+    "<a href=x>~<div>block</div></a>",  # a block element inside: it may move the link
     "<a href=x>|t<p>u</a>",
-    "<a href=x>|<table><td>t</table></a>",
+    "<a href=x>~<table><td>t</table></a>",
     "<p><a href=x>|t</p>",  # an end tag of an element opened before the link
     "<b><a href=x>|t</b></a>",
     "<a href=x>|t</b></a>",  # an end tag of an element not opened in it
@@ -203,8 +204,10 @@ PLACEMENTS = [
 
 def _placed(expected: str) -> str:
     """``expected`` with each marker replaced by the bar the marker stands for (INFO's)."""
-    return expected.replace("|", bar(INFO)).replace(
-        "^", bar(INFO).replace("<span data-pagerank-bar>", "<span data-pagerank-bar data-icon>")
+    return (
+        expected.replace("|", bar(INFO))
+        .replace("^", bar(INFO).replace("<span data-pagerank-bar>", "<span data-pagerank-bar data-icon>"))
+        .replace("~", bar(INFO).replace("<span data-pagerank-bar>", '<span data-pagerank-bar data-icon="start">'))
     )
 
 
@@ -212,18 +215,18 @@ def _placed(expected: str) -> str:
 def test_a_links_bar_goes_before_its_end_tag_where_it_holds_only_phrasing(expected):
     from proxy_addon.markup import STYLE_BLOCK
 
-    source = expected.replace("|", "").replace("^", "")
+    source = re.sub(r"[|^~]", "", expected)
     out = annotate(source, PAGE, everything)
     assert out.text == STYLE_BLOCK + _placed(expected)
-    assert out.links == bar_count(out.text) == expected.count("|") + expected.count("^")
-    assert [bar.icon for bar in bars(out.text)] == [marker == "^" for marker in re.findall(r"[|^]", expected)]
+    assert out.links == bar_count(out.text) == len(re.findall(r"[|^~]", expected))
+    assert [bar.icon for bar in bars(out.text)] == [marker != "|" for marker in re.findall(r"[|^~]", expected)]
     assert remove_edits(out.text, out.edits) == source and strip_insertions(out.text) == source
 
 
 def test_where_each_bar_goes_told_by_its_link():
     out = annotate("<a href=x>one<a href=y>two</a><a href=z><div>block</div></a><a href=w><img></a>", PAGE, everything)
     assert bar_links(out.text) == [("x", "start"), ("y", "end"), ("z", "start"), ("w", "end")]
-    assert [bar.icon for bar in bars(out.text)] == [False, False, False, True]
+    assert [bar.icon for bar in bars(out.text)] == [False, False, True, True]
 
 
 @pytest.mark.parametrize("scanner", ["c"], indirect=True)
@@ -231,14 +234,14 @@ def test_where_each_bar_goes_told_by_its_link():
 def test_the_twins_place_bars_and_tell_icons_alike(scanner, expected):
     from proxy_addon import _fastscan, _scan_python
 
-    source = expected.replace("|", "").replace("^", "")
+    source = re.sub(r"[|^~]", "", expected)
     python = _scanned(_scan_python, source)
     assert _scan_answer(_scanned(_fastscan, source)) == _scan_answer(python)
     assert _scan_answer(_scanned(_fastscan, source.encode(), "utf-8")) == _scan_answer(python)
-    markers = list(re.finditer(r"[|^]", expected))
+    markers = list(re.finditer(r"[|^~]", expected))
     offsets = [marker.start() - index for index, marker in enumerate(markers)]  # each marker's place in the source
     assert [offset for offset, _, _ in python.links] == offsets
-    assert python.icons == [offset for offset, marker in zip(offsets, markers) if marker.group() == "^"]
+    assert python.icons == [offset for offset, marker in zip(offsets, markers) if marker.group() != "|"]
 
 
 def _private_page():
@@ -297,6 +300,7 @@ def test_a_pages_script_reads_nothing_of_the_store_in_the_light_dom():
     assert set(hosts) == {
         "<span data-pagerank-bar>",
         "<span data-pagerank-bar data-icon>",
+        '<span data-pagerank-bar data-icon="start">',  # <a href=icon.html><div>block</div></a>: an icon at its start
         "<aside data-pagerank-panel>",
     }
     assert len(hosts) == 8 and light.count("<template") == 0
