@@ -319,7 +319,8 @@ async function observe() {
   // what the browser says it fetched, this document (its own sizes, encoded and decoded) first, less the
   // timings and the bytes on the wire (transferSize: 0 where the browser's cache answered, which one of the
   // page's concurrent requests for one URL finds first, from run to run of the same store)
-  out.resources = [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')].map(e => ({
+  const entries = [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')];
+  out.resources = entries.map(e => ({
     name: e.name, entryType: e.entryType, initiatorType: e.initiatorType, responseStatus: e.responseStatus,
     encodedBodySize: e.encodedBodySize, decodedBodySize: e.decodedBodySize,
     contentType: e.contentType, deliveryType: e.deliveryType, renderBlockingStatus: e.renderBlockingStatus,

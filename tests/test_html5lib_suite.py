@@ -207,12 +207,7 @@ def _output_problems(text: str, bars: tuple[tuple[str, str], ...], source: str) 
             continue
         if ours and (not html or inside(element, ())):
             problems.append(f"{ours} outside HTML content")
-        if (
-            not html
-            or name not in ("a", "area")
-            or element.get("href") is None
-            or inside(element, ())
-        ):  # in a template
+        if not html or name not in ("a", "area") or element.get("href") is None or inside(element, ()):  # in a template
             continue
         href = element.get("href")
         target = None if href.lstrip()[:1] in ("", "#") else canonical(href, PAGE)
