@@ -31,6 +31,8 @@ least change a ratio here can show.
 
     .venv/bin/python tools/bench_proxy.py --rounds 8 --clients 50 --like-for-like
 
+--record-too also measures pagerank-proxy recording what it annotates (--record DIR --record-warc).
+
 --like-for-like also measures plain mitmdump that, like pagerank-proxy under -q,
 makes no connection lines (proxy_addon.cli.connection_log_level), and prints
 pagerank-proxy's ratios to it: the addon's own cost, apart from what the
@@ -335,6 +337,11 @@ def main() -> None:
         help="also pagerank-proxy with pagerank_inline_bytes=0 (every page to the workers, even one alone)",
     )
     parser.add_argument(
+        "--record-too",
+        action="store_true",
+        help="also pagerank-proxy recording every page it annotates (--record, with --record-warc)",
+    )
+    parser.add_argument(
         "--first-visits",
         type=int,
         default=0,
@@ -395,6 +402,9 @@ def main() -> None:
             variants.append(("thread", ["--set", "pagerank_workers=0"]))
         if args.workers_too:
             variants.append(("workers only", ["--set", "pagerank_inline_bytes=0"]))
+        if args.record_too:
+            record = os.path.join(work, "record")
+            variants.append(("recording", ["--set", f"pagerank_record={record}", "--set", "pagerank_record_warc=true"]))
         pages = [site + name for name in names]
         if args.first_visits:
             first_visits(store, variants, pages, args.first_visits)
