@@ -86,3 +86,19 @@ class Origin:
         for server in self.servers:
             server.shutdown()
             server.server_close()
+
+
+def small_ranked_store(folder) -> str:
+    """tests/data/small.warc.gz built and ranked into ``folder``: a store whose proxy annotates every HTML page,
+    in the store or not (the record's tests browse pages of their own origins through it)."""
+    from click.testing import CliRunner
+
+    from rankstore.cli import cli
+
+    from conftest import data
+
+    path = os.path.join(str(folder), "small.db")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["build", data("small.warc.gz"), "--store", path, "-q"]).exit_code == 0
+    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
+    return path

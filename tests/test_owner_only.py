@@ -13,7 +13,7 @@ import stat
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from recordkit import Origin
+from recordkit import Origin, small_ranked_store
 from test_record_proxy import Proxy
 
 from rankstore.cli import cli
@@ -75,11 +75,7 @@ def test_a_builds_spill_folder_is_the_owners_alone(tmp_path, umask):
 
 @pytest.fixture(scope="module")
 def proxy_store(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("owner") / "small.db")
-    runner = CliRunner()
-    assert runner.invoke(cli, ["build", data("small.warc.gz"), "--store", path, "-q"]).exit_code == 0
-    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
-    return path
+    return small_ranked_store(tmp_path_factory.mktemp("owner"))
 
 
 @pytest.mark.parametrize("umask_value", [0o000, 0o022], ids=["umask-000", "umask-022"])

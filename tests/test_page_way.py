@@ -17,13 +17,17 @@ import os
 import threading
 
 import pytest
+import test_proxy_e2e
 from barkit import panel_root
 from selenium.webdriver.common.by import By
-from test_proxy_e2e import Proxy, browser
 
-from conftest import POSTGRES_DOC, ROOT, ranked_copy
+from conftest import POSTGRES_DOC, ROOT
 
 RUSTDOC = os.path.join(ROOT, "tests", "data", "rustdoc")
+# test_proxy_e2e's fixtures, by name: python3.11-doc's store ranked, a pagerank-proxy on it, Chromium through it
+# and straight to the origins
+ranked_store, proxy = test_proxy_e2e.ranked_store, test_proxy_e2e.proxy
+proxied, direct = test_proxy_e2e.proxied, test_proxy_e2e.direct
 
 
 def _serve(directory: str) -> tuple[http.server.ThreadingHTTPServer, str]:
@@ -47,27 +51,6 @@ def sites():
     for server, _ in servers:
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture(scope="module")
-def proxy(python_doc_store, tmp_path_factory):
-    running = Proxy(ranked_copy(python_doc_store, tmp_path_factory.mktemp("page-way")))
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def proxied(proxy):
-    driver = browser(proxy.port)
-    yield driver
-    driver.quit()
-
-
-@pytest.fixture(scope="module")
-def direct():
-    driver = browser(None)
-    yield driver
-    driver.quit()
 
 
 # Every control of the page (links, buttons, form fields, summaries) that the person can see: scrolled to the

@@ -15,22 +15,15 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
-from recordkit import Origin
+from recordkit import Origin, small_ranked_store
 from test_record_proxy import Proxy, lines_of
 
-from rankstore.cli import cli
-
-from conftest import ROOT, data
+from conftest import ROOT
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("private") / "small.db")
-    runner = CliRunner()
-    assert runner.invoke(cli, ["build", data("small.warc.gz"), "--store", path, "-q"]).exit_code == 0
-    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
-    return path
+    return small_ranked_store(tmp_path_factory.mktemp("private"))
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from recordkit import small_ranked_store
 
 from rankstore.cli import cli
 from rankstore.extract import extract
 from rankstore.urls import canonical
 
-from conftest import PYTHON_DOC, ROOT, data
+from conftest import PYTHON_DOC, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from sitecrawl import serve_process  # noqa: E402
@@ -47,11 +48,7 @@ PAGES = [
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
     """A small ranked store: the proxy annotates every HTML page, in the store or not."""
-    path = str(tmp_path_factory.mktemp("record") / "small.db")
-    runner = CliRunner()
-    assert runner.invoke(cli, ["build", data("small.warc.gz"), "--store", path, "-q"]).exit_code == 0
-    assert runner.invoke(cli, ["rank", "--store", path, "-q"]).exit_code == 0
-    return path
+    return small_ranked_store(tmp_path_factory.mktemp("record"))
 
 
 @pytest.fixture(scope="module")
