@@ -175,7 +175,7 @@ PANEL_STYLE = (
     "span[data-pagerank-bar]{display:inline-block;width:2.75em;height:.5em;margin:0 .4em 0 0;vertical-align:middle;"
     "contain:strict;cursor:help}"
     "input{position:absolute;opacity:0;width:1px;height:1px;margin:0;right:0;bottom:0}"
-    "#pagerank-close:checked~.box{display:none}"
+    ".box:has(#pagerank-close:checked){display:none}"
     ".box{all:initial;position:absolute;right:0;bottom:calc(50vh - 12px);box-sizing:border-box;display:block;"
     "width:76px;height:24px;background:#fff;color:#222;border:2px solid #c00;border-right:none;"
     "border-radius:6px 0 0 6px;box-shadow:0 2px 10px rgba(0,0,0,.25);font:13px/1.35 system-ui,sans-serif;"
@@ -183,7 +183,7 @@ PANEL_STYLE = (
     ".box:has(#pagerank-open:checked){right:8px;bottom:8px;width:min(420px,calc(100vw - 16px));"
     "height:min(480px,calc(100vh - 16px));border-right:2px solid #c00;border-radius:6px}"
     ".tab{display:block;cursor:pointer;padding:5px 8px;height:20px;box-sizing:border-box}"
-    "#pagerank-open:focus-visible+.tab,#pagerank-close:focus-visible~.box .close{outline:2px solid #00c;"
+    "#pagerank-open:focus-visible+.tab,#pagerank-close:focus-visible+.close{outline:2px solid #00c;"
     "outline-offset:-2px}"
     ".body{display:none;height:calc(100% - 20px);overflow:auto;padding:0 0 6px}"
     "#pagerank-open:checked~.body{display:block}"
@@ -506,9 +506,10 @@ def panel(data: PanelData) -> str:
 # the page is shown.
 _PANEL_HOST = (
     f'<aside data-pagerank-panel><template shadowrootmode="closed"><style>{PANEL_STYLE}</style>'
-    '<input type="checkbox" id="pagerank-close" aria-label="Close the PageRank panel">'
 )
+# last in the box, so that a keyboard comes to the tab's checkbox first, then the panel's links, then this one
 _PANEL_CLOSE = (
+    '<input type="checkbox" id="pagerank-close" aria-label="Close the PageRank panel">'
     '<label for="pagerank-close" class="close" title="Close the PageRank panel" aria-hidden="true">&#215;</label>'
 )
 _PANEL_END = "</template></aside>"

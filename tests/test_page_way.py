@@ -201,3 +201,31 @@ def test_a_links_accessible_name_starts_with_its_own_text(sites, proxied):
     assert checked >= 20
     # and the bar's tooltip follows the text in the name, so the score is still said
     assert any("PageRank" in name or "Not in the PageRank store" in name for name in names)
+
+
+def test_the_panel_opens_and_closes_from_the_keyboard(sites, proxied):
+    """Tab reaches the panel's tab first (its checkbox, named by the panel's summary), Space opens it, Tab goes
+    through its links to its close box, Space closes it; the page's own links come next, as they came."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    proxied.get(sites["postgres"] + "sql-select.html")
+    host = proxied.find_element(By.CSS_SELECTOR, "aside[data-pagerank-panel]")
+    keys = ActionChains(proxied)
+    keys.send_keys(Keys.TAB).perform()
+    assert proxied.switch_to.active_element == host  # focus inside the closed shadow root: the page sees its host
+    root = panel_root(proxied)
+    opener = root.find_element(By.CSS_SELECTOR, "#pagerank-open")
+    assert opener.get_attribute("aria-label").startswith("PageRank panel: ")
+    keys.send_keys(Keys.SPACE).perform()
+    box = root.find_element(By.CSS_SELECTOR, ".box")
+    assert box.size["height"] > 100 and root.find_element(By.CSS_SELECTOR, ".body").is_displayed()
+    links = len(root.find_elements(By.CSS_SELECTOR, ".body a"))
+    for _ in range(links + 1):  # through the panel's links to its close box
+        keys.send_keys(Keys.TAB).perform()
+    assert proxied.execute_script("return document.activeElement") == host
+    keys.send_keys(Keys.SPACE).perform()
+    assert not root.find_element(By.CSS_SELECTOR, ".box").is_displayed()
+    keys.send_keys(Keys.TAB).perform()
+    first = proxied.execute_script("return document.querySelector('a[href]')")
+    assert proxied.switch_to.active_element == first  # the page's first link, as without the panel
