@@ -41,6 +41,7 @@ from proxy_addon import options
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, off_loop, plan
+from proxy_addon.exposure import MITMDUMP_ADVICE, exposed_hosts, open_proxy_problem
 from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerError, mark, state_of
 from proxy_addon.markup import PROXY_HOST, STYLE_HASHES
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
@@ -79,6 +80,13 @@ class PageRankProxy:
         self.deadline.load(loader)
         loader.add_option("rankstore", str, "", "The rankstore SQLite file (rankstore build / rank).")
         loader.add_option("pagerank_ranking", str, "pagerank", "The named ranking to show.")
+        loader.add_option(
+            "pagerank_no_auth",
+            bool,
+            False,
+            "Serve beyond loopback without a password (a listen_host or mode beyond 127.0.0.1, no proxyauth): "
+            "else the proxy stops as it starts, since anyone who reaches it would read the store.",
+        )
         loader.add_option(
             "pagerank_insecure_pages",
             bool,
@@ -187,6 +195,8 @@ class PageRankProxy:
             self.workers = Workers(count, settings.store, settings.ranking, settings.panel, _levels(settings))
 
     async def running(self) -> None:
+        if self._open_proxy():
+            return
         if self.settings is not None and self.settings.inline_bytes:
             # the ranking's arrays and best pages' look-ups, for the pages rewritten in this loop (as a worker
             # reads them), read in a thread: on a large store it takes a while, and clients may come already
@@ -200,6 +210,24 @@ class PageRankProxy:
         gc.freeze()
         if self.workers is not None:
             await self.workers.start()  # so that the first page finds them warm (else: at first use)
+
+    def _open_proxy(self) -> bool:
+        """Listening beyond loopback with no password (mitmdump's own command line: pagerank-proxy refuses it
+        before it listens) stops the proxy at once, in one line: it would show the store to anyone."""
+        options = ctx.options
+        if ctx.master.addons.get("proxyserver") is None:  # no server of mitmproxy's listens (a test's master)
+            return False
+        problem = open_proxy_problem(
+            exposed_hosts(options.listen_host, options.mode),
+            getattr(options, "proxyauth", None),
+            options.pagerank_no_auth,
+            MITMDUMP_ADVICE,
+        )
+        if problem is None:
+            return False
+        log.error("pagerank: %s", problem)
+        ctx.master.shutdown()
+        return True
 
     def _stop_workers(self) -> None:
         if self.workers is not None:

@@ -54,6 +54,7 @@ def mitmdump_args(
     record_private: bool = False,
     proxyauth: str | None = None,
     insecure_pages: bool = False,
+    no_auth: bool = False,
 ) -> list[str]:
     """mitmdump's arguments (the addon comes in with :func:`run`); an option that ``extra`` sets too is left
     to it (mitmproxy refuses an option set twice: the proxy would start without its store).  The recording
@@ -77,6 +78,7 @@ def mitmdump_args(
     if proxyauth is not None:
         pairs.append(("proxyauth", proxyauth))
     pairs.append(("pagerank_insecure_pages", str(insecure_pages).lower()))
+    pairs.append(("pagerank_no_auth", str(no_auth).lower()))
     given = extra_settings(extra)
     settings = [item for name, value in pairs if name not in given for item in ("--set", f"{name}={value}")]
     return [*settings, *extra]
@@ -323,6 +325,7 @@ def main(argv: list[str] | None = None) -> None:
             args.record_private,
             proxyauth=args.proxyauth,
             insecure_pages=args.insecure_pages,
+            no_auth=args.no_auth,
         ),
         announce=True,
         no_auth=args.no_auth,

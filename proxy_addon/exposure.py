@@ -75,7 +75,17 @@ def exposed_hosts(listen_host: str | None, modes: Sequence[str]) -> list[str]:
     return found
 
 
-def open_proxy_problem(hosts: Sequence[str], proxyauth: str | None, no_auth: bool) -> str | None:
+# What to do about it, as each way of starting the proxy says it: pagerank-proxy's flags, or mitmdump's options
+PAGERANK_PROXY_ADVICE = "ask for a password with --proxyauth USER:PASS, or give --no-auth to serve without one"
+MITMDUMP_ADVICE = (
+    "listen on 127.0.0.1 (--listen-host 127.0.0.1), ask for a password with --proxyauth USER:PASS, "
+    "or set pagerank_no_auth=true to serve without one"
+)
+
+
+def open_proxy_problem(
+    hosts: Sequence[str], proxyauth: str | None, no_auth: bool, advice: str = PAGERANK_PROXY_ADVICE
+) -> str | None:
     """Why the proxy must not listen on ``hosts`` (from :func:`exposed_hosts`) as it is told, or None: it may
     with a password (``proxyauth``, but not ``any``, which lets any password in), or with ``no_auth``."""
     if not hosts or no_auth or (proxyauth and proxyauth != "any"):
@@ -84,5 +94,5 @@ def open_proxy_problem(hosts: Sequence[str], proxyauth: str | None, no_auth: boo
     unless = "; --proxyauth any lets any password in" if proxyauth == "any" else ""
     return (
         f"listening on {where} (beyond loopback), this proxy would serve anyone who reaches it and show them "
-        f"your store{unless}: ask for a password with --proxyauth USER:PASS, or give --no-auth to serve without one"
+        f"your store{unless}: {advice}"
     )

@@ -240,3 +240,38 @@ def test_every_command_line_of_the_docs_listens_on_loopback(doc):
                 assert hosts, f"{doc}: `mitmdump {' '.join(words)}` listens on every address"
             exposed = [host for host in hosts if beyond_loopback(host)]
             assert not exposed or "--proxyauth" in words, f"{doc}: `{program} {' '.join(words)}`"
+
+
+MITMDUMP = os.path.join(os.path.dirname(sys.executable), "mitmdump")
+
+
+@pytest.mark.parametrize(
+    "listen, stops",
+    [
+        ([], True),  # mitmdump's own default: every address
+        (["--listen-host", "0.0.0.0"], True),
+        (["--listen-host", "0.0.0.0", "--set", "pagerank_no_auth=true"], False),
+        (["--listen-host", "0.0.0.0", "--set", "proxyauth=me:secret"], False),
+        (["--listen-host", "127.0.0.1"], False),
+    ],
+    ids=["every-address", "0.0.0.0", "no-auth", "password", "loopback"],
+)
+def test_the_addon_in_mitmdump_stops_an_open_proxy_in_one_line(small_store, listen, stops):  # noqa: F811
+    """mitmdump -s proxy_addon/addon.py binds before any addon can refuse: the addon stops the proxy at once
+    (its running hook), in one line that says what to do, unless a password or pagerank_no_auth says it is
+    meant; on loopback it serves."""
+    command = [MITMDUMP, "-q", "-s", "proxy_addon/addon.py", "-p", str(free_port()), *listen]
+    command += ["--set", f"rankstore={small_store}", "--set", "pagerank_workers=0"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        said, _ = process.communicate(timeout=8)  # the small store is read, and the hook run, well within it
+        exited = True
+    except subprocess.TimeoutExpired:  # still serving
+        process.terminate()
+        said, _ = process.communicate(timeout=20)
+        exited = False
+    assert exited is stops, said
+    if stops:
+        lines = [line for line in said.splitlines() if "pagerank:" in line]
+        assert len(lines) == 1 and "(beyond loopback)" in lines[0] and "--listen-host 127.0.0.1" in lines[0], said
+        assert "Traceback" not in said

@@ -535,7 +535,9 @@ def test_the_proxys_own_options_give_way_to_those_after_the_double_dash():
             "connection_strategy",
             "listen_host",
             "listen_port",
-            "pagerank_insecure_pages",  # passed as the other switches are, false unless --insecure-pages (8a41e37)
+            # the switches, passed false unless their flags (--insecure-pages, --no-auth) are given
+            "pagerank_insecure_pages",
+            "pagerank_no_auth",
         ]
     )  # listen_port once: the user's
     assert args[-len(extra) :] == extra and "-s" not in args  # the addon joins mitmdump's chain directly
