@@ -317,13 +317,13 @@ async function observe() {
   out.framed = {private: await framed(C.private), nowhere: await framed(C.nowhere)};
   await sleep(300);
   // what the browser says it fetched, this document (its own sizes, encoded and decoded) first, less the
-  // timings and the bytes on the wire (transferSize: 0 where the browser's cache answered, which one of the
-  // page's concurrent requests for one URL finds first, from run to run of the same store)
+  // timings and how each came (transferSize 0 and deliveryType "cache" where the browser's cache answered,
+  // which one of the page's concurrent requests for one URL finds first, from run to run of the same store)
   const entries = [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')];
   out.resources = entries.map(e => ({
     name: e.name, entryType: e.entryType, initiatorType: e.initiatorType, responseStatus: e.responseStatus,
     encodedBodySize: e.encodedBodySize, decodedBodySize: e.decodedBodySize,
-    contentType: e.contentType, deliveryType: e.deliveryType, renderBlockingStatus: e.renderBlockingStatus,
+    contentType: e.contentType, renderBlockingStatus: e.renderBlockingStatus,
     nextHopProtocol: e.nextHopProtocol,
   })).sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1);
   out.after = {frames: window.length, elements: document.querySelectorAll('*').length};

@@ -229,3 +229,16 @@ def test_the_panel_opens_and_closes_from_the_keyboard(sites, proxied):
     keys.send_keys(Keys.TAB).perform()
     first = proxied.execute_script("return document.querySelector('a[href]')")
     assert proxied.switch_to.active_element == first  # the page's first link, as without the panel
+
+
+def test_a_link_of_the_panel_takes_the_person_to_the_proxys_own_page(proxied, python_doc_crawl):
+    """The panel's links are in its closed shadow root, and navigate the window as any link does: the own page
+    answers the person (a navigation), not as it answers another site's requests."""
+    page = python_doc_crawl.base_url + "library/functions.html"
+    proxied.get(page)
+    root = panel_root(proxied)
+    root.find_element(By.CSS_SELECTOR, "label.tab").click()
+    root.find_element(By.LINK_TEXT, "This page").click()
+    assert proxied.current_url.startswith("http://pagerank.proxy/page?url=")
+    said = proxied.find_element(By.TAG_NAME, "body").text
+    assert page in said and "PageRank" in said and "answer only the person" not in said
