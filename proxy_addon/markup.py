@@ -504,9 +504,7 @@ def panel(data: PanelData) -> str:
 # shadow root with its own style.  Closed, it is a tab at the middle of the window's right edge (its checkbox
 # opens it); opened, a box of one size at the bottom right; the other checkbox's label closes it for as long as
 # the page is shown.
-_PANEL_HOST = (
-    f'<aside data-pagerank-panel><template shadowrootmode="closed"><style>{PANEL_STYLE}</style>'
-)
+_PANEL_HOST = f'<aside data-pagerank-panel><template shadowrootmode="closed"><style>{PANEL_STYLE}</style>'
 # last in the box, so that a keyboard comes to the tab's checkbox first, then the panel's links, then this one
 _PANEL_CLOSE = (
     '<input type="checkbox" id="pagerank-close" aria-label="Close the PageRank panel">'
