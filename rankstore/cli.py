@@ -884,7 +884,11 @@ def show(urls, store_path, ranking_name, fmt):
         normal.append(canonical(url))
     with reading(store_path) as store:
         table = views.show_view(store, normal, ranking_name)
-    _emit(table, fmt)
+    if table.rows or fmt != "table":  # an empty table says nothing the lines below do not
+        _emit(table, fmt)
+    else:
+        for note in table.notes:
+            click.echo(f"note: {note}", err=True)
     if table.unranked:
         click.echo(f"not ranked yet: {', '.join(table.unranked)}", err=True)
     answered = {row.get("url") for row in table.rows}  # by their host's or site's rank, said in a note

@@ -33,7 +33,7 @@ from enum import Enum
 import numpy as np
 
 from .ranking import VisitSource, visit_teleport
-from .store import Ranking, Store
+from .store import Ranking, RankingNotFound, Store
 
 __all__ = ["Said", "UsageRow", "Usage", "UsageError", "DEFAULT_RANKINGS", "usage", "usage_rows", "scatter_png"]
 
@@ -99,7 +99,13 @@ def usage(store: Store, level: str = "page", since: datetime | None = None, rank
         ids, views = visit_teleport(store, level, VisitSource(since))
     except RankingError as error:
         raise UsageError(str(error)) from error
-    chosen = store.rankings.ranking(ranking or DEFAULT_RANKINGS[level])
+    try:
+        chosen = store.rankings.ranking(ranking or DEFAULT_RANKINGS[level])
+    except RankingNotFound as error:
+        if ranking is not None or level == "page":
+            raise
+        # the level's own ranking, not made yet: say how to make it
+        raise RankingNotFound(f"{error}: rank the {level}s first (`rankstore rank --level {level}`)") from None
     if chosen.level != level:
         raise UsageError(f"{chosen.name} ranks {chosen.level}s: give --level {chosen.level}, or a ranking of {level}s")
     # the version's arrays, by id - 1: the proxy's reader keeps them for its next request
@@ -148,6 +154,11 @@ def usage(store: Store, level: str = "page", since: datetime | None = None, rank
     return Usage(level, chosen, since, rows, notes)
 
 
+def _place(place: float) -> float | int:
+    """A place as it is written: a whole one as an integer (3, not 3.0); a tie's mean place as it is (3.5)."""
+    return int(place) if float(place).is_integer() else place
+
+
 def usage_rows(found: Usage, limit: int | None = None) -> list[dict]:
     """The rows as the CLI and the proxy's page write them (CSV, JSON, table): the name column is the level's."""
     key = "url" if found.level == "page" else found.level
@@ -156,10 +167,10 @@ def usage_rows(found: Usage, limit: int | None = None) -> list[dict]:
         {
             key: row.name,
             "visits": row.visits,
-            "visit_rank": row.visit_rank,
+            "visit_rank": _place(row.visit_rank),
             "pagerank": row.pagerank,
-            "pagerank_rank": row.pagerank_rank,
-            "rank": row.rank,
+            "pagerank_rank": None if row.pagerank_rank is None else _place(row.pagerank_rank),
+            "rank": None if row.rank is None else _place(row.rank),
             "log2_over": None if row.log2_over is None else round(row.log2_over, 6),
             "pagerank_says": row.said.value,
         }

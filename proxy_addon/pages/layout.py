@@ -100,7 +100,8 @@ def html_response(title: str, body: str, notes: Sequence[str] = ()) -> tuple[int
 
 
 def error(status: int, message: str) -> tuple[int, dict, bytes]:
-    return status, dict(HEADERS), layout("PageRank proxy", f"<p>{escape(message)}</p>")
+    # prose: a message of the store's names its commands in backticks, which a page shows as quotes
+    return status, dict(HEADERS), layout("PageRank proxy", f"<p>{prose(message)}</p>")
 
 
 FORMATS = ("html", "csv", "json")  # format=: the page, or its rows as the CLI's --format csv|json
