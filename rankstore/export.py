@@ -8,12 +8,17 @@ a time.  Pages, hosts and sites are named by id (``pages.id``, ``hosts.id``,
 score in the newest ``hostrank`` is ``host_pagerank``, its position + 1
 ``host_rank``, as in every view; a site's in the newest ``siterank``,
 ``site_pagerank`` and ``site_rank``.  CSV is written in the dialect of every
-command (:mod:`rankstore.output`).
+command (:mod:`rankstore.output`).  A file named is written beside its target and renamed over it once whole
+(:func:`output_file`): a failure leaves the target as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import secrets
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
@@ -26,7 +31,7 @@ from .choices import EXPORT_TABLES
 from .columns import TABLE_COLUMNS
 from .store import Store, analysis
 
-__all__ = ["TABLES", "ARROW_TYPES", "SCHEMAS", "batches", "write", "Scores", "scores", "write_scores"]
+__all__ = ["TABLES", "ARROW_TYPES", "SCHEMAS", "batches", "write", "Scores", "scores", "write_scores", "output_file"]
 
 TABLES = EXPORT_TABLES
 
@@ -130,7 +135,10 @@ def _nodes(ranked, found: Iterator, members: str, schema: pa.Schema) -> Iterator
 
 
 def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -> int:
-    """Write the batches to ``sink`` (a path, or a binary file for CSV) as Parquet or CSV; returns rows written."""
+    """Write the batches to ``sink`` (a path, or a binary file) as Parquet or CSV; returns rows written."""
+    if isinstance(sink, str):
+        with output_file(sink) as handle:
+            return write(source, schema, handle, fmt)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -143,15 +151,57 @@ def write(source: Iterator[pa.RecordBatch], schema: pa.Schema, sink, fmt: str) -
         finally:
             writer.close()
         return rows
-    handle = open(sink, "w", newline="", encoding="utf-8") if isinstance(sink, str) else _text(sink)
+    text = _text(sink)
     try:
-        return output.write_csv_columns(handle, schema.names, ([c.to_pylist() for c in b.columns] for b in source))
+        return output.write_csv_columns(text, schema.names, ([c.to_pylist() for c in b.columns] for b in source))
     finally:
-        handle.flush()
-        if isinstance(sink, str):
-            handle.close()
-        else:
-            handle.detach()  # the caller's binary file stays open
+        text.flush()
+        text.detach()  # the caller's binary file stays open
+
+
+@contextlib.contextmanager
+def output_file(path: str) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path`` through, that a failure leaves as it was.
+
+    A regular file (or one not there yet) is written beside it, in its folder, and renamed over it once
+    whole, with the old file's permissions (a new one's are the umask's); a failure removes only what was
+    written beside.  Anything else (a device, a FIFO) is written straight to and never removed.  An
+    :class:`OSError` names ``path``.
+    """
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    beside = None
+    try:
+        if mode is not None and not stat.S_ISREG(mode):
+            with open(path, "wb") as handle:
+                yield handle
+            return
+        folder, name = os.path.split(os.path.realpath(path))  # a symbolic link stays one: its target is replaced
+        while True:
+            beside = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+            try:
+                descriptor = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue
+        try:
+            with open(descriptor, "wb") as handle:
+                if mode is not None:
+                    os.fchmod(descriptor, stat.S_IMODE(mode))
+                yield handle
+                handle.flush()
+                os.fsync(descriptor)
+            os.replace(beside, os.path.join(folder, name))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(beside)  # only what this wrote
+            raise
+    except OSError as error:
+        if (error.filename is not None and error.filename != beside) or not error.errno:
+            raise
+        raise OSError(error.errno, error.strerror or os.strerror(error.errno), path) from error
 
 
 def _text(binary) -> io.TextIOWrapper:
@@ -184,14 +234,19 @@ def scores(store: Store, name: str) -> Scores:
 
 def write_scores(found: Scores, sink: str | IO[str], fmt: str) -> int:
     """The scores to ``sink`` (a path; a text file for CSV) as Parquet or CSV; returns the rows written."""
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    if isinstance(sink, str):
+        with output_file(sink) as binary:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
 
-        pq.write_table(pa.table(found.columns), sink)
-        return found.rows
-    handle = open(sink, "w", newline="", encoding="utf-8") if isinstance(sink, str) else sink
-    try:
-        return output.write_csv(handle, list(found.columns), zip(*found.columns.values()))
-    finally:
-        if isinstance(sink, str):
-            handle.close()
+                pq.write_table(pa.table(found.columns), binary)
+                return found.rows
+            handle = _text(binary)
+            try:
+                return write_scores(found, handle, fmt)
+            finally:
+                handle.flush()
+                handle.detach()
+    if fmt == "parquet":
+        raise ValueError("Parquet is written to a path")
+    return output.write_csv(sink, list(found.columns), zip(*found.columns.values()))
