@@ -231,7 +231,8 @@ def format_score(value: float | None) -> str:
 # What a score of 0 means: the ranking's rank source (E: a personalised, topic, TrustRank or BadRank seed)
 # has no path to the page, so no random surfer of that ranking ever lands there.  Its bar is empty.
 ZERO_NOTE = "the rank source never reaches this page"
-LATER_NOTE = "not ranked yet: the page came into the store after this ranking (run `rankstore rank`)"
+# the cure is the stale ranking's note (Rankings.stale_note: the command that makes this ranking, a variant's too)
+LATER_NOTE = "not ranked yet: the page came into the store after this ranking was made"
 
 
 def estimate_text(estimate: Estimate) -> str:
@@ -246,12 +247,14 @@ def _tooltip(info: LinkInfo) -> str:
     if info.pagerank is None:
         if info.estimate is None:
             return f"PageRank: {LATER_NOTE}" if info.later else "Not in the PageRank store"
-        # short (a page of links to a thousand hosts carries a thousand of these): the host or site, its score,
-        # percentile and 0-10 among its level's; the bar's look and its level attribute say it is no page's
+        # the host or site, its score, percentile and 0-10 among its level's, each said to be of that level: the
+        # bar stands among bars of pages' PageRank, on another scale
         estimate = info.estimate
+        level = estimate.level
         return (
-            f"{'Not ranked yet · ' if info.later else ''}{estimate.level} {_short(estimate.name)}: "
-            f"{format_score(estimate.score)} · {estimate.percentile:.2f} percentile · toolbar {estimate.toolbar}/10"
+            f"{'Not ranked yet · ' if info.later else ''}{level} {_short(estimate.name)}: {level} rank "
+            f"{format_score(estimate.score)} · {estimate.percentile:.2f} percentile of {level}s · "
+            f"toolbar {estimate.toolbar}/10"
         )
     if info.pagerank == 0:
         return f"PageRank 0: {ZERO_NOTE} · {info.inlinks:,} in-links"

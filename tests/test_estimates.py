@@ -85,8 +85,8 @@ def expected(store: Store, level: str, name: str, ranking: str) -> dict:
 
 def tooltip(level: str, name: str, numbers: dict) -> str:
     return (
-        f"{level} {name}: {format_score(numbers['score'])}"
-        f" · {numbers['percentile']:.2f} percentile · toolbar {numbers['toolbar']}/10"
+        f"{level} {name}: {level} rank {format_score(numbers['score'])}"
+        f" · {numbers['percentile']:.2f} percentile of {level}s · toolbar {numbers['toolbar']}/10"
     )
 
 
@@ -276,7 +276,7 @@ def test_a_tooltip_is_escaped_and_a_nofollow_estimate_says_so():
     later = bars(LinkInfo(None, later=True, estimate=estimate))[0]
     assert 'data-pagerank="unranked" data-pagerank-level="host"' in later
     assert barkit.bars(later)[0].title.startswith(
-        "Not ranked yet &#183; host a&quot;&lt;b&gt;&amp;.example: 0.25 &#183; 50.00 percentile"
+        "Not ranked yet &#183; host a&quot;&lt;b&gt;&amp;.example: host rank 0.25 &#183; 50.00 percentile of hosts"
     )
     assert barkit.bars(nofollow)[0].tooltip.endswith(" · nofollow: this link passes no PageRank")
     # a page in the store keeps its page bar whatever an estimate would say

@@ -174,6 +174,6 @@ def test_a_stale_ranking_is_named_in_the_panel_and_a_new_page_is_not_ranked_yet(
     assert stale[0] == "Stale: ranking pagerank v1 predates build 2: run “rankstore rank”." and stale[1] > 0
     assert stale[2].endswith("stale ranking")
     assert new == [
-        "PageRank: not ranked yet: the page came into the store after this ranking (run `rankstore rank`)",
+        "PageRank: not ranked yet: the page came into the store after this ranking was made",
         "unranked",
     ]

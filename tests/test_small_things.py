@@ -79,3 +79,26 @@ def test_the_own_pages_show_a_commands_quotes_not_its_backticks(tmp_path):
     text = body.decode()
     assert status == 400 and "`" not in text
     assert "&#8220;pagerank-proxy --record DIR&#8221;" in text
+
+
+def test_a_hosts_or_sites_tooltip_says_its_score_is_on_another_scale():
+    """A bar drawn from a host's (site's) rank sits among bars of pages' PageRank: its tooltip says whose rank it
+    is and among what its percentile stands, not a bare number beside the pages' ones."""
+    from barkit import bars as drawn
+
+    from proxy_addon.markup import Estimate, LinkInfo, bars
+
+    estimate = Estimate("host", "docs.example", 0.25, 50.0, 5, 12, 3, 10)
+    tooltip = drawn(bars(LinkInfo(None, estimate=estimate))[0])[0].tooltip
+    assert tooltip == "host docs.example: host rank 0.25 · 50.00 percentile of hosts · toolbar 5/10"
+
+
+def test_not_ranked_yet_does_not_advise_a_command_that_remakes_another_ranking():
+    """The tooltip of a page come since the ranking served everything from plain pagerank to a TrustRank: it
+    says what happened and leaves the cure to the stale ranking's note, which names the right command."""
+    from barkit import bars as drawn
+
+    from proxy_addon.markup import LinkInfo, bars
+
+    tooltip = drawn(bars(LinkInfo(None, later=True))[0])[0].tooltip
+    assert "not ranked yet" in tooltip and "`rankstore rank`" not in tooltip and "rankstore rank" not in tooltip
