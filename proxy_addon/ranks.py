@@ -231,7 +231,8 @@ class Ranks:
         self._local = threading.local()
         self._ranges: dict[int, tuple[float, float]] = {}
         # ranking id -> its arrays (Store.rankings.ranking_arrays), shared by this object's connections: a version read
-        # by one thread is read for all
+        # by one thread is read for all.  Every cache here is keyed by ranking ids, which the store never gives twice
+        # (schema 15: a version `forget` dropped is never taken for the one `rank` makes next)
         self._arrays: dict = {}
         self._known = KnownPages(None, {}, False)
         self._absent = AbsentPages(None, {})

@@ -111,7 +111,7 @@ def test_an_upgrade_from_13_writes_every_hosts_key(host_graph_store, tmp_path):
     path = str(tmp_path / "old.db")
     schema_13_copy(host_graph_store, path)
     assert run("upgrade", "--store", path) == f"{path}: schema {SCHEMA_VERSION}\n"
-    assert SCHEMA_VERSION == 14 and keys_of(path) == wanted_keys(path)
+    assert SCHEMA_VERSION >= 14 and keys_of(path) == wanted_keys(path)
     with Store(path, readonly=True) as store:
         names = list(store.hosts.host_names(range(1, 40)).values())
         assert len(probe(store, names)[0]) >= 5

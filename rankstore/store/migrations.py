@@ -26,6 +26,9 @@
 * 12 -> 13: ``visits`` (empty), the views of pages the proxy's record holds.
 * 13 -> 14: the hosts' name keys in sorted buckets (``host_key_buckets``, as
   the sites'), hashed from every host's name.
+* 14 -> 15: ``rankings`` made again with ``AUTOINCREMENT`` (its rows kept, ids and all), so that no id a
+  dropped version had is given again; ``ranking_names``, each name's highest version number, from the versions
+  there (the numbers of versions dropped before are not known).
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -46,6 +49,8 @@ from .schema import (
     HOST_KEY_BUCKETS,
     PAGES,
     PART_LINKS,
+    RANKING_NAMES,
+    RANKINGS,
     SITE_KEY_BUCKETS,
     SITES,
     SITES_BY_NAME,
@@ -99,6 +104,29 @@ def migrate(store, found: int) -> None:
         _visits(db)
     if found <= 13:
         store.hosts.key_hosts()
+    if found <= 14:
+        _ranking_ids(db)
+
+
+def _ranking_ids(db: sqlite3.Connection) -> None:
+    """Schema 15: ``rankings`` copied into a table of the same columns with ``AUTOINCREMENT`` (SQLite adds it
+    to no table in place), which numbers past its highest id from then on; ``ranking_names`` filled from the
+    versions there.  The views are made again by the caller."""
+    for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
+        db.execute(f"DROP VIEW {name}")
+    if "AUTOINCREMENT" not in (
+        db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'rankings'").fetchone()[0].upper()
+    ):
+        db.execute("ALTER TABLE rankings RENAME TO rankings_v14")
+        db.execute(RANKINGS)
+        kept = [row[1] for row in db.execute("PRAGMA table_info(rankings_v14)")]
+        columns = ", ".join(c for c in (row[1] for row in db.execute("PRAGMA table_info(rankings)")) if c in kept)
+        db.execute(f"INSERT INTO rankings ({columns}) SELECT {columns} FROM rankings_v14 ORDER BY id")
+        db.execute("DROP TABLE rankings_v14")
+    db.execute(RANKING_NAMES)
+    db.execute(
+        "INSERT OR REPLACE INTO ranking_names (name, last) SELECT name, max(version) FROM rankings GROUP BY name"
+    )
 
 
 def _visits(db: sqlite3.Connection) -> None:

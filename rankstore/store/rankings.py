@@ -457,8 +457,10 @@ class Rankings(Part):
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
             if pages != len(page_ids) or len(page_ids) != len(scores):
                 raise StoreError("the pages changed while ranking: run `rankstore rank` again")
+            # the highest number the name has had, though ``forget`` dropped it: a number is never given twice
             row = self.db.execute(
-                "SELECT max(version), (SELECT level FROM rankings WHERE name = ?1 ORDER BY version DESC LIMIT 1)"
+                "SELECT max(coalesce(max(version), 0), coalesce((SELECT last FROM ranking_names WHERE name = ?1), 0)),"
+                " (SELECT level FROM rankings WHERE name = ?1 ORDER BY version DESC LIMIT 1)"
                 " FROM rankings WHERE name = ?1",
                 (name,),
             ).fetchone()
@@ -484,8 +486,13 @@ class Rankings(Part):
                     level,
                 ),
             )
-            ranking_id = cursor.lastrowid
+            ranking_id = cursor.lastrowid  # never a dropped version's (AUTOINCREMENT)
             assert ranking_id is not None
+            self.db.execute(
+                "INSERT INTO ranking_names (name, last) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET last = excluded.last",
+                (name, version),
+            )
             self.db.executemany(
                 "INSERT INTO ranking_blocks (ranking_id, first, scores, inlinks, best, extra, votes, linked)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 14; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 15; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -45,7 +45,9 @@ Layout (schema 14; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   replaced whole by each load (:mod:`.site_links`).
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
-* ``rankings``: named, versioned results; ``ranking_blocks`` holds one
+* ``rankings``: named, versioned results, never under an id or a number a
+  dropped version had (``AUTOINCREMENT``; ``ranking_names`` keeps each name's
+  highest number, schema 15); ``ranking_blocks`` holds one
   version's arrays in blocks of :data:`BLOCK_PAGES` pages: scores (float64),
   in-link counts (int32), the variant's extra value (float64, TrustRank's spam
   mass), and ``best``: the pages at those positions of the order by score.  A
@@ -75,7 +77,7 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 
@@ -115,6 +117,30 @@ SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
     taken_at   TEXT NOT NULL,
     unreadable INTEGER NOT NULL DEFAULT 0
 )"""
+
+
+# AUTOINCREMENT (schema 15): an id is never given twice over the store's life, though ``forget`` deletes
+# versions, so that a reader that keeps a version's arrays or look-ups by its id never takes a new version for a
+# dropped one; ``ranking_names`` keeps each name's highest version number, so that no number is given twice either
+RANKINGS = """CREATE TABLE IF NOT EXISTS rankings (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name       TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    params     TEXT NOT NULL,
+    iterations INTEGER NOT NULL,
+    residuals  TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    pages      INTEGER NOT NULL,
+    seconds    REAL,
+    teleport   BLOB,
+    level      TEXT NOT NULL DEFAULT 'page',
+    build      INTEGER,
+    UNIQUE (name, version)
+)"""
+RANKING_NAMES = """CREATE TABLE IF NOT EXISTS ranking_names (
+    name TEXT PRIMARY KEY,
+    last INTEGER NOT NULL
+) WITHOUT ROWID"""
 
 
 # the line's identity is a hash of the record line (:func:`rankstore.sources.record.read_lines`)
@@ -252,21 +278,8 @@ CREATE TABLE IF NOT EXISTS builds (
 {SOURCE_FILES};
 {VISITS};
 {VISITS_BY_PAGE};
-CREATE TABLE IF NOT EXISTS rankings (
-    id         INTEGER PRIMARY KEY,
-    name       TEXT NOT NULL,
-    version    INTEGER NOT NULL,
-    params     TEXT NOT NULL,
-    iterations INTEGER NOT NULL,
-    residuals  TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    pages      INTEGER NOT NULL,
-    seconds    REAL,
-    teleport   BLOB,
-    level      TEXT NOT NULL DEFAULT 'page',
-    build      INTEGER,
-    UNIQUE (name, version)
-);
+{RANKINGS};
+{RANKING_NAMES};
 CREATE TABLE IF NOT EXISTS ranking_blocks (
     ranking_id INTEGER NOT NULL,
     first      INTEGER NOT NULL,

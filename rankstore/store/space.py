@@ -26,7 +26,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "sites": ("sites", "host_sites", "site_key_buckets"),
     "site links": ("site_links",),
     "titles": ("titles", "titles_data", "titles_idx", "titles_config"),
-    "rankings": ("rankings", "ranking_blocks"),
+    "rankings": ("rankings", "ranking_blocks", "ranking_names", "sqlite_sequence"),
     "sources": ("source_files",),
     "visits": ("visits", "visits_by_page"),
     OTHER: ("meta", "counter", "builds"),
