@@ -66,7 +66,7 @@ class ShareLine:
 
     def row(self) -> dict:
         """As the table (and CSV with --with-shares) shows it: a row with no URL, its words as its kind."""
-        return {"url": None, "kind": self.kind, "share": self.share, "bar": 0}
+        return {"url": None, "kind": self.kind, "share": self.share, "bar": None}
 
 
 def share_rows(shares: Sequence[ShareLine] | None) -> list[dict]:

@@ -74,6 +74,7 @@ def test_csv_holds_links_only_unless_asked(ranked):
     assert full[: len(plain)] == plain
     extra = full[len(plain) :]
     assert {row["kind"] for row in extra} == SHARE_KINDS and all(row["url"] == "" for row in extra)
+    assert all(row["bar"] == "" for row in extra)  # a share is no page: no bar, not a bar of 0 (issue 47, 11)
     assert sum(float(row["share"]) for row in full) == pytest.approx(1.0, abs=1e-9)
 
 
