@@ -362,15 +362,17 @@ def crawl(
     is honoured and the user agent is rankstore-crawl/VERSION.  Pages go
     to WARC segments in --out, each loaded into the store (as `rankstore
     build` loads a WARC) once closed.  Ctrl-C stops with every page
-    fetched kept; the same command again resumes, fetching nothing twice.
-    One crawl runs per process (Scrapy's reactor runs once).
+    fetched kept; the same command again resumes, fetching nothing twice
+    (an --out holding a crawl from other URLs is refused).  A run that
+    fetched nothing it tried says why and exits 1.  One crawl runs per
+    process (Scrapy's reactor runs once).
 
     \b
     Examples:
         rankstore crawl http://127.0.0.1:8000/ --max-pages 500 --out crawl/ --rank
         rankstore crawl http://127.0.0.1:8000/ --order breadth --delay 0 --time-limit 60
     """
-    from .crawl import CrawlError, CrawlOptions, Order, crawl_lines, crawl_progress_line
+    from .crawl import CrawlError, CrawlOptions, Order, crawl_failure, crawl_lines, crawl_progress_line
     from .crawl import crawl as run_crawl
 
     try:
@@ -400,6 +402,9 @@ def crawl(
     if not quiet:
         click.echo(err=True)
     click.echo("\n".join(crawl_lines(report, options)))
+    failure = crawl_failure(report)
+    if failure is not None:
+        raise click.ClickException(failure)
     if then_rank and not no_store:
         ctx.invoke(rank, store_path=store_path, quiet=quiet)
 

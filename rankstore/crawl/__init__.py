@@ -7,7 +7,7 @@ segments (:mod:`.warcout`) that the store loads as it goes, by the build's own c
 
 from .frontier import Frontier, Order, Scope, simulate, top_share
 from .run import USER_AGENT, CrawlError, CrawlOptions, CrawlProgress, CrawlReport, StopReason, crawl
-from .text import crawl_lines, crawl_progress_line
+from .text import crawl_failure, crawl_lines, crawl_progress_line
 
 __all__ = [
     "USER_AGENT",
@@ -20,6 +20,7 @@ __all__ = [
     "Scope",
     "StopReason",
     "crawl",
+    "crawl_failure",
     "crawl_lines",
     "crawl_progress_line",
     "simulate",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import enum
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -78,7 +79,8 @@ class CrawlOptions:
     user_agent: str = USER_AGENT
 
     def checked(self) -> CrawlOptions:
-        """These options with the seeds in the URL normal form; :class:`CrawlError` if one cannot be."""
+        """These options with the seeds in the URL normal form; :class:`CrawlError` if one cannot be, or if
+        the folder holds pages of a crawl from other seeds (a re-run resumes a crawl, never mixes two)."""
         seeds = []
         for seed in self.seeds:
             url = canonical(seed)
@@ -87,7 +89,26 @@ class CrawlOptions:
             seeds.append(url)
         if os.path.exists(self.folder) and not os.path.isdir(self.folder):
             raise CrawlError(f"{self.folder}: not a folder")
+        earlier = warcout.recorded_seeds(self.folder)
+        if earlier is not None:
+            other = set(earlier) != set(seeds)
+        else:  # a folder written before the seeds were recorded: the first page it fetched was one of them
+            earlier = _first_page(self.folder)
+            other = earlier is not None and earlier[0] not in seeds
+        if earlier is not None and other and warcout.segments(self.folder):
+            raise CrawlError(
+                f"{self.folder}: holds a crawl from {' '.join(earlier)}, not {' '.join(seeds)}: give another --out, "
+                "or the same URLs to resume it"
+            )
         return dataclasses.replace(self, seeds=tuple(seeds))
+
+
+def _first_page(folder: str) -> tuple[str] | None:
+    for path in warcout.segments(folder):
+        for item in read_warc(path):
+            if isinstance(item, Record):
+                return (item.url,)
+    return None
 
 
 @dataclass
@@ -96,6 +117,7 @@ class CrawlProgress:
     resumed: int = 0  # fetched by earlier runs of the folder
     refused: int = 0  # by robots.txt
     failed: int = 0  # network errors, timeouts
+    first_failure: str = ""  # the first failed fetch: its URL and why
     queued: int = 0
     rankings: int = 0
     loaded: int = 0  # segments loaded into the store
@@ -254,6 +276,8 @@ class _Session:
             self.progress.refused += 1
         else:
             self.progress.failed += 1
+            if not self.progress.first_failure:
+                self.progress.first_failure = f"{url}: {str(failure.value).rstrip('.') or type(failure.value).__name__}"
         self._say()
         return self.requests()
 
@@ -345,6 +369,7 @@ def crawl(options: CrawlOptions, progress: Callable[[CrawlProgress], None] | Non
     from scrapy.exceptions import DontCloseSpider
 
     os.makedirs(options.folder, exist_ok=True)
+    warcout.record_seeds(options.folder, options.seeds)
     session = _Session(options, progress)
 
     class CrawlSpider(scrapy.Spider):
@@ -372,7 +397,10 @@ def crawl(options: CrawlOptions, progress: Callable[[CrawlProgress], None] | Non
         def closed_with(self, spider, reason):
             session.close(reason)
 
-    process = CrawlerProcess(_settings(options))
+    process = CrawlerProcess(_settings(options))  # configures logging: the levels below after it
+    for name in ("scrapy.downloadermiddlewares.retry", "scrapy.downloadermiddlewares.robotstxt"):
+        # a failed fetch (robots.txt's too) is counted and its reason told in the crawl's lines, not in a traceback
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     process.crawl(CrawlSpider)
     process.start()
     return CrawlReport(session.progress, session.stop_reason(), session.order, session.written)

@@ -2,9 +2,10 @@
 
 A crawl's folder holds ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``...: each segment is closed after
 so many pages and loaded into the store by ``rankstore build``'s own code, like any WARC; ``loaded.txt``
-names the segments loaded.  A record is flushed as soon as it is written, so a crawl killed outright loses
-at most the record being written (the WARC reader reads past a damaged last member).  A re-run takes
-the segments as the record of what was fetched and starts a new one.
+names the segments loaded, ``seeds.txt`` the URLs the crawl started from (a re-run from others is
+refused).  A record is flushed as soon as it is written, so a crawl killed outright loses at most the
+record being written (the WARC reader reads past a damaged last member).  A re-run takes the segments as
+the record of what was fetched and starts a new one.
 """
 
 from __future__ import annotations
@@ -18,9 +19,19 @@ from collections.abc import Iterable
 
 from fastwarc.warc import WarcRecord, WarcRecordType
 
-__all__ = ["SegmentWriter", "segments", "loaded_segments", "mark_loaded", "LOADED"]
+__all__ = [
+    "SegmentWriter",
+    "segments",
+    "loaded_segments",
+    "mark_loaded",
+    "LOADED",
+    "SEEDS",
+    "recorded_seeds",
+    "record_seeds",
+]
 
 LOADED = "loaded.txt"
+SEEDS = "seeds.txt"
 _SEGMENT = re.compile(r"crawl-(\d{5,})\.warc\.gz\Z")
 # headers that described the bytes on the wire, not the body kept (Scrapy has undone any encoding)
 _WIRE_HEADERS = {b"content-encoding", b"transfer-encoding", b"content-length"}
@@ -47,6 +58,20 @@ def mark_loaded(path: str) -> None:
         handle.write(os.path.basename(path) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def recorded_seeds(folder: str) -> tuple[str, ...] | None:
+    """The seeds ``seeds.txt`` names in ``folder``; None where it has none."""
+    try:
+        with open(os.path.join(folder, SEEDS), encoding="utf-8") as handle:
+            return tuple(line.strip() for line in handle if line.strip())
+    except FileNotFoundError:
+        return None
+
+
+def record_seeds(folder: str, seeds: Iterable[str]) -> None:
+    with open(os.path.join(folder, SEEDS), "w", encoding="utf-8") as handle:
+        handle.write("".join(f"{url}\n" for url in seeds))
 
 
 class SegmentWriter:
