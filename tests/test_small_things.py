@@ -102,3 +102,21 @@ def test_not_ranked_yet_does_not_advise_a_command_that_remakes_another_ranking()
 
     tooltip = drawn(bars(LinkInfo(None, later=True))[0])[0].tooltip
     assert "not ranked yet" in tooltip and "`rankstore rank`" not in tooltip and "rankstore rank" not in tooltip
+
+
+def test_the_crawl_experiment_names_the_site_it_crawled():
+    """tools/crawl_experiment.py called every site "rust-doc", whatever --docs or --edges named."""
+    import importlib.util
+    import os
+
+    from conftest import ROOT
+
+    path = os.path.join(ROOT, "tools", "crawl_experiment.py")
+    spec = importlib.util.spec_from_file_location("crawl_experiment", path)
+    assert spec is not None and spec.loader is not None
+    experiment = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(experiment)
+    assert experiment.site_label("/usr/share/doc/rust-doc/html") == "rust-doc"
+    assert experiment.site_label("/usr/share/doc/python3.11/html/") == "python3.11"
+    assert experiment.site_label("/srv/mirror") == "mirror"
+    assert experiment.site_label("/usr/share/doc/rust-doc/html", "/tmp/paper.tsv") == "paper.tsv"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The paper's section 7.2 experiment on rust-doc: how soon each crawl order finds the most important pages.
+"""The paper's section 7.2 experiment on a doc site (rust-doc by default, --docs another, --edges an edge list): how
+soon each crawl order finds the most important pages.
 
 rust-doc (about 32,000 pages) is served on 127.0.0.1 (``python3 -m http.server``'s handler, in a process of
 its own: tools/sitecrawl.py), then crawled by ``rankstore crawl`` from its index page:
@@ -98,7 +99,17 @@ def final_top(pages: list[str], links: dict[str, list[str]], html: set[str], sha
     return set(ranked[: math.ceil(share * len(ranked))])
 
 
-def figure(rows: dict[str, list[float]], simulated: dict[str, list[float]], path: str, total: int) -> None:
+def site_label(docs: str, edges: str | None = None) -> str:
+    """What the crawled site is called in the figure and the table: the edge list's file name, else the docs
+    folder's package (/usr/share/doc/rust-doc/html -> rust-doc), else the folder's own name."""
+    if edges:
+        return os.path.basename(edges)
+    folder = os.path.normpath(docs)
+    parent, name = os.path.split(folder)
+    return os.path.basename(parent) if name == "html" and parent.startswith("/usr/share/doc/") else name
+
+
+def figure(rows: dict[str, list[float]], simulated: dict[str, list[float]], path: str, total: int, label: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,7 +124,7 @@ def figure(rows: dict[str, list[float]], simulated: dict[str, list[float]], path
         ax.plot(xs, [100 * s for s in shares], "--", color=colours[name], alpha=0.6, label=f"{name} (simulated)")
     ax.set_xlabel(f"pages crawled (% of {total:,})")
     ax.set_ylabel("final top 1% by PageRank found (%)")
-    ax.set_title("rust-doc on 127.0.0.1: crawl order (Cho, Garcia-Molina & Page 1998)")
+    ax.set_title(f"{label} on 127.0.0.1: crawl order (Cho, Garcia-Molina & Page 1998)")
     ax.set_xticks(xs)
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
@@ -169,7 +180,8 @@ def main() -> None:
         simulated[name] = top_share([url.split("/", 3)[3] for url in walk], top, FRACTIONS, total)
         if name in orders and (name != "breadth" or len(orders) > 1):
             rows[name] = top_share([url.split("/", 3)[3] for url in orders[name]], top, FRACTIONS, total)
-    print(f"rust-doc: {total:,} URLs fetched whole breadth first ({len(html):,} HTML pages), final top 1%: {len(top)}")
+    label = site_label(args.docs, args.edges)
+    print(f"{label}: {total:,} URLs fetched whole breadth first ({len(html):,} HTML pages), final top 1%: {len(top)}")
     print("| order | " + " | ".join(f"{100 * f:.0f}%" for f in FRACTIONS) + " | simulated | crawl time |")
     print("|---|" + "---|" * (len(FRACTIONS) + 2))
     for name in ("pagerank", "backlinks", "breadth"):
@@ -186,7 +198,7 @@ def main() -> None:
         ten = FRACTIONS.index(0.10)
         ratio = rows["pagerank"][ten] / max(rows["breadth"][ten], 1e-9)
         print(f"at 10%: PageRank order finds {ratio:.2f}x as many as breadth first (target >= 1.8x)")
-    figure(rows, simulated, args.figure, total)
+    figure(rows, simulated, args.figure, total, label)
     print(f"figure: {args.figure}")
 
 
