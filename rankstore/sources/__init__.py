@@ -195,7 +195,13 @@ def detect_format(path: str) -> str:
             cc_parts([path])
             return "ccgraph"
         except SourceError:
-            return "html"
+            pass
+        from .ccgraph import _kind, _parts_of
+
+        parts = _parts_of(path)
+        if parts and any(os.path.getsize(part) for part in parts[:3]) and _kind(path, parts) is not None:
+            return "ccgraph"  # a folder of a graph's vertex or edge parts, given beside the other
+        return "html"
     if not os.path.exists(path):
         raise SourceError(f"{path}: no such file or directory")
     if path.endswith((".paths.gz", ".paths")):
@@ -215,7 +221,29 @@ def detect_format(path: str) -> str:
         return "ccgraph"
     if looks_like_cc_ranks(head):
         return "ccranks"
+    _check_edge_list(path, head)
     return "edges"
+
+
+_HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body|meta|title)\b", re.IGNORECASE | re.DOTALL)
+_URL_PAIR = re.compile(rb"^\s*https?://\S+\s+https?://\S+(\s+\S+)?\s*$", re.IGNORECASE)
+_GIVE = (
+    "give a folder of saved HTML with --base-url (the URL it was saved from), a WARC of the site "
+    "(wget --mirror --warc-file=site URL), or an edge list (SRC-URL DST-URL per line)"
+)
+
+
+def _check_edge_list(path: str, head: bytes) -> None:
+    """Refuse, in one line, text that is not an edge list: a saved HTML page, or text with no ``SRC DST``
+    line of http(s) URLs among its first lines (comments and blank lines apart)."""
+    if _HTML.match(head.lstrip(b"\xef\xbb\xbf")):
+        raise SourceError(f"{path}: a saved HTML page, not a crawl or an edge list: {_GIVE}")
+    lines = head.splitlines()
+    if len(head) >= 4096 and len(lines) > 1:
+        lines = lines[:-1]  # the last may be cut off by the head's end
+    content = [line for line in lines if line.strip() and not line.lstrip().startswith(b"#")]
+    if content and not any(_URL_PAIR.match(line) for line in content):
+        raise SourceError(f"{path}: text that is not an edge list (no line SRC-URL DST-URL [WEIGHT]): {_GIVE}")
 
 
 def read_source(
