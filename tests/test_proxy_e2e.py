@@ -580,6 +580,65 @@ def test_the_demo_stopped_by_sigterm_takes_its_proxy_and_its_site_server_with_it
             socket.create_connection(("127.0.0.1", gone), timeout=1).close()
 
 
+def _small_site(folder) -> str:
+    folder.mkdir()
+    (folder / "index.html").write_text('<title>Home</title><a href="a.html">a</a>')
+    (folder / "a.html").write_text('<title>A</title><a href="index.html">home</a>')
+    return str(folder)
+
+
+def test_the_demo_checks_its_site_and_its_port_before_it_crawls(tmp_path):
+    """`--site /nonexistent` once ended in a traceback, and a port another program held was found only after
+    the crawl, the build (the earlier demo's store removed) and "starting on", with exit 0: said first, in one
+    line, exit 1, the earlier store kept."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "rankstore.db").write_bytes(b"an earlier demo's store")
+    site = _small_site(tmp_path / "site")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for where, says in (
+            (["--site", str(tmp_path / "nonexistent"), "--port", str(free_port())], "no such folder"),
+            (["--site", site, "--port", str(port)], f"port {port} on 127.0.0.1 is taken"),
+        ):
+            done = subprocess.run(
+                [sys.executable, "tools/demo.py", "--work", str(work), *where],
+                cwd=ROOT, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 1, done.stdout + done.stderr
+            assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stdout + done.stderr
+            assert done.stderr.startswith("demo: ") and says in done.stderr, done.stderr
+            assert (work / "rankstore.db").read_bytes() == b"an earlier demo's store"
+
+
+def test_the_demo_fails_when_its_proxy_cannot_start(tmp_path):
+    """A port taken while the demo crawls and builds: the proxy cannot listen, and the demo says so and exits
+    non-zero, without the address to browse (it used to exit 0, the user then browsing what held the port)."""
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "tools/demo.py", "--site", _small_site(tmp_path / "site"), "--work", str(tmp_path / "work"),
+         "--port", str(port), "--seconds", "60"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    with socket.socket() as taken:
+        try:
+            assert demo.stdout is not None
+            for line in demo.stdout:
+                if line.startswith("demo: crawled into"):
+                    taken.bind(("127.0.0.1", port))  # after the demo looked, before its proxy starts
+                    taken.listen()
+                    break
+            stdout, stderr = demo.communicate(timeout=120)
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+    assert demo.returncode == 1, stdout + stderr
+    assert "listens on" not in stdout and "Browse through it" not in stdout, stdout
+    assert stderr.splitlines()[-1].startswith("demo: the proxy did not start"), stderr
+
+
 def test_mitmdump_loads_the_same_addon_as_a_script_and_a_users_script_runs_after_ours(
     ranked_store, python_doc_crawl, tmp_path
 ):
