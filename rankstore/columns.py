@@ -53,7 +53,7 @@ SCORE_COLUMNS: dict[str, tuple[Column, ...]] = {  # --what scores, by the rankin
         "pagerank",
         "rank",
         (
-            Column("inlinks", "int64", "links to it that vote"),
+            Column("inlinks", "int64", "other pages linking to it, followed or not"),
             Column("title", "string", "its title, empty where not crawled"),
         ),
     ),

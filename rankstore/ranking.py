@@ -88,6 +88,7 @@ __all__ = [
     "load_host_graph",
     "load_site_graph",
     "load_level_graph",
+    "other_in_links",
     "rank",
     "scipy_solver",
     "RankingError",
@@ -317,6 +318,9 @@ class LoadedGraph:
     # how many ids the level has, when the graph leaves some out (hosts or sites without pages or links, which
     # score 0): the ranking is written for all of them
     ids: int | None = None
+    # each node's count of in-links as every view shows it, where it is not the graph's in-degree: a page's
+    # backlinks, the other pages linking to it, followed or not (:func:`other_in_links`)
+    inlinks: np.ndarray | None = None
 
     def nodes_said(self, level: str) -> str:
         """The graph's nodes in words, and of how many when it leaves some out: every line of a run says the
@@ -380,6 +384,7 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
             )
         raise RankingError("the store has no pages: run `rankstore build` first")
     indptr, indices, weights = links.indptr, links.indices, links.weights
+    inlinks = other_in_links(indptr, indices)  # of every link, before the nofollow ones are left out
     if links.nofollow is not None and not include_nofollow:
         follow = ~links.nofollow
         kept = np.zeros(len(follow) + 1, dtype=np.int64)
@@ -391,7 +396,32 @@ def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     if indptr[-1] < 2**31 - 1:
         indptr = indptr.astype(np.int32)  # the solver keeps int32 row pointers while they fit
     graph = Graph(links.n, indptr, indices, weights)
-    return LoadedGraph(np.arange(1, links.n + 1, dtype=np.int64), graph, time.perf_counter() - started)
+    ids = np.arange(1, links.n + 1, dtype=np.int64)
+    return LoadedGraph(ids, graph, time.perf_counter() - started, inlinks=inlinks)
+
+
+_SELF_CHUNK = 1 << 24  # links looked at once for links to themselves: bounded temporaries on graphs of any size
+
+
+def other_in_links(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Each page's in-links from other pages, followed or not (int32), of the in-link CSR ``indptr``/``indices``:
+    the count of its backlinks that every view shows, the length of their list (a page's links to itself
+    count in its rank but are none of its backlinks).  One pass over the links a chunk at a time: no array
+    of the graph's size beside the graph."""
+    n = len(indptr) - 1
+    counts = np.diff(indptr).astype(np.int32)
+    first = 0
+    while first < n:
+        stop = int(np.searchsorted(indptr, indptr[first] + _SELF_CHUNK, side="right")) - 1
+        stop = min(max(stop, first + 1), n)
+        start, end = int(indptr[first]), int(indptr[stop])
+        if end > start:
+            targets = np.repeat(np.arange(first, stop, dtype=np.int32), np.diff(indptr[first : stop + 1]))
+            own = targets[indices[start:end] == targets]
+            if len(own):
+                np.subtract.at(counts, own, 1)
+        first = stop
+    return counts
 
 
 def load_host_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
@@ -623,6 +653,8 @@ def rank(
         "flagged": len(options.flagged.page_ids or ()) if options.flagged else 0,
         "links": graph.links,
     }
+    if loaded.inlinks is not None:  # a version ranked before counted the solver graph's in-links (its own too)
+        params["inlinks"] = "others"
     if kind == "trust":
         params["good_fraction"] = options.good_fraction
     teleport = None
@@ -654,7 +686,8 @@ def rank(
         extra = spam_mass(problem, result.scores, options.good_fraction, solver)
     params["warm_from"] = previous.version if previous is not None else None
     params["load_seconds"] = round(loaded.seconds, 3)
-    scores, in_degree = result.scores, loaded.graph.in_degree()
+    scores = result.scores
+    in_degree = loaded.inlinks if loaded.inlinks is not None else loaded.graph.in_degree()
     if loaded.ids is not None:  # the ids the graph left out score 0, with no link in or out
         at = page_ids - 1
         scores, in_degree = _spread(scores, at, loaded.ids), _spread(in_degree, at, loaded.ids)

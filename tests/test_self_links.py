@@ -193,3 +193,118 @@ def test_referring_hosts_and_intersect_leave_the_page_itself_out(self_linked):
         assert row["best_url"] != url
         if row["host"] == host:
             assert row["pages"] == sum(1 for page in linking if page.split("/")[2] == host)
+
+
+# ------------------------------------------------------------------ one count of backlinks (issue 47, 3)
+
+_TINY = {
+    # a.html links to itself, has one followed backlink (b) and two nofollow ones (c, d)
+    "index.html": '<a href="b.html">b</a> <a href="c.html">c</a> <a href="d.html">d</a>',
+    "a.html": '<a href="a.html">me</a> <a href="index.html">home</a>',
+    "b.html": '<a href="a.html">a</a>',
+    "c.html": '<a rel="nofollow" href="a.html">a</a> <a href="index.html">home</a>',
+    "d.html": '<a rel="nofollow" href="a.html">a</a> <a href="index.html">home</a>',
+}
+
+
+@pytest.fixture(scope="module")
+def nofollowed(tmp_path_factory):
+    """(store, a page that links to itself and has one followed and two nofollow backlinks)."""
+    work = tmp_path_factory.mktemp("one-count")
+    site = work / "site"
+    site.mkdir()
+    for name, body in _TINY.items():
+        (site / name).write_text(f"<html><head><title>{name}</title></head><body>{body}</body></html>")
+    store = str(work / "tiny.db")
+    run("build", str(site), "--base-url", "http://tiny.local/", "--store", store, "-q")
+    run("rank", "--store", store, "-q")
+    return store, "http://tiny.local/a.html"
+
+
+def _counts_shown(store: str, url: str) -> dict[str, int]:
+    """The count of ``url``'s backlinks (in-links) as each view shows it."""
+    from proxy_addon import markup
+    from proxy_addon.pages import respond
+    from proxy_addon.ranks import Ranks
+
+    shown: dict[str, int] = {}
+    (row,) = json.loads(run("show", url, "--store", store, "--format", "json"))
+    shown["show"] = row["inlinks"]
+    top = json.loads(run("top", "-n", "0", "--store", store, "--format", "json"))
+    shown["top"] = next(row["inlinks"] for row in top if row["url"] == url)
+    report = json.loads(run("backlinks", url, "-n", "0", "--format", "json", "--store", store))
+    shown["backlinks -n 0"] = len([row for row in report["rows"] if row["url"] is not None])
+    with Store(store, readonly=True) as opened:
+        shown["export"] = next(
+            row.inlinks for row in opened.queries.export_rows(opened.rankings.ranking()) if row.url == url
+        )
+
+    def number(pattern: str, text: str) -> int:
+        found = re.search(pattern, text)
+        assert found, (pattern, text[:2000])
+        return int(found.group(1).replace(",", ""))
+
+    ranks = Ranks(store, panel_size=10_000)
+    try:
+        _, _, body = respond("GET", "/page", {"url": [url]}, ranks)
+        page = body.decode()
+        shown["/page in-links"] = number(r"([\d,]+) in-links", page)
+        shown["/page all"] = number(r">all ([\d,]+)</a>", page)
+        _, _, body = respond("GET", "/backlinks", {"url": [url]}, ranks)
+        shown["/backlinks"] = number(r"; ([\d,]+) backlinks?", body.decode())
+        shown["panel"] = number(r"([\d,]+) backlinks", markup.panel(ranks.panel(url)))
+        shown["bar"] = number(r"([\d,]+) in-links", html.unescape(markup.bar(ranks.lookup([url])[url])))
+    finally:
+        ranks.close()
+    return shown
+
+
+def test_one_count_of_backlinks_with_a_link_to_itself(self_linked):
+    store, url = self_linked
+    shown = _counts_shown(store, url)
+    assert len(set(shown.values())) == 1, shown
+
+
+def test_one_count_of_backlinks_with_nofollow_backlinks(nofollowed):
+    """The count is of the other pages that link to it, followed or not, as the list shows them."""
+    store, url = nofollowed
+    shown = _counts_shown(store, url)
+    assert set(shown.values()) == {3}, shown
+
+
+def test_the_count_of_other_in_links_is_read_a_chunk_at_a_time(monkeypatch):
+    """``other_in_links`` gives each page's in-links less its links to itself, whatever the chunks' bounds."""
+    from rankstore import ranking
+
+    rng = np.random.default_rng(47)
+    n, m = 200, 3000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    src[:300] = dst[:300]  # many links to themselves
+    src[300:320], dst[300:320] = 7, 7  # one page linking to itself more than once
+    order = np.lexsort((src, dst))
+    indices = src[order].astype(np.int32)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    expected = np.bincount(dst[src != dst], minlength=n)
+    for chunk in (1, 5, 64, 1 << 24):
+        monkeypatch.setattr(ranking, "_SELF_CHUNK", chunk)
+        counts = ranking.other_in_links(indptr, indices)
+        assert counts.dtype == np.int32 and counts.tolist() == expected.tolist(), chunk
+
+
+def test_a_version_ranked_before_the_one_count_is_ranked_again(nofollowed, tmp_path):
+    """A version whose stored in-links were the solver graph's (its params lack ``inlinks``) is not called
+    unchanged: ``rank`` writes a version with the one count."""
+    store, url = nofollowed
+    path = str(tmp_path / "old.db")
+    shutil.copy(store, path)
+    with sqlite3.connect(path) as db:
+        (ranking_id, params) = db.execute("SELECT id, params FROM rankings ORDER BY id DESC LIMIT 1").fetchone()
+        old = json.loads(params)
+        assert old.pop("inlinks") == "others"
+        db.execute("UPDATE rankings SET params = ? WHERE id = ?", (json.dumps(old), ranking_id))
+    run("rank", "--store", path, "-q")
+    with sqlite3.connect(path) as db:
+        (newest,) = db.execute("SELECT max(id) FROM rankings").fetchone()
+    assert newest != ranking_id
+    assert _counts_shown(path, url)["show"] == 3
