@@ -299,7 +299,8 @@ class BuildProgress:
     """How far a build has gone, as it goes: the input read, and what came of it so far."""
 
     bytes_read: int = 0
-    pages: int = 0  # pages read (a page source's records; a graph's pages given their links)
+    pages: int = 0  # pages done (a page source's records parsed; a graph's pages given their links)
+    read: int = 0  # a page source's records read from its input, parsed or not yet (``pages`` of them done)
     links: int = 0  # links parsed (before repeats within a page are dropped), or a graph's links stored
     graph: bool = False  # a graph source is being read: its links are the count that moves
     files: int = 0  # files read or passed over: each file at a URL, each other source as one
@@ -442,7 +443,7 @@ def build(
                     else read_source(source.name, source.format, base_url, advance)
                 )
                 for record in kept(read, source.name):
-                    state.pages += 1  # counted as read, with the bytes: the parsers' answers come a pool's work later
+                    state.read += 1  # done (``pages``) once parsed, a pool's work later
                     yield record
                 file_done()
                 continue
@@ -453,7 +454,7 @@ def build(
                     continue
                 unreadable: Counter = Counter()
                 for record in kept(read_remote(url, source.format, advance), url, unreadable):
-                    state.pages += 1
+                    state.read += 1
                     yield record
                 yield from taken([url], unreadable)  # after its pages: noted once they are committed
 
@@ -611,6 +612,7 @@ def _load_pages(
     def take(results: Iterable[tuple[PageData | None, list[Skipped]]]) -> None:
         nonlocal pending_links
         for page, problems in results:
+            state.pages += 1  # a record parsed: the work the bar shows
             for problem in problems:
                 report.skip(problem)
             if page is not None:
@@ -619,6 +621,8 @@ def _load_pages(
                 state.links += len(page.links)
         if len(pending) >= commit_every or pending_links >= _BATCH_LINKS:
             flush()
+        else:
+            progress()  # the pages parsed move the bar
 
     with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         inflight: deque = deque()
@@ -637,6 +641,8 @@ def _load_pages(
             else:
                 inflight.append(pool.apply_async(_prepare_chunk, (chunk, weights)))
                 if len(inflight) >= jobs * 8:
+                    take(inflight.popleft().get())
+                while inflight and inflight[0].ready():  # taken as parsed: the pages done move the bar
                     take(inflight.popleft().get())
         drain()
     flush()

@@ -2,7 +2,8 @@
 
 :class:`Meter` turns the build's :class:`~rankstore.build.BuildProgress`
 into the steps of a progress bar (files when some sources are at URLs, whose
-sizes are not known ahead; bytes otherwise); :func:`progress_words` is the
+sizes are not known ahead; otherwise the bytes whose records are parsed, not
+those read ahead of the parsers); :func:`progress_words` is the
 bar's text; :func:`summary_lines` and :func:`skipped_lines` the report a
 finished build prints.  The CLI only draws the bar and echoes the lines.
 """
@@ -55,10 +56,17 @@ class Meter:
     def step(self, state: BuildProgress) -> Step:
         """The bar's move for ``state``: an advance of 0 is a redraw (the counts moved without the input, as
         the last pages are parsed)."""
-        moved = state.files if self.by_files else state.bytes_read
+        moved = state.files if self.by_files else self._bytes_done(state)
         length = max(state.files_total if self.by_files else self.total, 1)
         advance, self.done = moved - self.done, moved
         return Step(length, advance)
+
+    def _bytes_done(self, state: BuildProgress) -> int:
+        """The bytes whose work is done: of a page source's, the share of the records read that are parsed
+        (the readers run ahead of the parsers by a pool's work); a graph's links are stored as read.  Never
+        back: reading ahead lowers the share, not the work done."""
+        done = state.bytes_read if not state.read else state.bytes_read * min(state.pages, state.read) // state.read
+        return max(done, self.done)
 
 
 def progress_words(state: BuildProgress, seconds: float) -> str:

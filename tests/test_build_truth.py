@@ -4,14 +4,22 @@ text is refused in one line, writing nothing; two folders of Common Crawl graph 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import time
 
 import pytest
 from click.testing import CliRunner
 
+import rankstore.build as build_module
+from rankstore.build import BuildProgress, check_sources
 from rankstore.cli import cli
+from rankstore.progress import Meter
+from rankstore.store import Store
 
 from conftest import data
+
+_real_prepare_chunk = build_module._prepare_chunk
 
 
 def _build(*args):
@@ -60,3 +68,58 @@ def test_two_folders_of_common_crawl_graph_parts_are_a_graph(tmp_path, order):
     result = _build(*folders, "--store", str(tmp_path / "s.db"), "-q")
     assert result.exit_code == 0, result.output
     assert "8 pages, 13 links" in result.output
+
+
+# ------------------------------------------------------------ point 5: the bar shows the work done
+
+
+_PARSED = multiprocessing.get_context("fork").Value("i", 0)  # records parsed, counted in the parsers
+
+
+def _slow_chunk(records, weights=None):
+    time.sleep(0.05)  # a busy machine: the parsers well behind the reader
+    done = _real_prepare_chunk(records, weights) if weights is not None else _real_prepare_chunk(records)
+    with _PARSED.get_lock():
+        _PARSED.value += len(records)
+    return done
+
+
+def test_the_meter_counts_bytes_of_the_records_parsed_not_read_ahead():
+    meter = Meter(by_files=False, total=1000)
+    # the moment: 99% of the bytes read, 51 of the 527 pages read counted
+    step = meter.step(BuildProgress(bytes_read=990, read=527, pages=51))
+    assert step.advance == 990 * 51 // 527  # ~10%, not 99%
+    assert meter.step(BuildProgress(bytes_read=1000, read=600, pages=51)).advance == 0  # reading on is no work done
+    assert meter.step(BuildProgress(bytes_read=1000, read=600, pages=600)).advance == 1000 - 990 * 51 // 527
+
+
+def test_a_build_with_slow_parsers_draws_no_more_than_the_pages_done(tmp_path, monkeypatch):
+    folder = tmp_path / "site"
+    folder.mkdir()
+    pages = 400
+    for i in range(pages):
+        (folder / f"p{i}.html").write_text(
+            f"<html><head><title>page {i}</title></head><body>"
+            + "".join(f"<a href='p{(i * 7 + k) % pages}.html'>x</a>" for k in range(5))
+            + "<p>"
+            + "words " * 200
+            + "</p></body></html>"
+        )
+    monkeypatch.setattr(build_module, "_prepare_chunk", _slow_chunk)
+    monkeypatch.setattr(build_module, "_CHUNK", 8)
+    sources = [str(folder)]
+    planned = check_sources(sources, None, "http://site.example/")
+    meter = Meter.plan(sources, planned, quiet=False)
+    drawn: list[tuple[float, int]] = []
+    _PARSED.value = 0
+
+    def progress(state: BuildProgress) -> None:
+        meter.step(state)
+        drawn.append((meter.done / meter.total, _PARSED.value))
+
+    with Store(str(tmp_path / "s.db")) as store:
+        build_module.build(store, sources, None, "http://site.example/", progress, jobs=2, planned=planned)
+    assert drawn[-1] == (1.0, pages)
+    # each drawing's share of the bar is at most the share of the pages parsed (the pages are alike in size)
+    ahead = [(round(share, 3), done) for share, done in drawn if share > done / pages + 0.02]
+    assert not ahead, ahead[:5]
