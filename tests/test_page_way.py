@@ -242,3 +242,17 @@ def test_a_link_of_the_panel_takes_the_person_to_the_proxys_own_page(proxied, py
     assert proxied.current_url.startswith("http://pagerank.proxy/page?url=")
     said = proxied.find_element(By.TAG_NAME, "body").text
     assert page in said and "PageRank" in said and "answer only the person" not in said
+
+
+@pytest.mark.parametrize("path", ["/top?n=40", "/backlinks?url={page}"])
+def test_the_own_pages_bars_line_up_whatever_the_numbers_beside_them(proxied, python_doc_crawl, path):
+    """A score's text is as wide as its digits (0.0123, 4.56e-05): the bars of a column start at one place."""
+    from urllib.parse import quote
+
+    page = quote(python_doc_crawl.base_url + "library/index.html", safe="")
+    proxied.get("http://pagerank.proxy" + path.format(page=page))
+    lefts = proxied.execute_script(
+        "return [...document.querySelectorAll('td.n > span[data-pagerank-bar]')]"
+        ".map(bar => Math.round(bar.getBoundingClientRect().left))"
+    )
+    assert len(lefts) >= 10 and len(set(lefts)) == 1, lefts

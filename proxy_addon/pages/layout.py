@@ -65,6 +65,8 @@ PAGE_STYLE = STYLE + (
     "mark.new{background:#fd0;color:#000;border-radius:3px;padding:0 4px;font-size:.8em}"
     "form.wide input[type=text],form.wide input[type=url]{width:45%;padding:3px;margin:2px 0}"
     "p.note{background:#fff4d6;border:1px solid #e0b040;border-radius:4px;padding:6px 10px}"
+    # a score's text is as wide as its digits: the column's bars start at its left edge, the numbers at its right
+    "td.n>span[data-pagerank-bar]{float:left!important;margin:.45em .6em 0 0!important}"
 )
 _STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(PAGE_STYLE.encode()).digest()).decode()
 CSP = (
