@@ -45,6 +45,7 @@ from proxy_addon.exposure import MITMDUMP_ADVICE, exposed_hosts, open_proxy_prob
 from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerError, mark, state_of
 from proxy_addon.markup import PROXY_HOST, STYLE_HASHES
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
+from proxy_addon.options import unknown_option_problem as unknown_option
 from proxy_addon.pacing import Pacer
 from proxy_addon.pages import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site, respond
 from proxy_addon.pool import Workers
@@ -195,7 +196,7 @@ class PageRankProxy:
             self.workers = Workers(count, settings.store, settings.ranking, settings.panel, _levels(settings))
 
     async def running(self) -> None:
-        if self._open_proxy():
+        if self._unknown_option() or self._open_proxy():
             return
         if self.settings is not None and self.settings.inline_bytes:
             # the ranking's arrays and best pages' look-ups, for the pages rewritten in this loop (as a worker
@@ -210,6 +211,19 @@ class PageRankProxy:
         gc.freeze()
         if self.workers is not None:
             await self.workers.start()  # so that the first page finds them warm (else: at first use)
+
+    def _unknown_option(self) -> bool:
+        """An option like ours set that no addon has (``--set pagerank_max_link=5``; mitmproxy keeps it aside
+        for an addon still to come, and the proxy would run without it) stops the proxy at once, in one line.
+        By now every addon and script has declared its options."""
+        deferred = getattr(ctx.options, "deferred", {})
+        for name in sorted(deferred):
+            problem = unknown_option(name, ctx.options.keys())
+            if problem:
+                log.error("pagerank: %s", problem)
+                ctx.master.shutdown()
+                return True
+        return False
 
     def _open_proxy(self) -> bool:
         """Listening beyond loopback with no password (mitmdump's own command line: pagerank-proxy refuses it

@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -142,7 +143,11 @@ def run(arguments: list[str], announce: bool = False, no_auth: bool = False) -> 
                 print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
                 sys.exit(2)
             # every argument has been read by now (--port, -p, --mode ...@port, --set listen_port): mitmproxy's
-            # own refusal of a taken port is two lines that suggest one of its options, not ours
+            # own refusal of a port out of range or taken is two lines that suggest one of its options, not ours
+            problem = _port_problem(self.options.listen_port)
+            if problem:
+                print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
+                sys.exit(2)
             taken = taken_address(self.options)
             if taken is not None:
                 host, port = taken
@@ -161,7 +166,14 @@ def run(arguments: list[str], announce: bool = False, no_auth: bool = False) -> 
             await asyncio.sleep(0)  # as mitmproxy's own check waits: an error logged by a task just queued
             check = self.addons.get("errorcheck")
             if announce and not (check is not None and check.logger.has_errored):  # else mitmdump exits 1 next
-                print(banner(self.options, self._levels_only()), flush=True)
+                print(banner(self.options, self._levels_only(), self._port()), flush=True)
+
+        def _port(self) -> int:
+            """The port the proxy listens on: the one it was given, or (given 0) the one the system chose."""
+            server = self.addons.get("proxyserver")
+            addresses = server.listen_addrs() if server is not None else []
+            ports = [address[1] for address in addresses if len(address) > 1]
+            return self.options.listen_port if self.options.listen_port in ports or not ports else ports[0]
 
         def _levels_only(self) -> list[LevelHead]:
             addon = self.addons.get("pagerankproxy")
@@ -177,6 +189,11 @@ def run(arguments: list[str], announce: bool = False, no_auth: bool = False) -> 
     # mitmproxy's run() also reads sys.argv (to hint at deprecated options when the arguments do not parse):
     # there it must find mitmdump's arguments, not pagerank-proxy's own (whose --port it would call deprecated)
     sys.argv[1:] = arguments
+    # Ctrl-C (SIGINT) and SIGTERM stop mitmdump as it means to (its handlers call shutdown), and the proxy
+    # exits 0: they are its ordinary way to stop (it serves until told to), the stop is whole (its workers
+    # ended, the record closed), and it is what mitmdump, whose place it takes, says; 130 would call a clean
+    # stop a failure to `pagerank-proxy && next` and to a service manager alike.  Its workers never see a
+    # terminal's SIGINT: they run in a process group of their own (proxy_addon.pool), stopped by the proxy.
     run_master(Master, cmdline.mitmdump, arguments, extra)
 
 
@@ -218,7 +235,9 @@ def parser() -> argparse.ArgumentParser:
         help="listen beyond loopback without a password: an open proxy that serves anyone who reaches it, "
         "with your store's pages (refused without this or --proxyauth)",
     )
-    parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
+    parser.add_argument(
+        "--port", type=int, default=8080, help="port, 0 for any free one (named once listening; default: 8080)"
+    )
     parser.add_argument(
         "--ranking", default="pagerank", help="which ranking of pages to show (default: pagerank; not a host ranking)"
     )
@@ -276,12 +295,27 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The console script: :func:`_main`, quiet when Ctrl-C comes before mitmdump's event loop takes SIGINT
+    (while the store is checked and the modules load): an interrupted start exits 130, as a shell reports a
+    command that SIGINT ended, with no traceback.  Once the proxy serves, Ctrl-C is its ordinary stop: 0
+    (:func:`run`)."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
     if "--" in argv:
         extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     args = parser().parse_args(argv)
+    problem = _port_problem(args.port) or _unknown_option_problem(extra)
+    if problem:  # a usage error: one line of ours, not mitmproxy's two once it has started
+        print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
+        sys.exit(2)
     problem = _exposure_problem(args, extra)
     if problem:  # a usage error, before the store is read
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
@@ -309,6 +343,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"pagerank-proxy: error: {problem}", file=sys.stderr)
         sys.exit(2)
     asyncio.set_event_loop_policy(_QuietStopPolicy())
+    # ... and a connection accepted as the loop stopped (Ctrl-C under load) leaves a coroutine never started
+    # (asyncio's accepting it, or mitmproxy's handling it), which Python warns of in two lines as the loop or the
+    # interpreter closes: nothing was lost, the client's connection closes with the proxy
+    warnings.filterwarnings(
+        "ignore",
+        r"coroutine '(BaseSelectorEventLoop\._accept_connection2|ServerInstance\.handle_\w+)' was never awaited",
+        RuntimeWarning,
+    )
     run(
         mitmdump_args(
             args.store,
@@ -366,9 +408,10 @@ def taken_address(options) -> tuple[str, int] | None:
     return None
 
 
-def banner(options, levels_only: Sequence[LevelHead] = ()) -> str:
+def banner(options, levels_only: Sequence[LevelHead] = (), port: int | None = None) -> str:
     """Where the proxy listens, from what mitmdump made of every argument (``-p`` after ``--`` too), and what it
-    shows: its page ranking, or (``levels_only``) the host and site rankings of a store that ranks no pages."""
+    shows: its page ranking, or (``levels_only``) the host and site rankings of a store that ranks no pages;
+    ``port``: the one bound (``--port 0``: whichever was free), else the option's."""
     host = options.listen_host or "0.0.0.0"  # mitmproxy's empty host: every address
     host = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
     shown = f"ranking {options.pagerank_ranking}"
@@ -379,8 +422,8 @@ def banner(options, levels_only: Sequence[LevelHead] = ()) -> str:
             + ": the store ranks no pages"
         )
     return (
-        f"pagerank-proxy: listening on http://{host}:{options.listen_port}/ with {options.rankstore} "
-        f"({shown}); its own pages at http://pagerank.proxy/"
+        f"pagerank-proxy: listening on http://{host}:{options.listen_port if port is None else port}/ "
+        f"with {options.rankstore} ({shown}); its own pages at http://pagerank.proxy/"
     )
 
 
@@ -441,6 +484,45 @@ def _options_problem(
         parse_record_settings(given.get("pagerank_record", record), False, (), False)
     except exceptions.OptionsError as error:
         return str(error)
+    return None
+
+
+def _port_problem(port: int) -> str | None:
+    """Why a port cannot be listened on whatever the machine, or None (0: any free port)."""
+    if not 0 <= port <= 65535:
+        return f"--port must be between 0 (any free port) and 65535, not {port}"
+    return None
+
+
+def known_options() -> list[str]:
+    """The names of the addon's options, as its ``load`` hook declares them to mitmproxy."""
+    from types import SimpleNamespace
+
+    from mitmproxy.addonmanager import Loader
+    from mitmproxy.optmanager import OptManager
+
+    from proxy_addon.addon import PageRankProxy
+
+    manager = OptManager()
+    PageRankProxy().load(Loader(SimpleNamespace(options=manager)))
+    return sorted(manager.keys())
+
+
+def _unknown_option_problem(extra: list[str]) -> str | None:
+    """Why an option set after ``--`` is refused (:func:`~proxy_addon.options.unknown_option_problem`), or
+    None; with a script of the user's (``-s``) left to the addon once the scripts have declared their options."""
+    from proxy_addon.options import OUR_PREFIXES, unknown_option_problem
+
+    if _flag_values(extra, "--scripts", "-s"):
+        return None
+    given = extra_settings(extra)
+    if not any(name.startswith(OUR_PREFIXES) for name in given):
+        return None
+    known = known_options()
+    for name in given:
+        problem = unknown_option_problem(name, known)
+        if problem:
+            return problem
     return None
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from mitmproxy import exceptions, http
@@ -25,6 +27,7 @@ __all__ = [
     "INLINE_LINKS",
     "INLINE_BACKLINKS",
     "INLINE_LOOKUPS",
+    "unknown_option_problem",
 ]
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -104,6 +107,22 @@ def parse_settings(
         host_ranking.strip(),
         site_ranking.strip(),
     )
+
+
+OUR_PREFIXES = ("pagerank", "rankstor")  # the addon's options: a name like these that it lacks is a slip
+
+
+def unknown_option_problem(name: str, known: Collection[str], flag: str = "--set ") -> str | None:
+    """Why ``name`` is refused: like the addon's options (:data:`OUR_PREFIXES`) and not one of them (mitmproxy
+    would keep it aside for an addon that never comes, and the proxy would run without it); else None.  The
+    closest of ours is named, told apart by what follows ``pagerank_`` (which they all share)."""
+    if name in known or not name.startswith(OUR_PREFIXES):
+        return None
+    ours = {option.removeprefix("pagerank_"): option for option in sorted(known) if option.startswith(OUR_PREFIXES)}
+    close = difflib.get_close_matches(name.removeprefix("pagerank_"), list(ours), n=1, cutoff=0.6)
+    if close:
+        return f"{flag}{name}: no such option; did you mean {ours[close[0]]}?"
+    return f"{flag}{name}: no such option (`mitmdump --options` lists them, with the addon: `-s proxy_addon/addon.py`)"
 
 
 def is_candidate(flow: http.HTTPFlow, max_body: int, insecure_pages: bool = False) -> bool:

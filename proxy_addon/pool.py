@@ -25,6 +25,7 @@ import collections
 import logging
 import mmap
 import os
+import signal
 import sys
 from typing import NamedTuple
 
@@ -116,6 +117,7 @@ class Workers:
         self._workers: list[_Worker] = []  # in the order they started: the first ones are preferred
         self._waiting: collections.deque[_Queued] = collections.deque()
         self._spawning: set[asyncio.Task] = set()
+        self._exiting: set[asyncio.Task] = set()  # a discarded worker's transport, closed once it has exited
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._started = False
@@ -141,6 +143,9 @@ class Workers:
                 stdout=answers_write,
                 env=env,
                 pass_fds=(fd,) if shared is not None and fd is not None else (),
+                # a process group of its own: a terminal's Ctrl-C (SIGINT to its foreground group) reaches the
+                # proxy alone, which stops its workers itself; they would each print a KeyboardInterrupt
+                process_group=0,
             )
         except BaseException:
             for end in (jobs, answers):
@@ -390,20 +395,31 @@ class Workers:
             if end >= 0:
                 os.close(end)
         worker.jobs = worker.answers = -1
-        if worker.process.returncode is None:
-            try:
-                worker.process.kill()
-            except ProcessLookupError:
-                pass
+        _kill(worker.process)
         transport = getattr(worker.process, "_transport", None)
         if transport is not None:
-            try:
-                transport.close()
-            except RuntimeError:  # that event loop has already closed
-                pass
+            if worker.process.returncode is None and loop is not None and loop.is_running():
+                # closed once the event loop's child watcher has collected it: the transport's close() would
+                # collect an exited process first (its poll()), and the watcher would then warn of an "Unknown
+                # child process pid"
+                task = loop.create_task(self._close_when_exited(worker.process, transport))
+                self._exiting.add(task)
+                task.add_done_callback(self._exiting.discard)
+            else:
+                try:
+                    transport.close()
+                except RuntimeError:  # that event loop has already closed
+                    pass
         if worker.shared is not None:
             worker.shared.close()
             worker.shared = None
+
+    @staticmethod
+    async def _close_when_exited(process: asyncio.subprocess.Process, transport) -> None:
+        try:
+            await process.wait()
+        finally:
+            transport.close()
 
     def close(self) -> None:
         """Stop every process (they would also exit on their own once the proxy's end of the pipe closes);
@@ -435,16 +451,13 @@ class Workers:
             loop.remove_writer(worker.jobs)
             os.close(worker.jobs)
             worker.jobs = -1
-            if not worker.pending and worker.process.returncode is None:
-                try:
-                    worker.process.kill()
-                except ProcessLookupError:
-                    pass
+            if not worker.pending:
+                _kill(worker.process)
         for worker in workers:
             try:
                 await asyncio.wait_for(worker.process.wait(), timeout)
             except TimeoutError:
-                worker.process.kill()
+                _kill(worker.process)
                 await worker.process.wait()
             loop.remove_reader(worker.answers)
             os.close(worker.answers)
@@ -458,3 +471,16 @@ class Workers:
             for job in worker.pending:
                 if not job.future.done():
                     job.future.set_exception(WorkerError("the rewriting processes were stopped"))
+        if self._exiting:  # workers lost meanwhile, killed: collected by now, or about to be
+            await asyncio.wait(list(self._exiting), timeout=timeout)
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL to a worker not known to have exited.  Not ``process.kill()``: it polls the process first, which
+    collects one that has just exited before the event loop's child watcher does, and the watcher then warns of
+    an "Unknown child process pid" (so does the transport's ``close()``)."""
+    if process.returncode is None:
+        try:
+            os.kill(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

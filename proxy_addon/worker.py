@@ -316,6 +316,11 @@ def _do(
 
 
 if __name__ == "__main__":
+    import signal
+
+    # the proxy stops its workers (they run in a process group of their own: a terminal's Ctrl-C reaches the
+    # proxy alone); a SIGINT sent here all the same must not end a job half done with a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     region = [int(arg) for arg in sys.argv[6:8]]  # the shared region's descriptor and size, if any
     serve(
         sys.argv[1],
