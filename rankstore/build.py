@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import queue
 import re
+import signal
 import sqlite3
 import tempfile
 import threading
@@ -80,7 +81,16 @@ from .store import PageData, Ranking, RankingNotFound, Store, StoreFull, TakenFi
 from .store.base import Transaction
 from .urls import canonical, canonical_many
 
-__all__ = ["BuildProgress", "BuildReport", "PlannedSource", "build", "prepare", "check_sources", "is_remote_source"]
+__all__ = [
+    "BuildInterrupted",
+    "BuildProgress",
+    "BuildReport",
+    "PlannedSource",
+    "build",
+    "prepare",
+    "check_sources",
+    "is_remote_source",
+]
 
 _CHUNK = 32
 _BATCH_LINKS = 200_000
@@ -93,6 +103,17 @@ _RECURRING_SOURCES = 4
 _HTML_SNIFF = 1024
 # WHATWG MIME sniffing's "binary data bytes": never in a text document.
 _BINARY_BYTES = bytes(list(range(0x00, 0x09)) + [0x0B] + list(range(0x0E, 0x1B)) + list(range(0x1C, 0x20)))
+
+
+class BuildInterrupted(KeyboardInterrupt):
+    """A build cut short (Ctrl-C, SIGTERM): marked 'interrupted' with the ``pages`` and ``links`` it committed,
+    or, when it committed nothing, left no record (``kept`` False)."""
+
+    def __init__(self, build_id: int, committed: tuple[int, int] | None):
+        super().__init__(build_id)
+        self.build_id = build_id
+        self.kept = committed is not None
+        self.pages, self.links = committed or (0, 0)
 
 
 @dataclass
@@ -158,6 +179,13 @@ def prepare(record: Record, weights: LinkWeights = LinkWeights.UNIFORM) -> tuple
         page.canonical_url = parsed.canonical_url
         page.links = [(link.url, link.nofollow, link.weight, link.anchor_text) for link in parsed.links]
     return page, []
+
+
+def _parser_start() -> None:
+    """A parser process leaves Ctrl-C to the build, which ends it (no traceback from each parser), and ends at
+    SIGTERM, as the pool ends it (whatever the build's process does at SIGTERM)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _prepare_chunk(
@@ -544,6 +572,8 @@ def build(
         report.links += store.finish_build(
             report.build_id, report.pages, report.links, dict(report.skipped), site_links
         )
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM as the CLI raises it: the build says what it committed
+        raise BuildInterrupted(report.build_id, store.interrupt_build(report.build_id)) from None
     finally:
         if site_links is not None:
             site_links.close()
@@ -624,7 +654,11 @@ def _load_pages(
         else:
             progress()  # the pages parsed move the bar
 
-    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+    with (
+        multiprocessing.get_context("fork").Pool(jobs, initializer=_parser_start)
+        if jobs > 1
+        else contextlib.nullcontext()
+    ) as pool:
         inflight: deque = deque()
 
         def drain() -> None:

@@ -208,7 +208,10 @@ def build(
         rankstore build cc-main-2024-25-dec-jan-feb-host-ranks.txt.gz --store hosts.db
         rankstore build https://data.commoncrawl.org/crawl-data/CC-MAIN-2024-51/warc.paths.gz --limit 2
     """
-    from .build import BuildProgress, check_sources, is_remote_source
+    import signal
+    import threading
+
+    from .build import BuildInterrupted, BuildProgress, check_sources, is_remote_source
     from .build import build as run_build
     from .extract import LinkWeights
     from .progress import Meter, progress_words, skipped_lines, summary_lines
@@ -239,6 +242,12 @@ def build(
             if not step.advance:
                 bar.render_progress()  # the counts moved without the input (the last pages parsed)
 
+    def terminated(signum, frame) -> None:
+        raise KeyboardInterrupt  # SIGTERM ends the build as Ctrl-C does: marked interrupted, with what it committed
+
+    main = threading.current_thread() is threading.main_thread()  # signals are the main thread's to handle
+    was = signal.signal(signal.SIGTERM, terminated) if main else None
+    stopped: BuildInterrupted | None = None
     try:
         if meter.shown:
             bar.__enter__()
@@ -259,10 +268,22 @@ def build(
         )
     except SourceError as error:
         raise click.ClickException(str(error)) from error
+    except BuildInterrupted as cut:
+        stopped = cut
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, was)
         if meter.shown:
             bar.__exit__(None, None, None)
         store.close()
+    if stopped is not None and stopped.kept:
+        _fail(
+            f"interrupted: build #{stopped.build_id} is marked interrupted with what it committed "
+            f"({stopped.pages:,} pages, {stopped.links:,} links); run it again to finish it",
+            130,
+        )
+    if stopped is not None:
+        _fail("interrupted before the build committed anything: the store is as it was", 130)
     click.echo("\n".join(summary_lines(report, store_path, len(sources))))
     if then_rank:
         ctx.invoke(rank, store_path=store_path, quiet=quiet)

@@ -4,10 +4,16 @@ text is refused in one line, writing nothing; two folders of Common Crawl graph 
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import time
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -17,7 +23,7 @@ from rankstore.cli import cli
 from rankstore.progress import Meter
 from rankstore.store import Store
 
-from conftest import data
+from conftest import ROOT, data, run
 
 _real_prepare_chunk = build_module._prepare_chunk
 
@@ -123,3 +129,94 @@ def test_a_build_with_slow_parsers_draws_no_more_than_the_pages_done(tmp_path, m
     # each drawing's share of the bar is at most the share of the pages parsed (the pages are alike in size)
     ahead = [(round(share, 3), done) for share, done in drawn if share > done / pages + 0.02]
     assert not ahead, ahead[:5]
+
+
+# ------------------------------------------------------------ point 5: an interrupted build is marked so
+
+
+def _edge_list(path, pages: int = 40_000, links: int = 250_000) -> str:
+    rng = np.random.default_rng(2)
+    src = np.sort(rng.integers(0, pages, links))
+    dst = (src // 100 * 100 + rng.zipf(1.4, links)) % pages
+    with open(path, "w") as out:
+        out.write("".join(f"http://h{s // 100}.ex/{s}\thttp://h{d // 100}.ex/{d}\n" for s, d in zip(src, dst)))
+    return str(path)
+
+
+def _builds(store) -> list[dict]:
+    return json.loads(run("builds", "--store", str(store), "--format", "json"))
+
+
+def _cut(store, source, how: signal.Signals) -> subprocess.CompletedProcess:
+    """`rankstore build` in a process of its own, sent ``how`` once it has committed some links."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rankstore", "build", source, "--store", str(store), "-q", "--commit-every", "2000"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        assert process.poll() is None and time.monotonic() < deadline, "the build ended before its cut"
+        try:
+            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+                if db.execute("SELECT count(*) FROM out_links").fetchone()[0]:
+                    break
+        except sqlite3.OperationalError:  # not made yet, or locked a moment
+            pass
+        time.sleep(0.002)
+    process.send_signal(how)
+    out, err = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def _committed(store) -> tuple[int, int]:
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        links = db.execute("SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links").fetchone()[0]
+        pages = db.execute("SELECT count(DISTINCT src) FROM out_links").fetchone()[0]
+    return pages, links
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_a_build_cut_by_a_signal_is_marked_interrupted_with_what_it_committed(tmp_path, how):
+    source = _edge_list(tmp_path / "edges.tsv")
+    store = tmp_path / "s.db"
+    cut = _cut(store, source, how)
+    assert cut.returncode == 130, cut.stderr
+    said = cut.stderr.strip().splitlines()
+    assert len(said) == 1 and "build #1 is marked interrupted" in said[0], cut.stderr  # one line, no traceback
+    pages, links = _committed(store)
+    assert links > 0
+    [row] = _builds(store)
+    assert (row["status"], row["pages"], row["links"]) == ("interrupted", pages, links)
+    assert row["new_links"] <= links and row["finished_at"]  # new once the graph is derived with them
+    with sqlite3.connect(store) as db:  # written in the store, not only shown
+        assert db.execute("SELECT status, pages, links FROM builds").fetchall() == [("interrupted", pages, links)]
+    # the build run again completes; the interrupted one keeps its record, and --since 1 names the links after it
+    again = subprocess.run([sys.executable, "-m", "rankstore", "build", source, "--store", str(store), "-q"], cwd=ROOT)
+    assert again.returncode == 0
+    rows = _builds(store)
+    assert [row["status"] for row in rows] == ["interrupted", "complete"]
+    assert rows[1]["new_links"] + rows[0]["new_links"] == rows[1]["links"]
+
+
+def test_a_killed_build_found_running_by_a_later_command_is_interrupted(tmp_path):
+    source = _edge_list(tmp_path / "edges.tsv")
+    store = tmp_path / "s.db"
+    cut = _cut(store, source, signal.SIGKILL)
+    assert cut.returncode == -signal.SIGKILL
+    pages, links = _committed(store)
+    [row] = _builds(store)  # a reader says so, without writing
+    assert (row["status"], row["pages"], row["links"]) == ("interrupted", pages, links)
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT status FROM builds").fetchall() == [("running",)]
+    done = subprocess.run([sys.executable, "-m", "rankstore", "build", source, "--store", str(store), "-q"], cwd=ROOT)
+    assert done.returncode == 0
+    with sqlite3.connect(store) as db:  # the next build wrote it
+        assert db.execute("SELECT status, pages, links FROM builds ORDER BY id").fetchall()[0] == (
+            "interrupted",
+            pages,
+            links,
+        )
+    assert [row["status"] for row in _builds(store)] == ["interrupted", "complete"]

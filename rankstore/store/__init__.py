@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import socket
 import sqlite3
 import time
 import urllib.parse
@@ -118,6 +119,34 @@ def create_private(path: str) -> None:
         os.fchmod(fd, 0o600)  # a umask takes bits away: 0600 whatever it is
     finally:
         os.close(fd)
+
+
+_PROCESS_KEY = "build_process:"  # meta: the process running build N, as {host, pid, start, pages_before}
+
+
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux's /proc), to tell it from a later process
+    given the same pid; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(process: dict) -> bool:
+    """Whether the process a build noted still runs (a process on another machine is taken to)."""
+    if process.get("host") != socket.gethostname():
+        return True
+    pid = int(process["pid"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    start = _process_start(pid)
+    return start is None or process.get("start") is None or start == process["start"]
 
 
 def _now() -> str:
@@ -312,22 +341,106 @@ class Store:
     # ----------------------------------------------------------------- builds
 
     def begin_build(self, sources: Sequence[str]) -> int:
-        cursor = self.db.execute(
-            "INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
-            (_now(), json.dumps(list(sources))),
-        )
+        """A build's row in ``builds``, 'running', with the process that runs it noted (in ``meta``), so that
+        a later command finding the row 'running' and the process gone knows the build was cut short.  The
+        builds so cut short before are marked so first (:meth:`settle_builds`)."""
+        self.settle_builds()
+        with self.transaction():
+            cursor = self.db.execute(
+                "INSERT INTO builds (started_at, status, sources) VALUES (?, 'running', ?)",
+                (_now(), json.dumps(list(sources))),
+            )
+            assert cursor.lastrowid is not None
+            self._note_process(cursor.lastrowid)
         self.pages.start_build()
         # a build's batches append to the log; it is copied into the file once, at the end
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
-        assert cursor.lastrowid is not None
         return cursor.lastrowid
 
     def continue_build(self, build_id: int) -> int:
         """Go on with a build cut short (:meth:`.SourceFiles.interrupted_build`): as :meth:`begin_build`,
         with the pages it wrote counted as this run's (a page captured again is weighed against them, a
         graph's links to them merged); returns the links it had written."""
+        with self.transaction():
+            self.db.execute("UPDATE builds SET status = 'running', finished_at = NULL WHERE id = ?", (build_id,))
+            self._note_process(build_id)
         self.db.execute(f"PRAGMA wal_autocheckpoint = {_BUILD_CHECKPOINT_PAGES}")
         return self.pages.continue_build(build_id)
+
+    def _note_process(self, build_id: int) -> None:
+        pid = os.getpid()
+        self.db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            (
+                f"{_PROCESS_KEY}{build_id}",
+                json.dumps(
+                    {
+                        "host": socket.gethostname(),
+                        "pid": pid,
+                        "start": _process_start(pid),
+                        "pages_before": self.db.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0],
+                    }
+                ),
+            ),
+        )
+
+    def committed(self, build_id: int) -> tuple[int, int]:
+        """(pages, links) build ``build_id`` committed: the pages it wrote (those it found gone apart), and
+        their links."""
+        # a graph's pages are marked crawled once it is read whole: until then, its pages with links are no build's
+        ours = (
+            "SELECT id FROM pages WHERE (build_id = ?1 AND NOT (NOT crawled AND status IN (404, 410)))"
+            " OR (build_id IS NULL AND id IN (SELECT src FROM out_links))"
+        )
+        pages = self.db.execute(f"SELECT count(*) FROM ({ours})", (build_id,)).fetchone()[0]
+        links = self.db.execute(
+            f"SELECT coalesce(sum(length(targets)), 0) / 4 FROM out_links WHERE src IN ({ours})", (build_id,)
+        ).fetchone()[0]
+        return pages, links
+
+    def gone_builds(self) -> list[int]:
+        """The builds still 'running' whose process is gone (killed, or cut short before it could say so): a
+        build's process noted by :meth:`begin_build` and no longer alive on this machine, or, for a build
+        from before processes were noted, one that a later build followed."""
+        last = self.last_build()
+        noted = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE ?", (f"{_PROCESS_KEY}%",)))
+        gone = []
+        for (build_id,) in self.db.execute("SELECT id FROM builds WHERE status = 'running' ORDER BY id").fetchall():
+            process = noted.get(f"{_PROCESS_KEY}{build_id}")
+            if process is None:
+                if build_id != last:
+                    gone.append(build_id)
+            elif not _alive(json.loads(process)):
+                gone.append(build_id)
+        return gone
+
+    def interrupt_build(self, build_id: int) -> tuple[int, int] | None:
+        """Mark build ``build_id``, cut short, 'interrupted' with the pages and links it committed; a build
+        that committed nothing leaves no record (:meth:`forget_build`), and None is returned."""
+        if self.db.in_transaction:  # what the interrupted transaction had not committed
+            self.db.rollback()
+        noted = self.db.execute("SELECT value FROM meta WHERE key = ?", (f"{_PROCESS_KEY}{build_id}",)).fetchone()
+        before = json.loads(noted[0]).get("pages_before") if noted else None
+        pages_now = self.db.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0]
+        if before == pages_now and self.forget_build(build_id):
+            self.db.execute("DELETE FROM meta WHERE key = ?", (f"{_PROCESS_KEY}{build_id}",))
+            return None
+        with self.transaction():
+            pages, links = self.committed(build_id)
+            self.db.execute(
+                "UPDATE builds SET status = 'interrupted', finished_at = ?, pages = ?, links = ?"
+                " WHERE id = ? AND status = 'running'",
+                (_now(), pages, links, build_id),
+            )
+            self.db.execute("DELETE FROM meta WHERE key = ?", (f"{_PROCESS_KEY}{build_id}",))
+        return pages, links
+
+    def settle_builds(self) -> list[int]:
+        """Mark interrupted the builds found 'running' whose process is gone (:meth:`gone_builds`)."""
+        gone = self.gone_builds()
+        for build_id in gone:
+            self.interrupt_build(build_id)
+        return gone
 
     def forget_build(self, build_id: int, sites: int | None = None) -> bool:
         """Drop the record of build ``build_id`` if it committed nothing else (its first transaction failed,
@@ -373,6 +486,7 @@ class Store:
                 " skip_reasons = ? WHERE id = ?",
                 (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id),
             )
+            self.db.execute("DELETE FROM meta WHERE key = ?", (f"{_PROCESS_KEY}{build_id}",))
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return written
@@ -394,7 +508,12 @@ class Store:
             )
         ]
         files = self.sources.files_of_builds()
+        gone = set(self.gone_builds())
         for build in builds:
+            if build["status"] != "complete":  # what it committed so far
+                build["pages"], build["links"] = self.committed(build["id"])
+                if build["id"] in gone:
+                    build["status"] = "interrupted"
             build["files"] = [
                 {"name": f.name, "size": f.size, "checksum": f.checksum, "unreadable": f.unreadable}
                 for f in files.get(build["id"], [])

@@ -508,20 +508,21 @@ def build_history(store: Store) -> list[dict]:
     ):
         born[build] = born.get(build, 0) + count  # found by that build, lost since
     lost = dict(store.db.execute("SELECT lost_build, count(*) FROM lost_links GROUP BY lost_build"))
+    gone = set(store.gone_builds())  # 'running', its process gone: cut short before it could say so
     return [
         {
             "build": build_id,
             "started_at": started,
             "finished_at": finished,
-            "status": status,
-            "pages": pages,
-            "links": links,
+            "status": "interrupted" if build_id in gone else status,
+            # a build not complete: what it committed (so far)
+            **dict(zip(("pages", "links"), (pages, links) if status == "complete" else store.committed(build_id))),
             "new_links": born.get(build_id, 0),
             "lost_links": lost.get(build_id, 0),
         }
         for build_id, started, finished, status, pages, links in store.db.execute(
             "SELECT id, started_at, finished_at, status, pages, links FROM builds ORDER BY id"
-        )
+        ).fetchall()
     ]
 
 

@@ -69,10 +69,10 @@ class SourceFiles(Part):
         return found
 
     def interrupted_build(self, sources: Sequence[str]) -> int | None:
-        """The newest build, if it was cut short (still 'running'), named these same sources and had taken a
-        file whole: the build a new run of them continues."""
+        """The newest build, if it was cut short ('interrupted', or still 'running'), named these same sources
+        and had taken a file whole: the build a new run of them continues."""
         row = self.db.execute("SELECT id, status, sources FROM builds ORDER BY id DESC LIMIT 1").fetchone()
-        if row is None or row[1] != "running" or json.loads(row[2]) != list(sources):
+        if row is None or row[1] not in ("running", "interrupted") or json.loads(row[2]) != list(sources):
             return None
         taken = self.db.execute("SELECT 1 FROM source_files WHERE build = ? LIMIT 1", (row[0],)).fetchone()
         return row[0] if taken else None
