@@ -242,7 +242,15 @@ def build(
             if not step.advance:
                 bar.render_progress()  # the counts moved without the input (the last pages parsed)
 
+    owner = os.getpid()
+
     def terminated(signum, frame) -> None:
+        if os.getpid() != owner:
+            # a parser forked while this handler was the build's, before its own: it ends as SIGTERM ends a
+            # process (raised there, the pool's terminate would wait for it for ever)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise KeyboardInterrupt  # SIGTERM ends the build as Ctrl-C does: marked interrupted, with what it committed
 
     main = threading.current_thread() is threading.main_thread()  # signals are the main thread's to handle

@@ -134,7 +134,7 @@ def test_a_build_with_slow_parsers_draws_no_more_than_the_pages_done(tmp_path, m
 # ------------------------------------------------------------ point 5: an interrupted build is marked so
 
 
-def _edge_list(path, pages: int = 40_000, links: int = 250_000) -> str:
+def _edge_list(path, pages: int = 40_000, links: int = 1_000_000) -> str:
     rng = np.random.default_rng(2)
     src = np.sort(rng.integers(0, pages, links))
     dst = (src // 100 * 100 + rng.zipf(1.4, links)) % pages

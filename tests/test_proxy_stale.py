@@ -26,7 +26,7 @@ from conftest import data
 NEW = "http://new.example/a"  # added by the second build: in the store, not in the ranking's version
 NOWHERE = "http://nowhere.example/"  # in no build
 STALE = "ranking pagerank v1 predates build 2: run `rankstore rank`"
-LATER = "not ranked yet: the page came into the store after this ranking (run `rankstore rank`)"
+LATER = "not ranked yet: the page came into the store after this ranking was made"
 
 
 def run(*arguments: str) -> None:
