@@ -155,6 +155,9 @@ def _cut(store, source, how: signal.Signals) -> subprocess.CompletedProcess:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # SIGINT at its default, as a shell gives a foreground command: a pytest-xdist worker ignores it, and a
+        # process that inherits that never turns Ctrl-C into KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while True:

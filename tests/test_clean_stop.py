@@ -29,6 +29,12 @@ SCRIPT = os.path.join(os.path.dirname(sys.executable), "pagerank-proxy")  # the 
 NOISE = ("Traceback", "KeyboardInterrupt", "Unknown child process", "Task was destroyed", "Exception ignored")
 
 
+def _as_a_terminal_starts_it() -> None:
+    """SIGINT at its default, as a shell gives a foreground command: a process started with SIGINT ignored (a
+    pytest-xdist worker ignores it, and its children inherit that) never turns Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory) -> str:
     store = str(tmp_path_factory.mktemp("clean") / "s.db")
@@ -69,6 +75,7 @@ def _start(store: str, *arguments: str) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_a_terminal_starts_it,
     )
     assert process.stdout is not None
     for line in process.stdout:  # pytest's timeout bounds the wait
@@ -248,6 +255,7 @@ def test_ctrl_c_while_the_proxy_starts_is_quiet(small_store, after):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_a_terminal_starts_it,
     )
     time.sleep(after)
     os.killpg(process.pid, signal.SIGINT)
