@@ -188,6 +188,19 @@ def _parser_start() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _parsers(jobs: int):
+    """The parsers' pool, its processes forked with SIGTERM at its default: a process forked from a build that
+    has threads may wait for ever on a lock it inherited held, before it runs a line of its own, and then only
+    the default action of the pool's SIGTERM ends it (a handler of the build's, written in Python, never runs)."""
+    main = threading.current_thread() is threading.main_thread()
+    was = signal.signal(signal.SIGTERM, signal.SIG_DFL) if main else None
+    try:
+        return multiprocessing.get_context("fork").Pool(jobs, initializer=_parser_start)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, was)
+
+
 def _prepare_chunk(
     records: Sequence[Record], weights: LinkWeights = LinkWeights.UNIFORM
 ) -> list[tuple[PageData | None, list[Skipped]]]:
@@ -654,11 +667,7 @@ def _load_pages(
         else:
             progress()  # the pages parsed move the bar
 
-    with (
-        multiprocessing.get_context("fork").Pool(jobs, initializer=_parser_start)
-        if jobs > 1
-        else contextlib.nullcontext()
-    ) as pool:
+    with _parsers(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         inflight: deque = deque()
 
         def drain() -> None:
