@@ -150,7 +150,7 @@ class LevelScores:
     head: LevelHead
     names: tuple[str, ...]
     scores: np.ndarray  # float64, sum to 1 over the level
-    positions: np.ndarray  # int64, 0 for the best
+    places: np.ndarray  # int64: how many of the level score more (0 for the best and those tied with it)
     inlinks: np.ndarray  # int64: hosts (sites) linking to it
 
     def __len__(self) -> int:
@@ -163,7 +163,7 @@ class Referrer:
 
     name: str
     score: float
-    position: int  # 0 for the best
+    place: int  # how many of the level score more: 0 for the best
     links: int  # page links from its pages to the target's
 
 
@@ -257,7 +257,7 @@ class Levels(Part):
             head,
             tuple(names_found[at] for at in np.flatnonzero(kept).tolist()),
             arrays.scores[index],
-            arrays.position[index].astype(np.int64),
+            arrays.places(index),
             arrays.inlinks[index].astype(np.int64),
         )
 
@@ -311,17 +311,17 @@ class Levels(Part):
         if not inside:
             return []
         pick = arrays.best_of_sorted(sources, limit)
-        positions = arrays.position[sources[pick]]
+        places = arrays.places(sources[pick])
         chosen = (sources[pick].astype(np.int64) + 1).tolist()
         names = self.store.hosts.host_names(chosen) if head.level == "host" else self.store.sites.site_names(chosen)
         return [
             Referrer(
                 names.get(node, ""),
                 float(arrays.scores[node - 1]),
-                int(position),
+                int(place),
                 int(links[at]) if links is not None else 1,
             )
-            for node, at, position in zip(chosen, pick.tolist(), positions.tolist())
+            for node, at, place in zip(chosen, pick.tolist(), places.tolist())
         ]
 
     def _level_pages(self, level: str, number: int) -> np.ndarray:

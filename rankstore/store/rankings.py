@@ -139,6 +139,13 @@ class RankingArrays:
         order = np.lexsort((self.positions_of(chosen), -values))
         return near[order[:count]]
 
+    def places(self, indices: np.ndarray) -> np.ndarray:
+        """How many pages score more than each of ``indices`` (all inside this version), as int64: its place
+        among equals, the first of its run of equal scores.  Every view reads rank (place + 1) and percentile
+        from it, so that ties read alike; ``position`` breaks ties by index, for an order, and is shown nowhere."""
+        at = self.position[np.asarray(indices, dtype=np.int64)].astype(np.int64)
+        return run_starts(self.scores, self.best, at)
+
     def positions_of(self, indices: np.ndarray) -> np.ndarray:
         """Positions of page indices; a page outside this version comes after all of them."""
         indices = np.asarray(indices, dtype=np.int64)
@@ -148,6 +155,31 @@ class RankingArrays:
         out = np.full(len(indices), self.pages, dtype=np.int64)
         out[inside] = self.position[indices[inside]]
         return out
+
+
+def run_starts(scores: np.ndarray, best: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Where the run of equal scores that holds each position ``at`` of ``best`` (scores descending) begins:
+    how many score more.  Only positions tied with the one above are searched, by bisection back from each,
+    all at once (a run can be most of a version: the pages no walk reaches, scored 0)."""
+    out = at.copy()
+    score = scores[best[at]]
+    tied = at > 0
+    tied[tied] = scores[best[at[tied] - 1]] == score[tied]
+    if not tied.any():
+        return out
+    low = np.zeros(int(np.count_nonzero(tied)), dtype=np.int64)
+    high = at[tied]
+    wanted = score[tied]
+    while True:
+        open_ = low < high
+        if not open_.any():
+            break
+        middle = (low + high) // 2
+        more = scores[best[middle]] > wanted
+        low = np.where(open_ & more, middle + 1, low)
+        high = np.where(open_ & ~more, middle, high)
+    out[tied] = low
+    return out
 
 
 def _smallest(values: np.ndarray, count: int) -> np.ndarray:
@@ -272,6 +304,10 @@ class RankingBlocks:
             else:
                 high = middle
         return low
+
+    def places(self, indices: np.ndarray) -> np.ndarray:
+        """:meth:`RankingArrays.places`: how many pages score more than each, a binary search down the order."""
+        return np.array([self.first_at_most(float(self.scores[int(i)])) for i in indices], dtype=np.int64)
 
     def position_of(self, index: int) -> int:
         """Where page ``index`` stands in ``best``."""
