@@ -27,6 +27,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 
+from ..stop_at import stop_at
 from . import analysis, migrations
 from .analysis import BacklinkReport, TargetLinks
 from .base import Transaction
@@ -476,9 +477,12 @@ class Store:
                 written = self.site_links.replace(site_links.parts(), site_links.n)
                 links += written
             self.pages._index_pages()
+            stop_at("finish-indexed")
             self.graph.derive_graph()
+            stop_at("finish-derived")
             self.hosts.derive_hosts()
             self.sites.derive_sites()
+            stop_at("finish-numbered")
             # the title search index (the paper's section 5.1) follows the pages table
             self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
             self.db.execute(
@@ -487,6 +491,7 @@ class Store:
                 (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id),
             )
             self.db.execute("DELETE FROM meta WHERE key = ?", (f"{_PROCESS_KEY}{build_id}",))
+        stop_at("finish-committed")
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return written

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
+from ..stop_at import stop_at
 from .base import Part
 from .errors import RankingNotFound, StoreError
 from .schema import BLOCK_PAGES
@@ -534,6 +535,7 @@ class Rankings(Part):
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 ranking_rows(ranking_id, scores, inlinks, extra, votes, linked, best),
             )
+            stop_at("rank-written")
             old = [
                 r[0]
                 for r in self.db.execute(
