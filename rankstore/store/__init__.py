@@ -46,6 +46,7 @@ from .errors import (
 from .graph import Graph, InLinks
 from .hosts import Hosts
 from .levels import LevelHead, Levels, LevelScores, Referrer
+from .mapped import Mapped
 from .pages import PageData, Pages, builds_json, url_key
 from .queries import PanelHeads, Queries
 from .rankings import Ranking, RankingArrays, RankingLevelError, Rankings
@@ -181,6 +182,7 @@ class Store:
         self.visits = Visits(self)
         self.levels = Levels(self)
         self.queries = Queries(self)
+        self.mapped = Mapped(self)
         check_path(path, create=create and not readonly)
         try:
             if create and not readonly:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..stop_at import stop_at
 from .base import Part
@@ -140,7 +141,7 @@ class RankingArrays:
         order = np.lexsort((self.positions_of(chosen), -values))
         return near[order[:count]]
 
-    def places(self, indices: np.ndarray) -> np.ndarray:
+    def places(self, indices: ArrayLike) -> np.ndarray:
         """How many pages score more than each of ``indices`` (all inside this version), as int64: its place
         among equals, the first of its run of equal scores.  Every view reads rank (place + 1) and percentile
         from it, so that ties read alike; ``position`` breaks ties by index, for an order, and is shown nowhere."""
@@ -306,9 +307,10 @@ class RankingBlocks:
                 high = middle
         return low
 
-    def places(self, indices: np.ndarray) -> np.ndarray:
+    def places(self, indices: ArrayLike) -> np.ndarray:
         """:meth:`RankingArrays.places`: how many pages score more than each, a binary search down the order."""
-        return np.array([self.first_at_most(float(self.scores[int(i)])) for i in indices], dtype=np.int64)
+        wanted = np.asarray(indices, dtype=np.int64).tolist()
+        return np.array([self.first_at_most(float(self.scores[i])) for i in wanted], dtype=np.int64)
 
     def position_of(self, index: int) -> int:
         """Where page ``index`` stands in ``best``."""
@@ -489,6 +491,8 @@ class Rankings(Part):
         ids, weights summing to 1).
         """
         scores = np.asarray(scores, dtype=np.float64)
+        if best is None:
+            best = order_by_score(scores).astype(np.int32)
         with self.transaction():
             table = {"host": "hosts", "site": "sites"}.get(level, "pages")
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
@@ -544,6 +548,16 @@ class Rankings(Part):
             ]
             for old_id in old[1:]:
                 self.db.execute("DELETE FROM ranking_blocks WHERE ranking_id = ?", (old_id,))
+        # the version's mapped files, for the proxy's processes to share from its first page; the dropped
+        # versions' files go
+        position = np.empty(len(best), dtype=np.int32)
+        position[best] = np.arange(len(best), dtype=np.int32)
+        self.store.mapped.keep_ranking(
+            ranking_id,
+            {"scores": scores, "inlinks": inlinks, "best": best, "position": position, "extra": extra},
+        )
+        del position
+        self.store.mapped.prune()
         return self.ranking(name, version)
 
     def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
@@ -653,6 +667,10 @@ class Rankings(Part):
         held = cache.get(ranking_id)
         if held is not None and (not votes or not held.votes_left):
             return held
+        if not votes:
+            mapped = self._mapped(ranking_id)
+            if mapped is not None:
+                return mapped
         # each column's blocks converted into one array sized once: no list of the blocks, no joined copy (a
         # site ranking of 135 million sites is 4.5 GB of arrays, which those would have doubled and more)
         size = self.db.execute(
@@ -674,9 +692,34 @@ class Rankings(Part):
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
         arrays = RankingArrays(scores, inlinks, order, position, extra, stored_votes, linked, votes_left=not votes)
+        if not votes and self.store.mapped.keep_ranking(
+            ranking_id, {"scores": scores, "inlinks": inlinks, "best": order, "position": position, "extra": extra}
+        ):
+            # read once, written once: this reader and every other maps the files, and the copy read goes
+            mapped = self._mapped(ranking_id)
+            if mapped is not None:
+                return mapped
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(list(cache)[0], None)  # a copy first: the proxy's threads share one reader's cache
         cache[ranking_id] = arrays
+        return arrays
+
+    def _mapped(self, ranking_id: int) -> RankingArrays | None:
+        """The version's arrays from its mapped files (:mod:`.mapped`), kept by this reader; None without them."""
+        columns = self.store.mapped.ranking_columns(ranking_id)
+        if columns is None:
+            return None
+        arrays = RankingArrays(
+            columns["scores"],
+            columns["inlinks"],
+            columns["best"],
+            columns["position"],
+            columns.get("extra"),
+            votes_left=True,
+        )
+        if len(self._arrays) >= _KEEP_ARRAYS:
+            self._arrays.pop(list(self._arrays)[0], None)
+        self._arrays[ranking_id] = arrays
         return arrays
 
     def rows_reader(self, ranking_id: int, rows: int, positions: bool = False) -> RankingRows:
