@@ -360,9 +360,11 @@ def _gzipped(table: pa.Table) -> bytes:
     return gzip.compress(csv_bytes(table), compresslevel=1, mtime=0)
 
 
-def make_domain_graph(size: GraphSize, out: str, parts: int, seed: int, progress: bool = False) -> Made:
+def make_domain_graph(
+    size: GraphSize, out: str, parts: int, seed: int, progress: bool = False, host_graph: bool = False
+) -> Made:
     """Writes the graph into the folder ``out`` (see the module's doc) in ``parts`` parts of vertices and of
-    edges."""
+    edges; ``host_graph``: in a host graph's format (no number_of_hosts)."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
 
@@ -383,6 +385,8 @@ def make_domain_graph(size: GraphSize, out: str, parts: int, seed: int, progress
     hosts = written = 0
     for table in vertex_tables(size.sites, rng):
         hosts += int(np.asarray(table["hosts"]).sum())
+        if host_graph:  # a host graph's vertices: id and name alone
+            table = table.drop_columns(["hosts"])
         # cut where parts begin, each piece appended to its part
         start = written
         for part in range(parts):
@@ -444,6 +448,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=2025)
     parser.add_argument("--parts", type=int, default=32, help="part files of the vertices, and of the edges")
     parser.add_argument("--out", required=True, help="folder to write into")
+    parser.add_argument(
+        "--host-graph",
+        action="store_true",
+        help="write it as a host graph (vertices without number_of_hosts: each vertex a host, read as its root page)",
+    )
     args = parser.parse_args(argv)
     default = scaled(args.scale)
     size = GraphSize(args.sites or default.sites, args.links or default.links)
@@ -451,7 +460,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--sites must be at least 5, --links positive and at most about a tenth of --sites squared")
     if not 1 <= args.parts <= size.sites:
         parser.error("--parts must be between 1 and the number of sites")
-    make_domain_graph(size, args.out, args.parts, args.seed, progress=True)
+    make_domain_graph(size, args.out, args.parts, args.seed, progress=True, host_graph=args.host_graph)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""One copy of the ranks: a proxy of four workers maps its store's arrays, each worker adding little memory.
+
+A real pagerank-proxy on loopback, on a generated store of 300,000 pages; its process tree's proportional
+set size (PSS) read from ``/proc``, as a person's ``smem`` would.  Figures at scale are in BENCHMARKS.md
+(``tools/bench_firstpage.py``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rankstore.cli import cli
+from rankstore.store.mapped import mapped_folder
+
+PAGES = 300_000
+LINKS = 1_200_000
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+
+from bench_firstpage import names_of, tree_pss_mib, write_pages  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("shared")
+    rng = np.random.default_rng(5)
+    src = rng.integers(0, PAGES, LINKS)
+    dst = np.minimum(rng.zipf(1.3, LINKS) - 1, PAGES - 1)
+    edges = folder / "edges.txt"
+    with edges.open("w") as out:
+        for a, b in zip(src.tolist(), dst.tolist()):
+            out.write(f"http://h{a % 5000}.example/p{a} http://h{b % 5000}.example/p{b}\n")
+    path = str(folder / "s.db")
+    for args in (["build", str(edges)], ["rank"], ["rank", "--level", "host"]):
+        done = CliRunner().invoke(cli, [*args, "--store", path, "-q"])
+        assert done.exit_code == 0, done.output
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve_pages(folder: Path, store: str) -> tuple[subprocess.Popen, str]:
+    _, lists = names_of(store, 1000, 4, seed=3)
+    write_pages(folder, lists)
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _proxy_tree(store: str, origin: str, workers: int) -> tuple[float, list[int], list[str]]:
+    """(tree PSS in MiB after four pages of 1,000 links, the worker pids, each worker's /proc maps)."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "proxy_addon.cli",
+            "--store",
+            store,
+            "--port",
+            str(port),
+            "--",
+            "--set",
+            f"pagerank_workers={workers}",
+            "--set",
+            "pagerank_inline_bytes=0",  # every page to the workers
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
+    try:
+        ends = time.monotonic() + 60
+        while True:
+            try:
+                opener.open(f"{origin}/p0.html", timeout=60).read()
+                break
+            except OSError:
+                assert time.monotonic() < ends, "the proxy never answered"
+                time.sleep(0.05)
+        bodies = []
+        for _ in range(2):  # each page through every worker, as far as the pool spreads them
+            for number in range(4):
+                bodies.append(opener.open(f"{origin}/p{number}.html", timeout=60).read())
+        assert all(body.count(b"data-pagerank-bar") >= 1000 for body in bodies)
+        time.sleep(0.3)
+        pss, _ = tree_pss_mib(process.pid)
+        children = [
+            int(pid)
+            for pid in os.listdir("/proc")
+            if pid.isdigit() and _parent(int(pid)) == process.pid and b"proxy_addon.worker" in _cmdline(int(pid))
+        ]
+        maps = [Path(f"/proc/{pid}/maps").read_text() for pid in children]
+        return pss, children, maps
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_four_workers_map_the_ranks_rather_than_copy_them(big_store, tmp_path):
+    server, origin = _serve_pages(tmp_path, big_store)
+    try:
+        one, _, _ = _proxy_tree(big_store, origin, 1)
+        four, workers, maps = _proxy_tree(big_store, origin, 4)
+    finally:
+        server.terminate()
+        server.wait()
+    assert len(workers) == 4
+    files = mapped_folder(big_store)
+    scores = [p.name for p in files.iterdir() if re.fullmatch(r"ranking-\d+\.scores\.npy", p.name)]
+    assert scores, "rank wrote no mapped files"
+    for text in maps:  # each worker maps the page ranking's arrays and the hosts' keys: no copy of its own
+        assert any(name in text for name in scores)
+        assert "keys-host.hashes.npy" in text
+    # three more workers cost less than 100 MiB each (their interpreter and imports, not the ranks)
+    assert four - one < 3 * 100, (one, four)
