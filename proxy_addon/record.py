@@ -406,7 +406,9 @@ def warc_member(page: RecordedPage, head: ResponseHead, body: bytes) -> bytes:
     record.set_bytes_content(block)
     out = io.BytesIO()
     record.write(out)
-    return gzip.compress(out.getvalue(), mtime=0)
+    # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while the
+    # page waits
+    return gzip.compress(out.getvalue(), compresslevel=3, mtime=0)
 
 
 class RecordFiles:
