@@ -13,7 +13,7 @@
    and (``--against-bare``, three rounds) the build as a whole process against
    a bare loop, also a whole process: warcio reading the WARC, lexbor
    (selectolax) parsing each HTML page and every ``<a href>`` joined to its
-   URL, nothing stored: our speed as a multiple of its;
+   URL, nothing stored: our speed as a multiple of its (``--crawl-only``: 1-4 alone);
 5. edge lists (`--edges-only` for this part alone): `rankstore build` of URL
    edge lists where URLs repeat, links/s, against igraph reading the same file
    into memory (`Graph.Read_Ncol`, names kept; no store): rust-doc's links
@@ -426,6 +426,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1500, help="pages for the extractor comparison")
     parser.add_argument("--edges-only", action="store_true", help="only the edge-list rows")
     parser.add_argument(
+        "--crawl-only", action="store_true", help="only the crawl's rows (1-4): no bare loop, no edge lists"
+    )
+    parser.add_argument(
         "--against-bare", type=int, metavar="ROUNDS", help="only the build against a bare warcio + lexbor loop"
     )
     parser.add_argument(
@@ -518,8 +521,9 @@ def main() -> None:
             f"FastWARC: {fast_s:.2f} s, warcio: {slow_s:.2f} s: FastWARC {slow_s / fast_s:.1f}x faster "
             f"({fast / 2**20:.0f} / {slow / 2**20:.0f} MiB of payload)"
         )
-        against_bare(warc, work, 3)
-        edge_lists(work)
+        if not args.crawl_only:
+            against_bare(warc, work, 3)
+            edge_lists(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
