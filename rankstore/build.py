@@ -39,7 +39,6 @@ import numpy as np
 
 from .edgeruns import EdgeRuns, split_keys
 from .extract import LinkWeights, extract, resolve_listed
-from .imported import CC_HARMONIC, CC_PAGERANK, read_cc_ranks_into, write_imported
 from .linksort import LinkSorter, spill_folder
 from .sources import (
     GONE_STATUSES,
@@ -54,16 +53,6 @@ from .sources import (
     read_source,
     source_size,
 )
-from .sources.ccgraph import (
-    _kind,
-    _listed,
-    _parts_of,
-    cc_parts,
-    looks_like_cc_edges,
-    looks_like_cc_vertices,
-    read_cc_graph,
-)
-from .sources.ccranks import ranks_level
 from .sources.htmldir import check_html_dir
 from .sources.record import Visit, check_record, read_record
 from .sources.remote import (
@@ -81,6 +70,9 @@ from .stop_at import stop_at
 from .store import PageData, Ranking, RankingNotFound, Store, StoreFull, TakenFile, explain
 from .store.base import Transaction
 from .urls import canonical, canonical_many
+
+# Common Crawl's graphs and ranks files (.sources.ccgraph, .sources.ccranks, .imported) are read with pyarrow,
+# imported where such a source is planned or read: a build of crawl files or an edge list starts without them
 
 __all__ = [
     "BuildInterrupted",
@@ -231,6 +223,8 @@ def is_remote_source(name: str) -> bool:
         return True
     if not (is_listing(name) and os.path.isfile(name)):
         return False
+    from .sources.ccgraph import _listed
+
     try:
         parts = _listed(name)
     except SourceError:
@@ -272,6 +266,8 @@ def check_sources(
         _graph_parts(graphs)  # both halves of the graph are there
     for source in planned:
         if source.format in RANK_FORMATS:
+            from .sources.ccranks import ranks_level
+
             ranks_level(source.name)  # its header names a level
     return planned
 
@@ -297,6 +293,8 @@ def _plan_remote(
     source_format = fmt or _format_of_head(url, head)
     kind = None
     if source_format == "ccgraph":
+        from .sources.ccgraph import looks_like_cc_edges, looks_like_cc_vertices
+
         text = gunzipped_head(head)
         kind = "vertices" if looks_like_cc_vertices(text) else "edges" if looks_like_cc_edges(text) else None
         if kind is None:
@@ -321,6 +319,8 @@ def _format_of_head(url: str, head: bytes) -> str:
 
 def _graph_parts(graphs: Sequence[PlannedSource]) -> tuple[list[str], list[str]]:
     """(vertex parts, edge parts) of a Common Crawl graph's sources: paths or URLs, in order."""
+    from .sources.ccgraph import _kind, _parts_of, cc_parts
+
     if not any(source.remote for source in graphs):
         return cc_parts([source.name for source in graphs])
     found: dict[str, list[str]] = {"vertices": [], "edges": []}
@@ -551,6 +551,8 @@ def build(
                         file_done()
             web_graph = [source for source in graph_sources if source.format == "ccgraph"]
             if web_graph:
+                from .sources.ccgraph import read_cc_graph
+
                 vertices, edges = _graph_parts(web_graph)
                 urls = [part for part in vertices + edges if is_url(part)]
                 local = len(vertices) + len(edges) - len(urls)
@@ -574,6 +576,8 @@ def build(
             imported = []
             for source in planned:
                 if source.format in RANK_FORMATS:
+                    from .imported import read_cc_ranks_into
+
                     for name in source.files if source.files is not None else [source.name]:
                         imported.append(read_cc_ranks_into(store, name, report.skip, advance))
                         if not source.remote:
@@ -591,8 +595,11 @@ def build(
     finally:
         if site_links is not None:
             site_links.close()
-    for scores in imported:
-        report.rankings += write_imported(store, scores)
+    if imported:
+        from .imported import write_imported
+
+        for scores in imported:
+            report.rankings += write_imported(store, scores)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -610,6 +617,9 @@ def _check_ranks_levels(store: Store, paths: Sequence[str]) -> None:
     domain file cannot both be them.  Refused before anything is written (SourceError, one line)."""
     if not paths:
         return
+    from .imported import CC_HARMONIC, CC_PAGERANK
+    from .sources.ccranks import ranks_level
+
     levels = {path: ranks_level(path) for path in paths}
     if len(set(levels.values())) > 1:
         raise SourceError(

@@ -254,7 +254,7 @@ class _Sites:
     def __init__(self) -> None:
         from publicsuffixlist import PublicSuffixList
 
-        self.psl = PublicSuffixList(only_icann=False)
+        self.psl = PublicSuffixList(_psl_rules(), accept_encoded_idn=False)
         rules = getattr(self.psl, "_publicsuffix", None)
         rules = rules if isinstance(rules, frozenset) else frozenset()
         self.named = frozenset(rule.removeprefix("!").removeprefix("*.") for rule in rules)
@@ -300,6 +300,26 @@ class _Sites:
                 if found is not name:
                     return name if found is None else found
         return self.site(name.lower()) or host
+
+
+def _psl_rules() -> list[str]:
+    """The bundled list's rules, one a line, each with non-ASCII labels also in punycode: what the parser makes
+    of the list with its IDN option, which encodes every rule, though most are ASCII already (every build reads
+    the list)."""
+    from publicsuffixlist import PSLFILE, encode_idn
+
+    with open(PSLFILE, encoding="utf-8") as file:
+        text = file.read()
+    rules = []
+    for line in text.splitlines():
+        rule = line.split(" ", 1)[0].rstrip().lower()
+        if not rule or rule.startswith("//"):
+            continue
+        rules.append(rule)
+        if not rule.isascii():
+            encoded = encode_idn(rule.lstrip("!"))
+            rules.append("!" + encoded if rule[0] == "!" else encoded)
+    return rules
 
 
 @lru_cache(maxsize=1)

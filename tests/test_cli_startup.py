@@ -62,6 +62,23 @@ def test_build_and_rank_load_only_their_own(tmp_path):
     assert ranked.isdisjoint({"rankstore.views", "rankstore.compare", "http.client", "rankstore.spark.engine"})
 
 
+def test_an_edge_list_is_built_and_ranked_without_arrow_or_http(tmp_path):
+    """The small end, two whole processes: pyarrow (Common Crawl's graphs and ranks files, a bulk numbering of
+    sites) and the HTTP client (sources at URLs) are loaded by what reads those, not by every build and rank;
+    a rank loads no scipy."""
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("http://a.test/\thttp://b.test/\nhttp://b.test/\thttp://a.test/\nhttp://b.test/\thttp://c.test/\n")
+    store = str(tmp_path / "s.db")
+    built = loaded_by("build", str(edges), "--store", store, "-q")
+    assert {"rankstore.build", "rankstore.sources.ccgraph", "rankstore.store.sites"} <= built  # format told, sites
+    heavy = {"pyarrow", "http.client", "ssl", "urllib.request"}
+    assert built.isdisjoint(heavy), sorted(built & heavy)
+    ranked = loaded_by("rank", "--store", store, "-q")
+    assert {"rankstore.store.sites", "rankstore.solver.product"} <= ranked
+    heavy.add("scipy")  # the solver's C twin gathers and multiplies the rows
+    assert ranked.isdisjoint(heavy), sorted(ranked & heavy)
+
+
 def test_the_options_choices_are_the_librarys():
     # the CLI takes them from rankstore.choices without loading the modules that act on them
     assert sources.FORMATS is choices.FORMATS

@@ -1,5 +1,6 @@
 """The docs by task (issue 33, 5): README's layout, its option tables held equal to the code's declarations,
-every command it shows parsing, and BENCHMARKS.md as one table of what stands per area.
+every command it shows parsing, BENCHMARKS.md as one table of what stands per area, and docs/ARCHITECTURE.md
+under 40,000 bytes, naming only modules, paths and files the repository has.
 
 The option tables are written by tools/gen_options_table.py from mitmproxy's option manager (the addon's
 ``load``), pagerank-proxy's argparse parser and click's own objects; the test writes them again and compares.
@@ -8,6 +9,7 @@ The option tables are written by tools/gen_options_table.py from mitmproxy's opt
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import os
 import re
@@ -24,6 +26,7 @@ from rankstore.cli import cli
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 BENCHMARKS = os.path.join(ROOT, "BENCHMARKS.md")
+ARCHITECTURE = os.path.join(ROOT, "docs", "ARCHITECTURE.md")
 OPTIONS = os.path.join(ROOT, "docs", "OPTIONS.md")
 REGENERATE = "python tools/gen_options_table.py"
 
@@ -251,3 +254,117 @@ def test_export_columns_are_said_in_options_md(monkeypatch):
             assert f"| `{column.name}` | {column.kind} | {column.meaning} |" in text
     monkeypatch.setattr(columns, "SPAM_MASS", columns.Column("spam_mass", "float64", "a new meaning"))
     assert "a new meaning" in gen.export_columns()
+
+
+# docs/ARCHITECTURE.md: the map is short and names only what exists
+
+PACKAGES = ("rankstore", "proxy_addon", "tools", "tests")
+# paths in the repository (files or folders), dotted module names (maybe with a name defined in the module),
+# and bare file names in backticks
+REPO_PATH = re.compile(r"\b(?:" + "|".join(PACKAGES) + r")/[\w./-]*[\w/]")
+DOTTED = re.compile(r"\b(?:rankstore|proxy_addon)(?:\.[A-Za-z_]\w*)+")
+# a package's module by its short name, as the modules table writes them: `store.levels`, `pages.gate`
+SHORT_DOTTED = re.compile(r"`((?:store|sources|solver|crawl|pages|spark)(?:\.[A-Za-z_]\w*)+)`")
+BARE_FILE = re.compile(r"(?<![\w/.])[A-Za-z_]\w*\.(?:pyi?|c|h)\b")
+NOT_MODULES = {"db", "md", "toml", "txt", "json", "csv", "gz", "parquet", "warc"}  # rankstore.db is a file
+
+
+def _files_by_name() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for top in PACKAGES:
+        for folder, _dirs, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                found.setdefault(name, []).append(os.path.relpath(os.path.join(folder, name), ROOT))
+    return found
+
+
+def _defined(path: str) -> set[str]:
+    """Every name a module defines or imports, at any depth (a class's methods too)."""
+    with open(path, encoding="utf-8") as file:
+        tree = ast.parse(file.read())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _resolve_dotted(name: str) -> str | None:
+    """None if the name is a module of the repository (or a name one defines), else why not."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        base = os.path.join(ROOT, *parts[:end])
+        module = next((p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(p)), None)
+        if module is None:
+            continue
+        rest = parts[end:]
+        missing = [part for part in rest if part not in _defined(module)]
+        if missing:
+            return f"{name}: {'.'.join(parts[:end])} defines no {missing[0]}"
+        return None
+    return f"{name}: no such module"
+
+
+def architecture_misses(text: str) -> list[str]:
+    """The modules, paths and files the text names that the repository lacks."""
+    misses = []
+    for path in sorted(set(REPO_PATH.findall(text))):
+        if not os.path.exists(os.path.join(ROOT, path)):
+            misses.append(f"{path}: no such path")
+    for name in sorted(set(DOTTED.findall(text))):
+        if name.rsplit(".", 1)[1] not in NOT_MODULES:
+            why = _resolve_dotted(name)
+            if why:
+                misses.append(why)
+    for name in sorted(set(SHORT_DOTTED.findall(text))):
+        whys = [_resolve_dotted(f"{package}.{name}") for package in ("rankstore", "proxy_addon")]
+        if all(whys):
+            misses.append(f"{name}: neither {whys[0]} nor {whys[1]}")
+    files = _files_by_name()
+    for name in sorted(set(BARE_FILE.findall(text))):
+        if name not in files:
+            misses.append(f"{name}: no such file")
+    return misses
+
+
+def test_architecture_is_short():
+    size = len(_read(ARCHITECTURE).encode())
+    assert size < 40_000, f"docs/ARCHITECTURE.md is {size} bytes: the map stays under 40,000"
+
+
+def test_architecture_names_only_modules_that_exist():
+    text = _read(ARCHITECTURE)
+    named = REPO_PATH.findall(text) + DOTTED.findall(text) + SHORT_DOTTED.findall(text) + BARE_FILE.findall(text)
+    assert len(set(named)) >= 60, "the map names the modules it describes"
+    misses = architecture_misses(text)
+    assert not misses, "docs/ARCHITECTURE.md names what the repository lacks: " + "; ".join(misses)
+
+
+def test_a_module_the_repository_lacks_is_caught():
+    """The check itself: each kind of name, once real and once made up."""
+    real = (
+        "`rankstore/store/levels.py`, rankstore.store.levels, `levels.py`, proxy_addon.ranks.shown_ranking, "
+        "`store.levels`, `pages.gate`, `_fastscan.c`, rankstore.db"
+    )
+    assert architecture_misses(real) == []
+    made_up = (
+        "`rankstore/store/level.py`, rankstore.store.level, `level.py`, proxy_addon.ranks.shown_rankings, "
+        "tools/bench_nothing.py, rankstore/nothing/, `store.level`, `_fastscan.h`"
+    )
+    assert architecture_misses(made_up) == [
+        "rankstore/nothing/: no such path",
+        "rankstore/store/level.py: no such path",
+        "tools/bench_nothing.py: no such path",
+        "proxy_addon.ranks.shown_rankings: proxy_addon.ranks defines no shown_rankings",
+        "rankstore.store.level: rankstore.store defines no level",
+        "store.level: neither rankstore.store.level: rankstore.store defines no level nor proxy_addon.store.level: "
+        "proxy_addon defines no store",
+        "_fastscan.h: no such file",
+        "level.py: no such file",
+    ]

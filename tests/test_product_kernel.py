@@ -136,3 +136,48 @@ def test_in_sums_takes_a_graph_of_any_integer_arrays():
     assert not strided.indices.flags.c_contiguous
     assert np.array_equal(in_sums(wide, values), expected)
     assert np.array_equal(in_sums(strided, values), expected)
+
+
+@pytest.mark.parametrize("pointers", [np.int32, np.int64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_c_row_gather_gives_scipys_rows(pointers, weighted):
+    """``gather_rows`` (the product's setup, so that a rank imports no scipy) copies each row's links and values
+    as scipy's csr_row_index does, rows in any order, any repeated or left out."""
+    from scipy.sparse._sparsetools import csr_row_index
+
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n, m = int(rng.integers(1, 300)), int(rng.integers(0, 3000))
+        indptr, sources = random_csr(rng, n, m, pointers)
+        values = rng.random(m) if weighted else None
+        rows = rng.integers(0, n, int(rng.integers(0, 2 * n))).astype(pointers)
+        size = int(np.diff(indptr)[rows].sum())
+        got, got_values = np.full(size, -1, dtype=np.int32), None if values is None else np.full(size, np.nan)
+        solver_product._fastproduct.gather_rows(rows, indptr, sources, values, got, got_values)
+        # scipy's kernel takes one index type, and copies a value beside each index
+        wanted, wanted_values = np.empty(size, dtype=pointers), np.empty(size)
+        given = sources.astype(pointers) if values is None else values
+        csr_row_index(
+            len(rows), rows, indptr, sources.astype(pointers), given.astype(np.float64), wanted, wanted_values
+        )
+        assert np.array_equal(got, wanted)
+        if values is not None:
+            assert np.array_equal(got_values, wanted_values)
+
+
+def test_the_c_row_gather_refuses_what_would_read_or_write_past_its_arrays():
+    indptr, sources = np.array([0, 2, 3], dtype=np.int64), np.array([1, 0, 1], dtype=np.int32)
+    out = np.empty(3, dtype=np.int32)
+    solver_product._fastproduct.gather_rows(np.array([1, 0], dtype=np.int64), indptr, sources, None, out, None)
+    assert out.tolist() == [1, 1, 0]
+    for rows, room in (([2], 3), ([-1], 3), ([0, 1], 2)):
+        with pytest.raises(IndexError):
+            solver_product._fastproduct.gather_rows(
+                np.array(rows, dtype=np.int64), indptr, sources, None, np.empty(room, dtype=np.int32), None
+            )
+    with pytest.raises(IndexError):  # a row pointer past the links
+        solver_product._fastproduct.gather_rows(
+            np.array([1]), np.array([0, 2, 9]), sources, None, np.empty(9, dtype=np.int32), None
+        )
+    with pytest.raises(TypeError):  # values without a place for them
+        solver_product._fastproduct.gather_rows(np.array([0]), indptr, sources, np.ones(3), out, None)

@@ -377,3 +377,17 @@ def test_a_domain_graphs_sites_answer_for_links_and_list_their_referring_sites(t
     assert [r.score for r in referrers] == sorted((ranked[site] for site in linking), reverse=True)
     assert [r.place for r in referrers] == sorted(r.place for r in referrers)  # best first
     assert all(r.links == 1 for r in referrers)
+
+
+def test_the_list_read_with_its_names_encoded_once_is_the_parsers_own():
+    """The bundled list read as its parser reads it with every rule encoded (IDN), but encoding only the rules
+    with non-ASCII labels: the same rules, so the same answers."""
+    from publicsuffixlist import PublicSuffixList
+
+    own = PublicSuffixList(only_icann=False)
+    ours = _sites().psl
+    assert ours._publicsuffix == own._publicsuffix and ours._maxlabel == own._maxlabel
+    assert any(not rule.isascii() for rule in ours._publicsuffix)  # the IDN rules are there, both ways
+    assert any(rule.startswith("xn--") or ".xn--" in rule for rule in ours._publicsuffix)
+    for name in ("www.example.co.uk", "a.b.github.io", "x.xn--p1ai", "x.рф", "www.city.kawasaki.jp", "a.b.kawasaki.jp"):
+        assert ours.privatesuffix(name) == own.privatesuffix(name), name

@@ -13,7 +13,7 @@
    and (``--against-bare``, three rounds) the build as a whole process against
    a bare loop, also a whole process: warcio reading the WARC, lexbor
    (selectolax) parsing each HTML page and every ``<a href>`` joined to its
-   URL, nothing stored: our speed as a multiple of its;
+   URL, nothing stored: our speed as a multiple of its (``--crawl-only``: 1-4 alone);
 5. edge lists (`--edges-only` for this part alone): `rankstore build` of URL
    edge lists where URLs repeat, links/s, against igraph reading the same file
    into memory (`Graph.Read_Ncol`, names kept; no store): rust-doc's links
@@ -28,8 +28,10 @@
    rank -q`, their wall times summed) against one process that reads the same
    file with igraph (`Graph.Read_Ncol`, names kept) and solves it
    (`pagerank(implementation="prpack")`), rounds alternated: medians and the
-   ratio (target: 1.0x or less).  rankstore's modules are compiled to bytecode
-   first, as an install does, so that neither side compiles at each start.
+   ratio (target: 1.0x or less), and the CPU time each used (on a shared
+   machine the wall times say more of the others' load).  rankstore's modules
+   are compiled to bytecode first, as an install does, so that neither side
+   compiles at each start.
 """
 
 from __future__ import annotations
@@ -309,9 +311,10 @@ def build_and_rank(work: str, rounds: int) -> None:
     # PYTHONDONTWRITEBYTECODE set (as in this project's shells), would be compiled again by every process
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(ROOT, "rankstore")], check=True)
     print("rankstore's modules compiled to bytecode first, as installing it does (igraph's are)")
-    ours, theirs = [], []
+    ours, theirs, our_cpu, their_cpu = [], [], [], []
     for attempt in range(rounds):
         store = os.path.join(work, f"build-and-rank-{attempt}.db")
+        cpu = children_cpu()
         build_s, build_peak, _ = run_measured(
             [sys.executable, "-m", "rankstore", "build", path, "--store", store, "-q"]
         )
@@ -319,20 +322,30 @@ def build_and_rank(work: str, rounds: int) -> None:
         for name in os.listdir(work):
             if name.startswith(os.path.basename(store)):
                 os.remove(os.path.join(work, name))
+        our_cpu.append(children_cpu() - cpu)
+        cpu = children_cpu()
         igraph_s, igraph_peak, counted = run_measured([sys.executable, "-c", IGRAPH_READ_AND_SOLVE, path])
+        their_cpu.append(children_cpu() - cpu)
         ours.append(build_s + rank_s)
         theirs.append(igraph_s)
         nodes, links = (int(n) for n in counted.split())
         print(
             f"round {attempt + 1}: build {build_s:.2f} s ({build_peak / 1024:.0f} MiB) + rank {rank_s:.2f} s "
             f"({rank_peak / 1024:.0f} MiB) = {ours[-1]:.2f} s; igraph read + prpack {igraph_s:.2f} s "
-            f"({igraph_peak / 1024:.0f} MiB, {nodes:,} nodes, {links:,} links)",
+            f"({igraph_peak / 1024:.0f} MiB, {nodes:,} nodes, {links:,} links); CPU {our_cpu[-1]:.2f} s against "
+            f"{their_cpu[-1]:.2f} s",
             flush=True,
         )
     mine, peer = statistics.median(ours), statistics.median(theirs)
     print(
         f"medians: build + rank {mine:.2f} s, igraph {peer:.2f} s: ours {mine / peer:.2f}x igraph's time "
         "(target: 1.0x or less)"
+    )
+    # on a shared machine the wall times say more of the others' load than of either side: the CPU each used
+    mine_cpu, peer_cpu = statistics.median(our_cpu), statistics.median(their_cpu)
+    print(
+        f"CPU (user + system), medians: build + rank {mine_cpu:.2f} s, igraph {peer_cpu:.2f} s: "
+        f"{mine_cpu / peer_cpu:.2f}x"
     )
 
 
@@ -426,6 +439,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1500, help="pages for the extractor comparison")
     parser.add_argument("--edges-only", action="store_true", help="only the edge-list rows")
     parser.add_argument(
+        "--crawl-only", action="store_true", help="only the crawl's rows (1-4): no bare loop, no edge lists"
+    )
+    parser.add_argument(
         "--against-bare", type=int, metavar="ROUNDS", help="only the build against a bare warcio + lexbor loop"
     )
     parser.add_argument(
@@ -518,8 +534,9 @@ def main() -> None:
             f"FastWARC: {fast_s:.2f} s, warcio: {slow_s:.2f} s: FastWARC {slow_s / fast_s:.1f}x faster "
             f"({fast / 2**20:.0f} / {slow / 2**20:.0f} MiB of payload)"
         )
-        against_bare(warc, work, 3)
-        edge_lists(work)
+        if not args.crawl_only:
+            against_bare(warc, work, 3)
+            edge_lists(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -359,6 +359,7 @@ def main() -> None:
     parser.add_argument("--links", type=int, default=60_000_000)
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--store-only", action="store_true", help="only the end-to-end-from-the-store rows")
+    parser.add_argument("--solvers-only", action="store_true", help="only the solvers' rows (no store rows)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--tol", type=float, help=argparse.SUPPRESS)
@@ -367,8 +368,9 @@ def main() -> None:
     if args.one:
         print(json.dumps(run_one(args.one, args.source, args.tol, args.reference)))
         return
-    end_to_end_from_store("rust-doc", rust_doc_store())
-    end_to_end_from_store("generated 1M pages / 5M links", store_from_graph(generated_graph(1_000_000, 5_000_000)))
+    if not args.solvers_only:
+        end_to_end_from_store("rust-doc", rust_doc_store())
+        end_to_end_from_store("generated 1M pages / 5M links", store_from_graph(generated_graph(1_000_000, 5_000_000)))
     if args.store_only:
         return
     compare(

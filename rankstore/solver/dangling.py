@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from .graph import Graph
 from .system import Result, _System
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def _dangling_layers(graph: Graph) -> list[np.ndarray]:
@@ -33,6 +37,8 @@ def _dangling_layers(graph: Graph) -> list[np.ndarray]:
 
 
 def _transition(graph: Graph, weighted: bool, scale: float = 1.0) -> sp.csr_matrix:
+    import scipy.sparse as sp  # here, as this rule alone needs it: a rank by another starts without scipy
+
     out = graph.out_weight(weighted).astype(np.float64)  # float32 out-degrees past COPY_LINKS
     with np.errstate(divide="ignore"):
         inverse = np.where(out > 0, scale / out, 0.0)

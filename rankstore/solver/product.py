@@ -1,7 +1,9 @@
 """The sparse product M x on row blocks in threads, and the vector passes both methods share.
 
 No BLAS and no I/O: numpy, and the rows' kernel (:data:`row_sums`: the C twin
-``_fastproduct``, else scipy's CSR kernel), which releases the GIL.
+``_fastproduct``, else scipy's CSR kernel), which releases the GIL.  With the C
+twin built, scipy is not imported: its import is a good part of a small rank's
+time, and ``_fastproduct.gather_rows`` does the setup's row gather.
 """
 
 from __future__ import annotations
@@ -9,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .graph import Graph
 
@@ -23,22 +25,42 @@ _CHUNK = 16_000_000  # links a thread handles at once while setting up
 COPY_LINKS = 1 << 30
 
 
-try:  # scipy's own kernels: y += A x in place (A @ x allocates y), and the row gather behind A[rows]
-    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
-    from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
-except ImportError:  # pragma: no cover - a scipy without them: A @ x, and A[rows] copied out
-    _csr_matvec = None
-
-    def _csr_row_index(count, rows, indptr, indices, values, out_indices, out_values):
-        picked = sp.csr_matrix((values, indices, indptr), shape=(len(indptr) - 1, len(indptr) - 1))[rows]
-        out_indices[:] = picked.indices
-        out_values[:] = picked.data
-
-
 try:
     from . import _fastproduct  # type: ignore[attr-defined]
-except ImportError:  # no compiler at install time: the Python twin
+except ImportError:  # no compiler at install time: the Python twin, on scipy's kernels
     _fastproduct = None
+
+
+@cache
+def _scipy_kernels() -> tuple[Callable | None, Callable]:
+    """scipy's own kernels: y += A x in place (A @ x allocates y; None where scipy lacks it), and the row
+    gather behind A[rows].  Imported when first asked: the C twin needs neither."""
+    import scipy.sparse as sp
+
+    try:
+        from scipy.sparse._sparsetools import csr_matvec, csr_row_index
+
+        return csr_matvec, csr_row_index
+    except ImportError:  # pragma: no cover - a scipy without them: A @ x, and A[rows] copied out
+
+        def row_index(count, rows, indptr, indices, values, out_indices, out_values):
+            picked = sp.csr_matrix((values, indices, indptr), shape=(len(indptr) - 1, len(indptr) - 1))[rows]
+            out_indices[:] = picked.indices
+            out_values[:] = picked.data
+
+        return None, row_index
+
+
+def _gather_rows(rows, indptr, indices, values, out_indices, out_values) -> None:
+    """The links of ``rows`` one after another into ``out_indices`` (their ``values``, if any, into
+    ``out_values``), without the GIL: the C twin, else scipy's gather."""
+    if _fastproduct is not None:
+        _fastproduct.gather_rows(rows, indptr, indices, values, out_indices, out_values)
+    elif values is None:  # scipy's kernel copies a value beside each index: the index itself, to the same place
+        _scipy_kernels()[1](len(rows), rows, indptr, indices, indices, out_indices, out_indices)
+    else:
+        _scipy_kernels()[1](len(rows), rows, indptr, indices, values, out_indices, out_values)
+
 
 _PIECE = 1 << 16  # elements a vector operation handles at once: its temporaries stay in cache
 
@@ -153,12 +175,15 @@ def python_row_sums(
     out[start:stop] = fill if np.ndim(fill) == 0 else fill[start:stop]
     ones = np.ones(min(int(indptr[stop]) - int(indptr[start]), _CALL_LINKS), dtype=z.dtype)
     n = len(z)
+    csr_matvec = _scipy_kernels()[0]
     for first, end, local, lo, hi in _kernel_calls(indptr, start, stop, indices.dtype):
         data = ones[: hi - lo] if values is None else values[lo:hi]
-        if _csr_matvec is None:  # pragma: no cover - adds each row's sum to out: not the same bits
+        if csr_matvec is None:  # pragma: no cover - adds each row's sum to out: not the same bits
+            import scipy.sparse as sp
+
             out[first:end] += sp.csr_matrix((data, indices[lo:hi], local), shape=(end - first, n)) @ z
         else:
-            _csr_matvec(end - first, n, local, indices[lo:hi], data, z, out[first:end])
+            csr_matvec(end - first, n, local, indices[lo:hi], data, z, out[first:end])
 
 
 def c_row_sums(
@@ -305,15 +330,15 @@ class _Product:
         weights = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
 
         def renumber(share: list) -> None:
-            """Copy the links of rows [a, b) of the inner order (scipy's row gather), then rename their sources."""
+            """Copy the links of rows [a, b) of the inner order (a row gather), then rename their sources."""
             for a, b in share:
                 lo, hi = int(new_indptr[a]), int(new_indptr[b])
                 part = self.indices[lo:hi]
-                if weights is None:  # the kernel copies a value beside each index: the index itself, to the same place
-                    _csr_row_index(b - a, rows[a:b], indptr, indices, indices, part, part)
+                if weights is None:
+                    _gather_rows(rows[a:b], indptr, indices, None, part, None)
                 else:
                     assert self.values is not None
-                    _csr_row_index(b - a, rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
+                    _gather_rows(rows[a:b], indptr, indices, weights, part, self.values[kinds[0]][lo:hi])
                 part[:] = np.take(new_of, part)  # noqa: F821 (bound above; deleted once every call is done)
 
         del degree

@@ -41,14 +41,18 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from . import EdgeBatch, Skipped, SourceError, open_part
 from .textblocks import line_blocks
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported by the functions that parse a graph or ranks file: telling a file's format (every
+# build asks) imports none of it
 
 __all__ = [
     "REPORTED",
@@ -350,6 +354,8 @@ def read_cc_graph(
     ``vertices``/``edges``: part files in order (see :func:`cc_parts`);
     ``progress`` is called with the number of bytes read from disk as they are.
     """
+    import pyarrow as pa
+
     domains = is_domain_graph(vertices)
     number = np.full(0, -1, dtype=np.int64)  # Common Crawl id -> our vertex number, -1 where none
     count = 0
@@ -430,11 +436,16 @@ def _numbered(number: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 def _host_names(names: pa.Array) -> list[str]:
     """Each reversed name put right (``com.example.blog`` -> ``blog.example.com``)."""
+    import pyarrow as pa
+
     return [".".join(name.split(".")[::-1]) for name in names.cast(pa.string()).to_pylist()]
 
 
 def _reversed_names(names: pa.Array) -> pa.Array:
     """:func:`_host_names` in pyarrow, as a string array: a domain graph's 135 million names in bulk."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     parts = pc.split_pattern(names.cast(pa.string()), ".")
     offsets = parts.offsets.to_numpy()
     lengths = np.diff(offsets)
@@ -452,6 +463,8 @@ def _root_urls(names: pa.Array, scheme: str) -> list[str]:
 
 def _plausible_hosts(names: pa.Array) -> bool:
     """Whether every name is a plausible host name (as :func:`_plausible_host`, but in C)."""
+    import pyarrow.compute as pc
+
     return (
         pc.all(pc.match_substring_regex(names, f"^(?:{_HOST})$")).as_py()
         and pc.max(pc.binary_length(names)).as_py() <= _HOST_BYTES
@@ -461,6 +474,9 @@ def _plausible_hosts(names: pa.Array) -> bool:
 def _csv(block: bytes, lines: int, types: list[pa.DataType]) -> list[pa.Array] | None:
     """The block's tab-separated columns of these types, parsed by pyarrow in C; None if one of its ``lines``
     does not fit them (empty, another number of fields, not a number)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     names = [str(index) for index in range(len(types))]
     try:
         table = pacsv.read_csv(
@@ -481,6 +497,8 @@ def _vertex_block(
 ) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray, list[tuple[int, str]]]:
     """(ids, reversed host names, numbers of hosts (0 where a line gives none), their line numbers, bad lines as
     (line, reason)) of a block of vertex lines."""
+    import pyarrow as pa
+
     columns = block.count(b"\t", 0, block.find(b"\n")) + 1
     if columns in (2, 3) and not block.translate(None, _VERTEX_BYTES):
         parsed = _csv(block, last - first + 1, [pa.int64(), pa.binary(), pa.int64()][:columns])
@@ -518,6 +536,8 @@ def _edge_block(
     block: bytes, first: int, last: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, str]]]:
     """(sources, targets, their line numbers, bad lines as (line, reason)) of a block of edge lines."""
+    import pyarrow as pa
+
     if not block.translate(None, _EDGE_BYTES):
         parsed = _csv(block, last - first + 1, [pa.int64(), pa.int64()])
         if parsed is not None:

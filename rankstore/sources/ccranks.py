@@ -33,13 +33,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import Skipped, SourceError
 from .ccgraph import _csv, _head, _part_blocks, _plausible_host, _plausible_hosts
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported by the functions that parse a graph or ranks file: telling a file's format (every
+# build asks) imports none of it
 
 __all__ = ["HEADER", "RankBatch", "looks_like_cc_ranks", "ranks_level", "read_cc_ranks"]
 
@@ -121,6 +126,8 @@ def _ranks_block(
     block: bytes, first: int, last: int, domains: bool
 ) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, str]]]:
     """(reversed names, harmonic centrality, PageRank, line numbers, bad lines as (line, reason)) of a block."""
+    import pyarrow as pa
+
     types = [pa.int64(), pa.float64(), pa.int64(), pa.float64(), pa.binary()] + ([pa.int64()] if domains else [])
     if block and not block.translate(None, _CLEAN_BYTES):
         parsed = _csv(block, last - first + 1, types)
@@ -164,6 +171,9 @@ def _ranks_block(
 def _forward(reversed_names: pa.Array) -> list[str]:
     """Reversed names the right way round (``com.example.www`` -> ``www.example.com``), in C: each name's
     labels taken in the reverse order and joined again."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     labels = pc.split_pattern(reversed_names.cast(pa.string()), ".")
     offsets = labels.offsets.to_numpy().astype(np.int64)
     counts = np.diff(offsets)

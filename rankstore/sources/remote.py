@@ -28,23 +28,27 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import gzip
-import http.client
 import io
 import os
 import random
 import socket
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import xxhash
 
 from .. import __version__
 from . import DEFAULT_PATHS_BASE, SourceError
+
+if TYPE_CHECKING:
+    import http.client
+
+# http.client and urllib.request (with ssl and email) are imported by what opens a URL: a build of local files,
+# which asks is_url of each source and makes a Fetcher, starts without them
 
 __all__ = [
     "DEFAULT_PATHS_BASE",
@@ -122,6 +126,9 @@ class _Retry(Exception):
 
 
 def _describe(error: BaseException) -> str:
+    import http.client
+    import urllib.error
+
     if isinstance(error, urllib.error.URLError) and not isinstance(error, urllib.error.HTTPError):
         reason = error.reason
         return f"cannot connect: {reason.strerror if isinstance(reason, OSError) and reason.strerror else reason}"
@@ -186,6 +193,8 @@ class RemoteFile(io.RawIOBase):
         return self._with_retries(lambda: self._read_into(buffer))
 
     def _with_retries(self, action: Callable[[], int | None]):
+        import http.client
+
         failures = 0
         last_progress = time.monotonic()
         while True:
@@ -208,6 +217,8 @@ class RemoteFile(io.RawIOBase):
                 time.sleep(self.policy.delay(failures))
 
     def _read_into(self, buffer) -> int:
+        import http.client
+
         assert self._response is not None
         count = self._response.readinto(buffer)
         if count:
@@ -222,6 +233,10 @@ class RemoteFile(io.RawIOBase):
         return 0
 
     def _connect(self) -> None:
+        import http.client
+        import urllib.error
+        import urllib.request
+
         headers = {"User-Agent": f"rankstore/{__version__}", "Accept-Encoding": "identity"}
         if self.position or self._first is not None:
             last = "" if self._first is None else self._first - 1
@@ -259,6 +274,8 @@ class RemoteFile(io.RawIOBase):
             skip -= len(dropped)
 
     def _drop(self) -> None:
+        import http.client
+
         if self._response is not None:
             with contextlib.suppress(OSError, http.client.HTTPException):
                 self._response.close()

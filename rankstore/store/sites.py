@@ -30,12 +30,12 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..urls import sites_of
 from . import key_buckets
@@ -44,6 +44,12 @@ from .hosts import LevelGraph, ensure_named, fold_links
 from .pages import url_keys
 from .schema import SITES_BY_NAME
 from .site_links import InLinkPart
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported by the bulk numbering that uses it, not with the store: a command that numbers a few
+# sites (a build of an edge list, a rank) starts without it
 
 __all__ = ["OrderedSiteGraph", "Sites", "SiteBatch", "SITE_BLOCK"]
 
@@ -154,13 +160,16 @@ class Sites(Part):
         array) go to SQL as JSON arrays, a million a statement.  Into a store of at most
         :data:`BULK_KNOWN` sites they go without ``sites_by_name``, which :meth:`reindex` makes again,
         sorted, once the last of them is in: a name repeated across such calls is found then, not here."""
-        if len(names) < BULK and not isinstance(names, pa.Array):
+        if len(names) < BULK and not _is_arrow(names):
             if self._unindexed:
                 raise RuntimeError("sites are being numbered in bulk: reindex() first")
             named = ensure_named(self.db, "sites", "hosts", names, key_buckets.SITES)
             if hosts is not None:
                 self._hosts_at_least(named, hosts)
             return named
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         column = names if isinstance(names, pa.Array) else pa.array(names, pa.string())
         encoded = pc.dictionary_encode(column.cast(pa.string()))
         unique, position = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
@@ -219,6 +228,8 @@ class Sites(Part):
     _fresh: _FreshKeys | None = None  # the keys of the sites a bulk numbering numbered, until reindex() adds them
 
     def _names_and_ids(self) -> tuple[pa.Array, np.ndarray]:
+        import pyarrow as pa
+
         rows = self.db.execute("SELECT name, id FROM sites ORDER BY id").fetchall()
         return pa.array([name for name, _ in rows], pa.string()), np.array([i for _, i in rows], dtype=np.int64)
 
@@ -602,8 +613,17 @@ def _largest_by(position: np.ndarray, values: np.ndarray, count: int) -> np.ndar
     return largest
 
 
+def _is_arrow(names: object) -> bool:
+    """Whether ``names`` is a pyarrow array (none can be before pyarrow is imported)."""
+    pa = sys.modules.get("pyarrow")
+    return pa is not None and isinstance(names, pa.Array)
+
+
 def _json_array(names: pa.Array) -> str:
     """A JSON array of strings: joined in C when no name needs escaping (a domain graph's never do)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if len(names) == 0:
         return "[]"
     if pc.any(pc.match_substring_regex(names, r'["\\\x00-\x1f]')).as_py():
