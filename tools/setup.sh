@@ -46,3 +46,6 @@ if [[ ! -f "$stamp" ]]; then
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
+# the package's own bytecode, once: an editable install writes none, and where PYTHONDONTWRITEBYTECODE is set no
+# run would, so that every start of the proxy and of its workers compiled rankstore and proxy_addon again
+.venv/bin/python -m compileall -q -j 0 rankstore proxy_addon >/dev/null
