@@ -129,52 +129,55 @@ def sql_uint32_le(blob: str, index: str) -> str:
     return "(" + " | ".join(f"({sql_byte(blob, f'4 * ({index}) + {i}')} << {8 * i})" for i in range(4)) + ")"
 
 
-def _varint_value() -> str:
-    """SQL for a varint's value from its last byte ``v`` and the bytes before it, ``l1`` to ``l4`` (NULL before
-    its list): those of them with the high bit on, back from ``v``, hold its lower bits (LEB128)."""
+def _varint_value(byte) -> str:
+    """SQL for the value of the varint whose last byte is ``v`` at ``p`` (LEB128: the bytes before it with the
+    high bit on, back to its list's start ``lo``, hold its lower bits); ``byte(k)``: the byte k places before."""
     cases = []
     for more in range(4, 0, -1):
-        held = " AND ".join(f"l{j} >= 128" for j in range(1, more + 1))
-        terms = [f"(v << {7 * more})"] + [f"((l{j} - 128) << {7 * (more - j)})" for j in range(1, more + 1)]
+        held = " AND ".join(f"p - {j} >= lo AND {byte(j)} >= 128" for j in range(1, more + 1))
+        terms = [f"(v << {7 * more})"] + [f"(({byte(j)} - 128) << {7 * (more - j)})" for j in range(1, more + 1)]
         cases.append(f"WHEN {held} THEN {' + '.join(terms)}")
     return f"CASE {' '.join(cases)} ELSE v END"
 
 
 # site_link_pairs: a domain graph's site links unpacked (:mod:`.gaps`) by SQL alone, one row a link.  A block's
-# offsets and sources are cut into small parts first (each part read once): SQLite reads a whole value each time
-# an expression names it, so each byte read from a part costs the part, not the block.  Each site's bytes are
-# its sources' varint gaps; a byte below 128 ends one, the bytes before it (lag) hold its lower bits, and the
-# sources are the running sum of gap + 1 (the first is itself, +1: ids are indices + 1).
+# offsets and sources are cut into small parts first, each read once (SQLite reads a whole value each time an
+# expression names it: a byte read from a part costs the part, not the block); a sources part starts 4 bytes
+# early, so that a varint's bytes before its last are in the same part.  Each site's sources are its varint gaps;
+# a byte below 128 ends one, and the sources are the running sum of gap + 1 (the first is itself; + 1: ids are
+# indices + 1).  Each site's bounds are read once too (grouped: kept as numbers, not decoded again where named).
 _SITES_A_PART = 64
 _BYTES_A_PART = 4096
-_AT = "r.lo + c1.k * {rows} + c2.k"
 
 
 def _site_link_pairs(rows: int) -> str:
-    at = _AT.format(rows=rows)
+    at = f"r.lo + c1.k * {rows} + c2.k"
+
+    def byte(back: int) -> str:  # the byte ``back`` places before p, read from p's part
+        return sql_byte("part", f"p - {back} - start")
+
     return f"""CREATE VIEW IF NOT EXISTS site_link_pairs AS
 SELECT sum(gap + 1) OVER (PARTITION BY dst ORDER BY p) AS src, dst FROM (
- SELECT dst, p, {_varint_value()} AS gap FROM (
-  SELECT dst, p, v, lag(v, 1) OVER w AS l1, lag(v, 2) OVER w AS l2, lag(v, 3) OVER w AS l3, lag(v, 4) OVER w AS l4
+ SELECT dst, p, {_varint_value(byte)} AS gap FROM (
+  SELECT r.dst AS dst, r.lo AS lo, {at} AS p, s.start AS start, s.part AS part,
+         {sql_byte("s.part", f"{at} - s.start")} AS v
   FROM (
-   SELECT r.dst AS dst, {at} AS p, {sql_byte("s.part", f"({at}) % {_BYTES_A_PART}")} AS v
-   FROM (
-    SELECT o.first AS first, o.first + o.j * {_SITES_A_PART} + c.k + 1 AS dst,
-           {sql_uint32_le("o.part", "c.k")} AS lo, {sql_uint32_le("o.part", "c.k + 1")} AS hi
-    FROM (SELECT l.first AS first, c.k AS j, l.sites AS sites,
-                 substr(l.offsets, {4 * _SITES_A_PART} * c.k + 1, {4 * _SITES_A_PART + 4}) AS part
-          FROM site_links l JOIN counter c ON c.k <= (l.sites - 1) / {_SITES_A_PART} GROUP BY l.first, c.k) o
-    JOIN counter c ON c.k < min({_SITES_A_PART}, o.sites - o.j * {_SITES_A_PART})
-   ) r
-   JOIN counter c1 ON c1.k <= (r.hi - r.lo - 1) / {rows}
-   JOIN counter c2 ON c2.k < min({rows}, r.hi - r.lo - c1.k * {rows})
-   JOIN (SELECT l.first AS first, a.k * {rows} + b.k AS j,
-                substr(l.sources, {_BYTES_A_PART} * (a.k * {rows} + b.k) + 1, {_BYTES_A_PART}) AS part
-         FROM site_links l JOIN counter a ON a.k <= (length(l.sources) - 1) / {_BYTES_A_PART * rows}
-         JOIN counter b ON b.k < min({rows}, (length(l.sources) - 1) / {_BYTES_A_PART} + 1 - a.k * {rows})
-         GROUP BY l.first, a.k, b.k) s
-     ON s.first = r.first AND s.j = ({at}) / {_BYTES_A_PART}
-  ) WINDOW w AS (PARTITION BY dst ORDER BY p)
+   SELECT o.first AS first, o.first + o.j * {_SITES_A_PART} + c.k + 1 AS dst,
+          {sql_uint32_le("o.part", "c.k")} AS lo, {sql_uint32_le("o.part", "c.k + 1")} AS hi
+   FROM (SELECT l.first AS first, c.k AS j, l.sites AS sites,
+                substr(l.offsets, {4 * _SITES_A_PART} * c.k + 1, {4 * _SITES_A_PART + 4}) AS part
+         FROM site_links l JOIN counter c ON c.k <= (l.sites - 1) / {_SITES_A_PART} GROUP BY l.first, c.k) o
+   JOIN counter c ON c.k < min({_SITES_A_PART}, o.sites - o.j * {_SITES_A_PART})
+   GROUP BY o.first, o.j, c.k
+  ) r
+  JOIN counter c1 ON c1.k <= (r.hi - r.lo - 1) / {rows}
+  JOIN counter c2 ON c2.k < min({rows}, r.hi - r.lo - c1.k * {rows})
+  JOIN (SELECT l.first AS first, a.k * {rows} + b.k AS j, max({_BYTES_A_PART} * (a.k * {rows} + b.k) - 4, 0) AS start,
+               substr(l.sources, max({_BYTES_A_PART} * (a.k * {rows} + b.k) - 4, 0) + 1, {_BYTES_A_PART + 4}) AS part
+        FROM site_links l JOIN counter a ON a.k <= (length(l.sources) - 1) / {_BYTES_A_PART * rows}
+        JOIN counter b ON b.k < min({rows}, (length(l.sources) - 1) / {_BYTES_A_PART} + 1 - a.k * {rows})
+        GROUP BY l.first, a.k, b.k) s
+    ON s.first = r.first AND s.j = ({at}) / {_BYTES_A_PART}
  ) WHERE v < 128
 )"""
 
