@@ -198,6 +198,9 @@ class PageRankProxy:
     async def running(self) -> None:
         if self._unknown_option() or self._open_proxy():
             return
+        if self.workers is not None:
+            # first: a worker takes pages once it has started, while the loop's own reading goes on
+            await self.workers.start()
         if self.settings is not None and self.settings.inline_bytes:
             # the ranking's arrays and best pages' look-ups, for the pages rewritten in this loop (as a worker
             # reads them), read in a thread: on a large store it takes a while, and clients may come already
@@ -209,8 +212,6 @@ class PageRankProxy:
         # every module, class and function loaded (this addon's imports among them), holding every client.
         gc.collect()
         gc.freeze()
-        if self.workers is not None:
-            await self.workers.start()  # so that the first page finds them warm (else: at first use)
 
     def _unknown_option(self) -> bool:
         """An option like ours set that no addon has (``--set pagerank_max_link=5``; mitmproxy keeps it aside
@@ -483,6 +484,7 @@ class PageRankProxy:
             rewriting=self.rewriting,
             reading=self.reading is not None and not self.reading.done(),
             workers_idle=workers_idle,
+            workers_started=self.workers is None or self.workers.any_started(),
         )
 
     def _means(self) -> Means:

@@ -48,6 +48,7 @@ class Traffic:
     rewriting: int  # pages being rewritten off the loop
     reading: bool  # a new ranking version is being read for the loop
     workers_idle: bool = False  # every worker started and free (asked only before the response)
+    workers_started: bool = True  # a worker has started: else a page off the loop goes to a thread meanwhile
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,11 @@ def off_loop(means: Means) -> Route:
 
 def plan(page: Page, traffic: Traffic, means: Means) -> Plan:
     """Where ``page`` is (or, while its request travels, will likely be) rewritten, and where its panel is
-    made ahead (only while its request travels)."""
+    made ahead (only while its request travels).  Until a worker has started (its interpreter and imports
+    take a second or more), a page off the loop goes to a thread: the proxy's first page waits for none."""
     elsewhere = off_loop(means)
+    if elsewhere is Route.WORKER and not traffic.workers_started:
+        elsewhere = Route.THREAD
     if page.size is None:
         # its request travels: the panel is made where the page is expected
         alone_and_light = traffic.others == 0 and means.inline_bytes > 0 and not page.compressed

@@ -13,6 +13,7 @@ by name and called, each way), on every page.  The layouts:
 * a page: ``("page", body, content_type, url, content_encoding, limit, max_links)``, ``body`` its bytes or,
   when they sit in the worker's shared region, a :class:`Slot` ``(offset, length, room)``;
 * a panel to make ahead: ``("prepare", url)``, not answered;
+* a worker's first message: :data:`STARTED`, an empty one, once it takes pages;
 * an answer: ``(True, (body, links, ranked, panel_kept))`` (``body`` its length when it went back in the
   job's slot), ``(True, reason)`` for a page left untouched, or ``(False, message)`` for a failure.
 """
@@ -25,6 +26,8 @@ import struct
 from typing import NamedTuple
 
 HEADER = struct.Struct("!I")  # each message's length, before it
+# a worker's first message, before any answer: it has started and takes pages (no answer is empty)
+STARTED = HEADER.pack(0)
 
 
 class PageJob(NamedTuple):

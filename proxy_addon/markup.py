@@ -70,7 +70,7 @@ class Estimate(NamedTuple):
     percentile: float
     toolbar: int
     width: int  # bar pixels, 0..MAX_BAR_PX: log of the score between the level's lowest and highest
-    position: int = 0  # 0 for the best of the level
+    place: int = 0  # how many of the level score more: 0 for the best
     nodes: int = 0  # hosts or sites the level's ranking ranks
 
 
@@ -413,7 +413,7 @@ def _referrer_item(level: str, referrer: Referrer) -> str:
         f'<span class="li" role="listitem" data-pagerank-level="{escape(level)}">{bar(referrer.info)}'
         f'<a href="{escape("http://" + referrer.name + "/")}">{_fitted(referrer.name, 80)}</a>'
         f"<small>{referrer.links:,} link{'s' if referrer.links != 1 else ''} &#183; "
-        f"#{(referrer.info.estimate.position + 1) if referrer.info.estimate else 0:,}</small></span>"
+        f"#{(referrer.info.estimate.place + 1) if referrer.info.estimate else 0:,}</small></span>"
     )
     return _padded(item, ITEM_LENGTH) if len(item) <= ITEM_LENGTH - 7 else ""
 
@@ -423,7 +423,7 @@ def level_section(level: LevelPanel) -> str:
     referrers by their rank at that level, and the whole-site backlinks view."""
     said = estimate_text(level.estimate) if level.estimate is not None else f"{level.level} {level.name}: not ranked"
     if level.estimate is not None and level.estimate.nodes:
-        said += f" · #{level.estimate.position + 1:,} of {level.estimate.nodes:,}"
+        said += f" · #{level.estimate.place + 1:,} of {level.estimate.nodes:,}"
     items = "".join(_referrer_item(level.level, referrer) for referrer in level.referrers)
     listed = (
         _para(f"Best referring {escape(level.level)}s by {escape(level.level)} rank:") + _list(items)

@@ -77,6 +77,7 @@ class _Worker:
         self.outbox = bytearray()  # jobs not yet written (its pipe was full)
         self.panels: dict[str, None] = {}  # the pages whose panel it keeps (asked ahead, or made in a job)
         self.preparing = False  # asked to prepare a panel since its last job
+        self.started = False  # it has said it takes pages (:data:`~.jobs.STARTED`)
 
 
 class _Queued(NamedTuple):
@@ -175,6 +176,20 @@ class Workers:
                 for _ in range(self.count):
                     await self._spawn()
                 self._started = True
+
+    async def wait_started(self, seconds: float = 60.0) -> bool:
+        """Wait (at most ``seconds``) until every worker has started: True if they all have."""
+        await self.start()
+        ends = asyncio.get_running_loop().time() + seconds
+        while not all(worker.started for worker in self._workers):
+            if asyncio.get_running_loop().time() > ends:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+    def any_started(self) -> bool:
+        """Has a worker started (imported, its store open) in this event loop: does a page sent now find one?"""
+        return self._loop is asyncio.get_running_loop() and any(worker.started for worker in self._workers)
 
     def all_idle(self) -> bool:
         """Is every worker free right now (started, in this event loop): is the proxy quiet?"""
@@ -304,6 +319,10 @@ class Workers:
         try:
             while len(inbox) >= HEADER.size:
                 (size,) = HEADER.unpack_from(inbox)
+                if not size and not worker.started:  # STARTED: no job's answer
+                    del inbox[: HEADER.size]
+                    worker.started = True
+                    continue
                 if len(inbox) < HEADER.size + size:
                     break
                 payload = bytes(inbox[HEADER.size : HEADER.size + size])

@@ -284,7 +284,7 @@ class Ranks:
             return []
         return _link_infos(
             [row["pagerank"] for row in rows],
-            [row["position"] for row in rows],
+            [row["place"] for row in rows],
             [row["inlinks"] for row in rows],
             rows[0]["pages"],
             lowest,
@@ -676,7 +676,7 @@ class PageView:
                 head,
                 tuple(one.name for one in found),
                 np.array([one.score for one in found], dtype=np.float64),
-                np.array([one.position for one in found], dtype=np.int64),
+                np.array([one.place for one in found], dtype=np.int64),
                 np.zeros(len(found), dtype=np.int64),
             )
         )
@@ -725,7 +725,7 @@ class PageView:
             (
                 *titles[i + 1],
                 float(arrays.scores[i]),
-                int(arrays.position[i]),
+                int(arrays.places([i])[0]),
                 int(arrays.inlinks[i]),
                 int(nofollow),
             )
@@ -802,15 +802,15 @@ class PageView:
         ids, urls = zip(*rows)
         chosen = np.asarray(ids, dtype=np.int64) - 1
         infos = _link_infos(
-            arrays.scores[chosen], arrays.position[chosen], arrays.inlinks[chosen], arrays.pages, lowest, highest
+            arrays.scores[chosen], arrays.places(chosen), arrays.inlinks[chosen], arrays.pages, lowest, highest
         )
         cache.update(zip(urls, infos))
         return most >= arrays.pages
 
 
-def _link_infos(scores, positions, inlinks, pages: int, lowest: float, highest: float) -> list[LinkInfo]:
+def _link_infos(scores, places, inlinks, pages: int, lowest: float, highest: float) -> list[LinkInfo]:
     scores = np.asarray(scores, dtype=np.float64)
-    percentiles = display.percentile(np.asarray(positions, dtype=np.float64), pages)
+    percentiles = display.percentile(np.asarray(places, dtype=np.float64), pages)
     toolbars = display.toolbar(scores, pages)
     widths = display.bar_width(scores, lowest, highest, MAX_BAR_PX)
     # as lists first: numpy's scalars are slow to take out and convert one at a time
@@ -835,7 +835,7 @@ def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
     if not len(found):
         return {}
     head = found.head
-    percentiles = display.percentile(found.positions.astype(np.float64), head.nodes).tolist()
+    percentiles = display.percentile(found.places.astype(np.float64), head.nodes).tolist()
     toolbars = display.toolbar(found.scores, head.nodes).tolist()
     widths = display.bar_width(found.scores, head.lowest, head.highest, MAX_BAR_PX).tolist()
     # tuple.__new__ of each row: a named tuple's own __new__ is a Python function, called a thousand times
@@ -849,7 +849,7 @@ def _estimates(found: LevelScores) -> dict[str, LinkInfo]:
             percentiles,
             toolbars,
             widths,
-            found.positions.tolist(),
+            found.places.tolist(),
             repeat(head.nodes),
         ),
     )

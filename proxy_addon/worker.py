@@ -22,6 +22,7 @@ import functools
 import gc
 import mmap
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
@@ -30,6 +31,7 @@ from rankstore.urls import canonical
 from .bodies import TooLarge, UnknownEncoding, decode
 from .jobs import (
     HEADER,
+    STARTED,
     Answer,
     Failed,
     InSlot,
@@ -258,12 +260,13 @@ def serve(
     jobs, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must never corrupt the answers
     shared = mmap.mmap(shared_fd, shared_size) if shared_fd is not None else None
-    try:
-        preload(store, ranking, panel, levels)  # the best pages' look-ups before the first page
-    except Exception as error:  # reported with each job instead
-        print(f"pagerank worker: {error}", file=sys.stderr)
     gc.collect()
     gc.freeze()  # what is loaded now lives as long as the worker: full collections need not walk it
+    # the best pages' look-ups, read beside the jobs: a page that comes first is looked up in the store
+    # (its mapped arrays need no reading), and the worker takes pages as soon as it has started
+    threading.Thread(target=_preload, args=(store, ranking, panel, levels), daemon=True).start()
+    answers.write(STARTED)
+    answers.flush()
     while True:
         header = _read(jobs, HEADER.size)
         if len(header) < HEADER.size:
@@ -282,6 +285,13 @@ def serve(
             answer = Failed(f"{type(error).__name__}: {error}")
         answers.write(answer_message(answer))
         answers.flush()
+
+
+def _preload(store: str, ranking: str, panel: int, levels: LevelChoice) -> None:
+    try:
+        preload(store, ranking, panel, levels)
+    except Exception as error:  # reported with each job instead
+        print(f"pagerank worker: {error}", file=sys.stderr)
 
 
 def _prepare(store: str, ranking: str, panel: int, url: str, levels: LevelChoice) -> None:

@@ -77,6 +77,7 @@ from .sources.remote import (
     read_head,
     read_listing,
 )
+from .stop_at import stop_at
 from .store import PageData, Ranking, RankingNotFound, Store, StoreFull, TakenFile, explain
 from .store.base import Transaction
 from .urls import canonical, canonical_many
@@ -787,6 +788,7 @@ class _GraphLoader:
 
     def _write(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray | None) -> None:
         sources, links = self.store.pages.write_edges(src, dst, weights, self.report.build_id)
+        stop_at("graph-links")
         self.sources.append(sources)
         self.report.links += links
         self.state.links += links
@@ -843,6 +845,7 @@ class _GraphLoader:
         if kept:
             with self.store.transaction():
                 ids[[i for i, url in enumerate(normal) if url is not None]] = self.store.pages.page_ids(kept)
+            stop_at("graph-vertices")
         self.pages = np.concatenate([self.pages, ids])
 
 
@@ -870,10 +873,12 @@ class _Writer:
 
     def write(self, batch: list[PageData]) -> None:
         if batch:
+            stop_at("pages-parsed")
             self.call(self._write_pages, batch)
 
     def _write_pages(self, batch: list[PageData]) -> None:
         self.report.links += self.store.pages.write_pages(batch, self.report.build_id)
+        stop_at("pages-written")
 
     def call(self, function: Callable, *args) -> None:
         """Run ``function(*args)`` on the writer thread, after what was handed to it before."""

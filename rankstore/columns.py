@@ -40,9 +40,9 @@ def _scores(subject: Column, score: str, rank: str, members: tuple[Column, ...])
         subject,
         Column(score, "float64", "its score in the ranking (they sum to 1)"),
         Column("algorithm1", "float64", "the score times the ranking's nodes (the average node is 1)"),
-        Column("percentile", "float64", "the share of nodes ranked at or below it, 0-100"),
+        Column("percentile", "float64", "the share of nodes scoring at most as much, 0-100 (ties alike)"),
         Column("toolbar", "int64", "Google's toolbar scale, 0-10"),
-        Column(rank, "int64", "its position, 1 for the best"),
+        Column(rank, "int64", "1 + the nodes scoring more (ties share it)"),
         *members,
     )
 
@@ -102,14 +102,14 @@ TABLE_COLUMNS: dict[str, tuple[Column, ...]] = {  # --what links, pages, hosts, 
         Column("name", "string", "the host"),
         Column("pages", "int64", "its pages"),
         Column("host_pagerank", "float64", "its score in the newest hostrank"),
-        Column("host_rank", "int64", "its position there, 1 for the best"),
+        Column("host_rank", "int64", "1 + the hosts scoring more there"),
     ),
     "sites": (
         Column("id", "int32", "the site's id"),
         Column("name", "string", "the site (registered domain)"),
         Column("hosts", "int64", "its hosts: the store's, or a domain graph's larger count; empty: not known"),
         Column("site_pagerank", "float64", "its score in the newest siterank"),
-        Column("site_rank", "int64", "its position there, 1 for the best"),
+        Column("site_rank", "int64", "1 + the sites scoring more there"),
     ),
 }
 assert set(TABLE_COLUMNS) == set(EXPORT_TABLES) and set(SCORE_COLUMNS) == set(LEVELS)

@@ -28,10 +28,15 @@ def algorithm1(score, pages):
     return np.asarray(score, dtype=np.float64) * pages
 
 
-def percentile(position, pages):
-    """100 for the best page, falling to 100/N for the last."""
-    position = np.asarray(position, dtype=np.float64)
-    return np.where(pages > 0, 100.0 * (pages - position) / np.maximum(pages, 1), 0.0)
+def percentile(place, pages):
+    """The share of the ``pages`` nodes that score at most as much, in percent, from ``place``: how many score
+    more (``RankingArrays.places``).  100 for the best, 100/N for a last alone; equal scores share their best
+    place and so one percentile, in every view (a run of ties reads as its first node).
+
+    The weak percentile rank of a score (``scipy.stats.percentileofscore(..., kind="weak")``).
+    """
+    place = np.asarray(place, dtype=np.float64)
+    return np.where(pages > 0, 100.0 * (pages - place) / np.maximum(pages, 1), 0.0)
 
 
 def toolbar(score, pages):

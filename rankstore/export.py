@@ -121,7 +121,7 @@ def _nodes(ranked, found: Iterator, members: str, schema: pa.Schema) -> Iterator
             inside = ids <= arrays.pages
             at = np.minimum(ids, arrays.pages) - 1
             scores = pa.array(arrays.scores[at], pa.float64(), mask=~inside)
-            positions = pa.array(arrays.position[at].astype(np.int64) + 1, pa.int64(), mask=~inside)
+            positions = pa.array(arrays.places(at) + 1, pa.int64(), mask=~inside)
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array(ids, pa.int32()),

@@ -60,6 +60,7 @@ import numpy as np
 
 from .choices import ENGINES, LEVELS
 from .solver import MEMORY_SHARE, Graph, Result, choose_method, in_sums, inner_order, pagerank, solve_bytes
+from .stop_at import stop_at
 from .store import Ranking, RankingNotFound, Store
 from .store.hosts import LevelGraph
 from .store.rankings import order_by_score
@@ -722,6 +723,7 @@ def rank(
         if len(page_ids) != loaded.graph.n:  # the lines before said the graph's nodes: this one says both
             left_out = f" ({loaded.graph.n:,} with a page or a link, the rest at 0)"
         status(f"writing {options.name}: {len(page_ids):,} {options.level}s{left_out}")
+    stop_at("rank-solved")
     ranking = store.rankings.write_ranking(
         options.name,
         params,

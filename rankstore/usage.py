@@ -113,7 +113,7 @@ def usage(store: Store, level: str = "page", since: datetime | None = None, rank
     found = ids <= arrays.pages  # a node numbered since the version was written has no score in it
     index = np.where(found, ids - 1, 0)
     score = np.where(found, arrays.scores[index], np.nan)
-    overall = arrays.position[index].astype(np.int64) + 1  # its place in the whole ranking, as `top` numbers it
+    overall = arrays.places(index) + 1  # its place in the whole ranking, as `top` numbers it
     # scipy.stats is imported here, not with the module: the proxy imports this module for its /usage page, and
     # scipy.stats is most of the proxy's start
     from scipy.stats import rankdata

@@ -160,8 +160,8 @@ def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
         return []
     scores = [row["pagerank"] or 0.0 for row in rows]
     pages = rows[0]["pages"]
-    positions = [row["position"] if row["position"] is not None else pages for row in rows]
-    percentiles = _percentiles(positions, pages)
+    places = [row["place"] if row["place"] is not None else pages for row in rows]
+    percentiles = _percentiles(places, pages)
     toolbars = display.toolbar(scores, pages)
     widths = display.bar_width(scores, lowest, highest, _BAR_PX)
     out = []
@@ -173,7 +173,7 @@ def decorate(rows: Sequence[dict], lowest: float, highest: float) -> list[dict]:
             "pagerank": row["pagerank"],
             "percentile": pct if ranked else None,
             "toolbar": int(tb) if ranked else None,
-            "rank": (row["position"] + 1) if row["position"] is not None else None,
+            "rank": (row["place"] + 1) if row["place"] is not None else None,
             "inlinks": row["inlinks"],
             "bar": int(width),
         }
@@ -195,13 +195,13 @@ def decorate_level(rows: Sequence[dict], level: str, lowest: float, highest: flo
     members = MEMBERS[level]
     count = rows[0][f"{level}s"]
     scores = [row["pagerank"] or 0.0 for row in rows]
-    positions = [row["position"] if row["position"] is not None else count for row in rows]
-    percentiles = _percentiles(positions, count)
+    places = [row["place"] if row["place"] is not None else count for row in rows]
+    percentiles = _percentiles(places, count)
     toolbars = display.toolbar(scores, count)
     widths = display.bar_width(scores, lowest, highest, _BAR_PX)
     return [
         {
-            f"{level}_rank": row["position"] + 1 if row["position"] is not None else None,
+            f"{level}_rank": row["place"] + 1 if row["place"] is not None else None,
             f"{level}_pagerank": row["pagerank"],
             "percentile": pct if row["pagerank"] is not None else None,
             "toolbar": int(tb) if row["pagerank"] is not None else None,
@@ -372,15 +372,15 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
             continue
         names = {url: host_of(url) if level == "host" else site_of(host_of(url)) for url in left}
         found = store.levels.level_scores(head, set(names.values()))
-        percentiles = _percentiles(found.positions, head.nodes)
+        percentiles = _percentiles(found.places, head.nodes)
         toolbars = display.toolbar(found.scores, head.nodes).tolist()
         widths = display.bar_width(found.scores, head.lowest, head.highest, _BAR_PX).tolist()
         known = {
-            name: (score, position, inlinks, pct, tb, width)
-            for name, score, position, inlinks, pct, tb, width in zip(
+            name: (score, place, inlinks, pct, tb, width)
+            for name, score, place, inlinks, pct, tb, width in zip(
                 found.names,
                 found.scores.tolist(),
-                found.positions.tolist(),
+                found.places.tolist(),
                 found.inlinks.tolist(),
                 percentiles,
                 toolbars,
@@ -389,14 +389,14 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
         }
         for url in left:
             if names[url] in known:
-                score, position, inlinks, pct, tb, width = known[names[url]]
+                score, place, inlinks, pct, tb, width = known[names[url]]
                 rows[url] = {
                     "url": url,
                     "title": None,
                     "pagerank": None,
                     "percentile": pct,
                     "toolbar": tb,
-                    "rank": position + 1,
+                    "rank": place + 1,
                     "inlinks": analysis.known_count(inlinks),
                     "bar": width,
                     "level": level,
@@ -524,28 +524,28 @@ def export_columns(store: Store, ranking: Ranking) -> dict[str, list]:
         level = ranking.level
         rows = analysis.top_nodes(store, ranking.name, level, ALL_ROWS)
         scores = [row["pagerank"] for row in rows]
-        positions = [row["position"] for row in rows]
+        places = [row["place"] for row in rows]
         values = [  # in the order of EXPORT_LEVEL_COLUMNS
             [row[level] for row in rows],
             scores,
             display.algorithm1(scores, ranking.pages).tolist(),
-            _percentiles(positions, ranking.pages),
+            _percentiles(places, ranking.pages),
             display.toolbar(scores, ranking.pages).tolist(),
-            [p + 1 for p in positions],
+            [p + 1 for p in places],
             [row[MEMBERS[level]] for row in rows],
             [row["inlinks"] for row in rows],
         ]
         return dict(zip(EXPORT_LEVEL_COLUMNS[level], values, strict=True))
     found = store.queries.export_rows(ranking)
     scores = [row.score for row in found]
-    positions = [row.position for row in found]
+    places = [row.place for row in found]
     values = [  # in the order of EXPORT_COLUMNS
         [row.url for row in found],
         scores,
         display.algorithm1(scores, ranking.pages).tolist(),
-        _percentiles(positions, ranking.pages),
+        _percentiles(places, ranking.pages),
         display.toolbar(scores, ranking.pages).tolist(),
-        [p + 1 for p in positions],
+        [p + 1 for p in places],
         [row.inlinks for row in found],
         [row.title for row in found],
     ]

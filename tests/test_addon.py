@@ -77,6 +77,8 @@ async def running_addon(store_path, **settings):
     with taddons.context(addon) as context:
         context.configure(addon, rankstore=store_path, **settings)
         await addon.running()
+        if addon.workers is not None:  # as in a proxy running a while: until they start, pages go to a thread
+            assert await addon.workers.wait_started()
         yield addon
         if addon.workers is not None:
             await addon.workers.aclose()
@@ -267,7 +269,7 @@ def test_missing_ranking_is_an_options_error(store_path, tmp_path):
 
 
 async def test_a_worker_that_dies_leaves_its_page_untouched_and_is_replaced(addon, site):
-    await addon.workers.start()
+    assert await addon.workers.wait_started()
     first = addon.workers._workers[0].process  # the first one a job gets (the quiet proxy's warm one)
     first.kill()  # before the event loop turns: the next job goes to it, and it dies with the job in hand
     body = b"<html><body><a href='docs/'>Docs</a></body></html>"
@@ -386,6 +388,7 @@ async def test_bodies_pass_through_shared_memory_or_the_pipe(site, store_path, m
     with taddons.context(addon) as context:
         context.configure(addon, rankstore=store_path, pagerank_inline_bytes=0)
         await addon.running()
+        assert await addon.workers.wait_started()
         body = b"<html><body>" + b"<a href='docs/'>Docs</a>" * 20 + b"</body></html>"
         assert len(body) < 1_000
         flow = make_flow(site + "index.html", body)
@@ -645,7 +648,7 @@ async def test_a_worker_is_not_asked_again_for_a_panel_it_keeps(addon, site):
 
 async def test_a_worker_takes_jobs_before_its_last_answer_is_read_and_answers_each_in_order(addon, site):
     workers = addon.workers
-    await workers.start()
+    assert await workers.wait_started()
     pages = [f"<html><body><p>page {n}</p><a href='docs/'>Docs</a></body></html>".encode() for n in range(10)]
     flows = [make_flow(site + "index.html", body) for body in pages]
     hooks = [asyncio.ensure_future(run_hooks(addon, flow)) for flow in flows]
@@ -732,7 +735,7 @@ async def test_no_page_waits_in_a_worker_behind_a_big_one(addon, site, monkeypat
 
     monkeypatch.setattr(pool, "PIPELINE_BYTES", 1_000)
     workers = addon.workers
-    await workers.start()
+    assert await workers.wait_started()
     big = b"<html><body><a href='docs/'>Docs</a>" + b"<p>" * 700 + b"</body></html>"
     small = [f"<html><body><p>{n}</p><a href='docs/'>Docs</a>{' ' * 250}</body></html>".encode() for n in range(4)]
     assert len(big) > 1_000 and 3 * len(small[0]) <= 1_000 < 4 * len(small[0])
@@ -752,7 +755,7 @@ async def test_a_page_alone_is_waited_for_awake_and_one_among_others_is_not(addo
 
     yields = []
     monkeypatch.setattr(pool.os, "sched_yield", lambda: yields.append(1))
-    await addon.workers.start()
+    assert await addon.workers.wait_started()
     alone = make_flow(site + "index.html")
     await addon.request(alone)
     assert addon.in_flight == {alone.id}

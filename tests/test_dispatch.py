@@ -71,3 +71,14 @@ def test_the_policy_needs_no_mitmproxy():
 
     code = "import sys, proxy_addon.dispatch; sys.exit('mitmproxy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_until_a_worker_has_started_a_page_off_the_loop_goes_to_a_thread():
+    """The proxy's first page waits for no worker's start (an interpreter and its imports)."""
+    means = Means(workers=2, inline_bytes=0, panel=True)
+    cold = Traffic(others=0, rewriting=0, reading=False, workers_started=False)
+    warm = Traffic(others=0, rewriting=0, reading=False, workers_started=True)
+    assert plan(Page(1_000, False), cold, means).route is Route.THREAD
+    assert plan(Page(1_000, False), warm, means).route is Route.WORKER
+    # without workers, as before: a thread either way
+    assert plan(Page(1_000, False), cold, Means(workers=0, inline_bytes=0, panel=True)).route is Route.THREAD

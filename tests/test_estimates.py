@@ -67,7 +67,8 @@ def expected(store: Store, level: str, name: str, ranking: str) -> dict:
     _, scores = store.rankings.scores_of(found.id)
     number = store.hosts.host_id(name) if level == "host" else store.sites.site_id(name)
     score = float(scores[number - 1])
-    position = int(np.sum(scores > score) + np.sum((scores == score)[: number - 1]))
+    position = int(np.sum(scores > score) + np.sum((scores == score)[: number - 1]))  # the order: ties by id
+    place = int(np.sum(scores > score))  # what is shown: ties alike
     positive = scores[scores > 0]
     low, high = float(positive.min()), float(positive.max())
     fraction = (math.log(score) - math.log(low)) / (math.log(high) - math.log(low))
@@ -76,9 +77,10 @@ def expected(store: Store, level: str, name: str, ranking: str) -> dict:
     return {
         "score": score,
         "position": position,
+        "place": place,
         "nodes": nodes,
         "width": 1 + round(fraction * (MAX_BAR_PX - 1)),
-        "percentile": 100.0 * (nodes - position) / nodes,
+        "percentile": 100.0 * (nodes - place) / nodes,
         "toolbar": max(0, min(10, steps)),
     }
 
@@ -125,7 +127,7 @@ def test_a_level_answers_by_its_own_ranking(hosts_store, tmp_path):
         assert (site.lowest, site.highest) == (0.1, 0.4)
         found = store.levels.level_scores(site, ["bbc.co.uk", "example.com", "github.io", "bbc.co.uk"])
         assert dict(zip(found.names, found.scores.tolist())) == {"bbc.co.uk": 0.2, "example.com": 0.4}
-        assert dict(zip(found.names, found.positions.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
+        assert dict(zip(found.names, found.places.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
         # the same answer from the level's keys in memory
         keys = store.levels.level_keys("site")
         assert keys.count == 4 and keys.find(["bbc.co.uk", "github.io"]) == {
@@ -133,11 +135,11 @@ def test_a_level_answers_by_its_own_ranking(hosts_store, tmp_path):
         }
         again = store.levels.level_scores(site, ["bbc.co.uk", "example.com", "github.io"], keys)
         assert dict(zip(again.names, again.scores.tolist())) == {"bbc.co.uk": 0.2, "example.com": 0.4}
-        assert dict(zip(again.names, again.positions.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
+        assert dict(zip(again.names, again.places.tolist())) == {"bbc.co.uk": 2, "example.com": 0}
         found = store.levels.level_scores(host, ["news.bbc.co.uk", "www.bbc.co.uk"])
         numbers = expected(store, "host", "news.bbc.co.uk", "hostrank")
         assert found.names == ("news.bbc.co.uk",)
-        assert (float(found.scores[0]), int(found.positions[0])) == (numbers["score"], numbers["position"])
+        assert (float(found.scores[0]), int(found.places[0])) == (numbers["score"], numbers["place"])
         with pytest.raises(StoreError, match="pagerank ranks pages, not hosts"):
             store.levels.level_head("host", "pagerank")
         with pytest.raises(StoreError, match="siterank ranks sites, not hosts"):
@@ -171,7 +173,7 @@ def test_best_referrers_by_rank_at_their_level(hosts_store):
         assert [one.score for one in found] == [expected(store, "host", n, "hostrank")["score"] for n in by_rank[:3]]
         # the site example.com: its own hosts' links to each other do not count
         found = store.levels.referrers(site, "example.com", 10)
-        assert [(one.name, one.position, one.links) for one in found] == [
+        assert [(one.name, one.place, one.links) for one in found] == [
             ("wikipedia.org", 1, 1),
             ("bbc.co.uk", 2, 1),
             ("xn--bcher-kva.net", 3, 1),
@@ -192,7 +194,7 @@ def test_every_link_with_a_rank_at_any_level_gets_a_bar(hosts_store, scanner):
         page = store.queries.lookup(["https://example.com/"])["https://example.com/"]
         low, high = store.rankings.score_range(store.rankings.ranking("pagerank"))
         width = 1 + round((math.log(page["pagerank"]) - math.log(low)) / (math.log(high) - math.log(low)) * 39)
-        percentile = 100.0 * (8 - page["position"]) / 8
+        percentile = 100.0 * (8 - page["place"]) / 8
         steps = math.floor(math.log(page["pagerank"] * 8) / math.log(6.5)) + 1
         shown = bar_of(text, "https://example.com/")
         assert shown.attributes == {
@@ -376,7 +378,7 @@ def test_the_panel_of_a_page_the_store_does_not_hold(hosts_store):
     text = html.unescape(host[1])
     assert (
         f"host en.wikipedia.org: host rank {format_score(numbers['score'])} · {numbers['percentile']:.2f} percentile "
-        f"of hosts · toolbar {numbers['toolbar']}/10 · #{numbers['position'] + 1} of 8"
+        f"of hosts · toolbar {numbers['toolbar']}/10 · #{numbers['place'] + 1} of 8"
     ) in text
     assert re.findall(r'<a href="http://([^/"]+)/">', host[1]) == linking
     assert 'data-pagerank-level="host" data-pagerank-estimate=' in host[1]
@@ -404,7 +406,7 @@ def test_show_and_the_page_view_say_which_level_answered(hosts_store):
         site = expected(store, "site", "bbc.co.uk", "siterank")
     assert rows[url]["level"] == "host" and rows[url]["answered_by"] == "news.bbc.co.uk"
     assert rows[url]["estimate"] == host["score"] and rows[url]["pagerank"] is None
-    assert rows[url]["rank"] == host["position"] + 1 and rows[url]["percentile"] == round(host["percentile"], 4)
+    assert rows[url]["rank"] == host["place"] + 1 and rows[url]["percentile"] == round(host["percentile"], 4)
     assert rows["https://www.bbc.co.uk/"]["level"] == "site"
     assert rows["https://www.bbc.co.uk/"]["estimate"] == site["score"] == 0.2
     assert rows["https://example.com/"]["level"] == "page" and rows["https://example.com/"]["pagerank"] > 0

@@ -157,7 +157,10 @@ def test_export_of_a_host_ranking_lists_hosts(two_sites):
     with sqlite3.connect(store) as db:
         hosts = dict(db.execute("SELECT name, pages FROM hosts"))
     assert {row["host"] for row in rows} == set(hosts)
-    assert [int(row["host_rank"]) for row in rows] == list(range(1, len(hosts) + 1))
+    scores = [float(row["host_pagerank"]) for row in rows]
+    assert scores == sorted(scores, reverse=True)
+    # 1 + the hosts scoring more: tied hosts share a rank
+    assert [int(row["host_rank"]) for row in rows] == [1 + sum(s > mine for s in scores) for mine in scores]
     assert sum(float(row["host_pagerank"]) for row in rows) == pytest.approx(1.0)
     for row in rows[:20]:
         assert int(row["pages"]) == hosts[row["host"]]

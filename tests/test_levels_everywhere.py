@@ -71,7 +71,7 @@ def test_show_by_a_host_ranking_answers_a_url_the_store_lacks_by_its_hosts_rank(
         host = analysis.lookup_hosts(store, ["example.com"], ranking)["example.com"]
     status, rows, said = _json("show", MISSING, "--ranking", ranking, "--store", host_store)
     assert [(row["url"], row["host"], row["host_pagerank"], row["host_rank"]) for row in rows] == [
-        (MISSING, "example.com", host["pagerank"], host["position"] + 1)
+        (MISSING, "example.com", host["pagerank"], host["place"] + 1)
     ]
     assert f"not in the store (answered by their host's rank): {MISSING}" in said
     assert "not in the store: " not in said  # no line that says it was not answered

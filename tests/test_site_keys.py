@@ -97,7 +97,7 @@ def probe_statements(store: Store, names: list[str], head, keys=None) -> tuple[d
         found = store.levels.level_scores(head, names, keys)
     finally:
         store.db.set_trace_callback(None)
-    return dict(zip(found.names, zip(found.scores.tolist(), found.positions.tolist()))), said
+    return dict(zip(found.names, zip(found.scores.tolist(), found.places.tolist()))), said
 
 
 @pytest.mark.parametrize("path", ["key buckets", "name index", "level keys"])
@@ -108,7 +108,7 @@ def test_a_probe_gives_the_name_indexs_answers(domain_store, monkeypatch, path):
         names = list(store.sites.site_names(range(1, 3001, 7)).values())
         asked = names + ["not-a-site.example", "nor-this.org"]
         want = {
-            name: (float(arrays.scores[number - 1]), int(arrays.position[number - 1]))
+            name: (float(arrays.scores[number - 1]), int(np.count_nonzero(arrays.scores > arrays.scores[number - 1])))
             for name, number in ((name, store.sites.site_id(name)) for name in names)
             if arrays.scores[number - 1] > 0
         }

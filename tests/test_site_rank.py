@@ -375,5 +375,5 @@ def test_a_domain_graphs_sites_answer_for_links_and_list_their_referring_sites(t
     linking = {_domain(s) for s, d in DOMAIN_EDGES if d == 0}
     assert {r.name for r in referrers} == linking
     assert [r.score for r in referrers] == sorted((ranked[site] for site in linking), reverse=True)
-    assert [r.position for r in referrers] == sorted(r.position for r in referrers)  # best first, ties by position
+    assert [r.place for r in referrers] == sorted(r.place for r in referrers)  # best first
     assert all(r.links == 1 for r in referrers)

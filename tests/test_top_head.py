@@ -111,7 +111,9 @@ def test_pages_and_offsets_read_by_blocks_are_the_arrays_rows(graph, ranking):
                 number_of = store.hosts.host_id if version.level == "host" else store.sites.site_id
                 ids = [number_of(row[version.level]) for row in rows]
             assert [i - 1 for i in ids] == arrays.best[offset : offset + limit].tolist()  # past the end: none
-            assert [row["position"] for row in rows] == list(range(offset, min(offset + limit, count)))
+            shown = arrays.scores[arrays.best[offset : offset + limit]]
+            # a row's place: how many score more (ties alike), counted here over the whole version
+            assert [row["place"] for row in rows] == [int(np.count_nonzero(arrays.scores > s)) for s in shown]
             assert [row["inlinks"] for row in rows] == arrays.inlinks[arrays.best[offset : offset + limit]].tolist()
         assert store.rankings.score_range(version) == _whole_range(arrays)
         assert not store.rankings._arrays  # never read whole

@@ -262,7 +262,7 @@ def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
         said = f"Not ranked yet: a build newer than ranking {escape(chosen.label)} added this {level}."
     else:
         said = (
-            f"{bar(info)} {level} rank #{row['position'] + 1:,} of {row[f'{level}s']:,} {level}s · {level} "
+            f"{bar(info)} {level} rank #{row['place'] + 1:,} of {row[f'{level}s']:,} {level}s · {level} "
             f"PageRank {format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · "
             f"toolbar {info.toolbar}/10 · "
             + ("" if info.inlinks is None else f"{info.inlinks:,} {level}s link to it · ")

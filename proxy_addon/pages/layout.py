@@ -147,7 +147,7 @@ UNRANKED = LinkInfo(None, later=True)
 
 def infos(ranks: Ranks, rows: Sequence[dict], ranking: Ranking) -> list[LinkInfo]:
     """What a bar shows for each store row; a page newer than the ranking version is unranked."""
-    ranked = [row.get("pagerank") is not None and row.get("position") is not None for row in rows]
+    ranked = [row.get("pagerank") is not None and row.get("place") is not None for row in rows]
     if not any(ranked):
         return [UNRANKED for _ in rows]
     lowest, highest = score_range(ranks, ranks.store(), ranking)
@@ -213,7 +213,7 @@ def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
     ``lookup_nodes``)."""
     count = f"{ranking.level}s"
     as_pages = [
-        {"pagerank": row["pagerank"], "position": row["position"], "inlinks": row["inlinks"] or 0, "pages": row[count]}
+        {"pagerank": row["pagerank"], "place": row["place"], "inlinks": row["inlinks"] or 0, "pages": row[count]}
         for row in rows
     ]
     ranked = [row["pagerank"] is not None for row in as_pages]

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from ..stop_at import stop_at
 from . import analysis, migrations
 from .analysis import BacklinkReport, TargetLinks
 from .base import Transaction
@@ -47,6 +48,7 @@ from .errors import (
 from .graph import Graph, InLinks
 from .hosts import Hosts
 from .levels import LevelHead, Levels, LevelScores, Referrer
+from .mapped import Mapped
 from .pages import PageData, Pages, builds_json, url_key
 from .queries import PanelHeads, Queries
 from .rankings import Ranking, RankingArrays, RankingLevelError, Rankings
@@ -182,6 +184,7 @@ class Store:
         self.visits = Visits(self)
         self.levels = Levels(self)
         self.queries = Queries(self)
+        self.mapped = Mapped(self)
         check_path(path, create=create and not readonly)
         try:
             if create and not readonly:
@@ -478,9 +481,12 @@ class Store:
                 written = self.site_links.replace(site_links.parts(), site_links.n)
                 links += written
             self.pages._index_pages()
+            stop_at("finish-indexed")
             self.graph.derive_graph()
+            stop_at("finish-derived")
             self.hosts.derive_hosts()
             self.sites.derive_sites()
+            stop_at("finish-numbered")
             # the title search index (the paper's section 5.1) follows the pages table
             self.db.execute("INSERT INTO titles (titles) VALUES ('rebuild')")
             self.db.execute(
@@ -489,6 +495,7 @@ class Store:
                 (_now(), pages, links, sum(skipped.values()), json.dumps(skipped), build_id),
             )
             self.db.execute("DELETE FROM meta WHERE key = ?", (f"{_PROCESS_KEY}{build_id}",))
+        stop_at("finish-committed")
         self.db.execute("PRAGMA wal_autocheckpoint = 1000")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return written

@@ -564,7 +564,7 @@ def host_ranks_of(
     for host in ids:
         score = rank = None
         if found is not None and 0 < host <= found[1].pages:
-            score, rank = float(found[1].scores[host - 1]), int(found[1].position[host - 1]) + 1
+            score, rank = float(found[1].scores[host - 1]), int(found[1].places([host - 1])[0]) + 1
         out.append((names.get(host, ""), score, rank))
     return out
 
@@ -619,11 +619,13 @@ def referring_hosts(
         summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
         ranked = _newest_of_level(store, host_ranking, "host")
         host_scores = np.full(len(group_hosts), np.nan)
-        host_positions = np.full(len(group_hosts), -1, dtype=np.int64)
+        host_positions = np.full(len(group_hosts), -1, dtype=np.int64)  # the order: ties by id
+        host_places = np.full(len(group_hosts), -1, dtype=np.int64)  # what is shown: ties alike
         if ranked is not None:
             inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
             host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
             host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
+            host_places[inside] = ranked[1].places(group_hosts[inside] - 1)
         if sort == "contribution" and summed is not None:
             pick = np.lexsort((arrays.positions_of(best_pages), -summed))
         elif ranked is not None:
@@ -645,7 +647,7 @@ def referring_hosts(
                 "best_url": page["url"],
                 "best_pagerank": page["pagerank"],
                 "host_pagerank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
-                "host_rank": int(host_positions[at]) + 1 if host_positions[at] >= 0 else None,
+                "host_rank": int(host_places[at]) + 1 if host_places[at] >= 0 else None,
                 "contribution": value,
                 "share": value / total if value is not None and total else None,
             }
@@ -706,7 +708,7 @@ def intersect(
             {
                 "host": names.get(int(h), ""),
                 "host_pagerank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
-                "host_rank": int(ranked[1].position[h - 1]) + 1 if ranked and 0 < h <= ranked[1].pages else None,
+                "host_rank": int(ranked[1].places([h - 1])[0]) + 1 if ranked and 0 < h <= ranked[1].pages else None,
             }
             for h in chosen.tolist()
         ]
@@ -784,7 +786,7 @@ def _level_rows(store: Store, level: str, arrays: RankingRows, indices: Sequence
             {
                 level: name,
                 "pagerank": float(arrays.scores[index]) if ranked else None,
-                "position": int(arrays.position[index]) if ranked else None,
+                "place": int(arrays.places([index])[0]) if ranked else None,
                 "inlinks": known_count(int(arrays.inlinks[index])) if ranked else None,
                 members: count,
                 table: arrays.pages,
@@ -857,5 +859,5 @@ def host_ranks(store: Store, hosts: Sequence[str], name: str = "hostrank") -> di
         for host in asked:
             number = store.hosts.host_id(host)
             if number is not None and number <= arrays.pages:
-                out[host] = (float(arrays.scores[number - 1]), int(arrays.position[number - 1]) + 1)
+                out[host] = (float(arrays.scores[number - 1]), int(arrays.places([number - 1])[0]) + 1)
     return out

@@ -29,6 +29,7 @@ import numpy as np
 from . import analysis, key_buckets
 from .base import Part
 from .errors import StoreError
+from .mapped import MappedKeys
 from .pages import url_keys
 from .rankings import Ranking
 
@@ -77,10 +78,12 @@ class LevelKeys:
     count: int  # the level's names when read (ids 1..count)
     hashes: np.ndarray  # int64, sorted
     ids: np.ndarray  # int32, in the order of ``hashes``; 0 for a hash two names share
+    given: RadixSlots | None = field(default=None, repr=False, compare=False)  # the slots, where made already
     slots: RadixSlots = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "slots", radix_slots(self.hashes))  # frozen: set once, as it is read
+        # frozen: set once, as it is read
+        object.__setattr__(self, "slots", self.given if self.given is not None else radix_slots(self.hashes))
 
     def find(self, names: Iterable[str]) -> dict[str, int]:
         """{name: id} of the names it has (0: a name whose hash another name shares, to ask by name)."""
@@ -150,7 +153,7 @@ class LevelScores:
     head: LevelHead
     names: tuple[str, ...]
     scores: np.ndarray  # float64, sum to 1 over the level
-    positions: np.ndarray  # int64, 0 for the best
+    places: np.ndarray  # int64: how many of the level score more (0 for the best and those tied with it)
     inlinks: np.ndarray  # int64: hosts (sites) linking to it
 
     def __len__(self) -> int:
@@ -163,7 +166,7 @@ class Referrer:
 
     name: str
     score: float
-    position: int  # 0 for the best
+    place: int  # how many of the level score more: 0 for the best
     links: int  # page links from its pages to the target's
 
 
@@ -199,10 +202,23 @@ class Levels(Part):
         return self.store.hosts.host_count() if level == "host" else self.store.sites.site_count()
 
     def level_keys(self, level: str) -> LevelKeys:
-        """The level's names as :class:`LevelKeys`, read once (a reader keeps it while the count stands): from
-        the level's name keys (:mod:`.key_buckets`), read in bulk in hash order, no name read; the sites'
-        hashed from their names while a bulk numbering has yet to key them."""
+        """The level's names as :class:`LevelKeys`, read once (a reader keeps it while the count stands): mapped
+        from the files beside the store (:mod:`.mapped`: one copy for every process), else made and written
+        there from the level's name keys (:mod:`.key_buckets`), read in bulk in hash order, no name read, or
+        the sites' hashed from their names while a bulk numbering has yet to key them."""
         count = self.level_count(level)
+        mapped = self.store.mapped.level_keys(level, count)
+        if mapped is None:
+            made = self._level_keys(level, count)
+            kept = MappedKeys(made.hashes, made.ids, made.slots.starts, made.slots.shift)
+            if not self.store.mapped.keep_level_keys(level, count, kept):
+                return made
+            mapped = self.store.mapped.level_keys(level, count)
+            if mapped is None:
+                return made
+        return LevelKeys(level, count, mapped.hashes, mapped.ids, RadixSlots(mapped.shift, mapped.starts))
+
+    def _level_keys(self, level: str, count: int) -> LevelKeys:
         if level == "host":
             held = self.store.hosts.host_keys(count)
             return LevelKeys(level, count, held.hashes, held.ids)
@@ -257,7 +273,7 @@ class Levels(Part):
             head,
             tuple(names_found[at] for at in np.flatnonzero(kept).tolist()),
             arrays.scores[index],
-            arrays.position[index].astype(np.int64),
+            arrays.places(index),
             arrays.inlinks[index].astype(np.int64),
         )
 
@@ -311,17 +327,17 @@ class Levels(Part):
         if not inside:
             return []
         pick = arrays.best_of_sorted(sources, limit)
-        positions = arrays.position[sources[pick]]
+        places = arrays.places(sources[pick])
         chosen = (sources[pick].astype(np.int64) + 1).tolist()
         names = self.store.hosts.host_names(chosen) if head.level == "host" else self.store.sites.site_names(chosen)
         return [
             Referrer(
                 names.get(node, ""),
                 float(arrays.scores[node - 1]),
-                int(position),
+                int(place),
                 int(links[at]) if links is not None else 1,
             )
-            for node, at, position in zip(chosen, pick.tolist(), positions.tolist())
+            for node, at, place in zip(chosen, pick.tolist(), places.tolist())
         ]
 
     def _level_pages(self, level: str, number: int) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .base import Part
 from .pages import url_keys
-from .rankings import Ranking, RankingArrays, RankingLevelError, RankingRows
+from .rankings import Ranking, RankingArrays, RankingLevelError, RankingRows, run_starts
 
 __all__ = ["PanelHeads", "Queries", "RankingLevelError", "ExportRow", "search_words"]
 
@@ -48,14 +48,15 @@ def search_words(words: Sequence[str]) -> list[str]:
     return cleaned.split()
 
 
-def _page_row(arrays: RankingRows, index: int, url: str, title: str | None, crawled: int) -> dict:
+def _page_row(arrays: RankingRows, index: int, place: int | None, url: str, title: str | None, crawled: int) -> dict:
+    """A page's row of a view; ``place``: how many pages score more (None where the version has no score)."""
     ranked = index < arrays.pages
     extra = float(arrays.extra[index]) if ranked and arrays.extra is not None else None
     return {
         "url": url,
         "title": title,
         "pagerank": float(arrays.scores[index]) if ranked else None,
-        "position": int(arrays.position[index]) if ranked else None,
+        "place": place,
         "inlinks": int(arrays.inlinks[index]) if ranked else None,
         "extra": None if extra is None or np.isnan(extra) else extra,
         "crawled": bool(crawled),
@@ -68,7 +69,7 @@ class ExportRow(NamedTuple):
 
     url: str
     score: float
-    position: int  # 0 for the best page
+    place: int  # how many pages score more: 0 for the best (and for every page tied with it)
     inlinks: int
     title: str | None
     extra: float | None  # the variant's value (spam mass), None where it has none
@@ -89,7 +90,9 @@ class Queries(Part):
         pages = {
             row[0]: row[1:] for row in self.store.pages.pages_by_id("url, title, crawled", [i + 1 for i in indices])
         }
-        return [_page_row(arrays, i, *pages[i + 1]) for i in indices]
+        inside = [i for i in indices if i < arrays.pages]
+        places = dict(zip(inside, arrays.places(np.asarray(inside, dtype=np.int64)).tolist())) if inside else {}
+        return [_page_row(arrays, i, places.get(i), *pages[i + 1]) for i in indices]
 
     def top(self, name: str = "pagerank", limit: int = 15, offset: int = 0) -> list[dict]:
         with self.snapshot():
@@ -109,11 +112,12 @@ class Queries(Part):
             ):
                 urls[page_id - 1], titles[page_id - 1] = url, title
         best = arrays.best.tolist()
+        places = run_starts(arrays.scores, arrays.best, np.arange(arrays.pages, dtype=np.int64)).tolist()
         scores, inlinks = arrays.scores.tolist(), arrays.inlinks.tolist()
         extra = arrays.extra.tolist() if arrays.extra is not None else [None] * arrays.pages
         return [
-            ExportRow(urls[i], scores[i], position, inlinks[i], titles[i], None if extra[i] != extra[i] else extra[i])
-            for position, i in enumerate(best)
+            ExportRow(urls[i], scores[i], place, inlinks[i], titles[i], None if extra[i] != extra[i] else extra[i])
+            for place, i in zip(places, best)
         ]
 
     def lookup(self, urls: Sequence[str], name: str = "pagerank") -> dict[str, dict]:
@@ -129,11 +133,13 @@ class Queries(Part):
                 for page_id, url, title, crawled in self.db.execute(
                     f"SELECT id, url, title, crawled FROM pages WHERE url IN ({marks})", chunk
                 ):
-                    found[url] = _page_row(arrays, page_id - 1, url, title, crawled)
+                    index = page_id - 1
+                    place = int(arrays.places([index])[0]) if index < arrays.pages else None
+                    found[url] = _page_row(arrays, index, place, url, title, crawled)
         return found
 
     def scores_by_url(self, urls: Sequence[str], name: str = "pagerank") -> tuple[dict[str, tuple], int]:
-        """{url: (score, position, inlinks)} for the URLs in the store, and the ranking's page count.
+        """{url: (score, place, inlinks)} for the URLs in the store, and the ranking's page count.
 
         The proxy's lookup: one probe of the URL-key B-tree per URL, in one
         query per 2,000 URLs, then the version's arrays.
@@ -166,7 +172,7 @@ class Queries(Part):
         return dict(
             zip(
                 [unique[i] for i in at.tolist()],
-                zip(arrays.scores[index].tolist(), arrays.position[index].tolist(), arrays.inlinks[index].tolist()),
+                zip(arrays.scores[index].tolist(), arrays.places(index).tolist(), arrays.inlinks[index].tolist()),
             )
         )
 
@@ -221,7 +227,7 @@ class Queries(Part):
         indices, flags = self._backlink_indices(arrays, target, limit)
         rows = self.store.queries.page_rows(arrays, indices)
         return [
-            (row["url"], row["title"], row["pagerank"], row["position"], row["inlinks"], int(nofollow))
+            (row["url"], row["title"], row["pagerank"], row["place"], row["inlinks"], int(nofollow))
             for row, nofollow in zip(rows, flags)
         ]
 

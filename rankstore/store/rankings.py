@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from ..stop_at import stop_at
 from .base import Part
 from .errors import RankingNotFound, StoreError
 from .schema import BLOCK_PAGES
@@ -139,6 +141,13 @@ class RankingArrays:
         order = np.lexsort((self.positions_of(chosen), -values))
         return near[order[:count]]
 
+    def places(self, indices: ArrayLike) -> np.ndarray:
+        """How many pages score more than each of ``indices`` (all inside this version), as int64: its place
+        among equals, the first of its run of equal scores.  Every view reads rank (place + 1) and percentile
+        from it, so that ties read alike; ``position`` breaks ties by index, for an order, and is shown nowhere."""
+        at = self.position[np.asarray(indices, dtype=np.int64)].astype(np.int64)
+        return run_starts(self.scores, self.best, at)
+
     def positions_of(self, indices: np.ndarray) -> np.ndarray:
         """Positions of page indices; a page outside this version comes after all of them."""
         indices = np.asarray(indices, dtype=np.int64)
@@ -148,6 +157,31 @@ class RankingArrays:
         out = np.full(len(indices), self.pages, dtype=np.int64)
         out[inside] = self.position[indices[inside]]
         return out
+
+
+def run_starts(scores: np.ndarray, best: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Where the run of equal scores that holds each position ``at`` of ``best`` (scores descending) begins:
+    how many score more.  Only positions tied with the one above are searched, by bisection back from each,
+    all at once (a run can be most of a version: the pages no walk reaches, scored 0)."""
+    out = at.copy()
+    score = scores[best[at]]
+    tied = at > 0
+    tied[tied] = scores[best[at[tied] - 1]] == score[tied]
+    if not tied.any():
+        return out
+    low = np.zeros(int(np.count_nonzero(tied)), dtype=np.int64)
+    high = at[tied]
+    wanted = score[tied]
+    while True:
+        open_ = low < high
+        if not open_.any():
+            break
+        middle = (low + high) // 2
+        more = scores[best[middle]] > wanted
+        low = np.where(open_ & more, middle + 1, low)
+        high = np.where(open_ & ~more, middle, high)
+    out[tied] = low
+    return out
 
 
 def _smallest(values: np.ndarray, count: int) -> np.ndarray:
@@ -272,6 +306,11 @@ class RankingBlocks:
             else:
                 high = middle
         return low
+
+    def places(self, indices: ArrayLike) -> np.ndarray:
+        """:meth:`RankingArrays.places`: how many pages score more than each, a binary search down the order."""
+        wanted = np.asarray(indices, dtype=np.int64).tolist()
+        return np.array([self.first_at_most(float(self.scores[i])) for i in wanted], dtype=np.int64)
 
     def position_of(self, index: int) -> int:
         """Where page ``index`` stands in ``best``."""
@@ -452,6 +491,8 @@ class Rankings(Part):
         ids, weights summing to 1).
         """
         scores = np.asarray(scores, dtype=np.float64)
+        if best is None:
+            best = order_by_score(scores).astype(np.int32)
         with self.transaction():
             table = {"host": "hosts", "site": "sites"}.get(level, "pages")
             pages = self.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0  # ids are dense
@@ -498,6 +539,7 @@ class Rankings(Part):
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 ranking_rows(ranking_id, scores, inlinks, extra, votes, linked, best),
             )
+            stop_at("rank-written")
             old = [
                 r[0]
                 for r in self.db.execute(
@@ -506,6 +548,16 @@ class Rankings(Part):
             ]
             for old_id in old[1:]:
                 self.db.execute("DELETE FROM ranking_blocks WHERE ranking_id = ?", (old_id,))
+        # the version's mapped files, for the proxy's processes to share from its first page; the dropped
+        # versions' files go
+        position = np.empty(len(best), dtype=np.int32)
+        position[best] = np.arange(len(best), dtype=np.int32)
+        self.store.mapped.keep_ranking(
+            ranking_id,
+            {"scores": scores, "inlinks": inlinks, "best": best, "position": position, "extra": extra},
+        )
+        del position
+        self.store.mapped.prune()
         return self.ranking(name, version)
 
     def ranking(self, name: str = "pagerank", version: int | None = None) -> Ranking:
@@ -615,6 +667,10 @@ class Rankings(Part):
         held = cache.get(ranking_id)
         if held is not None and (not votes or not held.votes_left):
             return held
+        if not votes:
+            mapped = self._mapped(ranking_id)
+            if mapped is not None:
+                return mapped
         # each column's blocks converted into one array sized once: no list of the blocks, no joined copy (a
         # site ranking of 135 million sites is 4.5 GB of arrays, which those would have doubled and more)
         size = self.db.execute(
@@ -636,9 +692,34 @@ class Rankings(Part):
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
         arrays = RankingArrays(scores, inlinks, order, position, extra, stored_votes, linked, votes_left=not votes)
+        if not votes and self.store.mapped.keep_ranking(
+            ranking_id, {"scores": scores, "inlinks": inlinks, "best": order, "position": position, "extra": extra}
+        ):
+            # read once, written once: this reader and every other maps the files, and the copy read goes
+            mapped = self._mapped(ranking_id)
+            if mapped is not None:
+                return mapped
         if len(cache) >= _KEEP_ARRAYS:
             cache.pop(list(cache)[0], None)  # a copy first: the proxy's threads share one reader's cache
         cache[ranking_id] = arrays
+        return arrays
+
+    def _mapped(self, ranking_id: int) -> RankingArrays | None:
+        """The version's arrays from its mapped files (:mod:`.mapped`), kept by this reader; None without them."""
+        columns = self.store.mapped.ranking_columns(ranking_id)
+        if columns is None:
+            return None
+        arrays = RankingArrays(
+            columns["scores"],
+            columns["inlinks"],
+            columns["best"],
+            columns["position"],
+            columns.get("extra"),
+            votes_left=True,
+        )
+        if len(self._arrays) >= _KEEP_ARRAYS:
+            self._arrays.pop(list(self._arrays)[0], None)
+        self._arrays[ranking_id] = arrays
         return arrays
 
     def rows_reader(self, ranking_id: int, rows: int, positions: bool = False) -> RankingRows:

@@ -148,6 +148,7 @@ class Visits(Part):
             self.db.execute("PRAGMA secure_delete = FAST")
         self.db.execute("VACUUM")  # every page of the file written anew: freed pages and slack hold nothing
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.store.mapped.prune(wipe=True)  # the dropped versions' mapped files, overwritten before they go
         return report
 
     def _delete_views(self, host: str | None, before: datetime | None) -> tuple[int, list[int]]:

@@ -1,0 +1,300 @@
+"""Mapped arrays: read-only files derived from the store, which every process maps rather than copies.
+
+A ranking version's arrays (scores, in-links, the order by score and each
+node's position in it) are what the proxy consults for every link, in its
+main process and in each rewriting worker.  Read from ``ranking_blocks``,
+each process held its own copy (a domain graph's 135 million sites: gigabytes
+a process, and seconds to read before the first page).  Written once, as
+``.npy`` files in a folder beside the store (``STORE.mapped/``), they are
+mapped by each reader (``numpy.load(mmap_mode="r")``): the kernel keeps one
+copy in its page cache for all, opening one costs a few reads, and only the
+parts a reader touches come in.
+
+They are never the source of truth.  ``rank`` writes a version's files once
+the version is committed; a reader that finds them missing writes them from
+what it read (:meth:`Mapped.keep_ranking`).  Each version's files come with a
+stamp (``ranking-ID.json``): the version's id (never given twice in a store),
+name, number, time, node count, and a checksum of its first block as stored.
+A reader maps the files only when the stamp matches the store's row and every
+file has the shape the stamp says, and then compares a sample of entries
+(:data:`SAMPLES` blocks spread over the version) with the store's blocks: a
+file of another store, of a dropped version, cut short or overwritten by
+other data is refused (and made again), never read as scores.  Like the
+store's own pages, which SQLite does not checksum, a file's bytes are not
+summed whole: that would read every page of it into each process.
+
+Files are written beside and renamed into place, so a reader never maps half
+a file; the folder and its files are the owner's alone (0700, 0600), as the
+store is.  Files of versions no longer in the store are removed by the
+writers that drop them (:meth:`Mapped.prune`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .base import Part
+
+__all__ = ["Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "mapped_folder"]
+
+SUFFIX = ".mapped"  # the folder beside the store: STORE.mapped/
+SAMPLES = 16  # blocks compared with the store's when a version's files are mapped
+# the columns mapped, as (name, dtype): what a reader of scores, places and in-links needs; votes, link mass and
+# the variant's values are read from the store by the few views that show them
+COLUMNS = (("scores", "<f8"), ("inlinks", "<i4"), ("best", "<i4"), ("position", "<i4"))
+EXTRA = ("extra", "<f8")  # a variant's values (spam mass), where the version has them
+
+
+def mapped_folder(store_path: str) -> Path:
+    """The folder of a store's mapped files."""
+    return Path(store_path + SUFFIX)
+
+
+@dataclass(frozen=True)
+class MappedStamp:
+    """What a version's files were made from: read back and compared with the store before they are mapped."""
+
+    ranking_id: int
+    name: str
+    version: int
+    created_at: str
+    pages: int
+    first_block: int  # crc32 of the first block's scores as stored (0 for a version of no block)
+    extra: bool  # the version has a variant's values (an ``extra`` file)
+
+
+@dataclass(frozen=True)
+class MappedKeys:
+    """A level's name keys (:class:`~rankstore.store.levels.LevelKeys`' arrays), mapped."""
+
+    hashes: np.ndarray  # int64, sorted
+    ids: np.ndarray  # int32
+    starts: np.ndarray  # the radix slots' starts
+    shift: int
+
+
+_LEVEL_TABLES = {"host": "hosts", "site": "sites"}
+
+
+class Mapped(Part):
+    """A store's mapped files; part of :class:`~rankstore.store.Store`."""
+
+    @property
+    def folder(self) -> Path:
+        return mapped_folder(self.store.path)
+
+    def _stamp(self, ranking_id: int) -> MappedStamp | None:
+        """The stamp the store's row of ``ranking_id`` gives (None: no such version)."""
+        row = self.db.execute(
+            "SELECT r.name, r.version, r.created_at, r.pages,"
+            " (SELECT scores FROM ranking_blocks WHERE ranking_id = r.id AND first = 0),"
+            " (SELECT extra IS NOT NULL FROM ranking_blocks WHERE ranking_id = r.id AND first = 0)"
+            " FROM rankings r WHERE r.id = ?",
+            (ranking_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        name, version, created_at, pages, first, extra = row
+        return MappedStamp(ranking_id, name, version, created_at, pages, zlib.crc32(first) if first else 0, bool(extra))
+
+    def _path(self, ranking_id: int, column: str) -> Path:
+        return self.folder / f"ranking-{ranking_id}.{column}.npy"
+
+    def _stamp_path(self, ranking_id: int) -> Path:
+        return self.folder / f"ranking-{ranking_id}.json"
+
+    def ranking_columns(self, ranking_id: int) -> dict[str, np.ndarray] | None:
+        """The version's columns (:data:`COLUMNS`), mapped read-only; None when its files are missing, made of
+        something else than the store holds now, or damaged (call inside the snapshot that found the version)."""
+        try:
+            said = json.loads(self._stamp_path(ranking_id).read_text())
+        except (OSError, ValueError):
+            return None
+        wanted = self._stamp(ranking_id)
+        if wanted is None or said != asdict(wanted):
+            return None
+        columns: dict[str, np.ndarray] = {}
+        for column, dtype in COLUMNS + ((EXTRA,) if wanted.extra else ()):
+            try:
+                found = np.load(self._path(ranking_id, column), mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError):
+                return None
+            if found.dtype != np.dtype(dtype) or found.shape != (wanted.pages,):
+                return None
+            columns[column] = found
+        return columns if self._samples_agree(ranking_id, wanted.pages, columns) else None
+
+    def _samples_agree(self, ranking_id: int, pages: int, columns: dict[str, np.ndarray]) -> bool:
+        """Do :data:`SAMPLES` blocks spread over the version read the same in the files as in the store?"""
+        from .schema import BLOCK_PAGES
+
+        blocks = -(-pages // BLOCK_PAGES)
+        for number in sorted({round(k * (blocks - 1) / max(SAMPLES - 1, 1)) for k in range(SAMPLES)} if blocks else ()):
+            row = self.db.execute(
+                "SELECT scores, inlinks, best FROM ranking_blocks WHERE ranking_id = ? AND first = ?",
+                (ranking_id, number * BLOCK_PAGES),
+            ).fetchone()
+            if row is None:
+                return False
+            first = number * BLOCK_PAGES
+            for blob, column, stored in zip(row, ("scores", "inlinks", "best"), (">f8", ">i4", ">i4")):
+                values = np.frombuffer(blob, dtype=stored)
+                if not np.array_equal(columns[column][first : first + len(values)], values):
+                    return False
+            best = np.frombuffer(row[2], dtype=">i4")
+            if not np.array_equal(columns["position"][best], np.arange(first, first + len(best))):
+                return False
+        return True
+
+    def keep_ranking(self, ranking_id: int, columns: dict[str, np.ndarray | None]) -> bool:
+        """Write version ``ranking_id``'s columns (as :data:`COLUMNS` names them, in memory) as its mapped
+        files, beside and renamed into place; False when the folder cannot be written (a store on read-only
+        media: each reader then keeps its own copy, as before)."""
+        stamp = self._stamp(ranking_id)
+        if stamp is None:
+            return False
+        try:
+            self.folder.mkdir(mode=0o700, exist_ok=True)
+            for column, dtype in COLUMNS + ((EXTRA,) if stamp.extra else ()):
+                values = columns[column]
+                assert values is not None
+                _write_array(self._path(ranking_id, column), np.asarray(values, dtype=dtype))
+            _write_bytes(self._stamp_path(ranking_id), json.dumps(asdict(stamp)).encode())
+        except OSError:
+            return False
+        return True
+
+    def _keys_stamp(self, level: str, count: int, shift: int) -> dict:
+        """What a level's keys were made from: its name count, and a checksum of a few of its names."""
+        table = _LEVEL_TABLES[level]
+        ids = sorted({1, 2, count // 2, count - 1, count} - {0})
+        marks = ",".join("?" * len(ids))
+        names = [row[0] for row in self.db.execute(f"SELECT name FROM {table} WHERE id IN ({marks}) ORDER BY id", ids)]
+        return {"level": level, "count": count, "shift": shift, "names": zlib.crc32("\n".join(names).encode())}
+
+    def _keys_path(self, level: str, column: str) -> Path:
+        return self.folder / f"keys-{level}.{column}"
+
+    def level_keys(self, level: str, count: int) -> MappedKeys | None:
+        """The level's name keys as held for ``count`` names, mapped; None when missing, stale or damaged."""
+        try:
+            said = json.loads(self._keys_path(level, "json").read_text())
+            shift = int(said["shift"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if said != self._keys_stamp(level, count, shift):
+            return None
+        try:
+            hashes, ids, starts = (
+                np.load(self._keys_path(level, f"{column}.npy"), mmap_mode="r", allow_pickle=False)
+                for column in ("hashes", "ids", "starts")
+            )
+        except (OSError, ValueError):
+            return None
+        slots = 1 << (63 - shift)
+        if (
+            hashes.dtype != np.int64
+            or ids.dtype != np.int32
+            or hashes.shape != ids.shape
+            or starts.shape != (slots + 1,)
+            or int(starts[-1]) != len(hashes)
+        ):
+            return None
+        from .pages import url_keys
+
+        table = _LEVEL_TABLES[level]
+        sample = np.unique(np.linspace(0, max(len(hashes) - 1, 0), SAMPLES).astype(np.int64)) if len(hashes) else ()
+        for at in sample:
+            number = int(ids[at])
+            if number == 0:  # a hash two names share: no name to check it by
+                continue
+            row = self.db.execute(f"SELECT name FROM {table} WHERE id = ?", (number,)).fetchone()
+            if row is None or int(url_keys([row[0]])[0]) != int(hashes[at]):
+                return None
+        return MappedKeys(hashes, ids, starts, shift)
+
+    def keep_level_keys(self, level: str, count: int, keys: MappedKeys) -> bool:
+        """Write a level's keys for ``count`` names as its mapped files; False when the folder cannot be written."""
+        try:
+            self.folder.mkdir(mode=0o700, exist_ok=True)
+            _write_array(self._keys_path(level, "hashes.npy"), np.asarray(keys.hashes, dtype=np.int64))
+            _write_array(self._keys_path(level, "ids.npy"), np.asarray(keys.ids, dtype=np.int32))
+            _write_array(self._keys_path(level, "starts.npy"), np.asarray(keys.starts))
+            stamp = self._keys_stamp(level, count, keys.shift)
+            _write_bytes(self._keys_path(level, "json"), json.dumps(stamp).encode())
+        except OSError:
+            return False
+        return True
+
+    def prune(self, wipe: bool = False) -> None:
+        """Remove the files of versions the store no longer holds (and files left half-written); ``wipe``:
+        overwritten with zeros first, as ``forget`` leaves no byte of what it forgets."""
+        if not self.folder.is_dir():
+            return
+        live = {
+            row[0]
+            for row in self.db.execute(
+                "SELECT id FROM rankings r WHERE EXISTS (SELECT 1 FROM ranking_blocks WHERE ranking_id = r.id)"
+            )
+        }
+        for path in self.folder.iterdir():
+            name = path.name
+            number = name.split(".")[0].removeprefix("ranking-")
+            # a level's keys go too where ``wipe`` asks (``forget`` may have dropped names): made again when read
+            stale = (
+                name.endswith(".part")
+                or (number.isdigit() and int(number) not in live)
+                or (wipe and name.startswith("keys-"))
+            )
+            if stale:
+                try:
+                    if wipe:
+                        _zero(path)
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
+
+
+def _write_array(path: Path, values: np.ndarray) -> None:
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.lib.format.write_array(out, np.ascontiguousarray(values), allow_pickle=False)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _zero(path: Path) -> None:
+    with path.open("r+b") as out:
+        size = out.seek(0, os.SEEK_END)
+        out.seek(0)
+        chunk = bytes(1 << 20)
+        while size > 0:
+            size -= out.write(chunk[: min(size, len(chunk))])
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

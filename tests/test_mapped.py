@@ -1,0 +1,176 @@
+"""Mapped arrays (rankstore.store.mapped): one copy of a version's arrays for every process, never a wrong score.
+
+Each reader maps the files ``rank`` wrote beside the store; a file missing is made again from the store, a file
+of another version, cut short or overwritten is refused and made again, and ``forget`` leaves none of what it
+dropped."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rankstore.cli import cli
+from rankstore.store import Store
+from rankstore.store.mapped import mapped_folder
+
+EDGES = [(f"http://s{i % 7}.example/p{i}", f"http://s{(i * 3) % 7}.example/p{(i * 5) % 40}") for i in range(200)]
+
+
+def run(*args: str) -> str:
+    done = CliRunner().invoke(cli, list(args))
+    assert done.exit_code == 0, done.output
+    return done.stdout
+
+
+@pytest.fixture
+def store(tmp_path) -> str:
+    edges = tmp_path / "edges.txt"
+    edges.write_text("".join(f"{a} {b}\n" for a, b in EDGES))
+    path = str(tmp_path / "s.db")
+    run("build", str(edges), "--store", path, "-q")
+    run("rank", "--store", path, "-q")
+    return path
+
+
+def _from_blocks(path: str, name: str = "pagerank") -> tuple[int, np.ndarray, np.ndarray]:
+    """(version id, scores, in-links) as the store's blocks hold them, read here without the library's arrays."""
+    with Store(path, readonly=True) as opened:
+        ranking = opened.rankings.ranking(name)
+        rows = opened.db.execute(
+            "SELECT scores, inlinks FROM ranking_blocks WHERE ranking_id = ? ORDER BY first", (ranking.id,)
+        ).fetchall()
+    scores = np.concatenate([np.frombuffer(s, dtype=">f8") for s, _ in rows])
+    inlinks = np.concatenate([np.frombuffer(i, dtype=">i4") for _, i in rows])
+    return ranking.id, scores, inlinks
+
+
+def _read(path: str, name: str = "pagerank"):
+    with Store(path, readonly=True) as opened:
+        ranking = opened.rankings.ranking(name)
+        arrays = opened.rankings.ranking_arrays(ranking.id, votes=False)
+        return arrays, np.array(arrays.scores), np.array(arrays.inlinks)
+
+
+def _is_mapped(values: np.ndarray) -> bool:
+    while values is not None and not isinstance(values, mmap.mmap):
+        values = values.base
+    return isinstance(values, mmap.mmap)
+
+
+def test_rank_writes_the_versions_files_and_a_reader_maps_them(store):
+    ranking_id, scores, inlinks = _from_blocks(store)
+    folder = mapped_folder(store)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        f"ranking-{ranking_id}.{column}"
+        for column in ("best.npy", "inlinks.npy", "json", "position.npy", "scores.npy")
+    ]
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in folder.iterdir())
+    arrays, mapped_scores, mapped_inlinks = _read(store)
+    assert _is_mapped(arrays.scores) and _is_mapped(arrays.position)
+    assert np.array_equal(mapped_scores, scores) and np.array_equal(mapped_inlinks, inlinks)
+    assert np.array_equal(arrays.position[arrays.best], np.arange(len(scores)))
+
+
+def test_a_version_ranked_again_gets_its_own_files_and_the_dropped_ones_go(store):
+    first, _, _ = _from_blocks(store)
+    run("rank", "--store", store, "-q", "--damping", "0.5")
+    second, scores, _ = _from_blocks(store)
+    run("rank", "--store", store, "-q", "--damping", "0.6")
+    third, scores, _ = _from_blocks(store)
+    assert len({first, second, third}) == 3
+    names = {p.name.split(".")[0] for p in mapped_folder(store).iterdir()}
+    assert names == {f"ranking-{second}", f"ranking-{third}"}  # two versions kept, as the store keeps them
+    _, read, _ = _read(store)
+    assert np.array_equal(read, scores)
+
+
+def test_a_file_removed_is_made_again_from_the_store(store):
+    ranking_id, scores, _ = _from_blocks(store)
+    (mapped_folder(store) / f"ranking-{ranking_id}.scores.npy").unlink()
+    arrays, read, _ = _read(store)
+    assert np.array_equal(read, scores) and _is_mapped(arrays.scores)
+    assert (mapped_folder(store) / f"ranking-{ranking_id}.scores.npy").exists()
+
+
+@pytest.mark.parametrize("damage", ["cut short", "zeroed", "another version's", "stamp edited", "not an array"])
+def test_a_damaged_file_is_refused_and_made_again_never_read(store, damage):
+    ranking_id, scores, _ = _from_blocks(store)
+    folder = mapped_folder(store)
+    target = folder / f"ranking-{ranking_id}.scores.npy"
+    if damage == "cut short":
+        with target.open("r+b") as out:
+            out.truncate(target.stat().st_size - 8)
+    elif damage == "zeroed":
+        values = np.load(target, mmap_mode="r+")
+        values[:] = 0.0
+        values.flush()
+        del values
+    elif damage == "another version's":
+        run("rank", "--store", store, "-q", "--damping", "0.5")
+        newer, scores, _ = _from_blocks(store)
+        # the newer version's files given the newer scores of the older one: the stamp says the older's
+        shutil.copy(folder / f"ranking-{ranking_id}.scores.npy", folder / f"ranking-{newer}.scores.npy")
+        target = folder / f"ranking-{newer}.scores.npy"
+    elif damage == "stamp edited":
+        stamp = folder / f"ranking-{ranking_id}.json"
+        said = json.loads(stamp.read_text())
+        stamp.write_text(json.dumps({**said, "pages": said["pages"] + 1}))
+    else:
+        target.write_bytes(b"not a numpy file")
+    arrays, read, _ = _read(store)
+    assert np.array_equal(read, scores)  # the store's scores, never the damaged file's
+    assert np.array_equal(np.load(target), scores)  # made again
+
+
+def test_top_reads_the_same_with_and_without_the_files(store):
+    with_files = run("top", "--store", store, "--format", "json", "-n", "0")
+    shutil.rmtree(mapped_folder(store))
+    mapped_folder(store).touch()  # a folder that cannot be made: each reader keeps its own copy, as before
+    assert run("top", "--store", store, "--format", "json", "-n", "0") == with_files
+
+
+def test_forget_wipes_the_files_of_the_versions_it_drops(store):
+    ranking_id, _, _ = _from_blocks(store)
+    scores_file = mapped_folder(store) / f"ranking-{ranking_id}.scores.npy"
+    held = scores_file.open("rb")  # the file's bytes, as a process that had it open still sees them
+    try:
+        run("forget", "--host", "s1.example", "--store", store)
+        assert not scores_file.exists()
+        assert set(held.read()[128:]) == {0}  # overwritten before it went
+    finally:
+        held.close()
+
+
+def _keys(path: str, level: str):
+    with Store(path, readonly=True) as opened:
+        keys = opened.levels.level_keys(level)
+        names = opened.hosts.host_names(range(1, keys.count + 1)) if level == "host" else None
+        return keys, names
+
+
+def test_a_levels_name_keys_are_mapped_and_made_again_when_the_level_grows(store, tmp_path):
+    keys, names = _keys(store, "host")
+    assert _is_mapped(keys.hashes) and _is_mapped(keys.slots.starts)
+    assert keys.find(list(names.values())) == {name: number for number, name in names.items()}
+    more = tmp_path / "more.txt"
+    more.write_text("http://new.example/ http://s1.example/p1\n")
+    run("build", str(more), "--store", store, "-q")
+    grown, names = _keys(store, "host")
+    assert grown.count == keys.count + 1 and grown.find(["new.example"]) == {"new.example": grown.count}
+    assert json.loads((mapped_folder(store) / "keys-host.json").read_text())["count"] == grown.count
+
+
+def test_damaged_name_keys_are_refused_never_read(store):
+    keys, names = _keys(store, "host")
+    hashes = np.load(mapped_folder(store) / "keys-host.hashes.npy", mmap_mode="r+")
+    hashes[:] = np.sort(np.arange(len(hashes), dtype=np.int64) * 1000 + 7)  # sorted, plausible, wrong
+    hashes.flush()
+    del hashes
+    again, _ = _keys(store, "host")
+    assert again.find(list(names.values())) == {name: number for number, name in names.items()}
