@@ -904,13 +904,16 @@ def show(urls, store_path, ranking_name, fmt):
     """PageRank, percentile, toolbar score and in-links of pages (and their host's rank, once hosts are ranked).
 
     Given a host ranking (--ranking hostrank), each URL is answered by its
-    host's rank, in a row that names the host; given a site ranking
+    host's rank, in a row that names the host (a URL the store does not hold
+    too, where its host is ranked, said in a note); given a site ranking
     (--ranking siterank), by its site's rank (a site the store holds, from a
     crawl or a domain graph, whether or not the page is), naming the site.  A
     page added by a build newer than the ranking is listed as not ranked yet.
     A page the store does not hold is answered by its host's rank, else its
     site's (columns level, estimate, answered_by), where those are ranked.
-    Exit status 1 when a URL is not in the store or not ranked yet.
+    With no ranking named, a store that ranks no pages (a domain graph) is
+    answered by its host or site ranking, as `top` lists it.  Exit status 1
+    when a URL is not in the store or not ranked yet.
 
     \b
     Examples:
