@@ -81,7 +81,7 @@ class LinkInfo:
     pagerank: float | None  # sum-to-1 score; None: not in the store, or not ranked yet (``later``)
     percentile: float | None = None
     toolbar: int = 0
-    inlinks: int = 0
+    inlinks: int | None = 0  # None: not known (a Common Crawl ranks file gives none), left out where shown
     width: int = 0  # bar pixels, 0..MAX_BAR_PX
     # in the store, but added since the ranking's version was computed (pagerank None): "not ranked yet",
     # which a user cures with `rankstore rank`, unlike a page the crawl never reached
@@ -256,11 +256,12 @@ def _tooltip(info: LinkInfo) -> str:
             f"{format_score(estimate.score)} · {estimate.percentile:.2f} percentile of {level}s · "
             f"toolbar {estimate.toolbar}/10"
         )
+    counted = "" if info.inlinks is None else f" · {info.inlinks:,} in-links"
     if info.pagerank == 0:
-        return f"PageRank 0: {ZERO_NOTE} · {info.inlinks:,} in-links"
+        return f"PageRank 0: {ZERO_NOTE}{counted}"
     return (
         f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
-        f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
+        f"toolbar {info.toolbar}/10{counted}"
     )
 
 

@@ -637,7 +637,7 @@ class PageView:
             url,
             info,
             backlinks,
-            info.inlinks,
+            info.inlinks or 0,  # a page's count is always known
             ranks.ranking,
             since,
             count,

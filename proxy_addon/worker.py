@@ -230,7 +230,7 @@ def _panel_markup(
 ) -> str:
     if most_backlinks is not None:
         info = (lookup or view.lookup)([page]).get(page)
-        if info is not None and info.inlinks > most_backlinks:
+        if info is not None and (info.inlinks or 0) > most_backlinks:
             raise TooManyLinks(f"{info.inlinks:,} backlinks")
     return render_panel(view.panel(page, None if most_backlinks is None else INLINE_LEVEL_PAGES))
 

@@ -131,7 +131,12 @@ def cli():
     show_default=True,
     help="How an HTML page's links are weighed: each 1, or by where it stands (V x E x R x P: build --help).",
 )
-@click.option("--rank", "then_rank", is_flag=True, help="Then rank the store, as `rankstore rank` with no options.")
+@click.option(
+    "--rank",
+    "then_rank",
+    is_flag=True,
+    help="Then rank the store, as `rankstore rank` with no options (a domain graph alone: --level site).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.pass_context
 def build(
@@ -293,8 +298,12 @@ def build(
     if stopped is not None:
         _fail("interrupted before the build committed anything: the store is as it was", 130)
     click.echo("\n".join(summary_lines(report, store_path, len(sources))))
-    if then_rank:
-        ctx.invoke(rank, store_path=store_path, quiet=quiet)
+    if then_rank:  # what the store can rank: its pages, or a domain graph's sites
+        from .ranking import rankable_level
+
+        with reading(store_path) as built:
+            level = rankable_level(built)
+        ctx.invoke(rank, store_path=store_path, quiet=quiet, level=level)
     if report.skipped:
         click.echo("\n".join(skipped_lines(report)), err=True)
         sys.exit(EXIT_SKIPPED)
@@ -895,13 +904,16 @@ def show(urls, store_path, ranking_name, fmt):
     """PageRank, percentile, toolbar score and in-links of pages (and their host's rank, once hosts are ranked).
 
     Given a host ranking (--ranking hostrank), each URL is answered by its
-    host's rank, in a row that names the host; given a site ranking
+    host's rank, in a row that names the host (a URL the store does not hold
+    too, where its host is ranked, said in a note); given a site ranking
     (--ranking siterank), by its site's rank (a site the store holds, from a
     crawl or a domain graph, whether or not the page is), naming the site.  A
     page added by a build newer than the ranking is listed as not ranked yet.
     A page the store does not hold is answered by its host's rank, else its
     site's (columns level, estimate, answered_by), where those are ranked.
-    Exit status 1 when a URL is not in the store or not ranked yet.
+    With no ranking named, a store that ranks no pages (a domain graph) is
+    answered by its host or site ranking, as `top` lists it.  Exit status 1
+    when a URL is not in the store or not ranked yet.
 
     \b
     Examples:

@@ -21,7 +21,7 @@ lowest and highest score) do not change; the divisor is kept in the
 version's ``params`` (``sum``), so the published value is score x sum.  A
 version's positions are the store's: by score, ties by node id (the file's
 own positions break ties by Common Crawl's vertex id).  In-links are not in
-the file: 0.
+the file: unknown (:data:`~rankstore.store.schema.UNKNOWN_INLINKS`), shown empty, never 0.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 from .sources import Skipped
 from .sources.ccranks import RankBatch, ranks_level, read_cc_ranks
 from .store import Ranking, Store
+from .store.schema import UNKNOWN_INLINKS
 
 __all__ = ["CC_HARMONIC", "CC_PAGERANK", "ImportedScores", "read_cc_ranks_into", "write_imported"]
 
@@ -157,7 +158,7 @@ def write_imported(store: Store, scores: ImportedScores) -> list[Ranking]:
                     [],
                     np.arange(1, count + 1, dtype=np.int64),
                     full,
-                    np.zeros(count, dtype=np.int32),
+                    np.full(count, UNKNOWN_INLINKS, dtype=np.int32),
                     seconds=scores.seconds + time.perf_counter() - started,
                     level=scores.level,
                 )

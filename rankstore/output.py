@@ -303,8 +303,15 @@ def store_text(details: dict, fmt: str) -> str:
         f"{details['pages'] - details['crawled_pages']:,} only linked to) on {details['hosts']:,} host(s)",
         f"links:    {details['links']:,} ({details['nofollow_links']:,} nofollow)",
     ]
-    loaded = f" ({details['site_links']:,} site links from a domain graph)" if details["site_links"] else ""
-    lines.append(f"sites:    {details['sites']:,}{loaded}")
+    for level in ("host", "site"):  # what the store numbers, and what the newest ranking of the level scores
+        count = details["hosts_numbered"] if level == "host" else details["sites"]
+        ranked = details[f"{level}s_ranked"]
+        said = f"{count:,} numbered" + (
+            f", {ranked['nodes']:,} ranked by {ranked['ranking']} v{ranked['version']}" if ranked else ""
+        )
+        if level == "site" and details["site_links"]:
+            said += f" ({details['site_links']:,} site links from a domain graph)"
+        lines.append(f"{level}s:    {said}")
     lines.append(f"builds:   {len(details['builds'])}")
     for item in details["builds"]:
         skipped = f", {item['skipped']:,} skipped" if item["skipped"] else ""
@@ -316,9 +323,10 @@ def store_text(details: dict, fmt: str) -> str:
     lines.append(f"rankings: {len(details['rankings'])}")
     for item in details["rankings"]:
         built = f" of build {item['build']}" if item["build"] is not None else ""
+        scored = f"{item['scored']:,} of " if item["scored"] is not None and item["scored"] != item["pages"] else ""
         lines.append(
-            f"  {item['name']} v{item['version']} {item['created_at']}: {item['pages']:,} {item['level']}s{built}, "
-            f"{item['iterations']} iterations"
+            f"  {item['name']} v{item['version']} {item['created_at']}: {scored}{item['pages']:,} {item['level']}s"
+            f"{' scored' if scored else ''}{built}, {item['iterations']} iterations"
         )
         if item["stale"]:
             lines.append(f"    stale: {item['stale']}")

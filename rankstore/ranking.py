@@ -373,6 +373,12 @@ def scipy_solver(method: str = "auto") -> Solver:
     return solve
 
 
+def rankable_level(store: Store) -> str:
+    """The finest level the store can rank: pages, or sites where it holds a domain graph alone (sites and their
+    links, no page: what ``build --rank`` ranks)."""
+    return "site" if store.pages.last_page_id() == 0 and store.sites.site_count() else "page"
+
+
 def load_graph(store: Store, include_nofollow: bool = False) -> LoadedGraph:
     """The store's link graph as the solver's in-link CSR: the store's own arrays, read in one pass."""
     started = time.perf_counter()
@@ -686,6 +692,7 @@ def rank(
     if kind == "trust":
         extra = spam_mass(problem, result.scores, options.good_fraction, solver)
     params["warm_from"] = previous.version if previous is not None else None
+    params["nodes"] = graph.n  # scored: those of the level left out of the graph (no page, no link) score 0
     params["load_seconds"] = round(loaded.seconds, 3)
     scores = result.scores
     in_degree = loaded.inlinks if loaded.inlinks is not None else loaded.graph.in_degree()
@@ -742,7 +749,8 @@ def _visit_params(source: VisitSource) -> dict:
     return {"visits_since": source.since.isoformat() if source.since is not None else None}
 
 
-_RUN_FIELDS = ("warm_from", "load_seconds")  # what a version's params say of its run, not of what it ranked
+# what a version's params say of its run (and, ``nodes``, of its result), not of what it ranked
+_RUN_FIELDS = ("warm_from", "load_seconds", "nodes")
 
 
 def _spread(values: np.ndarray, at: np.ndarray, count: int) -> np.ndarray:

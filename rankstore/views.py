@@ -60,6 +60,7 @@ __all__ = [
     "page_columns",
     "stale_notes",
     "level_note",
+    "answering_ranking",
     "top_view",
     "show_view",
     "estimate_rows",
@@ -276,19 +277,25 @@ def stale_notes(store: Store, ranking: Ranking) -> list[str]:
 # ------------------------------------------------------------------ the views, as the CLI and the pages ask
 
 
-def top_view(store: Store, name: str, limit: int) -> Table:
-    """The best pages of a page ranking, or the best hosts (sites) of a host (site) ranking.  With the
-    default ranking asked of a store that ranks no pages (a Common Crawl domain graph ranked by site), the
-    finest level ranking it has, said in a note."""
+def answering_ranking(store: Store, name: str) -> Ranking:
+    """The newest version of ranking ``name``; with the default ranking asked of a store that ranks no pages (a
+    Common Crawl domain graph ranked by site), the finest level ranking it has instead (``hostrank``/``siterank``,
+    else the newest of the level), as the proxy shows it.  A ranking named that is missing stays an error."""
     try:
-        ranking = store.rankings.ranking(name)
-        notes = []
+        return store.rankings.ranking(name)
     except RankingNotFound:
         head = next((head for level in ESTIMATE_LEVELS if (head := store.levels.level_head(level)) is not None), None)
         if name != DEFAULT_RANKING or store.rankings.page_rankings() or head is None:
             raise
-        ranking = store.rankings.ranking(head.name)
-        notes = [f"the store ranks no pages: the best {head.level}s of {head.name}"]
+        return store.rankings.ranking(head.name)
+
+
+def top_view(store: Store, name: str, limit: int) -> Table:
+    """The best pages of a page ranking, or the best hosts (sites) of a host (site) ranking.  With the
+    default ranking asked of a store that ranks no pages (a Common Crawl domain graph ranked by site), the
+    finest level ranking it has, said in a note."""
+    ranking = answering_ranking(store, name)
+    notes = [f"the store ranks no pages: the best {ranking.level}s of {ranking.name}"] if ranking.name != name else []
     notes += stale_notes(store, ranking)
     if ranking.level != "page":
         rows = decorate_level(
@@ -304,22 +311,27 @@ def top_view(store: Store, name: str, limit: int) -> Table:
 def show_view(store: Store, urls: Sequence[str], name: str) -> Table:
     """Pages (URLs in normal form) with their scores; a host ranking answers for each page's host (a page of
     the store), a site ranking for each URL's site (a site of the store)."""
-    ranking = store.rankings.ranking(name)
-    notes = stale_notes(store, ranking)
+    ranking = answering_ranking(store, name)
+    notes = [f"the store ranks no pages: answered by {ranking.name}"] if ranking.name != name else []
+    notes += stale_notes(store, ranking)
+    name = ranking.name
     if ranking.level == "host":
-        # a URL the store has not is not in the store at every level: its host's rank would be an answer
-        # about another page
+        # a URL whose page the store has not is answered by its host's rank where the host is ranked, as a link
+        # to it is in the proxy, and said to be so; it stays missing (exit status 1), as at the page level
         with store.snapshot():
             pages = store.pages.page_ids_for(urls)
-            hosts = {url: host_of(url) for url in urls if url in pages}
+            hosts = {url: host_of(url) for url in urls}
             found = analysis.lookup_hosts(store, list(hosts.values()), name)
-        asked = [url for url in urls if url in hosts and hosts[url] in found]
+        asked = [url for url in urls if hosts[url] in found and (url in pages or found[hosts[url]]["pagerank"])]
         rows = decorate_level([found[hosts[url]] for url in asked], "host", *store.rankings.score_range(ranking))
         for row, url in zip(rows, asked):
             row["url"] = url
         unranked = [url for url, row in zip(asked, rows) if row["host_pagerank"] is None]
         notes.append(level_note(name, "host"))
-        missing = [url for url in urls if url not in asked]
+        missing = [url for url in urls if url not in pages]
+        answered = [url for url in asked if url not in pages]
+        if answered:
+            notes.append(f"not in the store (answered by their host's rank): {', '.join(answered)}")
         return Table(rows, SHOW_HOST_COLUMNS, notes, missing, unranked)
     if ranking.level == "site":
         # a site is in the store without any page of it (a domain graph's): its URLs are answered by its rank
@@ -385,7 +397,7 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
                     "percentile": pct,
                     "toolbar": tb,
                     "rank": place + 1,
-                    "inlinks": inlinks,
+                    "inlinks": analysis.known_count(inlinks),
                     "bar": width,
                     "level": level,
                     "estimate": score,

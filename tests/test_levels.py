@@ -10,6 +10,7 @@ never read a host's score as a page's.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -80,11 +81,13 @@ def test_a_url_not_in_the_store_is_answered_by_its_hosts_rank_saying_so(two_site
     assert [(row["url"], row["level"]) for row in rows] == [(python_page, "page"), (nowhere, "host")]
     assert rows[1]["answered_by"] == host_of(nowhere) and rows[1]["pagerank"] is None
     assert (rows[1]["estimate"], rows[1]["rank"]) == host_numbers(store, nowhere)
+    # a host ranking answers for it too, at its level (issue 47): by its host's rank, said to be so
     result = invoke("show", nowhere, "--ranking", "hostrank", "--store", store)
     assert result.exit_code == 1, result.output
-    assert f"not in the store: {nowhere}" in result.stderr and "host_rank" not in result.stdout
+    assert f"not in the store (answered by their host's rank): {nowhere}" in result.stderr
+    assert "host_rank" in result.stdout and f"not in the store: {nowhere}" not in result.stderr
     result = invoke("show", python_page, nowhere, "--ranking", "hostrank", "--format", "json", "--store", store)
-    assert result.exit_code == 1 and [row["url"] for row in json.loads(result.stdout)] == [python_page]
+    assert result.exit_code == 1 and [row["url"] for row in json.loads(result.stdout)] == [python_page, nowhere]
 
 
 @pytest.mark.parametrize(
@@ -224,8 +227,10 @@ def test_own_pages_read_a_host_ranking_at_its_level(ranks, two_sites):
     assert f"host rank #{position:,}" in body and host_of(python_page) in body
     nowhere = python_page.rsplit("/", 1)[0] + "/nonexistent.html"
     for params in ({}, {"format": "json"}, {"format": "csv"}):
+        # by its host's rank at the host level too (issue 47), as show answers it
         status, body = get(ranks, "/page", url=nowhere, ranking="hostrank", **params)
-        assert status == 404 and "is not in the store" in body, params
+        assert status == 200 and host_of(nowhere) in body, params
+        assert ("is not in the store: answered by its host" if not params else nowhere) in html.unescape(body), params
         # issue 32: a page ranking answers for a URL the store has not by its host's rank, saying so
         status, body = get(ranks, "/page", url=nowhere, ranking="pagerank", **params)
         assert status == 200 and host_of(nowhere) in body, params

@@ -127,7 +127,7 @@ def test_rank_level_site_is_a_named_versioned_ranking(crawl, tmp_path):
     refused = invoke("rank", "--level", "site", "--source", "https://user.github.io/", "--store", store)
     assert refused.exit_code == 2 and "--level site ranks sites with a uniform rank source" in refused.output
     info = run("info", "--store", store)
-    assert "sites:    4\n" in info and "siterank v2 " in info and ": 4 sites of build 1" in info
+    assert "sites:    4 numbered, 4 ranked by siterank v2\n" in info and ": 4 sites of build 1" in info
     assert json.loads(run("info", "--format", "json", "--store", store))["sites"] == 4
 
 
@@ -239,7 +239,7 @@ def test_a_domain_graph_loads_as_sites_and_is_ranked_as_its_graph(tmp_path):
     run("build", *_cc_graph(tmp_path / "domain", DOMAIN_VERTICES, DOMAIN_EDGES), "--store", store, "-q")
     info = json.loads(run("info", "--format", "json", "--store", store))
     assert (info["pages"], info["sites"], info["site_links"]) == (0, 5, len(DOMAIN_EDGES))  # sites, no root page
-    assert "sites:    5 (8 site links from a domain graph)" in run("info", "--store", store)
+    assert "sites:    5 numbered (8 site links from a domain graph)" in run("info", "--store", store)
     expected = {(_domain(s), _domain(d)): 1.0 for s, d in DOMAIN_EDGES}
     assert _graph_of(store) == expected
     run("rank", "--level", "site", "--store", store, "-q", "--tol", "1e-13")

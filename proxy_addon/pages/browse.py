@@ -242,17 +242,19 @@ def levels_only(ranks: Ranks):
 
 def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
     """/page with a host (site) ranking: the page's host (site), by its rank (the ranking has no page
-    scores).  A page the store has not is not in it at the host level either; a site the store holds answers
-    for any URL of it (a domain graph's sites have no pages)."""
+    scores).  A page the store has not is answered by its host's rank where that is ranked, as ``show`` does,
+    and said to be so; a site the store holds answers for any URL of it (a domain graph's sites have no pages)."""
     store = ranks.store()
     level = chosen.level
     name = host_of(url) if level == "host" else site_of(host_of(url))
     with store.snapshot():
-        known = level == "site" or store.pages.page_id(url) is not None
-        row = analysis.lookup_nodes(store, [name], chosen.name, level).get(name) if known else None
-    if row is None:
+        absent = level == "host" and store.pages.page_id(url) is None
+        row = analysis.lookup_nodes(store, [name], chosen.name, level).get(name)
+    if row is None or (absent and not row["pagerank"]):
         raise NotFound(f"{url} is not in the store.")
     notes = [*views.stale_notes(store, chosen), views.level_note(chosen.name, level)]
+    if absent:
+        notes.append(f"{url} is not in the store: answered by its host's rank")
     info = host_infos(ranks, store, [row], chosen)[0]
     pages = escape(proxy_url("/page", url=url, **with_ranking(ranks, ranks.ranking)))
     members = views.MEMBERS[level]
@@ -262,7 +264,8 @@ def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
         said = (
             f"{bar(info)} {level} rank #{row['place'] + 1:,} of {row[f'{level}s']:,} {level}s · {level} "
             f"PageRank {format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · "
-            f"toolbar {info.toolbar}/10 · {info.inlinks:,} {level}s link to it · "
+            f"toolbar {info.toolbar}/10 · "
+            + ("" if info.inlinks is None else f"{info.inlinks:,} {level}s link to it · ")
             + (f"{row[members]:,} {members}" if row[members] is not None else f"its {members} not known")
         )
     body = (

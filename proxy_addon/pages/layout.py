@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rankstore import output
 from rankstore.store import Ranking, Store
@@ -212,14 +213,16 @@ def host_infos(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
     ``lookup_nodes``)."""
     count = f"{ranking.level}s"
     as_pages = [
-        {"pagerank": row["pagerank"], "place": row["place"], "inlinks": row["inlinks"], "pages": row[count]}
+        {"pagerank": row["pagerank"], "place": row["place"], "inlinks": row["inlinks"] or 0, "pages": row[count]}
         for row in rows
     ]
     ranked = [row["pagerank"] is not None for row in as_pages]
     found = iter(
         ranks.infos([row for row, known in zip(as_pages, ranked) if known], *store.rankings.score_range(ranking))
     )
-    return [next(found) if known else UNRANKED for known in ranked]
+    infos = [next(found) if known else UNRANKED for known in ranked]
+    # a count the ranking does not know (a Common Crawl ranks file's) is left out, not shown as 0
+    return [info if row["inlinks"] is not None else replace(info, inlinks=None) for row, info in zip(rows, infos)]
 
 
 def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Ranking, start: int = 1) -> str:
@@ -243,7 +246,8 @@ def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
             f'<tr data-pagerank="{"unranked" if info.pagerank is None else repr(info.pagerank)}" '
             f'data-{level}="{escape(row[level])}"><td class="n">{number}</td>'
             f'<td class="n">{bar(info)}{format_score(info.pagerank)}{unreached(info)}</td>'
-            f'<td class="n">{percentile}</td><td class="n">{info.toolbar}</td><td class="n">{info.inlinks:,}</td>'
+            f'<td class="n">{percentile}</td><td class="n">{info.toolbar}</td>'
+            f'<td class="n">{"&#8211;" if info.inlinks is None else f"{info.inlinks:,}"}</td>'
             f'<td class="n">{"&#8211;" if row[members] is None else f"{row[members]:,}"}</td>'
             f"<td>{escape(row[level])}{backlinks}</td></tr>"
         )

@@ -27,6 +27,8 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from ..stop_at import stop_at
 from . import analysis, migrations
 from .analysis import BacklinkReport, TargetLinks
@@ -508,12 +510,19 @@ class Store:
                 " FROM builds ORDER BY id"
             )
         )
-        rankings = [
-            dict(zip(("name", "version", "level", "build", "iterations", "created_at", "pages"), row))
-            for row in self.db.execute(
-                "SELECT name, version, level, build, iterations, created_at, pages FROM rankings ORDER BY name, version"
-            )
-        ]
+        rankings = []
+        newest_of_level: dict[str, tuple[int, dict]] = {}  # the newest host (site) ranking version, by id
+        for row in self.db.execute(
+            "SELECT name, version, level, build, iterations, created_at, pages, id, params FROM rankings"
+            " ORDER BY name, version"
+        ):
+            item = dict(zip(("name", "version", "level", "build", "iterations", "created_at", "pages"), row))
+            # the nodes it scored: a ranks file's, or a graph's with a page or a link (the others at 0); not
+            # known for a version ranked before it was kept
+            item["scored"] = json.loads(row[8]).get("nodes")
+            rankings.append(item)
+            if item["level"] in ("host", "site") and row[7] > newest_of_level.get(item["level"], (0, {}))[0]:
+                newest_of_level[item["level"]] = (row[7], item)
         files = self.sources.files_of_builds()
         gone = set(self.gone_builds())
         for build in builds:
@@ -531,6 +540,12 @@ class Store:
             item["stale"] = (
                 self.rankings.stale_note(current) if current and current.version == item["version"] else None
             )
+        ranked = {}  # what the newest host (site) ranking scores, beside what the store numbers
+        for level, (number, item) in newest_of_level.items():
+            scored = item["scored"]
+            if scored is None:
+                scored = int(np.count_nonzero(self.rankings.ranking_arrays(number, votes=False).scores))
+            ranked[level] = {"ranking": item["name"], "version": item["version"], "nodes": scored}
         links, nofollow = self.graph.graph_counts()
         site_links = self.site_links.count()
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
@@ -540,7 +555,10 @@ class Store:
             "pages": one("SELECT count(*) FROM pages"),
             "crawled_pages": one("SELECT count(*) FROM pages WHERE crawled"),
             "hosts": one("SELECT count(DISTINCT host) FROM pages"),
+            "hosts_numbered": self.hosts.host_count(),
+            "hosts_ranked": ranked.get("host"),
             "sites": self.sites.site_count(),
+            "sites_ranked": ranked.get("site"),
             "site_links": site_links,
             "links": links,
             "nofollow_links": nofollow,

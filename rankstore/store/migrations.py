@@ -29,6 +29,11 @@
 * 14 -> 15: ``rankings`` made again with ``AUTOINCREMENT`` (its rows kept, ids and all), so that no id a
   dropped version had is given again; ``ranking_names``, each name's highest version number, from the versions
   there (the numbers of versions dropped before are not known).
+* 15 -> 16: the views made again: ``current_scores`` gives a site's id in
+  ``site_id`` (schema 15 put it in ``host_id``), an unknown in-link count
+  as NULL; ``site_link_pairs`` reads a domain graph's site links.  A loaded
+  ranks file's versions, which stored their in-link counts as 0, have them
+  unknown (:data:`.schema.UNKNOWN_INLINKS`): the file gives none.
 * 2, 3, 4 -> 5: links and scores were a row each (``links``, ``scores``,
   ``score_keys``, ``ranked_links``: about 79 bytes a link after one ranking,
   and every ranking version copied every link); version 5 packs them as
@@ -56,6 +61,7 @@ from .schema import (
     SITES_BY_NAME,
     SOURCE_FILES,
     TABLES,
+    UNKNOWN_INLINKS,
     VIEWS,
     VISITS,
     VISITS_BY_PAGE,
@@ -106,6 +112,23 @@ def migrate(store, found: int) -> None:
         store.hosts.key_hosts()
     if found <= 14:
         _ranking_ids(db)
+    if found <= 15:
+        _levels_in_sql(db)
+
+
+def _levels_in_sql(db: sqlite3.Connection) -> None:
+    """Schema 16: the views dropped, made again by the caller; a ranks file's in-link counts unknown."""
+    for name in [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]:
+        db.execute(f"DROP VIEW {name}")
+    imported = "SELECT id FROM rankings WHERE json_extract(params, '$.kind') = 'imported'"
+    blocks = db.execute(
+        f"SELECT ranking_id, first, length(inlinks) FROM ranking_blocks WHERE ranking_id IN ({imported})"
+    ).fetchall()
+    unknown = np.int32(UNKNOWN_INLINKS).astype(">i4").tobytes()
+    db.executemany(
+        "UPDATE ranking_blocks SET inlinks = ? WHERE ranking_id = ? AND first = ?",
+        ((unknown * (length // 4), ranking_id, first) for ranking_id, first, length in blocks),
+    )
 
 
 def _ranking_ids(db: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """The store's tables and views, and the migrations from older layouts.
 
-Layout (schema 15; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
+Layout (schema 16; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 
 * ``pages``: one row per canonical URL, crawled (its content was read) or only
   linked to; ids are dense (1, 2, 3...: pages are never deleted), so page id
@@ -42,14 +42,16 @@ Layout (schema 15; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
 * ``site_links``: the site-level edges of a Common Crawl domain graph (whose
   vertices are sites, not pages), as the sites' in-link CSR in blocks like
   ``in_links``, each site's sources packed as varint gaps (:mod:`.gaps`);
-  replaced whole by each load (:mod:`.site_links`).
+  replaced whole by each load (:mod:`.site_links`).  The ``site_link_pairs``
+  view unpacks them in SQL, one row (``src``, ``dst``: site ids) a link.
 * ``titles``: the full-text index of page titles (FTS5 over the titled pages
   only, no per-row sizes: results are ordered by PageRank, not by BM25).
 * ``rankings``: named, versioned results, never under an id or a number a
   dropped version had (``AUTOINCREMENT``; ``ranking_names`` keeps each name's
   highest number, schema 15); ``ranking_blocks`` holds one
   version's arrays in blocks of :data:`BLOCK_PAGES` pages: scores (float64),
-  in-link counts (int32), the variant's extra value (float64, TrustRank's spam
+  in-link counts (int32; :data:`UNKNOWN_INLINKS` where the version's source gave none: a Common Crawl ranks
+  file), the variant's extra value (float64, TrustRank's spam
   mass), and ``best``: the pages at those positions of the order by score.  A
   version costs O(pages), however many links.  ``votes`` is what each page
   gives each unit of weight of its followed out-links, d·PR(v)/W(v), so that a
@@ -60,8 +62,9 @@ Layout (schema 15; ``docs/ARCHITECTURE.md`` gives the reasons and figures):
   blocks as one row per page (per host, ``page_id`` then the host's id, for a
   host ranking); ``current_scores`` is each ranking's newest version with its
   ``level``, joined to the pages (URL and title) or, for a host ranking, to
-  the hosts or sites: ``name`` is the page's URL or the host's or site's name
-  (``host_id`` holds a host's or a site's id).
+  the hosts or sites: ``name`` is the page's URL or the host's or site's name,
+  ``page_id``, ``host_id`` or ``site_id`` its id (the others NULL, schema 16);
+  an unknown in-link count is NULL.
 
 * ``source_files``: each file at a URL a build took whole (name, size,
   checksum, build, when, records or lines it could not read), so that a
@@ -77,9 +80,13 @@ and datasette see tables and views, no extension needed.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
+# a version's in-link count where its source gave none (a Common Crawl ranks file): unknown, never 0 (NULL in SQL)
+UNKNOWN_INLINKS = -1
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
+# counter's rows, 0..COUNTER_ROWS - 1: the elements of a part, a block, or (two of them) a site's list of links
+COUNTER_ROWS = 8192
 
 _HEX = "'123456789ABCDEF'"
 
@@ -107,6 +114,72 @@ def sql_float64(blob: str, index: str) -> str:
         f"(CASE WHEN {exponent} = 2047 THEN NULL WHEN {exponent} = 0 THEN {sign} * {mantissa} * pow(2, -1074)"
         f" ELSE {sign} * ({mantissa} + 4503599627370496) * pow(2, {exponent} - 1075) END)"
     )
+
+
+_BYTES = "'" + " ".join(f"{value:02X}" for value in range(256)) + "'"  # a byte's value: where its hex pair stands
+
+
+def sql_byte(blob: str, index: str) -> str:
+    """SQL for the byte at ``index`` of ``blob`` (0-255): its hex pair's place in a table of all 256."""
+    return f"((instr({_BYTES}, hex(substr({blob}, ({index}) + 1, 1))) - 1) / 3)"
+
+
+def sql_uint32_le(blob: str, index: str) -> str:
+    """SQL for the little-endian uint32 at element ``index`` of ``blob`` (``site_links.offsets``)."""
+    return "(" + " | ".join(f"({sql_byte(blob, f'4 * ({index}) + {i}')} << {8 * i})" for i in range(4)) + ")"
+
+
+def _varint_value(byte) -> str:
+    """SQL for the value of the varint whose last byte is ``v`` at ``p`` (LEB128: the bytes before it with the
+    high bit on, back to its list's start ``lo``, hold its lower bits); ``byte(k)``: the byte k places before."""
+    cases = []
+    for more in range(4, 0, -1):
+        held = " AND ".join(f"p - {j} >= lo AND {byte(j)} >= 128" for j in range(1, more + 1))
+        terms = [f"(v << {7 * more})"] + [f"(({byte(j)} - 128) << {7 * (more - j)})" for j in range(1, more + 1)]
+        cases.append(f"WHEN {held} THEN {' + '.join(terms)}")
+    return f"CASE {' '.join(cases)} ELSE v END"
+
+
+# site_link_pairs: a domain graph's site links unpacked (:mod:`.gaps`) by SQL alone, one row a link.  A block's
+# offsets and sources are cut into small parts first, each read once (SQLite reads a whole value each time an
+# expression names it: a byte read from a part costs the part, not the block); a sources part starts 4 bytes
+# early, so that a varint's bytes before its last are in the same part.  Each site's sources are its varint gaps;
+# a byte below 128 ends one, and the sources are the running sum of gap + 1 (the first is itself; + 1: ids are
+# indices + 1).  Each site's bounds are read once too (grouped: kept as numbers, not decoded again where named).
+_SITES_A_PART = 64
+_BYTES_A_PART = 4096
+
+
+def _site_link_pairs(rows: int) -> str:
+    at = f"r.lo + c1.k * {rows} + c2.k"
+
+    def byte(back: int) -> str:  # the byte ``back`` places before p, read from p's part
+        return sql_byte("part", f"p - {back} - start")
+
+    return f"""CREATE VIEW IF NOT EXISTS site_link_pairs AS
+SELECT sum(gap + 1) OVER (PARTITION BY dst ORDER BY p) AS src, dst FROM (
+ SELECT dst, p, {_varint_value(byte)} AS gap FROM (
+  SELECT r.dst AS dst, r.lo AS lo, {at} AS p, s.start AS start, s.part AS part,
+         {sql_byte("s.part", f"{at} - s.start")} AS v
+  FROM (
+   SELECT o.first AS first, o.first + o.j * {_SITES_A_PART} + c.k + 1 AS dst,
+          {sql_uint32_le("o.part", "c.k")} AS lo, {sql_uint32_le("o.part", "c.k + 1")} AS hi
+   FROM (SELECT l.first AS first, c.k AS j, l.sites AS sites,
+                substr(l.offsets, {4 * _SITES_A_PART} * c.k + 1, {4 * _SITES_A_PART + 4}) AS part
+         FROM site_links l JOIN counter c ON c.k <= (l.sites - 1) / {_SITES_A_PART} GROUP BY l.first, c.k) o
+   JOIN counter c ON c.k < min({_SITES_A_PART}, o.sites - o.j * {_SITES_A_PART})
+   GROUP BY o.first, o.j, c.k
+  ) r
+  JOIN counter c1 ON c1.k <= (r.hi - r.lo - 1) / {rows}
+  JOIN counter c2 ON c2.k < min({rows}, r.hi - r.lo - c1.k * {rows})
+  JOIN (SELECT l.first AS first, a.k * {rows} + b.k AS j, max({_BYTES_A_PART} * (a.k * {rows} + b.k) - 4, 0) AS start,
+               substr(l.sources, max({_BYTES_A_PART} * (a.k * {rows} + b.k) - 4, 0) + 1, {_BYTES_A_PART + 4}) AS part
+        FROM site_links l JOIN counter a ON a.k <= (length(l.sources) - 1) / {_BYTES_A_PART * rows}
+        JOIN counter b ON b.k < min({rows}, (length(l.sources) - 1) / {_BYTES_A_PART} + 1 - a.k * {rows})
+        GROUP BY l.first, a.k, b.k) s
+    ON s.first = r.first AND s.j = ({at}) / {_BYTES_A_PART}
+ ) WHERE v < 128
+)"""
 
 
 SOURCE_FILES = """CREATE TABLE IF NOT EXISTS source_files (
@@ -303,24 +376,22 @@ SELECT l.src AS src, l.dst AS dst, coalesce(n.nofollow, 0) AS nofollow, coalesce
 FROM link_pairs l LEFT JOIN link_notes n ON n.src = l.src AND n.dst = l.dst;
 CREATE VIEW IF NOT EXISTS scores AS
 SELECT b.ranking_id AS ranking_id, b.first + c.k + 1 AS page_id, {sql_float64("b.scores", "c.k")} AS score,
-       {sql_uint("b.inlinks", "c.k", 4)} AS inlinks,
+       nullif({sql_uint("b.inlinks", "c.k", 4)}, 4294967295) AS inlinks,
        CASE WHEN b.extra IS NULL THEN NULL ELSE {sql_float64("b.extra", "c.k")} END AS extra
 FROM ranking_blocks b JOIN counter c ON c.k < length(b.scores) / 8;
 CREATE VIEW IF NOT EXISTS current_scores AS
 SELECT r.name AS ranking, r.version AS version, r.level AS level, r.build AS build, p.id AS page_id,
-       NULL AS host_id, p.url AS name, p.url AS url, p.title AS title, s.score AS pagerank, s.inlinks AS inlinks,
-       s.extra AS extra
+       NULL AS host_id, NULL AS site_id, p.url AS name, p.url AS url, p.title AS title, s.score AS pagerank,
+       s.inlinks AS inlinks, s.extra AS extra
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN pages p ON p.id = s.page_id
 WHERE r.level = 'page' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name)
 UNION ALL
-SELECT r.name, r.version, r.level, r.build, NULL, h.id, h.name, NULL, NULL, s.score, s.inlinks, s.extra
+SELECT r.name, r.version, r.level, r.build, NULL, h.id, NULL, h.name, NULL, NULL, s.score, s.inlinks, s.extra
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN hosts h ON h.id = s.page_id
 WHERE r.level = 'host' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name)
 UNION ALL
-SELECT r.name, r.version, r.level, r.build, NULL, t.id, t.name, NULL, NULL, s.score, s.inlinks, s.extra
+SELECT r.name, r.version, r.level, r.build, NULL, NULL, t.id, t.name, NULL, NULL, s.score, s.inlinks, s.extra
 FROM rankings r JOIN scores s ON s.ranking_id = r.id JOIN sites t ON t.id = s.page_id
 WHERE r.level = 'site' AND r.version = (SELECT max(version) FROM rankings WHERE name = r.name);
+{_site_link_pairs(COUNTER_ROWS)};
 """
-
-
-COUNTER_ROWS = max(PART_LINKS, BLOCK_PAGES)
