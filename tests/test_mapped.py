@@ -66,8 +66,7 @@ def test_rank_writes_the_versions_files_and_a_reader_maps_them(store):
     ranking_id, scores, inlinks = _from_blocks(store)
     folder = mapped_folder(store)
     assert sorted(p.name for p in folder.iterdir()) == [
-        f"ranking-{ranking_id}.{column}"
-        for column in ("best.npy", "inlinks.npy", "json", "position.npy", "scores.npy")
+        f"ranking-{ranking_id}.{column}" for column in ("best.npy", "inlinks.npy", "json", "position.npy", "scores.npy")
     ]
     assert folder.stat().st_mode & 0o777 == 0o700
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in folder.iterdir())
