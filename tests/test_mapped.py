@@ -66,12 +66,14 @@ def test_rank_writes_the_versions_files_and_a_reader_maps_them(store):
     ranking_id, scores, inlinks = _from_blocks(store)
     folder = mapped_folder(store)
     assert sorted(p.name for p in folder.iterdir()) == [
-        f"ranking-{ranking_id}.{column}" for column in ("best.npy", "inlinks.npy", "json", "position.npy", "scores.npy")
+        f"ranking-{ranking_id}.{column}"
+        for column in ("best.npy", "inlinks.npy", "json", "linked.npy", "position.npy", "scores.npy", "votes.npy")
     ]
     assert folder.stat().st_mode & 0o777 == 0o700
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in folder.iterdir())
     arrays, mapped_scores, mapped_inlinks = _read(store)
-    assert _is_mapped(arrays.scores) and _is_mapped(arrays.position)
+    assert _is_mapped(arrays.scores) and _is_mapped(arrays.position) and _is_mapped(arrays.votes)
+    assert not arrays.votes_left  # a backlink report's contributions come from the files too
     assert np.array_equal(mapped_scores, scores) and np.array_equal(mapped_inlinks, inlinks)
     assert np.array_equal(arrays.position[arrays.best], np.arange(len(scores)))
 

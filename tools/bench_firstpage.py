@@ -41,7 +41,10 @@ from rankstore.store import Store  # noqa: E402
 
 BIN = Path(sys.executable).parent
 _SCORE = re.compile(r'<svg data-pagerank="([^"]*)"')
-_HREF = re.compile(r'<a href="([^"]+)">')
+# a link of the page and its bar, before its </a> (the panel's bars are elsewhere)
+_LINK_BAR = re.compile(
+    r'<a href="([^"]+)">[^<]*<span data-pagerank-bar[^>]*><template[^>]*><svg data-pagerank="([^"]*)"'
+)
 
 
 @dataclass
@@ -130,15 +133,16 @@ def check_bars(store_path: str, body: str, level: str, expected_links: int) -> N
         raise SystemExit(f"pagerank-proxy annotated {len(scores)} of {expected_links} links")
     if level != "page":
         return
-    hrefs = _HREF.findall(body)
+    pairs = _LINK_BAR.findall(body)
+    if len(pairs) < expected_links:
+        raise SystemExit(f"{len(pairs)} of {expected_links} links have their bar where expected")
     with Store(store_path, readonly=True) as store:
-        sample = random.Random(1).sample(range(len(hrefs)), min(20, len(hrefs)))
-        rows = store.queries.lookup([hrefs[i] for i in sample])
-        for i in sample:
-            row = rows.get(hrefs[i])
-            said = scores[i]
+        sample = random.Random(1).sample(pairs, min(20, len(pairs)))
+        rows = store.queries.lookup([href for href, _ in sample])
+        for href, said in sample:
+            row = rows.get(href)
             if row is not None and row["pagerank"] is not None and float(said) != row["pagerank"]:
-                raise SystemExit(f"{hrefs[i]}: the bar says {said}, the store {row['pagerank']!r}")
+                raise SystemExit(f"{href}: the bar says {said}, the store {row['pagerank']!r}")
 
 
 def one_run(target: str, args, origin: str, level: str, pages: int) -> Run:

@@ -46,10 +46,10 @@ __all__ = ["Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "mapped_f
 
 SUFFIX = ".mapped"  # the folder beside the store: STORE.mapped/
 SAMPLES = 16  # blocks compared with the store's when a version's files are mapped
-# the columns mapped, as (name, dtype): what a reader of scores, places and in-links needs; votes, link mass and
-# the variant's values are read from the store by the few views that show them
+# the columns mapped, as (name, dtype): every version's, then those a version may lack (stored NULL): a variant's
+# values (spam mass), and each page's vote and link mass (what backlinks' contributions are read from)
 COLUMNS = (("scores", "<f8"), ("inlinks", "<i4"), ("best", "<i4"), ("position", "<i4"))
-EXTRA = ("extra", "<f8")  # a variant's values (spam mass), where the version has them
+OPTIONAL = (("extra", "<f8"), ("votes", "<f8"), ("linked", "<f8"))
 
 
 def mapped_folder(store_path: str) -> Path:
@@ -67,7 +67,7 @@ class MappedStamp:
     created_at: str
     pages: int
     first_block: int  # crc32 of the first block's scores as stored (0 for a version of no block)
-    extra: bool  # the version has a variant's values (an ``extra`` file)
+    optional: list[str]  # the columns of :data:`OPTIONAL` the version has
 
 
 @dataclass(frozen=True)
@@ -95,14 +95,17 @@ class Mapped(Part):
         row = self.db.execute(
             "SELECT r.name, r.version, r.created_at, r.pages,"
             " (SELECT scores FROM ranking_blocks WHERE ranking_id = r.id AND first = 0),"
-            " (SELECT extra IS NOT NULL FROM ranking_blocks WHERE ranking_id = r.id AND first = 0)"
+            " (SELECT extra IS NOT NULL FROM ranking_blocks WHERE ranking_id = r.id AND first = 0),"
+            " (SELECT votes IS NOT NULL FROM ranking_blocks WHERE ranking_id = r.id AND first = 0),"
+            " (SELECT linked IS NOT NULL FROM ranking_blocks WHERE ranking_id = r.id AND first = 0)"
             " FROM rankings r WHERE r.id = ?",
             (ranking_id,),
         ).fetchone()
         if row is None:
             return None
-        name, version, created_at, pages, first, extra = row
-        return MappedStamp(ranking_id, name, version, created_at, pages, zlib.crc32(first) if first else 0, bool(extra))
+        name, version, created_at, pages, first, *present = row
+        optional = [column for (column, _), held in zip(OPTIONAL, present) if held]
+        return MappedStamp(ranking_id, name, version, created_at, pages, zlib.crc32(first) if first else 0, optional)
 
     def _path(self, ranking_id: int, column: str) -> Path:
         return self.folder / f"ranking-{ranking_id}.{column}.npy"
@@ -121,7 +124,7 @@ class Mapped(Part):
         if wanted is None or said != asdict(wanted):
             return None
         columns: dict[str, np.ndarray] = {}
-        for column, dtype in COLUMNS + ((EXTRA,) if wanted.extra else ()):
+        for column, dtype in COLUMNS + tuple(pair for pair in OPTIONAL if pair[0] in wanted.optional):
             try:
                 found = np.load(self._path(ranking_id, column), mmap_mode="r", allow_pickle=False)
             except (OSError, ValueError):
@@ -153,6 +156,13 @@ class Mapped(Part):
                 return False
         return True
 
+    def writable(self) -> bool:
+        """Can files be written beside the store (its folder made, or there and writable)?"""
+        folder = self.folder
+        if folder.is_dir():
+            return os.access(folder, os.W_OK | os.X_OK)
+        return not folder.exists() and os.access(folder.parent, os.W_OK | os.X_OK)
+
     def keep_ranking(self, ranking_id: int, columns: dict[str, np.ndarray | None]) -> bool:
         """Write version ``ranking_id``'s columns (as :data:`COLUMNS` names them, in memory) as its mapped
         files, beside and renamed into place; False when the folder cannot be written (a store on read-only
@@ -162,7 +172,7 @@ class Mapped(Part):
             return False
         try:
             self.folder.mkdir(mode=0o700, exist_ok=True)
-            for column, dtype in COLUMNS + ((EXTRA,) if stamp.extra else ()):
+            for column, dtype in COLUMNS + tuple(pair for pair in OPTIONAL if pair[0] in stamp.optional):
                 values = columns[column]
                 assert values is not None
                 _write_array(self._path(ranking_id, column), np.asarray(values, dtype=dtype))

@@ -554,7 +554,15 @@ class Rankings(Part):
         position[best] = np.arange(len(best), dtype=np.int32)
         self.store.mapped.keep_ranking(
             ranking_id,
-            {"scores": scores, "inlinks": inlinks, "best": best, "position": position, "extra": extra},
+            {
+                "scores": scores,
+                "inlinks": inlinks,
+                "best": best,
+                "position": position,
+                "extra": extra,
+                "votes": votes,
+                "linked": linked,
+            },
         )
         del position
         self.store.mapped.prune()
@@ -660,17 +668,20 @@ class Rankings(Part):
 
     def ranking_arrays(self, ranking_id: int, votes: bool = True) -> RankingArrays:
         """A version's arrays, read once per reader (call inside a snapshot to pair them with its head).
-        ``votes`` False: its votes and linked parts need not be read (``votes_left``), as where only scores,
-        positions and in-links are asked (a level's estimates: at a domain graph's 135 million sites, two
-        of its five gigabytes, in each process of the proxy); read whole when a later caller asks for them."""
+        Mapped from its files beside the store (:mod:`.mapped`: nothing read, one copy for every process),
+        which a reader writes from what it reads when they are missing.  ``votes`` False, where they cannot be
+        written: its votes and linked parts need not be read (``votes_left``), as where only scores, positions
+        and in-links are asked (a level's estimates: at a domain graph's 135 million sites, two of its five
+        gigabytes, in each process of the proxy); read whole when a later caller asks for them."""
         cache = self._arrays
         held = cache.get(ranking_id)
         if held is not None and (not votes or not held.votes_left):
             return held
-        if not votes:
-            mapped = self._mapped(ranking_id)
-            if mapped is not None:
-                return mapped
+        mapped = self._mapped(ranking_id)
+        if mapped is not None:
+            return mapped
+        # read whole where the files can be written from it (every reader after maps them), else as asked
+        votes = votes or self.store.mapped.writable()
         # each column's blocks converted into one array sized once: no list of the blocks, no joined copy (a
         # site ranking of 135 million sites is 4.5 GB of arrays, which those would have doubled and more)
         size = self.db.execute(
@@ -692,9 +703,8 @@ class Rankings(Part):
         position = np.empty(len(order), dtype=np.int32)
         position[order] = np.arange(len(order), dtype=np.int32)
         arrays = RankingArrays(scores, inlinks, order, position, extra, stored_votes, linked, votes_left=not votes)
-        if not votes and self.store.mapped.keep_ranking(
-            ranking_id, {"scores": scores, "inlinks": inlinks, "best": order, "position": position, "extra": extra}
-        ):
+        kept = {"scores": scores, "inlinks": inlinks, "best": order, "position": position, "extra": extra}
+        if votes and self.store.mapped.keep_ranking(ranking_id, kept | {"votes": stored_votes, "linked": linked}):
             # read once, written once: this reader and every other maps the files, and the copy read goes
             mapped = self._mapped(ranking_id)
             if mapped is not None:
@@ -715,7 +725,8 @@ class Rankings(Part):
             columns["best"],
             columns["position"],
             columns.get("extra"),
-            votes_left=True,
+            columns.get("votes"),
+            columns.get("linked"),
         )
         if len(self._arrays) >= _KEEP_ARRAYS:
             self._arrays.pop(list(self._arrays)[0], None)
