@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sqlite3
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -168,6 +169,7 @@ class KnownPages(NamedTuple):
     version: int | None  # the ranking version it holds
     urls: dict[str, LinkInfo]
     whole: bool  # every page of the version is in it: a URL not in it is in none
+    preloaded: bool = True  # its best pages' look-ups are in it (else they are being read, in a thread)
 
 
 class AbsentPages(NamedTuple):
@@ -235,6 +237,8 @@ class Ranks:
         # (schema 15: a version `forget` dropped is never taken for the one `rank` makes next)
         self._arrays: dict = {}
         self._known = KnownPages(None, {}, False)
+        self._preloading: threading.Thread | None = None  # preload_later's thread
+        self._preloading_lock = threading.Lock()
         self._absent = AbsentPages(None, {})
         self._hosts = HostRanks(None, {})
         self._estimates = Estimates(None, {}, {})
@@ -358,6 +362,7 @@ class Ranks:
             counts = tuple(store.levels.level_count(level.level) if level else 0 for level in heads)
         return (
             self._known.version == ranking_id
+            and self._known.preloaded
             and (ranking_id == NO_RANKING or ranking_id in self._arrays)
             and all(
                 level is None
@@ -366,11 +371,27 @@ class Ranks:
             )
         )
 
+    def preload_later(self) -> None:
+        """:meth:`preload` in a thread of its own, unless one is under way."""
+        with self._preloading_lock:
+            if self._preloading is not None and self._preloading.is_alive():
+                return
+            self._preloading = threading.Thread(target=self._preload_quietly, name="pagerank-preload", daemon=True)
+            self._preloading.start()
+
+    def _preload_quietly(self) -> None:
+        try:
+            self.preload()
+        except (StoreError, sqlite3.Error):  # the pages that ask the store say why
+            pass
+        finally:
+            self.close()  # this thread's connection
+
     def preload(self) -> None:
         """Read the newest version's arrays and preloaded look-ups now (``preload``), rather than at the first
         page: in any thread, for every thread of this object (:meth:`ready` tells whether they are read)."""
         with self.page() as view:
-            view._cache()
+            view._cache(preload=True)
             for head in (view.host_head, view.site_head):
                 if head is not None:  # what ready() asks for: the level's arrays (read at a first estimate else)
                     view.level_keys(head.level)
@@ -564,8 +585,8 @@ class PageView:
     def lookups_needed(self, urls: Sequence[str]) -> int | None:
         """How many of ``urls`` :meth:`lookup` would ask the store for; None if it would first read this
         version's preloaded look-ups (the version is new to this object, or its cache is full)."""
-        version, cache, whole = self.ranks._known
-        if version != self.ranking_id or len(cache) > _CACHE_URLS:
+        version, cache, whole, _ = self.ranks._known
+        if (version != self.ranking_id or len(cache) > _CACHE_URLS) and self._preloads_first():
             return None
         if whole and self.store_pages <= self.pages:
             needed = 0  # no page look-up: a URL not known is in no page of the store
@@ -763,16 +784,31 @@ class PageView:
         count.table, count.size = table, len(table)
         return table
 
-    def _cache(self) -> dict[str, LinkInfo]:
+    def _cache(self, preload: bool = False) -> dict[str, LinkInfo]:
         """What is known of URLs in this version of the ranking (a new version starts afresh, with its
-        ``preload`` best pages known)."""
-        version, cache, _ = self.ranks._known
-        if version != self.ranking_id or len(cache) > _CACHE_URLS:
+        ``preload`` best pages known).  A version of more pages than that starts empty for the page that
+        finds it, which asks the store for its own links; its best pages are read in a thread of their own
+        (``preload``: here, now), so that no page waits for them."""
+        version, cache, _, preloaded = self.ranks._known
+        if version != self.ranking_id or len(cache) > _CACHE_URLS or (preload and not preloaded):
             cache = {}
-            # no page ranking: no page has a score, and a URL the store holds is "not ranked yet"
-            whole = self.ranking_id == NO_RANKING or self._preload(cache, min(self.ranks.preload_pages, _CACHE_URLS))
-            self.ranks._known = KnownPages(self.ranking_id, cache, whole)
+            if self.ranking_id == NO_RANKING:  # no page has a score, and a URL the store holds is "not ranked yet"
+                self.ranks._known = KnownPages(self.ranking_id, cache, True)
+            elif preload or self._preloads_first() or not self._most():
+                whole = self._preload(cache, self._most())
+                self.ranks._known = KnownPages(self.ranking_id, cache, whole)
+            else:
+                self.ranks._known = KnownPages(self.ranking_id, cache, False, preloaded=False)
+                self.ranks.preload_later()
         return cache
+
+    def _most(self) -> int:
+        return min(self.ranks.preload_pages, _CACHE_URLS)
+
+    def _preloads_first(self) -> bool:
+        """Are the version's best pages its every page (or no more than ``preload`` asks for)?  Then they are read
+        before its first page (a URL not among them needs no query), else beside it."""
+        return self.pages <= self._most()
 
     def _absent(self) -> dict[str, LinkInfo | None]:
         """What is known of URLs the version does not rank: in no page of the store (None), or not ranked yet.

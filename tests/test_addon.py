@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import threading
+import time
 
 import pytest
 from barkit import bar_count, bar_values, outside_panel, panel_items, panel_of
@@ -1004,17 +1005,27 @@ def test_a_bounded_rewrite_refuses_a_page_that_would_cost_more(store_path, site,
     from proxy_addon import worker
     from proxy_addon.rewrite import TooManyLinks
 
-    path = str(tmp_path / "bounded.db")
-    shutil.copy(store_path, path)
-    monkeypatch.setattr(worker, "PRELOAD_PAGES", 2)  # most of this store's pages then need a look-up
-    with Store(path, readonly=True) as store:
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(store_path, whole)
+    with Store(whole, readonly=True) as store:
         urls = [url for (url,) in store.db.execute("SELECT url FROM pages ORDER BY id LIMIT 12")]
         inlinks = store.queries.lookup([site + "index.html"])[site + "index.html"]["inlinks"]
     assert inlinks > 0
     body = ("<html><body>" + "".join(f"<a href='{url}'>x</a>" for url in urls) + "</body></html>").encode()
+    # a version of no more pages than the preload: read whole before its first page (then a URL not in it
+    # needs no query), which the loop does not wait for
+    with pytest.raises(TooManyLinks, match="not read yet"):
+        worker.rewrite_page(whole, "pagerank", 10, body, "text/html", site + "index.html", most_lookups=100)
+    monkeypatch.setattr(worker, "PRELOAD_PAGES", 2)  # most of this store's pages then need a look-up
+    larger = str(tmp_path / "larger.db")
+    shutil.copy(store_path, larger)
+    # a larger one: its best pages are read beside its pages, never before one
+    assert (
+        worker.rewrite_page(larger, "pagerank", 10, body, "text/html", site + "index.html", most_lookups=100)[1] == 12
+    )
+    path = str(tmp_path / "bounded.db")
+    shutil.copy(store_path, path)
     args = (path, "pagerank", 10, body, "text/html", site + "index.html")
-    with pytest.raises(TooManyLinks, match="not read yet"):  # the version's preload would come first
-        worker.rewrite_page(*args, most_lookups=100)
     assert not worker.ready(path, "pagerank", 10)
     worker.preload(path, "pagerank", 10)
     assert worker.ready(path, "pagerank", 10)
@@ -1141,3 +1152,28 @@ async def test_each_flow_carries_its_state_as_an_enum_apart_from_its_note(either
     noted.metadata["pagerank"] = "passed"
     await either.response(noted)
     assert state_of(noted) is FlowState.REWRITTEN and bar_count(outside_panel(noted.response.text)) == 1
+
+
+def test_a_version_larger_than_the_preload_is_preloaded_beside_its_first_page_not_before(store_path, site, monkeypatch):
+    """The first page of a large store asks the store for its own links; the best pages' look-ups are read in
+    a thread of their own (on a store of millions of pages, they were the first page's longest wait)."""
+    from proxy_addon.ranks import PageView, Ranks
+
+    threads: list[str] = []
+    real = PageView._preload
+
+    def preload(self, cache, most):
+        threads.append(threading.current_thread().name)
+        return real(self, cache, most)
+
+    monkeypatch.setattr(PageView, "_preload", preload)
+    ranks = Ranks(store_path, preload=2)  # fewer than the store's pages
+    try:
+        url = site + "index.html"
+        assert ranks.lookup([url])[url].pagerank is not None  # answered at once, from the store
+        deadline = time.monotonic() + 30
+        while not ranks.ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ranks.ready() and threads == ["pagerank-preload"]
+    finally:
+        ranks.close()
