@@ -394,7 +394,7 @@ class Ranks:
             view._cache(preload=True)
             for head in (view.host_head, view.site_head):
                 if head is not None:  # what ready() asks for: the level's arrays (read at a first estimate else)
-                    view.level_keys(head.level)
+                    view.level_keys(head.level, make=True)
                     # as the estimates read them: no votes (two fifths of a version, which they never ask for)
                     view.store.rankings.ranking_arrays(head.ranking_id, votes=False)
 
@@ -522,17 +522,23 @@ class PageView:
             by_url.update(zip(todo, map(known.__getitem__, hosts)))
         return {url: info for url in urls if (info := by_url[url]) is not None}
 
-    def level_keys(self, level: str) -> LevelKeys | None:
-        """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), read once while the store
+    def level_keys(self, level: str, make: bool = False) -> LevelKeys | None:
+        """The level's names' keys (:class:`~rankstore.store.levels.LevelKeys`), mapped once while the store
         numbers as many hosts (sites) as when this page began; None where that count is not known, or past
-        :data:`KEYS_MOST` names (the store's key buckets answer)."""
+        :data:`KEYS_MOST` names (the store's key buckets answer), or while their files are not made: ``make``
+        makes them here, else they are made in a thread of their own (:meth:`Ranks.preload_later`) and the
+        key buckets answer meanwhile (made at 24 million hosts, they were the first page's longest wait)."""
         count = self.level_counts.get(level)
         if count is None or count > KEYS_MOST:
             return None
         keys = self.ranks._keys.get(level)
         if keys is None or keys.count != count:
             self._reading()
-            keys = self.store.levels.level_keys(level)
+            found = self.store.levels.level_keys(level) if make else self.store.levels.mapped_level_keys(level)
+            if found is None:
+                self.ranks.preload_later()
+                return None
+            keys = found
             if keys.count != count:  # a build has numbered more since the page began: the name index answers
                 return None
             self.ranks._keys[level] = keys

@@ -17,11 +17,13 @@ import re
 import shutil
 import sqlite3
 
+import numpy as np
 import pytest
 
 from proxy_addon.pages import respond
 from proxy_addon.ranks import Ranks
 from rankstore.store import Store, StoreError, analysis
+from rankstore.store.mapped import mapped_folder
 from rankstore.urls import host_of
 
 from conftest import POSTGRES_DOC, invoke, run
@@ -245,25 +247,35 @@ def test_own_pages_read_a_host_ranking_at_its_level(ranks, two_sites):
         assert "hostrank ranks hosts, not pages: choose ranking=pagerank" in body
 
 
-def test_a_levels_estimates_read_its_arrays_without_the_votes_until_a_view_asks(two_sites):
-    """The estimates need scores, positions and in-links: the votes (two of five gigabytes at a domain graph's
-    135 million sites, in each proxy process) are left unread, then read whole for a caller that wants them."""
-    path = two_sites[0]
+@pytest.mark.parametrize("files", ["mapped", "none"])
+def test_a_levels_estimates_read_its_arrays_without_the_votes_until_a_view_asks(two_sites, tmp_path, files):
+    """The estimates need scores, positions and in-links.  Mapped (rankstore.store.mapped), the votes (two of
+    five gigabytes at a domain graph's 135 million sites) cost no process anything until read; where no file
+    can be written beside the store, they are left unread, then read whole for a caller that wants them."""
+    path = str(tmp_path / "s.db")
+    shutil.copy(two_sites[0], path)
+    shutil.rmtree(mapped_folder(path), ignore_errors=True)
+    if files == "none":
+        mapped_folder(path).touch()  # a file where the folder would be: nothing can be written there
     with Store(path, readonly=True) as store:
         head = store.levels.level_head("host")
         whole = Store(path, readonly=True)
         try:
             want = whole.rankings.ranking_arrays(head.ranking_id)
+            want = {name: np.array(getattr(want, name)) for name in ("scores", "inlinks", "best", "position", "votes")}
         finally:
             whole.close()
-        assert want.votes is not None and want.linked is not None and not want.votes_left
         names = [host_of(two_sites[1]), host_of(two_sites[2])]
         found = store.levels.level_scores(head, names)
         assert len(found) == 2
         held = store.rankings.ranking_arrays(head.ranking_id, votes=False)
-        assert held.votes_left and held.votes is None and held.linked is None
         for name in ("scores", "inlinks", "best", "position"):
-            assert (getattr(held, name) == getattr(want, name)).all()
+            assert (getattr(held, name) == want[name]).all()
+        if files == "mapped":  # every column mapped: nothing was read, the votes with the rest
+            assert not held.votes_left and (held.votes == want["votes"]).all()
+            assert isinstance(held.votes, np.memmap)
+            return
+        assert held.votes_left and held.votes is None and held.linked is None
         again = store.rankings.ranking_arrays(head.ranking_id)
-        assert not again.votes_left and (again.votes == want.votes).all() and (again.linked == want.linked).all()
+        assert not again.votes_left and (again.votes == want["votes"]).all()
         assert store.rankings.ranking_arrays(head.ranking_id, votes=False) is again  # what is held serves both

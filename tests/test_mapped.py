@@ -175,3 +175,37 @@ def test_damaged_name_keys_are_refused_never_read(store):
     del hashes
     again, _ = _keys(store, "host")
     assert again.find(list(names.values())) == {name: number for number, name in names.items()}
+
+
+def test_a_page_waits_for_no_level_keys_the_store_has_not_mapped_yet(store, monkeypatch):
+    """Keys missing (a build numbered more hosts since): the page's hosts are probed in the store's key buckets
+    and the keys are made beside it, in a thread of their own (at 24 million hosts, twelve seconds)."""
+    import threading
+    import time
+
+    from proxy_addon.ranks import Ranks
+    from rankstore.store.levels import Levels
+
+    run("rank", "--store", store, "--level", "host", "-q")
+    assert (mapped_folder(store) / "keys-host.json").exists()  # rank made them with the ranking
+    for path in mapped_folder(store).glob("keys-host.*"):
+        path.unlink()
+    made: list[str] = []
+    real = Levels._level_keys
+
+    def level_keys(self, level, count):
+        made.append(threading.current_thread().name)
+        return real(self, level, count)
+
+    monkeypatch.setattr(Levels, "_level_keys", level_keys)
+    ranks = Ranks(store)
+    try:
+        url = "http://s3.example/not-a-page-of-the-store"
+        info = ranks.lookup([url])[url]
+        assert info.pagerank is None and info.estimate is not None and info.estimate.name == "s3.example"
+        deadline = time.monotonic() + 30
+        while not (mapped_folder(store) / "keys-host.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert made == ["pagerank-preload"]
+    finally:
+        ranks.close()

@@ -207,15 +207,22 @@ class Levels(Part):
         there from the level's name keys (:mod:`.key_buckets`), read in bulk in hash order, no name read, or
         the sites' hashed from their names while a bulk numbering has yet to key them."""
         count = self.level_count(level)
-        mapped = self.store.mapped.level_keys(level, count)
-        if mapped is None:
+        found = self.mapped_level_keys(level, count)
+        if found is None:
             made = self._level_keys(level, count)
             kept = MappedKeys(made.hashes, made.ids, made.slots.starts, made.slots.shift)
             if not self.store.mapped.keep_level_keys(level, count, kept):
                 return made
-            mapped = self.store.mapped.level_keys(level, count)
-            if mapped is None:
-                return made
+            found = self.mapped_level_keys(level, count)
+        return found if found is not None else made
+
+    def mapped_level_keys(self, level: str, count: int | None = None) -> LevelKeys | None:
+        """The level's names' keys from their mapped files alone (for ``count`` names, the level's count by
+        default); None where they are not made yet, or stale."""
+        count = self.level_count(level) if count is None else count
+        mapped = self.store.mapped.level_keys(level, count)
+        if mapped is None:
+            return None
         return LevelKeys(level, count, mapped.hashes, mapped.ids, RadixSlots(mapped.shift, mapped.starts))
 
     def _level_keys(self, level: str, count: int) -> LevelKeys:

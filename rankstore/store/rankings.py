@@ -565,6 +565,8 @@ class Rankings(Part):
             },
         )
         del position
+        if level != "page":  # and the level's name keys, which the proxy's estimates look names up by
+            self.store.levels.level_keys(level)
         self.store.mapped.prune()
         return self.ranking(name, version)
 
