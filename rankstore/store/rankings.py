@@ -773,10 +773,20 @@ class Rankings(Part):
         with self.snapshot():
             if ranking.id in self._arrays:
                 arrays = self._arrays[ranking.id]
-                positive = int(np.count_nonzero(arrays.scores > 0))
-                if not positive:
+                if not arrays.pages:
                     return 0.0, 0.0
-                return float(arrays.scores[arrays.best[positive - 1]]), float(arrays.scores[arrays.best[0]])
+                # the last above 0 in ``best``'s order, by bisection: a few pages of mapped arrays touched, where
+                # a pass over the scores would bring the whole file into each process
+                low, high = 0, arrays.pages
+                while low < high:
+                    middle = (low + high) // 2
+                    if arrays.scores[arrays.best[middle]] > 0:
+                        low = middle + 1
+                    else:
+                        high = middle
+                if not low:
+                    return 0.0, 0.0
+                return float(arrays.scores[arrays.best[low - 1]]), float(arrays.scores[arrays.best[0]])
             # the scores are in ``best``'s order: its first and the last above 0, a few blocks read
             blocks = RankingBlocks(self.db, ranking.id, ranking.pages)
             if not ranking.pages:
