@@ -14,6 +14,9 @@ pages, one after another; then the proportional set size (PSS, from
 ``/proc/PID/smaps_rollup``) of the whole process tree.  pagerank-proxy's pages
 must carry a bar on every link, and a sample of the bars' scores is checked
 against the store, or the run fails.  Loops are bounded in count and time.
+
+--worker-start also times a rewriting worker alone (``python -m proxy_addon.worker``, as the proxy starts it):
+from its start until it says it takes pages, and until it has answered its first page.
 """
 
 from __future__ import annotations
@@ -179,6 +182,34 @@ def one_run(target: str, args, origin: str, level: str, pages: int) -> Run:
             process.wait()
 
 
+def worker_start(store: str, page: bytes, url: str) -> tuple[float, float]:
+    """(seconds until a fresh worker says it takes pages, until it has answered a first page)."""
+    from proxy_addon.jobs import HEADER, STARTED, PageJob, page_message, read_answer
+
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy_addon.worker", store, "pagerank", "10", "", ""],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        if process.stdout.read(len(STARTED)) != STARTED:
+            raise SystemExit("the worker did not say it had started")
+        ready = time.monotonic() - started
+        process.stdin.write(page_message(PageJob("text/html; charset=utf-8", url), page))
+        process.stdin.flush()
+        (size,) = HEADER.unpack(process.stdout.read(HEADER.size))
+        answer = read_answer(process.stdout.read(size))
+        if not hasattr(answer, "links"):
+            raise SystemExit(f"the worker's first page: {answer}")
+        return ready, time.monotonic() - started
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", required=True)
@@ -187,6 +218,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=None, help="pagerank_workers (default: the proxy's)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a page may take at most")
+    parser.add_argument("--worker-start", action="store_true", help="also time a worker's start, alone")
     args = parser.parse_args()
     level, lists = names_of(args.store, args.links, args.pages + 1, seed=7)
     with tempfile.TemporaryDirectory() as folder:
@@ -229,6 +261,15 @@ def main() -> None:
         first, later, pss, count = summary[target]
         print(f"  {target:15s} first page {first:.3f} s   next pages {later:.1f} ms   PSS {pss:.1f} MiB ({count})")
     plain, ours = summary["mitmdump"], summary["pagerank-proxy"]
+    if args.worker_start:
+        with tempfile.TemporaryDirectory() as folder:
+            write_pages(Path(folder), lists[:1])
+            page = (Path(folder) / "p0.html").read_bytes()
+        times = [worker_start(args.store, page, "http://127.0.0.1/p0.html") for _ in range(args.runs)]
+        print(
+            f"  a worker alone  takes pages {statistics.median(t[0] for t in times):.3f} s after its start, "
+            f"has answered its first {statistics.median(t[1] for t in times):.3f} s after (medians of {args.runs})"
+        )
     print(f"  ratio           first page {ours[0] / plain[0]:.2f}x   next pages {ours[1] / plain[1]:.2f}x")
 
 
