@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,13 +22,14 @@ import pytest
 from click.testing import CliRunner
 
 from rankstore.cli import cli
+from rankstore.store import Store
 from rankstore.store.mapped import mapped_folder
 
 PAGES = 300_000
 LINKS = 1_200_000
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
-from bench_firstpage import names_of, tree_pss_mib, write_pages  # noqa: E402
+from bench_firstpage import _LINK_BAR, names_of, tree_pss_mib, write_pages  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +105,21 @@ def _proxy_tree(store: str, origin: str, workers: int) -> tuple[float, list[int]
             for number in range(4):
                 bodies.append(opener.open(f"{origin}/p{number}.html", timeout=60).read())
         assert all(body.count(b"data-pagerank-bar") >= 1000 for body in bodies)
-        time.sleep(0.3)
-        pss, _ = tree_pss_mib(process.pid)
         children = [
             int(pid)
             for pid in os.listdir("/proc")
             if pid.isdigit() and _parent(int(pid)) == process.pid and b"proxy_addon.worker" in _cmdline(int(pid))
         ]
-        maps = [Path(f"/proc/{pid}/maps").read_text() for pid in children]
+        # a worker no page went to has read its best pages and the levels' keys beside, at its start: until
+        # each has (on a loaded machine, a while), and what it holds then
+        ends = time.monotonic() + 60
+        while time.monotonic() < ends:
+            maps = [Path(f"/proc/{pid}/maps").read_text() for pid in children]
+            if all("keys-host.hashes.npy" in text for text in maps):
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+        pss, _ = tree_pss_mib(process.pid)
         return pss, children, maps
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -148,3 +157,60 @@ def test_four_workers_map_the_ranks_rather_than_copy_them(big_store, tmp_path):
         assert "keys-host.hashes.npy" in text
     # three more workers cost less than 100 MiB each (their interpreter and imports, not the ranks)
     assert four - one < 3 * 100, (one, four)
+
+
+def test_a_new_version_is_mapped_by_the_running_proxy_and_a_dropped_one_never_served(big_store, tmp_path):
+    """rank twice while the proxy serves: each worker maps the newest version's files (no copy of its own), the
+    bars give its scores, and the version the second rank dropped is mapped by no process."""
+    path = str(tmp_path / "s.db")
+    shutil.copy(big_store, path)
+    shutil.copytree(mapped_folder(big_store), mapped_folder(path))
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    server, origin = _serve_pages(pages, path)
+    port = _free_port()
+    command = [sys.executable, "-m", "proxy_addon.cli", "--store", path, "--port", str(port), "--"]
+    command += ["--set", "pagerank_workers=2", "--set", "pagerank_inline_bytes=0"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
+    try:
+        ends = time.monotonic() + 60
+        while True:
+            try:
+                opener.open(f"{origin}/p0.html", timeout=60).read()
+                break
+            except OSError:
+                assert time.monotonic() < ends, "the proxy never answered"
+                time.sleep(0.05)
+        with Store(path, readonly=True) as store:
+            first = store.rankings.ranking("pagerank").id
+        for damping in ("0.6", "0.7"):  # the second run drops the version before the first one's
+            done = CliRunner().invoke(cli, ["rank", "--store", path, "-q", "--damping", damping])
+            assert done.exit_code == 0, done.output
+        _, lists = names_of(path, 1000, 4, seed=3)
+        with Store(path, readonly=True) as store:
+            newest = store.rankings.ranking("pagerank").id
+            wanted = store.queries.lookup(lists[1][:50])
+        for _ in range(2):  # each worker gets pages of the newest version
+            for number in range(4):
+                body = opener.open(f"{origin}/p{number}.html", timeout=60).read().decode()
+                if number == 1:
+                    shown = dict(_LINK_BAR.findall(body))
+                    assert all(float(shown[url]) == row["pagerank"] for url, row in wanted.items())
+        workers = [
+            int(pid)
+            for pid in os.listdir("/proc")
+            if pid.isdigit() and _parent(int(pid)) == process.pid and b"proxy_addon.worker" in _cmdline(int(pid))
+        ]
+        assert len(workers) == 2
+        maps = {pid: Path(f"/proc/{pid}/maps").read_text() for pid in [process.pid, *workers]}
+        # the worker the pages went to (the pool's first while it is idle) maps the newest version's files
+        assert any(f"ranking-{newest}.scores.npy" in maps[pid] for pid in workers)
+        for text in maps.values():  # the dropped version: at most a mapping its file's removal left
+            assert all(line.endswith("(deleted)") for line in text.splitlines() if f"ranking-{first}." in line)
+        assert not (mapped_folder(path) / f"ranking-{first}.scores.npy").exists()  # pruned by the second rank
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        server.terminate()
+        server.wait()
