@@ -354,16 +354,16 @@ def test_a_module_the_repository_lacks_is_caught():
     )
     assert architecture_misses(real) == []
     made_up = (
-        "`rankstore/store/level.py`, rankstore.store.level, `level.py`, proxy_addon.ranks.shown_rankings, "
-        "tools/bench_nothing.py, rankstore/nothing/, `store.level`, `_fastscan.h`"
+        "`rankstore/store/level.py`, rankstore.store.levle, `level.py`, proxy_addon.ranks.shown_rankings, "
+        "tools/bench_nothing.py, rankstore/nothing/, `store.levle`, `_fastscan.h`"
     )
     assert architecture_misses(made_up) == [
         "rankstore/nothing/: no such path",
         "rankstore/store/level.py: no such path",
         "tools/bench_nothing.py: no such path",
         "proxy_addon.ranks.shown_rankings: proxy_addon.ranks defines no shown_rankings",
-        "rankstore.store.level: rankstore.store defines no level",
-        "store.level: neither rankstore.store.level: rankstore.store defines no level nor proxy_addon.store.level: "
+        "rankstore.store.levle: rankstore.store defines no levle",
+        "store.levle: neither rankstore.store.levle: rankstore.store defines no levle nor proxy_addon.store.levle: "
         "proxy_addon defines no store",
         "_fastscan.h: no such file",
         "level.py: no such file",
