@@ -92,6 +92,27 @@ def test_a_hosts_in_links_a_block_at_a_time_equal_them_page_by_page(store, inlin
         assert links.born.tolist() == born.tolist()
 
 
+def test_a_page_of_referring_hosts_is_the_head_of_the_whole_order():
+    """The hosts a page of referring hosts lists are those the whole order (np.lexsort) puts there, ties in both
+    keys by index, with only the candidates sorted; and each host's distinct linking pages are counted alike."""
+    rng = np.random.default_rng(47)
+    for size in (0, 1, 7, 5_000):
+        primary = rng.integers(0, 40, size)  # many ties, as hosts without a rank or contribution
+        secondary = rng.integers(0, 30, size)
+        for count in (0, 1, 5, 50, size, size + 3):
+            assert analysis._first_by(primary, secondary, count).tolist() == (
+                np.lexsort((secondary, primary))[:count].tolist()
+            )
+            assert analysis._first_by(-primary * 0.5, None, count).tolist() == (
+                np.argsort(-primary * 0.5, kind="stable")[:count].tolist()
+            )
+        hosts = np.sort(rng.integers(1, 9, size))
+        sources = rng.integers(0, 20, size)
+        starts = np.flatnonzero(np.concatenate([[True], hosts[1:] != hosts[:-1]])) if size else np.zeros(0, int)
+        expected = [len(set(sources[hosts == host].tolist())) for host in hosts[starts].tolist()]
+        assert analysis._distinct_counts(hosts, sources, starts).tolist() == expected
+
+
 def _statements(store: Store, read) -> int:
     """How many SQL statements ``read()`` runs on the store's connection."""
     said: list[str] = []
