@@ -100,7 +100,7 @@ def test_a_page_of_referring_hosts_is_the_head_of_the_whole_order():
         primary = rng.integers(0, 40, size)  # many ties, as hosts without a rank or contribution
         secondary = rng.integers(0, 30, size)
         for count in (0, 1, 5, 50, size, size + 3):
-            assert analysis._first_by(primary, secondary, count).tolist() == (
+            assert analysis._first_by(primary, secondary.__getitem__, count).tolist() == (
                 np.lexsort((secondary, primary))[:count].tolist()
             )
             assert analysis._first_by(-primary * 0.5, None, count).tolist() == (

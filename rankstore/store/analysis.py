@@ -703,28 +703,33 @@ def referring_hosts(
             distinct = _distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
         summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
         ranked = _newest_of_level(store, host_ranking, "host")
-        host_scores = np.full(len(group_hosts), np.nan)
-        host_positions = np.full(len(group_hosts), -1, dtype=np.int64)  # the order: ties by id
-        host_places = np.full(len(group_hosts), -1, dtype=np.int64)  # what is shown: ties alike
-        if ranked is not None:
-            inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
-            host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
-            host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
-            host_places[inside] = ranked[1].places(group_hosts[inside] - 1)
+
+        def best_positions(at: np.ndarray) -> np.ndarray:
+            return arrays.positions_of(best_pages[at])
+
         if sort == "contribution" and summed is not None:
-            pick = _first_by(-summed, arrays.positions_of(best_pages), offset + limit)
+            pick = _first_by(-summed, best_positions, offset + limit)
         elif ranked is not None:
-            pick = _first_by(
-                np.where(host_positions < 0, 1 << 40, host_positions), arrays.positions_of(best_pages), offset + limit
-            )
+            host_positions = np.full(len(group_hosts), 1 << 40, dtype=np.int64)  # the order: ties by id
+            inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
+            host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
+            pick = _first_by(host_positions, best_positions, offset + limit)
         else:
-            pick = _first_by(arrays.positions_of(best_pages), None, offset + limit)
+            pick = _first_by(best_positions(np.arange(len(group_hosts))), None, offset + limit)
         pick = pick[offset:]
+        # the host ranks of the hosts shown only (read from the ranking's arrays: millions of hosts may link)
+        host_scores = np.full(len(pick), np.nan)
+        host_places = np.full(len(pick), -1, dtype=np.int64)  # what is shown: ties alike
+        if ranked is not None:
+            shown = group_hosts[pick]
+            inside = (shown > 0) & (shown <= ranked[1].pages)
+            host_scores[inside] = ranked[1].scores[shown[inside] - 1]
+            host_places[inside] = ranked[1].places(shown[inside] - 1)
         names = store.hosts.host_names(group_hosts[pick].tolist())
         best_rows = store.queries.page_rows(arrays, best_pages[pick].tolist())
         total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
     rows = []
-    for at, page in zip(pick.tolist(), best_rows):
+    for slot, (at, page) in enumerate(zip(pick.tolist(), best_rows)):
         value = float(summed[at]) if summed is not None else None
         rows.append(
             {
@@ -733,8 +738,8 @@ def referring_hosts(
                 "links": int(ends[at] - starts[at]),
                 "best_url": page["url"],
                 "best_pagerank": page["pagerank"],
-                "host_pagerank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
-                "host_rank": int(host_places[at]) + 1 if host_places[at] >= 0 else None,
+                "host_pagerank": None if np.isnan(host_scores[slot]) else float(host_scores[slot]),
+                "host_rank": int(host_places[slot]) + 1 if host_places[slot] >= 0 else None,
                 "contribution": value,
                 "share": value / total if value is not None and total else None,
             }
@@ -755,16 +760,17 @@ def _distinct_counts(hosts: np.ndarray, sources: np.ndarray, starts: np.ndarray)
     return np.add.reduceat(changes, starts)
 
 
-def _first_by(primary: np.ndarray, secondary: np.ndarray | None, count: int) -> np.ndarray:
-    """The indices ``np.lexsort((secondary, primary))[:count]`` gives (a stable argsort of ``primary`` without
-    ``secondary``), with only the candidates sorted: those up to the ``count``-th smallest of ``primary``, found
-    by a partition.  A host with millions of referring hosts is asked for a page of them."""
+def _first_by(primary: np.ndarray, secondary: Callable[[np.ndarray], np.ndarray] | None, count: int) -> np.ndarray:
+    """The indices ``np.lexsort((secondary(all), primary))[:count]`` gives (a stable argsort of ``primary``
+    without ``secondary``), with only the candidates sorted and their secondary keys read: those up to the
+    ``count``-th smallest of ``primary``, found by a partition.  A host with millions of referring hosts is
+    asked for a page of them."""
     if count < len(primary):
         kth = np.partition(primary, count - 1)[count - 1] if count > 0 else None
         near = np.flatnonzero(primary <= kth) if kth is not None else np.zeros(0, dtype=np.int64)
     else:
         near = np.arange(len(primary))
-    keys = (primary[near],) if secondary is None else (secondary[near], primary[near])
+    keys = (primary[near],) if secondary is None else (secondary(near), primary[near])
     return near[np.lexsort(keys)[:count]]
 
 
