@@ -148,7 +148,7 @@ def _answer(
         return levels_only(ranks)
     except sqlite3.OperationalError as problem:
         if "interrupt" in str(problem):
-            return error(503, "The query took too long; try fewer or rarer words, or an earlier page.")
+            return error(503, _too_long(path, query))
         log.exception("own page %s failed", path)
         return error(500, "The store could not answer; the proxy's log says why.")
     except StoreError:
@@ -157,6 +157,19 @@ def _answer(
     except Exception:
         log.exception("own page %s failed", path)
         return error(500, "Something went wrong; the proxy's log says what.")
+
+
+def _too_long(path: str, query: Mapping[str, Sequence[str]]) -> str:
+    """What the 503 past the deadline says: what the reader could change on this page (only /search takes words;
+    a page past the first may be asked for an earlier one), else to ask again."""
+    later = any(value.strip().isdigit() and int(value) > 1 for value in query.get("page", [])[-1:])
+    if path == "/search":
+        advice = "try fewer or rarer words" + (", or an earlier page" if later else "")
+    elif later:
+        advice = "try an earlier page, or again in a moment"
+    else:
+        advice = "try again in a moment, when the machine is less busy (rankstore's commands have no deadline)"
+    return f"The query took too long; {advice}."
 
 
 @contextlib.contextmanager

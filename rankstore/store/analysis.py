@@ -180,6 +180,104 @@ def in_slice(store: Store, page_id: int) -> InSlice:
     return InSlice(found, flags, weight, births)
 
 
+@dataclass(frozen=True)
+class _BlockRun:
+    """The in-links of some pages of one ``in_links`` block: where their links lie in the block's arrays."""
+
+    first: int  # the block's first page index (its row id)
+    start: int  # the first link of the run's first page, in the block's arrays
+    stop: int  # past the last link of its last page
+    picks: np.ndarray  # int64 positions of the run's links from ``start`` on (a run may skip pages)
+    born: bool  # whether the block keeps each link's first build
+
+
+def in_slices(store: Store, pages: np.ndarray) -> tuple[InSlice, np.ndarray]:
+    """The in-links of many pages at once (``pages``: ascending page indices), page after page as
+    :func:`in_slice` gives each, and each link's target page index.
+
+    A block of ``in_links`` holds the in-links of up to thousands of
+    neighbouring pages, and a host's pages are mostly neighbours: each block
+    that holds any of ``pages`` is found and read once, where a read a page
+    would read the same block again for each of its pages.  A block too
+    large to come whole with its query (one page with many backlinks) is read
+    as :func:`in_slice` reads it.  The first builds are read when asked for.
+    """
+    sources, flags, weights, targets, runs = [], [], [], [], []
+    any_flags = any_weights = False
+    pages = np.asarray(pages, dtype=np.int64)
+    at = 0
+    while at < len(pages):
+        row = store.db.execute(
+            "SELECT first, pages, length(nofollow), length(weights), length(born),"
+            " CASE WHEN length(sources) <= ?2 THEN offsets END, CASE WHEN length(sources) <= ?2 THEN sources END,"
+            " CASE WHEN length(sources) <= ?2 THEN nofollow END, CASE WHEN length(sources) <= ?2 THEN weights END"
+            " FROM in_links WHERE first <= ?1 ORDER BY first DESC LIMIT 1",
+            (int(pages[at]), INLINE_BYTES),
+        ).fetchone()
+        if row is None:  # before the first block: no in-links
+            at += 1
+            continue
+        first, count, nofollow_size, weights_size, born_size, offsets, block, nofollow, weight = row
+        end = int(np.searchsorted(pages, first + count, side="left"))
+        if end <= at:  # the page lies past the graph's pages (added since it was derived): no in-links
+            at += 1
+            continue
+        wanted = pages[at:end] - first
+        at = end
+        if block is None:  # too large to come whole (a page with a block of its own): read as in_slice reads it
+            for page in wanted.tolist():
+                one = in_slice(store, first + page + 1)
+                count = len(one.sources)
+                sources.append(one.sources)
+                targets.append(np.full(count, first + page, dtype=np.int64))
+                flags.append(one.nofollow if one.nofollow is not None else np.zeros(count, dtype=bool))
+                weights.append(one.weights if one.weights is not None else np.ones(count))
+                any_flags |= one.nofollow is not None
+                any_weights |= one.weights is not None
+                start = int(np.frombuffer(store.graph.in_links_part("offsets", first, 4 * page, 4), dtype=np.int32)[0])
+                runs.append(_BlockRun(first, start, start + count, np.arange(count, dtype=np.int64), bool(born_size)))
+            continue
+        bounds = np.frombuffer(offsets, dtype=np.int32).astype(np.int64)
+        starts, stops = bounds[wanted], bounds[wanted + 1]
+        sizes = stops - starts
+        # every link of the wanted pages, page after page: a page's run of the block's arrays, then the next's
+        picks = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+        found = np.frombuffer(block, dtype=np.int32)
+        sources.append(found[picks])
+        targets.append(np.repeat(wanted + first, sizes))
+        flags.append(np.frombuffer(nofollow, dtype=bool)[picks] if nofollow else np.zeros(len(picks), dtype=bool))
+        weights.append(np.frombuffer(weight, dtype=np.float64)[picks] if weight else np.ones(len(picks)))
+        any_flags |= bool(nofollow_size)
+        any_weights |= bool(weights_size)
+        if len(picks):
+            runs.append(_BlockRun(first, int(starts[0]), int(stops[-1]), picks - int(starts[0]), bool(born_size)))
+    if not sources:
+        empty = np.zeros(0, dtype=np.int32)
+        return InSlice(empty, None, None, empty, graph_born(store)), np.zeros(0, dtype=np.int64)
+    links = np.concatenate(sources)
+    target = np.concatenate(targets).astype(np.int64)
+    nofollow_all = np.concatenate(flags) if any_flags else None
+    weights_all = np.concatenate(weights) if any_weights else None
+    if not any(run.born for run in runs):  # the store keeps no first builds: one build saw every link
+        uniform = graph_born(store)
+        born = np.broadcast_to(np.int32(uniform), (len(links),))
+        return InSlice(links, nofollow_all, weights_all, born, uniform), target
+
+    def births() -> np.ndarray:
+        # each block's span of the wanted pages read once (a read at an offset walks the blob's pages from its
+        # start: one read a block, not one a page); a block that keeps none: the build that saw every link
+        parts = []
+        for run in runs:
+            if run.born:
+                data = store.graph.in_links_part("born", run.first, 4 * run.start, 4 * (run.stop - run.start))
+                parts.append(np.frombuffer(data, dtype=">i4").astype(np.int32)[run.picks])
+            else:
+                parts.append(np.full(len(run.picks), graph_born(store), dtype=np.int32))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+
+    return InSlice(links, nofollow_all, weights_all, births), target
+
+
 def graph_born(store: Store) -> int:
     """The build that first saw every link, while one did (0 when the store does not know)."""
     row = store.db.execute("SELECT value FROM meta WHERE key = 'graph_born'").fetchone()
@@ -228,26 +326,10 @@ def target_links(store: Store, url: str | None = None, host: str | None = None) 
     if number is None:
         raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
     pages = store.hosts.pages_of_host(number)
-    parts = [(page, in_slice(store, int(page) + 1)) for page in pages.tolist()]
-    hosts = store.hosts.page_hosts()
-    sources = np.concatenate([p.sources for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
-    targets = np.concatenate([np.full(len(p.sources), page) for page, p in parts]) if parts else np.zeros(0)
-    nofollow = weights = None
-    if any(p.nofollow is not None for _, p in parts):
-        nofollow = np.concatenate(
-            [p.nofollow if p.nofollow is not None else np.zeros(len(p.sources), bool) for _, p in parts]
-        )
-    if any(p.weights is not None for _, p in parts):
-        weights = np.concatenate([p.weights if p.weights is not None else np.ones(len(p.sources)) for _, p in parts])
-    born = np.concatenate([p.born for _, p in parts]) if parts else np.zeros(0, dtype=np.int32)
-    outside = hosts[sources] != number
-    links = InSlice(
-        sources[outside],
-        None if nofollow is None else nofollow[outside],
-        None if weights is None else weights[outside],
-        born[outside],
-    )
-    return TargetLinks(links, targets[outside].astype(np.int64), pages)
+    found, targets = in_slices(store, pages)
+    outside = store.hosts.page_hosts()[found.sources] != number
+    links = found if outside.all() else _subset(found, outside)
+    return TargetLinks(links, targets[outside], pages)
 
 
 def _graph_build(store: Store) -> int | None:
@@ -437,10 +519,13 @@ def _link_rows(
         chunk = pairs[start : start + 400]
         anchors.update(
             ((src, dst), anchor)
+            # the pairs drive the loop, each a search of the anchors' index by (dst, src): asked as
+            # ``(src, dst) IN (VALUES ...)``, SQLite scans that whole index instead, every anchored link
             for src, dst, anchor in store.db.execute(
-                "SELECT src, dst, anchor FROM link_notes WHERE (src, dst) IN (VALUES "
+                "SELECT note.src, note.dst, note.anchor FROM (VALUES "
                 + ",".join("(?, ?)" for _ in chunk)
-                + ") AND anchor IS NOT NULL",
+                + ") AS pair CROSS JOIN link_notes AS note ON note.src = pair.column1 AND note.dst = pair.column2"
+                " WHERE note.anchor IS NOT NULL",
                 [value for pair in chunk for value in pair],
             )
         )
@@ -618,26 +703,33 @@ def referring_hosts(
             distinct = _distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
         summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
         ranked = _newest_of_level(store, host_ranking, "host")
-        host_scores = np.full(len(group_hosts), np.nan)
-        host_positions = np.full(len(group_hosts), -1, dtype=np.int64)  # the order: ties by id
-        host_places = np.full(len(group_hosts), -1, dtype=np.int64)  # what is shown: ties alike
-        if ranked is not None:
-            inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
-            host_scores[inside] = ranked[1].scores[group_hosts[inside] - 1]
-            host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
-            host_places[inside] = ranked[1].places(group_hosts[inside] - 1)
+
+        def best_positions(at: np.ndarray) -> np.ndarray:
+            return arrays.positions_of(best_pages[at])
+
         if sort == "contribution" and summed is not None:
-            pick = np.lexsort((arrays.positions_of(best_pages), -summed))
+            pick = _first_by(-summed, best_positions, offset + limit)
         elif ranked is not None:
-            pick = np.lexsort((arrays.positions_of(best_pages), np.where(host_positions < 0, 1 << 40, host_positions)))
+            host_positions = np.full(len(group_hosts), 1 << 40, dtype=np.int64)  # the order: ties by id
+            inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
+            host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
+            pick = _first_by(host_positions, best_positions, offset + limit)
         else:
-            pick = np.argsort(arrays.positions_of(best_pages), kind="stable")
-        pick = pick[offset : offset + limit]
+            pick = _first_by(best_positions(np.arange(len(group_hosts))), None, offset + limit)
+        pick = pick[offset:]
+        # the host ranks of the hosts shown only (read from the ranking's arrays: millions of hosts may link)
+        host_scores = np.full(len(pick), np.nan)
+        host_places = np.full(len(pick), -1, dtype=np.int64)  # what is shown: ties alike
+        if ranked is not None:
+            shown = group_hosts[pick]
+            inside = (shown > 0) & (shown <= ranked[1].pages)
+            host_scores[inside] = ranked[1].scores[shown[inside] - 1]
+            host_places[inside] = ranked[1].places(shown[inside] - 1)
         names = store.hosts.host_names(group_hosts[pick].tolist())
         best_rows = store.queries.page_rows(arrays, best_pages[pick].tolist())
         total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
     rows = []
-    for at, page in zip(pick.tolist(), best_rows):
+    for slot, (at, page) in enumerate(zip(pick.tolist(), best_rows)):
         value = float(summed[at]) if summed is not None else None
         rows.append(
             {
@@ -646,8 +738,8 @@ def referring_hosts(
                 "links": int(ends[at] - starts[at]),
                 "best_url": page["url"],
                 "best_pagerank": page["pagerank"],
-                "host_pagerank": None if np.isnan(host_scores[at]) else float(host_scores[at]),
-                "host_rank": int(host_places[at]) + 1 if host_places[at] >= 0 else None,
+                "host_pagerank": None if np.isnan(host_scores[slot]) else float(host_scores[slot]),
+                "host_rank": int(host_places[slot]) + 1 if host_places[slot] >= 0 else None,
                 "contribution": value,
                 "share": value / total if value is not None and total else None,
             }
@@ -656,11 +748,30 @@ def referring_hosts(
 
 
 def _distinct_counts(hosts: np.ndarray, sources: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Distinct pages of each host's run (hosts sorted; a page may link to several pages of a site)."""
+    """Distinct pages of each host's run (hosts sorted; a page may link to several pages of a site): the
+    (host, page) keys sorted keep each host's run where it was, and a run's distinct pages are where its key
+    changes.  (Sorted, not ``np.unique``d: numpy 2's ``unique`` of millions of keys hashes them, 40x slower.)"""
     if not len(starts):
         return np.zeros(0, dtype=np.int64)
-    key = np.unique(hosts.astype(np.int64) << 32 | sources)
-    return np.unique(key >> 32, return_counts=True)[1]
+    key = np.sort(hosts.astype(np.int64) << 32 | sources, kind="stable")  # mostly in order already
+    changes = np.empty(len(key), dtype=np.int64)
+    changes[0] = 1
+    np.not_equal(key[1:], key[:-1], out=changes[1:])
+    return np.add.reduceat(changes, starts)
+
+
+def _first_by(primary: np.ndarray, secondary: Callable[[np.ndarray], np.ndarray] | None, count: int) -> np.ndarray:
+    """The indices ``np.lexsort((secondary(all), primary))[:count]`` gives (a stable argsort of ``primary``
+    without ``secondary``), with only the candidates sorted and their secondary keys read: those up to the
+    ``count``-th smallest of ``primary``, found by a partition.  A host with millions of referring hosts is
+    asked for a page of them."""
+    if count < len(primary):
+        kth = np.partition(primary, count - 1)[count - 1] if count > 0 else None
+        near = np.flatnonzero(primary <= kth) if kth is not None else np.zeros(0, dtype=np.int64)
+    else:
+        near = np.arange(len(primary))
+    keys = (primary[near],) if secondary is None else (secondary(near), primary[near])
+    return near[np.lexsort(keys)[:count]]
 
 
 def intersect(

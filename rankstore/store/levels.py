@@ -361,9 +361,9 @@ class Levels(Part):
         return np.flatnonzero(np.isin(hosts, members))
 
     def _level_sources(self, pages: np.ndarray) -> np.ndarray:
-        """The page indices of the links into ``pages``, one per link."""
-        parts = [analysis.in_slice(self.store, int(page) + 1).sources for page in pages.tolist()]
-        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+        """The page indices of the links into ``pages`` (ascending), one per link: each block of the in-link
+        arrays that holds any of them read once."""
+        return analysis.in_slices(self.store, pages)[0].sources.astype(np.int64)
 
     def _level_of_pages(self, level: str, pages: np.ndarray) -> np.ndarray:
         """Each page's host id (site id), 0 where it is not numbered yet."""
