@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TOOLBAR_BASE", "percentile", "toolbar", "bar_width", "algorithm1"]
+__all__ = ["TOOLBAR_BASE", "percentile", "toolbar", "bar_width", "algorithm1", "known_count"]
 
 TOOLBAR_BASE = 6.5
 
@@ -37,6 +37,12 @@ def percentile(place, pages):
     """
     place = np.asarray(place, dtype=np.float64)
     return np.where(pages > 0, 100.0 * (pages - place) / np.maximum(pages, 1), 0.0)
+
+
+def known_count(inlinks: int) -> int | None:
+    """A stored in-link count, None where the version's source gave none (``schema.UNKNOWN_INLINKS``: a ranks
+    file says nothing of in-links)."""
+    return None if inlinks < 0 else inlinks
 
 
 def toolbar(score, pages):

@@ -397,7 +397,7 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
                     "percentile": pct,
                     "toolbar": tb,
                     "rank": place + 1,
-                    "inlinks": analysis.known_count(inlinks),
+                    "inlinks": display.known_count(inlinks),
                     "bar": width,
                     "level": level,
                     "estimate": score,

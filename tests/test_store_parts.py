@@ -19,6 +19,7 @@ def test_store_has_no_mixins_and_its_parts_hold_it(tmp_path):
         parts = {name: part for name, part in vars(store).items() if isinstance(part, Part)}
         assert set(parts) == {
             "pages", "graph", "rankings", "hosts", "sites", "site_links", "sources", "visits", "levels", "queries",
+            "mapped",
         }  # fmt: skip
         for part in parts.values():
             assert part.store is store and type(part).__mro__ == (type(part), Part, object)

@@ -69,17 +69,21 @@ def names_of(store_path: str, count: int, pages: int, seed: int) -> tuple[str, l
     """The level linked to and ``pages`` lists of ``count`` URLs drawn from it."""
     rng = random.Random(seed)
     with Store(store_path, readonly=True) as store:
-        level, table, column, top = "site", "sites", "name", 0
-        for level, table, column in (("page", "pages", "url"), ("host", "hosts", "name"), ("site", "sites", "name")):  # noqa: B007
-            top = store.db.execute(f"SELECT max(id) FROM {table}").fetchone()[0] or 0
-            if top:
-                break
+        counts = {
+            "page": store.pages.last_page_id(),
+            "host": store.hosts.host_count(),
+            "site": store.sites.site_count(),
+        }
+        level = next((level for level, count in counts.items() if count), "site")
+        top = counts[level]
         out = []
         for _ in range(pages):
             ids = rng.sample(range(1, top + 1), min(count, top))
-            marks = ",".join("?" * len(ids))
-            found = [row[0] for row in store.db.execute(f"SELECT {column} FROM {table} WHERE id IN ({marks})", ids)]
-            out.append(found if level == "page" else [f"https://{name}/" for name in found])
+            if level == "page":
+                out.append([row[0] for row in store.pages.pages_by_id("url", ids)])
+            else:
+                names = store.hosts.host_names(ids) if level == "host" else store.sites.site_names(ids)
+                out.append([f"https://{names[number]}/" for number in ids if number in names])
     return level, out
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..choices import SORTS
+from ..display import known_count
 from .errors import StoreError
 from .graph import INLINE_BYTES
 from .rankings import Ranking, RankingArrays, RankingRows
@@ -40,7 +41,7 @@ __all__ = [
     "in_slice", "graph_born", "since_build", "target_links", "backlink_report", "lost_backlinks", "build_history",
     "host_ranking", "host_ranks_of", "referring_hosts", "intersect", "anchors", "level_ranking",
     "host_level_ranking", "top_nodes", "top_hosts", "top_sites", "lookup_nodes", "lookup_hosts", "lookup_sites",
-    "site_ranking", "host_ranks", "known_count",
+    "site_ranking", "host_ranks",
 ]  # fmt: skip
 
 # a level's table, and what its rows count of the level below (the rows' keys: see _level_rows)
@@ -904,11 +905,6 @@ def _level_rows(store: Store, level: str, arrays: RankingRows, indices: Sequence
             }
         )
     return rows
-
-
-def known_count(inlinks: int) -> int | None:
-    """A stored in-link count, None where the version's source gave none (``schema.UNKNOWN_INLINKS``)."""
-    return None if inlinks < 0 else inlinks
 
 
 def top_nodes(store: Store, name: str, level: str, limit: int = 15, offset: int = 0) -> list[dict]:
