@@ -65,6 +65,7 @@ def test_store_text_in_both_formats():
     details = {
         "path": "s.db", "size_bytes": 2048, "schema_version": 6, "pages": 3, "crawled_pages": 2, "hosts": 1,
         "links": 4, "nofollow_links": 1, "sites": 1, "site_links": 0, "rankings": [],
+        "hosts_numbered": 1, "hosts_ranked": None, "sites_ranked": None,
         "builds": [{"id": 1, "started_at": "t", "status": "done", "pages": 2, "links": 4, "skipped": 0,
                     "sources": ["a.warc"], "files": [{"name": f"f{i}", "size": 1, "checksum": "c", "unreadable": 0}
                                                      for i in range(12)]}],
@@ -72,7 +73,7 @@ def test_store_text_in_both_formats():
     assert json.loads(output.store_text(details, "json")) == details
     text = output.store_text(details, "table").splitlines()
     assert text[0] == "store:    s.db (2.0 KiB, schema 6)"
-    assert "12 file(s) at URLs taken whole (12 B):" in text[6]
+    assert "12 file(s) at URLs taken whole (12 B):" in text[7]
     assert text[-2] == "      ... and 2 more (--format json lists them all)"
     with pytest.raises(ValueError):
         output.store_text(details, "csv")
