@@ -209,3 +209,23 @@ def test_a_page_waits_for_no_level_keys_the_store_has_not_mapped_yet(store, monk
         assert made == ["pagerank-preload"]
     finally:
         ranks.close()
+
+
+def test_each_pages_host_is_mapped_and_made_again_when_a_build_numbers_more(store, tmp_path):
+    with Store(store, readonly=True) as opened:
+        hosts = opened.hosts.page_hosts()
+        assert _is_mapped(hosts) and len(hosts) == opened.pages.last_page_id()
+        first = np.array(hosts)
+    more = tmp_path / "more.txt"
+    more.write_text("http://new.example/a http://s1.example/p1\n")
+    run("build", str(more), "--store", store, "-q")
+    with Store(store, readonly=True) as opened:
+        grown = np.array(opened.hosts.page_hosts())
+        assert len(grown) == len(first) + 1 and np.array_equal(grown[: len(first)], first)
+        assert grown[-1] == opened.hosts.host_id("new.example")
+    values = np.load(mapped_folder(store) / "page-hosts.npy", mmap_mode="r+")
+    values[:] = 0  # damaged: refused, read from the store again
+    values.flush()
+    del values
+    with Store(store, readonly=True) as opened:
+        assert np.array_equal(opened.hosts.page_hosts(), grown)

@@ -203,8 +203,8 @@ class Hosts(Part):
         cached = getattr(self, "_page_hosts", None)
         if cached is not None and cached[0] == key:
             return cached[1]
-        blobs = [row[0] for row in self.db.execute("SELECT hosts FROM page_hosts ORDER BY first")]
-        hosts = np.frombuffer(b"".join(blobs), dtype=">i4").astype(np.int32)
+        # mapped (:mod:`.mapped`): one copy for every process, where each read it whole (4 bytes a page)
+        hosts = self.store.mapped.blocks_array("page-hosts", "page_hosts", "hosts", key[0] if key else None)
         self._page_hosts = (key, hosts)
         return hosts
 

@@ -243,6 +243,47 @@ class Mapped(Part):
             return False
         return True
 
+    def blocks_array(self, name: str, table: str, column: str, key: object) -> np.ndarray:
+        """A table of int32 blocks (``first``, ``column``: page_hosts, host_sites) as one array, mapped: from its
+        file when that was made of the blocks the store holds now (``key``: the meta value that changes with
+        them; the first block's checksum, the size, and :data:`SAMPLES` blocks compared), else read, written
+        and mapped (or, where nothing can be written, held as read)."""
+        found = self._blocks_file(name, table, column, key)
+        if found is not None:
+            return found
+        blobs = [row[0] for row in self.db.execute(f"SELECT {column} FROM {table} ORDER BY first")]
+        values = np.frombuffer(b"".join(blobs), dtype=">i4").astype(np.int32)
+        try:
+            self.folder.mkdir(mode=0o700, exist_ok=True)
+            _write_array(self.folder / f"{name}.npy", values)
+            stamp = self._blocks_stamp(table, column, key, len(values))
+            _write_bytes(self.folder / f"{name}.json", json.dumps(stamp).encode())
+        except OSError:
+            return values
+        found = self._blocks_file(name, table, column, key)
+        return found if found is not None else values
+
+    def _blocks_stamp(self, table: str, column: str, key: object, size: int) -> dict:
+        first = self.db.execute(f"SELECT {column} FROM {table} ORDER BY first LIMIT 1").fetchone()
+        return {"key": key, "size": size, "first_block": zlib.crc32(first[0]) if first else 0}
+
+    def _blocks_file(self, name: str, table: str, column: str, key: object) -> np.ndarray | None:
+        try:
+            said = json.loads((self.folder / f"{name}.json").read_text())
+            values = np.load(self.folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        if values.dtype != np.int32 or said != self._blocks_stamp(table, column, key, len(values)):
+            return None
+        firsts = [row[0] for row in self.db.execute(f"SELECT first FROM {table} ORDER BY first")]
+        spread = {round(k * (len(firsts) - 1) / max(SAMPLES - 1, 1)) for k in range(SAMPLES)} if firsts else set()
+        for first in sorted(firsts[at] for at in spread):
+            row = self.db.execute(f"SELECT {column} FROM {table} WHERE first = ?", (first,)).fetchone()
+            stored = np.frombuffer(row[0], dtype=">i4")
+            if not np.array_equal(values[first : first + len(stored)], stored):
+                return None
+        return values
+
     def prune(self, wipe: bool = False) -> None:
         """Remove the files of versions the store no longer holds (and files left half-written); ``wipe``:
         overwritten with zeros first, as ``forget`` leaves no byte of what it forgets."""
@@ -257,11 +298,12 @@ class Mapped(Part):
         for path in self.folder.iterdir():
             name = path.name
             number = name.split(".")[0].removeprefix("ranking-")
-            # a level's keys go too where ``wipe`` asks (``forget`` may have dropped names): made again when read
+            # the levels' keys and the page's hosts go too where ``wipe`` asks (``forget`` may have dropped names
+            # and pages): made again when read
             stale = (
                 name.endswith(".part")
                 or (number.isdigit() and int(number) not in live)
-                or (wipe and name.startswith("keys-"))
+                or (wipe and not name.startswith("ranking-"))
             )
             if stale:
                 try:

@@ -336,8 +336,8 @@ class Sites(Part):
         cached = getattr(self, "_host_sites", None)
         if cached is not None and cached[0] == key:
             return cached[1]
-        blobs = [row[0] for row in self.db.execute("SELECT sites FROM host_sites ORDER BY first")]
-        sites = np.frombuffer(b"".join(blobs), dtype=">i4").astype(np.int32)
+        # mapped (:mod:`.mapped`): one copy for every process, where each read it whole (4 bytes a host)
+        sites = self.store.mapped.blocks_array("host-sites", "host_sites", "sites", key[0] if key else None)
         self._host_sites = (key, sites)
         return sites
 
