@@ -32,6 +32,7 @@ writers that drop them (:meth:`Mapped.prune`).
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import tempfile
 import zlib
@@ -126,7 +127,7 @@ class Mapped(Part):
         columns: dict[str, np.ndarray] = {}
         for column, dtype in COLUMNS + tuple(pair for pair in OPTIONAL if pair[0] in wanted.optional):
             try:
-                found = np.load(self._path(ranking_id, column), mmap_mode="r", allow_pickle=False)
+                found = _mapped(self._path(ranking_id, column))
             except (OSError, ValueError):
                 return None
             if found.dtype != np.dtype(dtype) or found.shape != (wanted.pages,):
@@ -203,8 +204,7 @@ class Mapped(Part):
             return None
         try:
             hashes, ids, starts = (
-                np.load(self._keys_path(level, f"{column}.npy"), mmap_mode="r", allow_pickle=False)
-                for column in ("hashes", "ids", "starts")
+                _mapped(self._keys_path(level, f"{column}.npy")) for column in ("hashes", "ids", "starts")
             )
         except (OSError, ValueError):
             return None
@@ -270,7 +270,7 @@ class Mapped(Part):
     def _blocks_file(self, name: str, table: str, column: str, key: object) -> np.ndarray | None:
         try:
             said = json.loads((self.folder / f"{name}.json").read_text())
-            values = np.load(self.folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            values = _mapped(self.folder / f"{name}.npy")
         except (OSError, ValueError):
             return None
         if values.dtype != np.int32 or said != self._blocks_stamp(table, column, key, len(values)):
@@ -312,6 +312,16 @@ class Mapped(Part):
                     path.unlink()
                 except FileNotFoundError:
                     pass
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """The array in ``path``, mapped read-only; the kernel asked to read it ahead into its page cache (which
+    is no process's memory): a view's first touch of it is then no wait on the disk."""
+    values = np.load(path, mmap_mode="r", allow_pickle=False)
+    held = getattr(values, "_mmap", None)  # none for an empty array
+    if held is not None and hasattr(mmap, "MADV_WILLNEED"):
+        held.madvise(mmap.MADV_WILLNEED)
+    return values
 
 
 def _write_array(path: Path, values: np.ndarray) -> None:
