@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import quote
 
+from rankstore.display import percentile_text
+
 __all__ = [
     "PROXY_HOST",
     "MAX_BAR_PX",
@@ -239,7 +241,7 @@ def estimate_text(estimate: Estimate) -> str:
     """What an estimate says: whose rank it is, at which level, with that level's percentile and 0-10."""
     return (
         f"{estimate.level} {estimate.name}: {estimate.level} rank {format_score(estimate.score)} · "
-        f"{estimate.percentile:.2f} percentile of {estimate.level}s · toolbar {estimate.toolbar}/10"
+        f"{percentile_text(estimate.percentile)} percentile of {estimate.level}s · toolbar {estimate.toolbar}/10"
     )
 
 
@@ -253,14 +255,14 @@ def _tooltip(info: LinkInfo) -> str:
         level = estimate.level
         return (
             f"{'Not ranked yet · ' if info.later else ''}{level} {_short(estimate.name)}: {level} rank "
-            f"{format_score(estimate.score)} · {estimate.percentile:.2f} percentile of {level}s · "
+            f"{format_score(estimate.score)} · {percentile_text(estimate.percentile)} percentile of {level}s · "
             f"toolbar {estimate.toolbar}/10"
         )
     counted = "" if info.inlinks is None else f" · {info.inlinks:,} in-links"
     if info.pagerank == 0:
         return f"PageRank 0: {ZERO_NOTE}{counted}"
     return (
-        f"PageRank {format_score(info.pagerank)} · {info.percentile:.2f} percentile · "
+        f"PageRank {format_score(info.pagerank)} · {percentile_text(info.percentile)} percentile · "
         f"toolbar {info.toolbar}/10{counted}"
     )
 
@@ -458,7 +460,7 @@ def panel(data: PanelData) -> str:
     else:
         shown = f"0 ({ZERO_NOTE})" if info.pagerank == 0 else format_score(info.pagerank)
         summary = (
-            f"PageRank {shown} · {info.percentile:.1f} pct · "
+            f"PageRank {shown} · {percentile_text(info.percentile, 1)} pct · "
             f"toolbar {info.toolbar}/10 · {data.total_backlinks:,} backlinks"
         )
         if data.host_position is not None:

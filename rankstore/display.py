@@ -16,9 +16,11 @@ All functions take numpy arrays (or scalars) and are vectorised.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["TOOLBAR_BASE", "percentile", "toolbar", "bar_width", "algorithm1", "known_count"]
+__all__ = ["TOOLBAR_BASE", "percentile", "percentile_text", "toolbar", "bar_width", "algorithm1", "known_count"]
 
 TOOLBAR_BASE = 6.5
 
@@ -37,6 +39,16 @@ def percentile(place, pages):
     """
     place = np.asarray(place, dtype=np.float64)
     return np.where(pages > 0, 100.0 * (pages - place) / np.maximum(pages, 1), 0.0)
+
+
+def percentile_text(value: float | None, digits: int = 2) -> str:
+    """A percentile as shown, rounded down: only the best node (and those tied with it) reads 100, where
+    rounding would give the second of 37,330 pages (99.997) a 100.00 too.  A dash where there is none."""
+    if value is None:
+        return "\u2013"
+    scale = 10**digits
+    # the product of a value already rounded to four places can land a hair below it: nudged up before the floor
+    return f"{math.floor(value * scale + 1e-9) / scale:.{digits}f}"
 
 
 def known_count(inlinks: int) -> int | None:

@@ -36,6 +36,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import display
+
 if TYPE_CHECKING:
     from .store import Ranking
 
@@ -190,7 +192,7 @@ def _cell(column: str, row: dict) -> str:
     if column == "share":
         return f"{value:.2%}"
     if column == "percentile":
-        return f"{value:.2f}"
+        return display.percentile_text(value)
     if column in _SCORES:
         return f"{value:.4e}"
     if column == "spam_mass" or column in _AGREEMENTS:

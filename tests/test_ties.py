@@ -126,3 +126,12 @@ def test_the_store_says_how_many_score_more_in_both_readers(store):
         expected = [int(np.count_nonzero(scores > s)) for s in scores]
         assert arrays.places(np.arange(len(scores))).tolist() == expected
         assert [int(blocks.places(np.array([i]))[0]) for i in range(len(scores))] == expected
+
+
+def test_only_the_best_reads_100_when_shown():
+    """Shown to two places, a percentile is rounded down: the second of 37,330 pages (99.9973) reads 99.99, not
+    the best's 100.00 (which rounding gave it, on the three doc sites' store)."""
+    assert display.percentile_text(100.0) == "100.00"
+    assert display.percentile_text(display.percentile(1, 37_330).round(4)) == "99.99"
+    assert display.percentile_text(64.7059) == "64.70" and display.percentile_text(80.0) == "80.00"
+    assert display.percentile_text(99.99, 1) == "99.9" and display.percentile_text(None) == "\u2013"

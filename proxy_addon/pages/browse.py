@@ -8,6 +8,7 @@ Each takes ``ranking=`` (the proxy's own by default) and ``format=csv|json``
 from __future__ import annotations
 
 from rankstore import views
+from rankstore.display import percentile_text
 from rankstore.store import Ranking, analysis
 from rankstore.store.queries import search_words
 from rankstore.urls import host_of, site_of
@@ -166,7 +167,8 @@ def page_view(ranks: Ranks, query: Query):
     body = (
         f'<p><a href="{escape(url)}">{escape(found["title"] or url)}</a><br><small>{escape(url)}</small></p>'
         f"<p>{bar(info)} PageRank {format_score(info.pagerank)}{unreached(info)} (sum-to-1 scale; "
-        f"{info.pagerank * found['pages']:.3g} in the notes' sum-to-N scale) · {info.percentile:.2f} percentile · "
+        f"{info.pagerank * found['pages']:.3g} in the notes' sum-to-N scale) · "
+        f"{percentile_text(info.percentile)} percentile · "
         f"toolbar {info.toolbar}/10 · {info.inlinks:,} in-links"
         + (f" · host {escape(host)}: host rank #{hostrank[1]:,} ({format_score(hostrank[0])})" if hostrank else "")
         + "</p>"
@@ -263,7 +265,8 @@ def _level_of_page(ranks: Ranks, url: str, chosen: Ranking):
     else:
         said = (
             f"{bar(info)} {level} rank #{row['place'] + 1:,} of {row[f'{level}s']:,} {level}s · {level} "
-            f"PageRank {format_score(info.pagerank)}{unreached(info)} · {info.percentile:.2f} percentile · "
+            f"PageRank {format_score(info.pagerank)}{unreached(info)} · "
+            f"{percentile_text(info.percentile)} percentile · "
             f"toolbar {info.toolbar}/10 · "
             + ("" if info.inlinks is None else f"{info.inlinks:,} {level}s link to it · ")
             + (f"{row[members]:,} {members}" if row[members] is not None else f"its {members} not known")

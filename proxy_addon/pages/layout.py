@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rankstore import output
+from rankstore.display import percentile_text
 from rankstore.store import Ranking, Store
 from rankstore.views import MEMBERS
 
@@ -195,7 +196,7 @@ def rows_table(ranks: Ranks, rows: Sequence[dict], ranking: Ranking, start: int 
     ]
     for number, (row, info) in enumerate(zip(rows, found), start):
         nofollow = row.get("nofollow", False)
-        percentile = "&#8211;" if info.percentile is None else f"{info.percentile:.2f}"
+        percentile = "&#8211;" if info.percentile is None else percentile_text(info.percentile)
         lines.append(
             f'<tr data-pagerank="{"unranked" if info.pagerank is None else repr(info.pagerank)}" '
             f'data-url="{escape(row["url"])}">'
@@ -237,7 +238,7 @@ def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
         f"<th>In-links</th><th>{members.capitalize()}</th><th>{level.capitalize()}</th></tr>"
     ]
     for number, (row, info) in enumerate(zip(rows, host_infos(ranks, store, rows, ranking)), start):
-        percentile = "&#8211;" if info.percentile is None else f"{info.percentile:.2f}"
+        percentile = "&#8211;" if info.percentile is None else percentile_text(info.percentile)
         backlinks = ""
         if level == "host":  # a host's pages are the whole-site backlinks view's target
             its = escape(proxy_url("/backlinks", url=row["host"], host="1"))
