@@ -22,6 +22,7 @@ the pages annotated, opt-in) to :mod:`proxy_addon.record`, both driven from this
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
@@ -42,7 +43,17 @@ from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, off_loop, plan
 from proxy_addon.exposure import MITMDUMP_ADVICE, exposed_hosts, open_proxy_problem
-from proxy_addon.jobs import FlowState, PageJob, Rewritten, Untouched, WorkerError, mark, state_of
+from proxy_addon.jobs import (
+    FlowState,
+    PageJob,
+    Recorded,
+    RecordJob,
+    Rewritten,
+    Untouched,
+    WorkerError,
+    mark,
+    state_of,
+)
 from proxy_addon.markup import PROXY_HOST, STYLE_HASHES
 from proxy_addon.options import Settings, is_candidate, might_be_page, parse_settings, uncompressed
 from proxy_addon.options import unknown_option_problem as unknown_option
@@ -50,7 +61,7 @@ from proxy_addon.pacing import Pacer
 from proxy_addon.pages import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site, respond
 from proxy_addon.pool import Workers
 from proxy_addon.ranks import LevelChoice, Ranks
-from proxy_addon.record import Recorder
+from proxy_addon.record import Making, Recorder
 from proxy_addon.rewrite import TooManyLinks
 from proxy_addon.worker import preload, prepare_panel, ready, rewrite_job
 from rankstore.store import StoreError
@@ -367,8 +378,8 @@ class PageRankProxy:
         if waited is None:
             return
         job = self._job(flow)
-        # the page's record is made in a thread while it is rewritten, and kept if it is annotated
-        recording = self.recorder.take(flow, body, job.content_encoding, job.limit)
+        # the page's record is made while it is rewritten (in a worker, else a thread), and kept if it is annotated
+        recording = self.recorder.take(flow, body, job.content_encoding, job.limit, self._record_maker(), "in a worker")
         try:
             done, route = await self._rewrite(body, job)
         except (StoreError, WorkerError) as error:
@@ -386,11 +397,20 @@ class PageRankProxy:
             self.recorder.drop(recording)
         elif self._still_wanted(flow, response):  # else the client has gone, or the flow was killed, meanwhile
             _apply(response, done.body)
-            mark(flow, FlowState.REWRITTEN, _rewritten_note(done, time.perf_counter() - started, route, waited))
+            seconds = time.perf_counter() - started
             # written before the client has the page: a proxy killed outright loses at most the pages in hand
-            await self.recorder.keep(recording)
+            recorded = await self.recorder.keep(recording)
+            mark(flow, FlowState.REWRITTEN, _rewritten_note(done, seconds, route, waited, recorded))
         else:
             self.recorder.drop(recording)
+
+    def _record_maker(self) -> Making | None:
+        """Where a page's record is made: a worker process once one has started, beside the page's rewrite
+        (here in the loop, or in another worker), so that this process only writes it; else a thread."""
+        workers = self.workers
+        if workers is None or not workers.any_started():
+            return None
+        return functools.partial(_record_in_worker, workers, not self.in_flight)
 
     def _settle(self, flow: http.HTTPFlow) -> None:
         """The flow's origin is done: it is in flight no longer, and nothing of it is made ahead now."""
@@ -548,6 +568,10 @@ class PageRankProxy:
             await workers.aclose()
 
 
+def _record_in_worker(workers: Workers, alone: bool, body: bytes, job: RecordJob) -> asyncio.Future[Recorded | None]:
+    return workers.record(body, job, poll=alone)
+
+
 def _levels(settings: Settings) -> LevelChoice:
     """The host and site rankings the options name ("" for the store's own choice)."""
     return LevelChoice(settings.host_ranking, settings.site_ranking)
@@ -581,13 +605,15 @@ def _waited(seconds: float) -> str:
     return f", after {seconds * 1000:.0f} ms for its turn" if seconds else ""
 
 
-def _rewritten_note(done: Rewritten, seconds: float, route: Route, waited: float) -> str:
-    """The flow's note for a page rewritten: its bars, the time it took, and how."""
+def _rewritten_note(done: Rewritten, seconds: float, route: Route, waited: float, recorded: str | None = None) -> str:
+    """The flow's note for a page rewritten: its bars, the time it took, how, and where its record was made
+    (if it was recorded)."""
     return (
         f"{done.links} bars ({done.ranked} ranked) in {seconds * 1000:.1f} ms"
         + (", panel kept" if done.panel_kept else "")
         + (", in the loop" if route is Route.LOOP else "")
         + _waited(waited)
+        + (f", recorded {recorded}" if recorded else "")
     )
 
 

@@ -13,9 +13,13 @@ by name and called, each way), on every page.  The layouts:
 * a page: ``("page", body, content_type, url, content_encoding, limit, max_links)``, ``body`` its bytes or,
   when they sit in the worker's shared region, a :class:`Slot` ``(offset, length, room)``;
 * a panel to make ahead: ``("prepare", url)``, not answered;
+* a page's record to make (:mod:`.record`): ``("record", body, *record_job)``, ``body`` as a page's;
 * a worker's first message: :data:`STARTED`, an empty one, once it takes pages;
 * an answer: ``(True, (body, links, ranked, panel_kept))`` (``body`` its length when it went back in the
-  job's slot), ``(True, reason)`` for a page left untouched, or ``(False, message)`` for a failure.
+  job's slot), ``(True, reason)`` for a page left untouched, or ``(False, message)`` for a failure;
+* a record's answer: ``("record", line, warc)`` (``warc`` None when none is kept), ``("record", line_length,
+  warc_length)`` when they went back in the job's slot, one after the other, or ``("record", None, None)``
+  for a page with nothing to record.
 """
 
 from __future__ import annotations
@@ -93,13 +97,57 @@ class InSlot(NamedTuple):
         return Rewritten(body, self.links, self.ranked, self.panel_kept)
 
 
+class RecordJob(NamedTuple):
+    """A page's record to make (:func:`~.record.make_record`), but for its body: how to read the body, the
+    response's status line and headers as they came, when it was fetched, and what the record keeps of it."""
+
+    url: str  # the URL as requested
+    status: int
+    reason: str
+    headers: tuple[tuple[bytes, bytes], ...]
+    fetched: float  # the response's end, seconds since the epoch
+    content_encoding: str | None = None
+    limit: int = 8 * 1024 * 1024  # the decoded body's bytes at most (:mod:`.bodies`)
+    queries: bool = False  # the page URL's query kept (its secret parameters never are)
+    withheld: bool = False  # a private response: the visit alone, without title, links or body
+    warc: bool = False  # a WARC member made too
+
+
+class RecordOrder(NamedTuple):
+    """A page's record as a worker is asked for it: the job, and its body's bytes or where they are."""
+
+    job: RecordJob
+    body: bytes | Slot
+
+
+class Recorded(NamedTuple):
+    """A page's record made: its line (with its newline) and its WARC member (None when none is kept), each
+    written whole as it is."""
+
+    line: bytes
+    warc: bytes | None
+
+
+class RecordInSlot(NamedTuple):
+    """A worker's :class:`Recorded` that went back in the job's slot: the line, then the WARC member."""
+
+    line_length: int
+    warc_length: int | None
+
+    def with_bytes(self, data: bytes) -> Recorded:
+        """The record from the slot's bytes (at least its two lengths of them)."""
+        line = data[: self.line_length]
+        warc = None if self.warc_length is None else data[self.line_length : self.line_length + self.warc_length]
+        return Recorded(line, warc)
+
+
 class Failed(NamedTuple):
     """A worker's failure on a page (an exception of its own): the page passes untouched."""
 
     message: str
 
 
-Answer = Rewritten | InSlot | Untouched | Failed
+Answer = Rewritten | InSlot | Untouched | Failed | Recorded | RecordInSlot | None  # None: nothing to record
 
 
 def _framed(message: tuple) -> bytes:
@@ -117,16 +165,27 @@ def panel_message(url: str) -> bytes:
     return _framed(("prepare", url))
 
 
-def read_order(payload: bytes) -> PageOrder | PanelJob:
+def record_message(job: RecordJob, body: bytes | Slot) -> bytes:
+    """A page's record to make, framed for a worker's input."""
+    return _framed(("record", tuple(body) if isinstance(body, Slot) else body, *job))
+
+
+def read_order(payload: bytes) -> PageOrder | PanelJob | RecordOrder:
     """What a worker is asked (a payload without its header)."""
     kind, sent, *job = pickle.loads(payload)
     if kind == "prepare":
         return PanelJob(sent)
+    if kind == "record":
+        return RecordOrder(RecordJob(*job), Slot(*sent) if isinstance(sent, tuple) else sent)
     return PageOrder(PageJob(*job), Slot(*sent) if isinstance(sent, tuple) else sent)
 
 
 def answer_message(answer: Answer) -> bytes:
     """A worker's answer, framed for its output."""
+    if answer is None:
+        return _framed(("record", None, None))
+    if isinstance(answer, Recorded | RecordInSlot):
+        return _framed(("record", *answer))
     if isinstance(answer, Failed):
         return _framed((False, answer.message))
     if isinstance(answer, Untouched):
@@ -136,7 +195,13 @@ def answer_message(answer: Answer) -> bytes:
 
 def read_answer(payload: bytes) -> Answer:
     """A worker's answer (a payload without its header)."""
-    ok, value = pickle.loads(payload)
+    message = pickle.loads(payload)
+    if message[0] == "record":
+        _, line, warc = message
+        if line is None:
+            return None
+        return RecordInSlot(line, warc) if isinstance(line, int) else Recorded(line, warc)
+    ok, value = message
     if not ok:
         return Failed(value)
     if isinstance(value, str):

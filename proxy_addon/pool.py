@@ -6,7 +6,8 @@ over two pipes, its standard input and output, whose other ends mitmproxy's own 
 without blocking: no helper threads in the proxy (a ``concurrent.futures`` process pool adds two, and their
 hand-offs under the GIL cost more than the rewrite itself), and no asyncio streams (a reader callback gives
 each answer to its page in the turn it arrives).  The messages are :mod:`.jobs`'s: a page's job, answered;
-a panel to make ahead (:meth:`Workers.prepare`), not answered.
+a panel to make ahead (:meth:`Workers.prepare`), not answered; a recorded page's record to make
+(:meth:`Workers.record`), answered with its line and WARC member.
 
 A worker answers its jobs in the order they came, and holds up to ``JOBS_IN_FLIGHT`` of them: it takes its
 next job while the proxy has yet to read its last answer.
@@ -34,6 +35,9 @@ from .jobs import (
     Failed,
     InSlot,
     PageJob,
+    Recorded,
+    RecordInSlot,
+    RecordJob,
     Rewritten,
     Slot,
     Untouched,
@@ -41,6 +45,7 @@ from .jobs import (
     page_message,
     panel_message,
     read_answer,
+    record_message,
 )
 from .ranks import _CACHE_KEPT, AUTOMATIC, LevelChoice
 
@@ -81,11 +86,11 @@ class _Worker:
 
 
 class _Queued(NamedTuple):
-    """A page's job waiting for a worker with room."""
+    """A page's job (or its record's) waiting for a worker with room."""
 
     future: asyncio.Future
     body: bytes
-    job: PageJob
+    job: PageJob | RecordJob
 
 
 class _Job:
@@ -200,11 +205,11 @@ class Workers:
             and all(not worker.pending for worker in self._workers)
         )
 
-    def _next(self, size: int = 0) -> _Worker | None:
-        """The worker that a job of a ``size``-byte body goes to: the first of those with the least in hand,
-        among those with room for it."""
+    def _next(self, size: int = 0, last: bool = False) -> _Worker | None:
+        """The worker that a job of a ``size``-byte body goes to: the first of those with the least in hand
+        (``last``: the last of them), among those with room for it."""
         best = None
-        for worker in self._workers:
+        for worker in reversed(self._workers) if last else self._workers:
             if worker.pending and (len(worker.pending) >= JOBS_IN_FLIGHT or worker.load + size > PIPELINE_BYTES):
                 continue
             if best is None or worker.load < best.load:
@@ -254,6 +259,25 @@ class Workers:
                 self._poll(loop, future, loop.time() + POLL_SECONDS)
         return await future
 
+    def record(self, body: bytes, job: RecordJob, poll: bool = False) -> asyncio.Future[Recorded | None]:
+        """Have a worker make a page's record (:func:`~.record.make_record`): sent now, answered in the
+        future returned.  It goes to the last of the workers with the least in hand, so that a page's rewrite,
+        sent to a worker just after or made in the event loop meanwhile, goes on beside it, and the first
+        worker, which makes the panels ahead, is left to the page's job.  ``poll``: the page is alone in the
+        proxy, and once the loop is free the loop keeps turning until the answer comes (:meth:`rewrite`).
+        The workers must be started in this event loop (:meth:`any_started`)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Recorded | None] = loop.create_future()
+        worker = self._next(len(body), last=True)
+        if worker is None or self._waiting:
+            self._waiting.append(_Queued(future, body, job))
+        else:
+            self._send(worker, future, body, job)
+            if poll and POLL_SECONDS:
+                # from the loop's next turn: a page rewritten in the loop meanwhile is not counted
+                loop.call_soon(lambda: self._poll(loop, future, loop.time() + POLL_SECONDS))
+        return future
+
     def _poll(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future, until: float) -> None:
         """Keep the event loop turning until ``future`` has its answer, or ``until``: a callback that is
         always ready makes each turn poll the sockets without sleeping (``POLL_SECONDS``)."""
@@ -261,8 +285,9 @@ class Workers:
             os.sched_yield()  # a process waiting for this core (the worker with the job, perhaps) runs first
             loop.call_soon(self._poll, loop, future, until)
 
-    def _send(self, worker: _Worker, future: asyncio.Future, body: bytes, job: PageJob) -> None:
-        worker.preparing = False  # its job follows whatever it was asked to prepare
+    def _send(self, worker: _Worker, future: asyncio.Future, body: bytes, job: PageJob | RecordJob) -> None:
+        if isinstance(job, PageJob):
+            worker.preparing = False  # its job follows whatever it was asked to prepare
         sent: bytes | Slot = body
         slot = None
         if worker.shared is not None and len(body) <= SHARED_BYTES and worker.free:
@@ -272,7 +297,7 @@ class Workers:
             sent = Slot(offset, len(body), SHARED_BYTES)  # the bytes travel in its slot of the shared region
         worker.pending.append(_Job(future, slot, job.url, len(body)))
         worker.load += len(body)
-        self._write(worker, page_message(job, sent))
+        self._write(worker, page_message(job, sent) if isinstance(job, PageJob) else record_message(job, sent))
 
     def _write(self, worker: _Worker, data: bytes) -> None:
         """Write to a worker's input now, or as soon as its pipe has room (the rest, in order)."""
@@ -341,6 +366,10 @@ class Workers:
             assert worker.shared is not None and job.slot is not None
             offset = job.slot * SHARED_BYTES
             answer = answer.with_body(worker.shared[offset : offset + answer.length])
+        elif isinstance(answer, RecordInSlot):  # the record's bytes are in the job's slot
+            assert worker.shared is not None and job.slot is not None
+            offset = job.slot * SHARED_BYTES
+            answer = answer.with_bytes(worker.shared[offset : offset + answer.line_length + (answer.warc_length or 0)])
         if isinstance(answer, Rewritten):
             self._made(worker.panels, job.url)  # its panel too, if it has one
         if job.slot is not None:
@@ -359,7 +388,7 @@ class Workers:
             if queued.future.done():  # its flow has gone
                 self._waiting.popleft()
                 continue
-            worker = self._next(len(queued.body))
+            worker = self._next(len(queued.body), last=isinstance(queued.job, RecordJob))
             if worker is None:
                 return
             self._waiting.popleft()

@@ -18,9 +18,12 @@ parameters that carry secrets (:data:`SECRET_PARAMETERS`).  A page answered ``Ca
 The record's folder and files are made readable by their owner alone (0700, 0600), whatever the umask; a
 folder that was there keeps its mode.
 
-The addon calls this one's hooks from its own, as it does :mod:`.deadlines`'.  A page's parse runs in a thread,
-beside its rewrite, and its line is written before the client gets the page, with one ``write()`` on a file
-opened ``O_APPEND``, unbuffered: a proxy killed outright loses at most the page it was answering.
+The addon calls this one's hooks from its own, as it does :mod:`.deadlines`'.  This process decides what is
+recorded (:meth:`Recorder.take`: a :class:`~.jobs.RecordJob`); a page's record (its line and WARC member) is
+made by :func:`make_record` beside its rewrite, where the addon says: a rewriting worker process (the wire
+format is :mod:`.jobs`'), or a thread without workers.  This process appends them, before the client gets
+the page, each with one ``write()`` on a file opened ``O_APPEND``, unbuffered: a proxy killed outright loses
+at most the page it was answering.
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ import asyncio
 import contextlib
 import fnmatch
 import gzip
+import hashlib
 import io
 import json
 import logging
 import os
 import re
+import struct
 import time
 import uuid
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
@@ -57,6 +63,7 @@ from rankstore.sources.record import (
 from rankstore.urls import canonical
 
 from .bodies import decode
+from .jobs import Recorded, RecordJob
 
 __all__ = [
     "RecordSettings",
@@ -65,8 +72,9 @@ __all__ = [
     "RecordedLink",
     "RecordedPage",
     "ResponseHead",
-    "Taken",
     "Recorder",
+    "Making",
+    "Recording",
     "RecordFiles",
     "parse_record_settings",
     "exclude_patterns",
@@ -77,6 +85,10 @@ __all__ = [
     "without_secrets",
     "recorded_page",
     "warc_member",
+    "deflated_body",
+    "make_record",
+    "PageKey",
+    "RevisitCache",
     "FORMAT",
     "VERSION",
 ]
@@ -93,6 +105,8 @@ OPTIONS = (
 )
 _STAMP = "%Y%m%dT%H%M%SZ"
 _WHEN = "%Y-%m-%dT%H:%M:%SZ"
+# a WARC member written in the event loop at most (a larger one goes to a thread: the disk may be slow)
+WARC_IN_LOOP = 256 * 1024
 # response headers a WARC keeps none of: the body is kept decoded and whole, and a cookie is the user's own
 _WARC_DROPPED = frozenset(("content-encoding", "content-length", "transfer-encoding", "set-cookie"))
 
@@ -116,6 +130,18 @@ SECRET_PARAMETERS = frozenset(
         "nonce", "csrf", "xsrf", "signature", "sig",
     }
 )  # fmt: skip
+
+
+# how a page's record is made, given its raw body and its job: a future of the record (in a thread, a worker)
+Making = Callable[[bytes, RecordJob], "asyncio.Future[Recorded | None]"]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A page's record on its way (:meth:`Recorder.take`), and where it is made, in words (the flow's note)."""
+
+    future: asyncio.Future[Recorded | None]
+    place: str
 
 
 class HostPattern(NamedTuple):
@@ -185,14 +211,6 @@ class ResponseHead:
     def header(self, name: str) -> str | None:
         wanted = name.encode().lower()
         return next((value.decode("latin-1") for key, value in self.fields if key.lower() == wanted), None)
-
-
-@dataclass(frozen=True)
-class Taken:
-    """A page's record made ready: its line, and its WARC member if one is kept."""
-
-    page: RecordedPage
-    warc: bytes | None
 
 
 def parse_record_settings(
@@ -386,10 +404,11 @@ def _without_query(url: str) -> str:
     return urlunsplit(parts._replace(query="")) if parts.query else url
 
 
-def warc_member(page: RecordedPage, head: ResponseHead, body: bytes) -> bytes:
+def warc_member(page: RecordedPage, head: ResponseHead, body: bytes, deflated: bytes | None = None) -> bytes:
     """The response as a WARC response record, compressed as a gzip member of its own: its body decoded (what
     a reader parses; none for a private response, marked ``WARC-Truncated``) under the origin's status line
-    and headers, less those that no longer hold and cookies."""
+    and headers, less those that no longer hold and cookies.  ``deflated``: the body already compressed
+    (:func:`deflated_body`), put in the member as it is between the record's head and its end."""
     from fastwarc.warc import WarcRecord, WarcRecordType
 
     lines = [f"HTTP/1.1 {head.status} {head.reason}".rstrip().encode("latin-1", errors="replace")]
@@ -406,9 +425,145 @@ def warc_member(page: RecordedPage, head: ResponseHead, body: bytes) -> bytes:
     record.set_bytes_content(block)
     out = io.BytesIO()
     record.write(out)
-    # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while the
-    # page waits
-    return gzip.compress(out.getvalue(), compresslevel=3, mtime=0)
+    whole = out.getvalue()
+    if deflated is None or not body:
+        # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while
+        # the page waits
+        return gzip.compress(whole, compresslevel=3, mtime=0)
+    # the record ends with the body and the blank line after it: the parts around the body are compressed
+    # here, the body's deflate blocks put between them, and the gzip trailer sums the whole
+    end = len(whole) - len(_RECORD_END)
+    start = end - len(body)
+    if whole[start:end] != body or whole[end:] != _RECORD_END:
+        raise ValueError("the WARC record does not end with its body")  # fastwarc wrote another layout
+    before, after = whole[:start], whole[end:]
+    crc = zlib.crc32(after, zlib.crc32(body, zlib.crc32(before)))
+    return b"".join(
+        (
+            _GZIP_HEADER,
+            _deflate(before, zlib.Z_SYNC_FLUSH),
+            deflated,
+            _deflate(after, zlib.Z_FINISH),
+            struct.pack("<II", crc, len(whole) & 0xFFFFFFFF),
+        )
+    )
+
+
+def deflated_body(body: bytes) -> bytes:
+    """A body's deflate blocks (level 3, as a member's) for :func:`warc_member`, to be put in as they are:
+    raw, ending on a byte boundary, not the last blocks of their stream."""
+    return _deflate(body, zlib.Z_SYNC_FLUSH)
+
+
+def _deflate(data: bytes, end: int) -> bytes:
+    compressor = zlib.compressobj(3, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush(end)
+
+
+_RECORD_END = b"\r\n\r\n"
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"  # as gzip.compress(mtime=0) writes it: no name
+
+
+class PageKey(NamedTuple):
+    """What a page's line depends on but its fetch time: its raw body (by digest) and how it is read."""
+
+    digest: bytes
+    url: str
+    status: int
+    content_type: str | None
+    queries: bool
+    withheld: bool
+
+
+class _Kept(NamedTuple):
+    line: bytes
+    url: str  # as the line and the WARC record name it
+    deflated: bytes | None  # its body's deflate blocks (none for a private response's, or without WARC)
+
+
+class RevisitCache:
+    """The records of the pages last recorded, for a revisit of one whose body has not changed (byte for
+    byte): its line is the one made at its first visit with its new fetch time, and its WARC member is put
+    together around its body compressed once (:func:`warc_member`), here in the event loop, in a fraction of
+    a parse.  Only a page sent uncompressed and of at most ``most_body`` bytes (what the loop may hold a
+    body for); at most ``most_pages`` pages and ``most_bytes`` of lines and bodies kept, the oldest let go."""
+
+    def __init__(self, most_pages: int = 256, most_bytes: int = 16 * 1024 * 1024, most_body: int = 64 * 1024):
+        self.most_pages, self.most_bytes, self.most_body = most_pages, most_bytes, most_body
+        self._kept: dict[PageKey, _Kept] = {}
+        self._bytes = 0
+
+    def key(self, body: bytes, job: RecordJob) -> PageKey | None:
+        """The page's key, None if it is not one to keep (coded, or too large)."""
+        if len(body) > self.most_body or not _identity(job.content_encoding):
+            return None
+        content_type = ResponseHead(job.status, job.reason, job.headers).header("content-type")
+        digest = hashlib.sha256(body).digest()
+        return PageKey(digest, job.url, job.status, content_type, job.queries, job.withheld)
+
+    def made(self, key: PageKey, body: bytes, job: RecordJob) -> Recorded | None:
+        """The page's record made from what is kept of it, None if nothing is."""
+        kept = self._kept.pop(key, None)
+        if kept is None:
+            return None
+        self._kept[key] = kept  # the newest now
+        if job.warc and kept.deflated is None and body and not job.withheld:
+            kept = self._kept[key] = kept._replace(deflated=deflated_body(body))
+            self._bytes += len(kept.deflated or b"")
+        record = self._record(kept, body, job)
+        self._trim()
+        return record
+
+    def first(self, key: PageKey, body: bytes, job: RecordJob, line: bytes, deflated: bytes | None) -> Recorded:
+        """The record of a page's first visit, from its line (made elsewhere: :func:`make_record`) and its
+        body's deflate blocks, and kept for its revisits."""
+        url = _line_url(line)
+        if url is None:
+            raise ValueError("a record's line without its URL")
+        kept = _Kept(line, url, deflated)
+        if key not in self._kept:
+            self._kept[key] = kept
+            self._bytes += len(line) + len(deflated or b"")
+        record = self._record(kept, body, job)
+        self._trim()
+        return record
+
+    @staticmethod
+    def _record(kept: _Kept, body: bytes, job: RecordJob) -> Recorded:
+        when = time.strftime(_WHEN, time.gmtime(job.fetched))
+        line = _with_fetched(kept.line, when)
+        if not job.warc:
+            return Recorded(line, None)
+        page = RecordedPage(kept.url, job.status, None, when, (), withheld=job.withheld)
+        head = ResponseHead(job.status, job.reason, job.headers)
+        return Recorded(line, warc_member(page, head, b"" if job.withheld else body, kept.deflated))
+
+    def _trim(self) -> None:
+        while self._kept and (len(self._kept) > self.most_pages or self._bytes > self.most_bytes):
+            oldest = next(iter(self._kept))
+            gone = self._kept.pop(oldest)
+            self._bytes -= len(gone.line) + len(gone.deflated or b"")
+
+
+# a line's fetch time, as RecordedPage.line writes it: its key follows the URL and the title, JSON strings
+# whose quotes are escaped, so the first match is the key
+_FETCHED = re.compile(rb',"fetched":"([0-9T:Z-]{20})"')
+
+
+def _with_fetched(line: bytes, when: str) -> bytes:
+    found = _FETCHED.search(line)
+    if found is None:
+        raise ValueError("a record's line without its fetch time")
+    return line[: found.start(1)] + when.encode() + line[found.end(1) :]
+
+
+def _line_url(line: bytes) -> str | None:
+    url = json.loads(line).get("url")
+    return url if isinstance(url, str) else None
+
+
+def _identity(content_encoding: str | None) -> bool:
+    return content_encoding is None or content_encoding.strip().lower() in ("", "identity")
 
 
 class RecordFiles:
@@ -500,6 +655,7 @@ class Recorder:
     def __init__(self) -> None:
         self.settings: RecordSettings | None = None
         self.files: RecordFiles | None = None
+        self.revisits = RevisitCache()  # pages recorded lately, for revisits of the same body
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -557,40 +713,93 @@ class Recorder:
         self.settings = settings
 
     def take(
-        self, flow: http.HTTPFlow, body: bytes, content_encoding: str | None, limit: int
-    ) -> asyncio.Future[Taken | None] | None:
-        """Start making a page's record in a thread (while it is rewritten), unless it is not to be recorded."""
+        self,
+        flow: http.HTTPFlow,
+        body: bytes,
+        content_encoding: str | None,
+        limit: int,
+        make: Making | None = None,
+        place: str = "in a thread",
+    ) -> Recording | None:
+        """Start making a page's record (while it is rewritten) with ``make``, which makes it ``place`` (by
+        default in a thread), unless it is not to be recorded, or from what is kept of it if its body is
+        the same as at a visit lately (:class:`RevisitCache`)."""
+        job = self.job(flow, content_encoding, limit)
+        if job is None:
+            return None
+        if make is None:
+            make, place = _in_thread, "in a thread"
+        key = self.revisits.key(body, job)
+        if key is None:
+            return Recording(make(body, job), place)
+        made = self.revisits.made(key, body, job)
+        if made is not None:  # made here, at once
+            done: asyncio.Future[Recorded | None] = asyncio.get_running_loop().create_future()
+            done.set_result(made)
+            return Recording(done, "from its visit before")
+        # its line made elsewhere, while this loop (once the page's rewrite is done) compresses its body, from
+        # which the WARC member is put together here, as for its revisits
+        making = make(body, job._replace(warc=False))
+        return Recording(asyncio.ensure_future(self._first_visit(key, body, job, making)), place)
+
+    async def _first_visit(
+        self, key: PageKey, body: bytes, job: RecordJob, making: asyncio.Future[Recorded | None]
+    ) -> Recorded | None:
+        deflated = deflated_body(body) if job.warc and body and not job.withheld else None
+        made = await making
+        if made is None:
+            return None
+        return self.revisits.first(key, body, job, made.line, deflated)
+
+    def job(self, flow: http.HTTPFlow, content_encoding: str | None, limit: int) -> RecordJob | None:
+        """What making a page's record needs besides its body, None if it is not to be recorded: decided here,
+        in the event loop, from the options and the flow."""
         settings, response = self.settings, flow.response
         if settings is None or response is None or private_reason(flow, settings.exclude) is not None:
             return None
-        fetched = response.timestamp_end or time.time()
         head = ResponseHead.of(response)
-        return asyncio.ensure_future(
-            asyncio.to_thread(_make, body, content_encoding, limit, flow.request.url, head, fetched, settings)
+        return RecordJob(
+            flow.request.url,
+            head.status,
+            head.reason,
+            head.fields,
+            response.timestamp_end or time.time(),
+            content_encoding,
+            limit,
+            settings.queries,
+            not settings.private and private_response(head),  # the visit alone: no title, links or body
+            settings.warc,
         )
 
-    async def keep(self, taking: asyncio.Future[Taken | None] | None) -> None:
-        """Write a page's record, made by :meth:`take`: its line here (one write), its WARC member in a thread."""
+    async def keep(self, recording: Recording | None) -> str | None:
+        """Write a page's record, made by :meth:`take`: its line (one write), then its WARC member (one write;
+        a large one in a thread, so that the loop is not held by the disk).  Where it was made, if written."""
         files = self.files
-        if taking is None or files is None:
-            return
+        if recording is None or files is None:
+            return None
         try:
-            taken = await taking
+            taken = await recording.future
             if taken is None:
-                return
-            files.write_page(taken.page.line())
+                return None
+            files.write_page(taken.line)
             if taken.warc is not None:
-                await asyncio.to_thread(files.write_warc, taken.warc)
+                if len(taken.warc) <= WARC_IN_LOOP:
+                    files.write_warc(taken.warc)
+                else:
+                    await asyncio.to_thread(files.write_warc, taken.warc)
         except OSError as error:
             log.warning("pagerank: recording %s: %s", files.directory, error)
-        except Exception:  # a bug of ours: the page goes on unrecorded, the log has it once
+            return None
+        except Exception:  # a bug of ours (or a worker's failure): the page goes on unrecorded, the log has it once
             log.exception("pagerank: recording failed")
+            return None
+        return recording.place
 
     @staticmethod
-    def drop(taking: asyncio.Future[Taken | None] | None) -> None:
-        """A page not annotated after all: its record is not kept (its thread's work is let go)."""
-        if taking is not None:
-            taking.add_done_callback(_consumed)
+    def drop(recording: Recording | None) -> None:
+        """A page not annotated after all: its record is not kept (its maker's work is let go)."""
+        if recording is not None:
+            recording.future.add_done_callback(_consumed)
 
     def close(self) -> None:
         if self.files is not None:
@@ -606,22 +815,19 @@ def _consumed(future: asyncio.Future) -> None:
         future.exception()  # retrieved: asyncio logs no "exception never retrieved"
 
 
-def _make(
-    raw: bytes,
-    content_encoding: str | None,
-    limit: int,
-    url: str,
-    head: ResponseHead,
-    fetched: float,
-    settings: RecordSettings,
-) -> Taken | None:
-    """A page's record, in a thread: its body decoded (as its rewrite decodes it), parsed, and its WARC member."""
+def _in_thread(body: bytes, job: RecordJob) -> asyncio.Future[Recorded | None]:
+    return asyncio.ensure_future(asyncio.to_thread(make_record, body, job))
+
+
+def make_record(raw: bytes, job: RecordJob) -> Recorded | None:
+    """A page's record, wherever it is made: its body decoded (as its rewrite decodes it), parsed into its
+    line, and its WARC member if one is kept; None for a page with nothing to record."""
     try:
-        body = decode(raw, content_encoding, limit)
+        body = decode(raw, job.content_encoding, job.limit)
     except Exception:  # its rewrite says why it is left untouched, and so unrecorded
         return None
-    withheld = not settings.private and private_response(head)  # the visit alone: no title, links or body
-    page = recorded_page(body, head.header("content-type"), url, head.status, fetched, settings.queries, withheld)
+    head = ResponseHead(job.status, job.reason, job.headers)
+    page = recorded_page(body, head.header("content-type"), job.url, job.status, job.fetched, job.queries, job.withheld)
     if page is None:
         return None
-    return Taken(page, warc_member(page, head, b"" if withheld else body) if settings.warc else None)
+    return Recorded(page.line(), warc_member(page, head, b"" if job.withheld else body) if job.warc else None)

@@ -3,7 +3,8 @@
 :func:`rewrite_page` rewrites a page against the store (:mod:`.jobs` names its answers); mitmproxy's event
 loop calls it for a small page alone in the proxy (bounded: ``most_links``...), a thread for a page off the
 loop without workers, and each worker process for the pages the proxy sends it.  :func:`prepare_panel`
-makes a page's panel ahead, while its request travels.
+makes a page's panel ahead, while its request travels.  A worker also makes a recorded page's record
+(:func:`~.record.make_record`), beside the page's rewrite elsewhere, and sends it back to be written.
 
 The worker process is ``python -m proxy_addon.worker STORE RANKING PANEL HOST_RANKING SITE_RANKING [FD SIZE]``
 (a level's ranking "" for the store's own choice), started and fed by the proxy's pool (:mod:`.pool`): it
@@ -37,6 +38,10 @@ from .jobs import (
     InSlot,
     PageJob,
     PanelJob,
+    Recorded,
+    RecordInSlot,
+    RecordJob,
+    RecordOrder,
     Rewritten,
     Slot,
     Untouched,
@@ -46,6 +51,7 @@ from .jobs import (
 from .markup import LinkInfo
 from .markup import panel as render_panel
 from .ranks import AUTOMATIC, PRELOAD_PAGES, LevelChoice, PageView, Ranks
+from .record import make_record
 from .rewrite import TooManyLinks, annotate_bytes
 
 __all__ = ["rewrite_page", "prepare_panel", "preload", "ready", "serve"]
@@ -280,7 +286,11 @@ def serve(
             if isinstance(order, PanelJob):  # the page's panel, kept for its job; not answered
                 _prepare(store, ranking, panel, order.url, levels)
                 continue
-            answer: Answer = _do(store, ranking, panel, order.job, order.body, shared, levels)
+            answer: Answer
+            if isinstance(order, RecordOrder):
+                answer = _record(order.job, order.body, shared)
+            else:
+                answer = _do(store, ranking, panel, order.job, order.body, shared, levels)
         except Exception as error:  # the page passes untouched; the worker lives on
             answer = Failed(f"{type(error).__name__}: {error}")
         answers.write(answer_message(answer))
@@ -312,17 +322,36 @@ def _do(
 ) -> Rewritten | InSlot | Untouched:
     """A page's job in this worker: its body read from the shared region if it sits there, and its new body
     written back to the same place if it fits."""
-    body = sent
-    if isinstance(sent, Slot):
-        assert shared is not None
-        body = shared[sent.offset : sent.offset + sent.length]
-    assert isinstance(body, bytes)
+    body = _body(sent, shared)
     done = rewrite_job(store, ranking, panel, body, job, levels)
     if isinstance(done, Rewritten) and isinstance(sent, Slot) and len(done.body) <= sent.room:
         assert shared is not None
         shared[sent.offset : sent.offset + len(done.body)] = done.body
         return InSlot(len(done.body), done.links, done.ranked, done.panel_kept)
     return done
+
+
+def _record(job: RecordJob, sent: bytes | Slot, shared: mmap.mmap | None) -> Recorded | RecordInSlot | None:
+    """A page's record made in this worker: its body read from the shared region if it sits there, and the
+    record written back to the same place if it fits."""
+    body = _body(sent, shared)
+    made = make_record(body, job)
+    if made is None or not isinstance(sent, Slot):
+        return made
+    warc = made.warc or b""
+    if len(made.line) + len(warc) > sent.room:
+        return made
+    assert shared is not None
+    shared[sent.offset : sent.offset + len(made.line)] = made.line
+    shared[sent.offset + len(made.line) : sent.offset + len(made.line) + len(warc)] = warc
+    return RecordInSlot(len(made.line), None if made.warc is None else len(warc))
+
+
+def _body(sent: bytes | Slot, shared: mmap.mmap | None) -> bytes:
+    if isinstance(sent, Slot):
+        assert shared is not None
+        return shared[sent.offset : sent.offset + sent.length]
+    return sent
 
 
 if __name__ == "__main__":

@@ -326,12 +326,14 @@ def extract(
     # raw href -> [nofollow on every occurrence, anchor text]; the same href
     # repeats a lot on real pages (navigation, sidebars): read its text once.
     hrefs: dict[str, list] = {}
-    foreign = tree.css_first("svg, math") is not None  # else no node needs the walk up
+    # the <a> and <title> that may be SVG/MathML's: those inside an <svg> or <math> (else no node needs the
+    # walk up, which costs more than the rest of a page's pass when every link takes it)
+    foreign = {node.mem_id for root in tree.css("svg, math") for node in root.css("a, title")}
     placement = Placement.of(tree) if weights is LinkWeights.POSITION else None
     occurrences: list[tuple[str, float, bool]] = []  # (href, E x R, nofollow) of each visible occurrence
     for node in tree.css("a[href], area[href], base[href], meta[name], link[rel][href], title"):
         tag = node.tag
-        if foreign and tag in ("a", "title") and _in_foreign_content(node):
+        if foreign and node.mem_id in foreign and _in_foreign_content(node):
             continue  # an SVG/MathML <a> is no HTML link, an SVG <title> no page title
         attrs = node.attributes
         if tag == "a" or tag == "area":
