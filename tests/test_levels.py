@@ -273,7 +273,7 @@ def test_a_levels_estimates_read_its_arrays_without_the_votes_until_a_view_asks(
             assert (getattr(held, name) == want[name]).all()
         if files == "mapped":  # every column mapped: nothing was read, the votes with the rest
             assert not held.votes_left and (held.votes == want["votes"]).all()
-            assert isinstance(held.votes, np.memmap)
+            assert isinstance(held.votes.base, np.memmap)
             return
         assert held.votes_left and held.votes is None and held.linked is None
         again = store.rankings.ranking_arrays(head.ranking_id)

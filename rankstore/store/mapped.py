@@ -321,7 +321,9 @@ def _mapped(path: Path) -> np.ndarray:
     held = getattr(values, "_mmap", None)  # none for an empty array
     if held is not None and hasattr(mmap, "MADV_WILLNEED"):
         held.madvise(mmap.MADV_WILLNEED)
-    return values
+    # a plain array over the same mapping: numpy's memmap subclass wraps every index in Python, a page's
+    # thousand look-ups each paying for it
+    return values.view(np.ndarray)
 
 
 def _write_array(path: Path, values: np.ndarray) -> None:
