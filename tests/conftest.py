@@ -44,6 +44,19 @@ def run(*args: str) -> str:
     return result.stdout
 
 
+def edge_store(folder, edges, *ranks: tuple[str, ...]) -> str:
+    """A store built from an edge list of ``edges`` (SRC DST pairs) in ``folder``, ranked once by default and then
+    by each of ``ranks`` (``rankstore rank`` arguments, say ``("--level", "site")``)."""
+    path = os.path.join(str(folder), "edges.txt")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("".join(f"{src} {dst}\n" for src, dst in edges))
+    store = os.path.join(str(folder), "s.db")
+    run("build", path, "--store", store, "-q")
+    for extra in ((), *ranks):
+        run("rank", "--store", store, "-q", *extra)
+    return store
+
+
 def ranked_copy(source: str, folder) -> str:
     """A copy of the store ``source`` in ``folder``, ranked (its own, for a module whose tests may write to it)."""
     from click.testing import CliRunner

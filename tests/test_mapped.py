@@ -18,6 +18,8 @@ from rankstore.cli import cli
 from rankstore.store import Store
 from rankstore.store.mapped import mapped_folder
 
+from conftest import edge_store
+
 EDGES = [(f"http://s{i % 7}.example/p{i}", f"http://s{(i * 3) % 7}.example/p{(i * 5) % 40}") for i in range(200)]
 
 
@@ -29,12 +31,7 @@ def run(*args: str) -> str:
 
 @pytest.fixture
 def store(tmp_path) -> str:
-    edges = tmp_path / "edges.txt"
-    edges.write_text("".join(f"{a} {b}\n" for a, b in EDGES))
-    path = str(tmp_path / "s.db")
-    run("build", str(edges), "--store", path, "-q")
-    run("rank", "--store", path, "-q")
-    return path
+    return edge_store(tmp_path, EDGES)
 
 
 def _from_blocks(path: str, name: str = "pagerank") -> tuple[int, np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ PAGES = 300_000
 LINKS = 1_200_000
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
-from bench_firstpage import _LINK_BAR, names_of, tree_pss_mib, write_pages  # noqa: E402
+from bench_firstpage import _LINK_BAR, fetch, names_of, tree_pss_mib, write_pages  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -92,14 +92,7 @@ def _proxy_tree(store: str, origin: str, workers: int) -> tuple[float, list[int]
     )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
     try:
-        ends = time.monotonic() + 60
-        while True:
-            try:
-                opener.open(f"{origin}/p0.html", timeout=60).read()
-                break
-            except OSError:
-                assert time.monotonic() < ends, "the proxy never answered"
-                time.sleep(0.05)
+        fetch(opener, f"{origin}/p0.html", time.monotonic() + 60)  # once the proxy listens
         bodies = []
         for _ in range(2):  # each page through every worker, as far as the pool spreads them
             for number in range(4):
@@ -174,14 +167,7 @@ def test_a_new_version_is_mapped_by_the_running_proxy_and_a_dropped_one_never_se
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
     try:
-        ends = time.monotonic() + 60
-        while True:
-            try:
-                opener.open(f"{origin}/p0.html", timeout=60).read()
-                break
-            except OSError:
-                assert time.monotonic() < ends, "the proxy never answered"
-                time.sleep(0.05)
+        fetch(opener, f"{origin}/p0.html", time.monotonic() + 60)  # once the proxy listens
         with Store(path, readonly=True) as store:
             first = store.rankings.ranking("pagerank").id
         for damping in ("0.6", "0.7"):  # the second run drops the version before the first one's

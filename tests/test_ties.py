@@ -23,6 +23,8 @@ from rankstore import display
 from rankstore.cli import cli
 from rankstore.store import Store
 
+from conftest import edge_store
+
 # b and c are alike (each links to a only, a links to both) and so score exactly alike; d links to a alone and
 # nothing links to d; e is linked from d alone.  Each page on its own site.
 A, B, C, D, E = (f"http://{name}.example/" for name in "abcde")
@@ -41,14 +43,8 @@ def run(*args: str) -> str:
 
 @pytest.fixture
 def store(tmp_path) -> str:
-    edges = tmp_path / "edges.txt"
-    edges.write_text("".join(f"{src} {dst}\n" for src, dst in EDGES))
-    path = str(tmp_path / "s.db")
-    run("build", str(edges), "--store", path, "-q")
-    run("rank", "--store", path, "-q")
-    run("rank", "--store", path, "--level", "site", "-q")
-    run("rank", "--store", path, "--source", A, "-q")  # personalized on a: no walk from a reaches d or e
-    return path
+    # personalized on a: no walk from a reaches d or e
+    return edge_store(tmp_path, EDGES, ("--level", "site"), ("--source", A))
 
 
 def test_the_tied_pages_score_exactly_alike(store):
