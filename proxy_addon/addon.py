@@ -80,6 +80,7 @@ class PageRankProxy:
         self.in_flight: set[str] = set()  # the flows between their request and their response or error
         self.rewriting = 0  # the pages whose rewrite is under way in a worker or a thread
         self.reading: asyncio.Future | None = None  # a new ranking version read for this loop, in a thread
+        self.starting: asyncio.Future | None = None  # the workers started and the loop's reading, beside mitmproxy's
         self.panel_waits: http.HTTPFlow | None = None  # a page alone whose panel waits for its connection
         # The origin's deadlines: called from these hooks, not registered as an addon of its own, since
         # mitmproxy visits every addon at each of its events (about twenty a page), hooks or not.
@@ -209,6 +210,20 @@ class PageRankProxy:
     async def running(self) -> None:
         if self._unknown_option() or self._open_proxy():
             return
+        # the rest goes on beside mitmproxy's own start, not in this hook: the addons after this one (the TLS
+        # certificates' among them) start when it returns, and a client may connect as soon as the port is
+        # bound (a browser's connection before the certificates were there ended the proxy, at its start)
+        self.starting = asyncio.ensure_future(self._start())
+
+    async def _start(self) -> None:
+        try:
+            await self._start_all()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug of ours: the pages go on (to a thread, or a worker started at its first job)
+            log.exception("pagerank: starting the workers and the ranking's read failed")
+
+    async def _start_all(self) -> None:
         if self.workers is not None:
             # first: a worker takes pages once it has started, while the loop's own reading goes on
             await self.workers.start()
@@ -559,6 +574,8 @@ class PageRankProxy:
 
     async def done(self) -> None:
         self.stopping = True
+        if self.starting is not None and not self.starting.done():
+            self.starting.cancel()
         self.deadline.done()
         self.recorder.done()
         if self.ranks is not None:

@@ -320,6 +320,8 @@ async def test_running_freezes_what_is_loaded_for_the_cycle_collector(store_path
         gc.unfreeze()
         try:
             await addon.running()
+            assert addon.starting is not None
+            await addon.starting  # beside mitmproxy's start, not in its hook
             # the modules loaded by now (this addon's among them) are out of every full collection's walk
             assert gc.get_freeze_count() > 10_000
         finally:

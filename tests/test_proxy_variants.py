@@ -177,3 +177,17 @@ def test_a_stale_ranking_is_named_in_the_panel_and_a_new_page_is_not_ranked_yet(
         "PageRank: not ranked yet: the page came into the store after this ranking was made",
         "unranked",
     ]
+
+
+def test_a_browser_that_connects_at_once_finds_the_proxy_up(variant_store, python_doc_crawl, port, driver):
+    """A browser pointed at the port before the proxy starts (its own background connections come first, some
+    of them TLS) is served: the addon's start goes on beside mitmproxy's, whose TLS certificates come after
+    it, and a connection before them ended the proxy ("Errors logged during startup, exiting")."""
+    for name in list(VARIANTS)[:3]:
+        proxy = Proxy(variant_store, "--ranking", name, port=port)
+        try:
+            driver.get(python_doc_crawl.base_url + PAGE)
+            assert bars_of(driver)
+        finally:
+            said = proxy.stop()
+        assert "Errors logged during startup" not in said and "get_cert" not in said
