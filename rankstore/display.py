@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-__all__ = ["TOOLBAR_BASE", "percentile", "percentile_text", "toolbar", "bar_width", "algorithm1", "known_count"]
+__all__ = ["TOOLBAR_BASE", "percentile", "percentile_text", "toolbar", "bar_width", "algorithm1"]
 
 TOOLBAR_BASE = 6.5
 
@@ -49,12 +49,6 @@ def percentile_text(value: float | None, digits: int = 2) -> str:
     scale = 10**digits
     # the product of a value already rounded to four places can land a hair below it: nudged up before the floor
     return f"{math.floor(value * scale + 1e-9) / scale:.{digits}f}"
-
-
-def known_count(inlinks: int) -> int | None:
-    """A stored in-link count, None where the version's source gave none (``schema.UNKNOWN_INLINKS``: a ranks
-    file says nothing of in-links)."""
-    return None if inlinks < 0 else inlinks
 
 
 def toolbar(score, pages):

@@ -28,6 +28,7 @@ from .output import ShareLine
 from .store import BacklinkReport, Ranking, RankingNotFound, Store, analysis
 from .store.levels import ESTIMATE_LEVELS
 from .store.queries import search_words
+from .store.schema import known_count
 from .urls import host_of, site_of
 
 DEFAULT_RANKING = "pagerank"  # the ranking a view reads when none is named (the CLI's --ranking default)
@@ -397,7 +398,7 @@ def estimate_rows(store: Store, urls: Sequence[str]) -> dict[str, dict]:
                     "percentile": pct,
                     "toolbar": tb,
                     "rank": place + 1,
-                    "inlinks": display.known_count(inlinks),
+                    "inlinks": known_count(inlinks),
                     "bar": width,
                     "level": level,
                     "estimate": score,

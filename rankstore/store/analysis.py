@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..choices import SORTS
-from ..display import known_count
 from .errors import StoreError
 from .graph import INLINE_BYTES
 from .rankings import Ranking, RankingArrays, RankingRows
+from .schema import known_count
 
 if TYPE_CHECKING:
     from . import Store

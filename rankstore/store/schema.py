@@ -83,12 +83,19 @@ from __future__ import annotations
 SCHEMA_VERSION = 16
 # a version's in-link count where its source gave none (a Common Crawl ranks file): unknown, never 0 (NULL in SQL)
 UNKNOWN_INLINKS = -1
+
 PART_LINKS = 224  # targets per out_links row: 896 bytes, under a 4 KiB page's local payload limit
 BLOCK_PAGES = 128  # pages per ranking_blocks row (with votes and link mass, 4 KiB: one overflow page a row)
 # counter's rows, 0..COUNTER_ROWS - 1: the elements of a part, a block, or (two of them) a site's list of links
 COUNTER_ROWS = 8192
 
 _HEX = "'123456789ABCDEF'"
+
+
+def known_count(inlinks: int) -> int | None:
+    """A stored in-link count, None where the version's source gave none (:data:`UNKNOWN_INLINKS`: a ranks
+    file says nothing of in-links)."""
+    return None if inlinks < 0 else inlinks
 
 
 def sql_uint(blob: str, index: str, width: int) -> str:
