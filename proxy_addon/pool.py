@@ -127,6 +127,7 @@ class Workers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._started = False
+        self._starting = False  # in start(): spawning its processes
 
     async def _spawn(self) -> _Worker:
         env = dict(os.environ)
@@ -178,8 +179,12 @@ class Workers:
         assert self._lock is not None
         async with self._lock:
             if not self._started:
-                for _ in range(self.count):
-                    await self._spawn()
+                self._starting = True  # a worker lost before the last has started is replaced too
+                try:
+                    for _ in range(self.count):
+                        await self._spawn()
+                finally:
+                    self._starting = False
                 self._started = True
 
     async def wait_started(self, seconds: float = 60.0) -> bool:
@@ -407,7 +412,7 @@ class Workers:
                 job.future.set_exception(error)
         worker.pending.clear()
         worker.load = 0
-        if self._started and self._loop is not None and not self._loop.is_closed():
+        if (self._started or self._starting) and self._loop is not None and not self._loop.is_closed():
             task = self._loop.create_task(self._replace())
             self._spawning.add(task)
             task.add_done_callback(self._spawning.discard)

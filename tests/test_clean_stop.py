@@ -65,10 +65,9 @@ def origin():
     server.shutdown()
 
 
-def _start(store: str, *arguments: str) -> tuple[subprocess.Popen, str]:
-    """The console script in a process group of its own, as a shell starts a command in a terminal; and its
-    banner's line, once it listens."""
-    process = subprocess.Popen(
+def _spawn(store: str, *arguments: str) -> subprocess.Popen:
+    """The console script in a process group of its own, as a shell starts a command in a terminal."""
+    return subprocess.Popen(
         [SCRIPT, "--store", store, *arguments],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -77,6 +76,11 @@ def _start(store: str, *arguments: str) -> tuple[subprocess.Popen, str]:
         start_new_session=True,
         preexec_fn=_as_a_terminal_starts_it,
     )
+
+
+def _start(store: str, *arguments: str) -> tuple[subprocess.Popen, str]:
+    """:func:`_spawn`, and its banner's line once it listens."""
+    process = _spawn(store, *arguments)
     assert process.stdout is not None
     for line in process.stdout:  # pytest's timeout bounds the wait
         if line.startswith("pagerank-proxy: listening on"):
@@ -154,10 +158,12 @@ def test_ctrl_c_stops_the_proxy_and_its_workers_without_a_word(small_store, orig
 def test_a_lost_worker_is_replaced_without_a_warning(small_store):
     """A worker killed from outside: the proxy starts another, and says nothing of a child it does not know."""
     process, _ = _start(small_store, "--port", str(free_port()))
+    # the workers start beside the proxy's banner: until their list holds still
     deadline = time.monotonic() + 20
-    while not _workers(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    before = _workers(process.pid)
+    before: list[int] = []
+    while (not before or before != _workers(process.pid)) and time.monotonic() < deadline:
+        before = _workers(process.pid)
+        time.sleep(0.3)
     os.kill(before[0], signal.SIGKILL)
     deadline = time.monotonic() + 20
     while (before[0] in _workers(process.pid) or len(_workers(process.pid)) < len(before)) and (
@@ -248,15 +254,7 @@ def test_port_0_listens_on_a_free_port_and_says_which(small_store):
 def test_ctrl_c_while_the_proxy_starts_is_quiet(small_store, after):
     """Ctrl-C before mitmdump's event loop takes SIGINT (the store checked, the modules loading): no traceback,
     exit status 130, as a shell reports a command that SIGINT ended (0 if the proxy was serving by then)."""
-    process = subprocess.Popen(
-        [SCRIPT, "--store", small_store, "--port", str(free_port())],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_as_a_terminal_starts_it,
-    )
+    process = _spawn(small_store, "--port", str(free_port()))
     time.sleep(after)
     os.killpg(process.pid, signal.SIGINT)
     try:
