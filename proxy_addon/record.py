@@ -32,8 +32,6 @@ import asyncio
 import contextlib
 import fnmatch
 import gzip
-import hashlib
-import io
 import json
 import logging
 import os
@@ -107,6 +105,7 @@ _STAMP = "%Y%m%dT%H%M%SZ"
 _WHEN = "%Y-%m-%dT%H:%M:%SZ"
 # a WARC member written in the event loop at most (a larger one goes to a thread: the disk may be slow)
 WARC_IN_LOOP = 256 * 1024
+DEFLATE_IN_LOOP = 64 * 1024  # a first visit's body compressed in the loop at most (a larger one in a thread)
 # response headers a WARC keeps none of: the body is kept decoded and whole, and a cookie is the user's own
 _WARC_DROPPED = frozenset(("content-encoding", "content-length", "transfer-encoding", "set-cookie"))
 
@@ -408,51 +407,71 @@ def warc_member(page: RecordedPage, head: ResponseHead, body: bytes, deflated: b
     """The response as a WARC response record, compressed as a gzip member of its own: its body decoded (what
     a reader parses; none for a private response, marked ``WARC-Truncated``) under the origin's status line
     and headers, less those that no longer hold and cookies.  ``deflated``: the body already compressed
-    (:func:`deflated_body`), put in the member as it is between the record's head and its end."""
-    from fastwarc.warc import WarcRecord, WarcRecordType
+    (:func:`deflated_body`), put in the member as it is between the record's head and its end.
 
+    The record is laid out as fastwarc writes one (the build reads it with fastwarc), but put together
+    here: the body is never copied into a record to be found in it again."""
     lines = [f"HTTP/1.1 {head.status} {head.reason}".rstrip().encode("latin-1", errors="replace")]
     lines += [name + b": " + value for name, value in head.fields if name.lower().decode() not in _WARC_DROPPED]
-    lines.append(f"Content-Length: {len(body)}".encode())
-    block = b"\r\n".join(lines) + b"\r\n\r\n" + body
-    record = WarcRecord()
-    record.init_headers(WarcRecordType.response, f"uuid:{uuid.uuid4()}".encode())
-    record.headers.append("WARC-Target-URI", page.url)
-    record.headers["WARC-Date"] = page.fetched  # the fetch, not this write
-    record.headers.append("Content-Type", "application/http; msgtype=response")
-    if page.withheld:  # a private response: its body is not kept
-        record.headers.append("WARC-Truncated", "unspecified")
-    record.set_bytes_content(block)
-    out = io.BytesIO()
-    record.write(out)
-    whole = out.getvalue()
+    lines.append(b"Content-Length: %d" % len(body))
+    http_head = b"\r\n".join(lines) + b"\r\n\r\n"
+    before = _warc_head(page, len(http_head) + len(body)) + http_head
     if deflated is None or not body:
         # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while
         # the page waits
-        return gzip.compress(whole, compresslevel=3, mtime=0)
-    # the record ends with the body and the blank line after it: the parts around the body are compressed
-    # here, the body's deflate blocks put between them, and the gzip trailer sums the whole
-    end = len(whole) - len(_RECORD_END)
-    start = end - len(body)
-    if whole[start:end] != body or whole[end:] != _RECORD_END:
-        raise ValueError("the WARC record does not end with its body")  # fastwarc wrote another layout
-    before, after = whole[:start], whole[end:]
-    crc = zlib.crc32(after, zlib.crc32(body, zlib.crc32(before)))
+        return gzip.compress(before + body + _RECORD_END, compresslevel=3, mtime=0)
+    # the parts around the body go in as stored blocks, the body's deflate blocks between them, and the gzip
+    # trailer sums the whole
+    crc = zlib.crc32(_RECORD_END, zlib.crc32(body, zlib.crc32(before)))
+    size = len(before) + len(body) + len(_RECORD_END)
     return b"".join(
         (
             _GZIP_HEADER,
-            _deflate(before, zlib.Z_SYNC_FLUSH),
+            _stored(before, final=False),
             deflated,
-            _deflate(after, zlib.Z_FINISH),
-            struct.pack("<II", crc, len(whole) & 0xFFFFFFFF),
+            _stored(_RECORD_END, final=True),
+            struct.pack("<II", crc, size & 0xFFFFFFFF),
         )
     )
+
+
+def _warc_head(page: RecordedPage, length: int) -> bytes:
+    """A response record's WARC head, for a block of ``length`` bytes, its fields in fastwarc's order."""
+    fields = [
+        b"WARC/1.1",
+        b"WARC-Type: response",
+        b"WARC-Date: " + page.fetched.encode(),
+        b"WARC-Record-ID: <urn:uuid:" + str(uuid.uuid4()).encode() + b">",
+        b"Content-Length: %d" % length,
+        b"WARC-Target-URI: " + page.url.encode(),
+        b"Content-Type: application/http; msgtype=response",
+    ]
+    if page.withheld:  # a private response: its body is not kept
+        fields.append(b"WARC-Truncated: unspecified")
+    return b"\r\n".join(fields) + b"\r\n\r\n"
 
 
 def deflated_body(body: bytes) -> bytes:
     """A body's deflate blocks (level 3, as a member's) for :func:`warc_member`, to be put in as they are:
     raw, ending on a byte boundary, not the last blocks of their stream."""
     return _deflate(body, zlib.Z_SYNC_FLUSH)
+
+
+def _stored(data: bytes, final: bool) -> bytes:
+    """``data`` as deflate's stored blocks (RFC 1951, 3.2.4), starting and ending on a byte boundary: the
+    record's head and end around a revisit's body, a few hundred bytes that a compressor would take longer
+    to set up for than to copy."""
+    blocks, start = [], 0
+    while True:
+        chunk = data[start : start + _STORED_MOST]
+        start += len(chunk)
+        last = start >= len(data)
+        blocks += (b"\x01" if final and last else b"\x00", struct.pack("<HH", len(chunk), len(chunk) ^ 0xFFFF), chunk)
+        if last:
+            return b"".join(blocks)
+
+
+_STORED_MOST = 0xFFFF  # a stored block's most bytes
 
 
 def _deflate(data: bytes, end: int) -> bytes:
@@ -465,10 +484,11 @@ _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"  # as gzip.compress(m
 
 
 class PageKey(NamedTuple):
-    """What a page's line depends on but its fetch time: its raw body (by digest) and how it is read."""
+    """What a page's line depends on but its fetch time and its body (kept beside it, compared byte for byte:
+    a memcmp, where a digest would cost a revisit more than the rest of its record)."""
 
-    digest: bytes
     url: str
+    length: int
     status: int
     content_type: str | None
     queries: bool
@@ -476,9 +496,14 @@ class PageKey(NamedTuple):
 
 
 class _Kept(NamedTuple):
+    body: bytes  # as it was sent: a revisit's is compared with it
     line: bytes
     url: str  # as the line and the WARC record name it
     deflated: bytes | None  # its body's deflate blocks (none for a private response's, or without WARC)
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + len(self.line) + len(self.deflated or b"")
 
 
 class RevisitCache:
@@ -486,9 +511,10 @@ class RevisitCache:
     byte): its line is the one made at its first visit with its new fetch time, and its WARC member is put
     together around its body compressed once (:func:`warc_member`), here in the event loop, in a fraction of
     a parse.  Only a page sent uncompressed and of at most ``most_body`` bytes (what the loop may hold a
-    body for); at most ``most_pages`` pages and ``most_bytes`` of lines and bodies kept, the oldest let go."""
+    body for); at most ``most_pages`` pages and ``most_bytes`` of bodies, lines and compressed bodies kept,
+    the oldest let go."""
 
-    def __init__(self, most_pages: int = 256, most_bytes: int = 16 * 1024 * 1024, most_body: int = 64 * 1024):
+    def __init__(self, most_pages: int = 256, most_bytes: int = 32 * 1024 * 1024, most_body: int = 1024 * 1024):
         self.most_pages, self.most_bytes, self.most_body = most_pages, most_bytes, most_body
         self._kept: dict[PageKey, _Kept] = {}
         self._bytes = 0
@@ -498,32 +524,35 @@ class RevisitCache:
         if len(body) > self.most_body or not _identity(job.content_encoding):
             return None
         content_type = ResponseHead(job.status, job.reason, job.headers).header("content-type")
-        digest = hashlib.sha256(body).digest()
-        return PageKey(digest, job.url, job.status, content_type, job.queries, job.withheld)
+        return PageKey(job.url, len(body), job.status, content_type, job.queries, job.withheld)
 
     def made(self, key: PageKey, body: bytes, job: RecordJob) -> Recorded | None:
-        """The page's record made from what is kept of it, None if nothing is."""
-        kept = self._kept.pop(key, None)
-        if kept is None:
+        """The page's record made from what is kept of it, None if nothing is (or another body was)."""
+        kept = self._kept.get(key)
+        if kept is None or kept.body != body:
             return None
+        del self._kept[key]
         self._kept[key] = kept  # the newest now
         if job.warc and kept.deflated is None and body and not job.withheld:
+            self._bytes -= kept.size
             kept = self._kept[key] = kept._replace(deflated=deflated_body(body))
-            self._bytes += len(kept.deflated or b"")
+            self._bytes += kept.size
         record = self._record(kept, body, job)
         self._trim()
         return record
 
     def first(self, key: PageKey, body: bytes, job: RecordJob, line: bytes, deflated: bytes | None) -> Recorded:
-        """The record of a page's first visit, from its line (made elsewhere: :func:`make_record`) and its
-        body's deflate blocks, and kept for its revisits."""
+        """The record of a page's first visit (or of a changed body's), from its line (made elsewhere:
+        :func:`make_record`) and its body's deflate blocks, and kept for its revisits."""
         url = _line_url(line)
         if url is None:
             raise ValueError("a record's line without its URL")
-        kept = _Kept(line, url, deflated)
-        if key not in self._kept:
-            self._kept[key] = kept
-            self._bytes += len(line) + len(deflated or b"")
+        kept = _Kept(body, line, url, deflated)
+        gone = self._kept.pop(key, None)
+        if gone is not None:
+            self._bytes -= gone.size
+        self._kept[key] = kept
+        self._bytes += kept.size
         record = self._record(kept, body, job)
         self._trim()
         return record
@@ -541,8 +570,7 @@ class RevisitCache:
     def _trim(self) -> None:
         while self._kept and (len(self._kept) > self.most_pages or self._bytes > self.most_bytes):
             oldest = next(iter(self._kept))
-            gone = self._kept.pop(oldest)
-            self._bytes -= len(gone.line) + len(gone.deflated or b"")
+            self._bytes -= self._kept.pop(oldest).size
 
 
 # a line's fetch time, as RecordedPage.line writes it: its key follows the URL and the title, JSON strings
@@ -745,7 +773,11 @@ class Recorder:
     async def _first_visit(
         self, key: PageKey, body: bytes, job: RecordJob, making: asyncio.Future[Recorded | None]
     ) -> Recorded | None:
-        deflated = deflated_body(body) if job.warc and body and not job.withheld else None
+        deflated = None
+        if job.warc and body and not job.withheld:
+            # a large body is compressed off the loop (beside the worker's parse); a page's, in a fraction of it
+            small = len(body) <= DEFLATE_IN_LOOP
+            deflated = deflated_body(body) if small else await asyncio.to_thread(deflated_body, body)
         made = await making
         if made is None:
             return None

@@ -205,6 +205,13 @@ def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python
         assert read == [(json.loads(again.line)["url"], b"" if job.withheld else body)]
     changed = plain[0][0] + b"<!-- changed -->"
     assert cache.made(cache.key(changed, plain[0][1]), changed, plain[0][1]) is None  # another body: parsed anew
+    body, job = plain[0]
+    same_length = body[:-1] + (b"?" if body[-1:] != b"?" else b"!")
+    key = cache.key(same_length, job)
+    assert key == cache.key(body, job) and cache.made(key, same_length, job) is None  # compared byte for byte
+    line = make_record(same_length, job._replace(warc=False)).line
+    cache.first(key, same_length, job, line, deflated_body(same_length))  # kept in place of the body before
+    assert cache.made(key, body, job) is None and cache.made(key, same_length, job) is not None
 
 
 async def test_the_proxy_records_a_revisit_from_its_first_visit_and_a_changed_or_coded_page_anew(
