@@ -361,6 +361,15 @@ class Sites(Part):
             )
         return found
 
+    def hosts_of_site(self, site: int) -> np.ndarray:
+        """Host ids (1-based) of every host of a site."""
+        return np.flatnonzero(self.host_sites() == site) + 1
+
+    def pages_of_site(self, site: int) -> np.ndarray:
+        """Page indices of every page of a site's hosts."""
+        hosts = self.hosts_of_site(site)
+        return np.flatnonzero(np.isin(self.store.hosts.page_hosts(), hosts)) if len(hosts) else np.zeros(0, np.int64)
+
     def site_count(self) -> int:
         """How many sites: the largest id, as ids are given one after the other."""
         return self.db.execute("SELECT coalesce(max(id), 0) FROM sites").fetchone()[0]
