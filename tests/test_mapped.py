@@ -226,3 +226,24 @@ def test_each_pages_host_is_mapped_and_made_again_when_a_build_numbers_more(stor
     del values
     with Store(store, readonly=True) as opened:
         assert np.array_equal(opened.hosts.page_hosts(), grown)
+
+
+def _pss_file_kib() -> int:
+    with open("/proc/self/smaps_rollup") as rollup:
+        return next(int(line.split()[1]) for line in rollup if line.startswith("Pss_File:"))
+
+
+def test_a_written_file_is_mapped_a_few_pages_a_look_up_not_a_large_folio_at_a_time(tmp_path):
+    """A proxy's look-ups touch a large array at random: each must make a page or a few resident in the process
+    (its PSS), not the large folio a write left in the page cache (most of a 24 MB array for 128 look-ups)."""
+    from rankstore.store.mapped import _mapped, _write_array
+
+    path = tmp_path / "scores.npy"
+    _write_array(path, np.random.default_rng(1).random(3_000_000))  # 24 MB
+    values = _mapped(path)
+    before = _pss_file_kib()
+    picked = np.random.default_rng(2).choice(len(values), 128, replace=False)
+    total = sum(float(values[index]) for index in picked.tolist())
+    grown = _pss_file_kib() - before
+    assert total > 0
+    assert grown < 4 * 1024, f"128 look-ups made {grown} KiB of the file resident"

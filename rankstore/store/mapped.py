@@ -333,11 +333,24 @@ def _write_array(path: Path, values: np.ndarray) -> None:
             np.lib.format.write_array(out, np.ascontiguousarray(values), allow_pickle=False)
             out.flush()
             os.fsync(out.fileno())
+            _cached_afresh(out.fileno())
         os.chmod(temporary, 0o600)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _cached_afresh(fd: int) -> None:
+    """The file's pages dropped from the page cache once written, and read back in.
+
+    The pages a write leaves in the cache come in large folios, and this kernel maps a large folio whole into
+    a process that touches one of its pages: a proxy's thousand look-ups a page would make most of a large
+    array resident in each process (and count in its PSS).  Pages read in by readahead are mapped a few at a
+    time.  The read back is readahead, asynchronous: a reader that comes first waits only for what it reads."""
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
 
 
 def _zero(path: Path) -> None:
@@ -358,6 +371,7 @@ def _write_bytes(path: Path, data: bytes) -> None:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
+            _cached_afresh(out.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
