@@ -234,8 +234,9 @@ def _pss_file_kib() -> int:
 
 
 def test_a_written_file_is_mapped_a_few_pages_a_look_up_not_a_large_folio_at_a_time(tmp_path):
-    """A proxy's look-ups touch a large array at random: each must make a page or a few resident in the process
-    (its PSS), not the large folio a write left in the page cache (most of a 24 MB array for 128 look-ups)."""
+    """A proxy's look-ups touch a large array at random: each must make a few pages resident in the process (its
+    PSS; the kernel maps up to 64 KiB around a page fault from the cache), not the large folio a write left in
+    the page cache (most of a 24 MB array for 128 look-ups)."""
     from rankstore.store.mapped import _mapped, _write_array
 
     path = tmp_path / "scores.npy"
@@ -246,4 +247,4 @@ def test_a_written_file_is_mapped_a_few_pages_a_look_up_not_a_large_folio_at_a_t
     total = sum(float(values[index]) for index in picked.tolist())
     grown = _pss_file_kib() - before
     assert total > 0
-    assert grown < 4 * 1024, f"128 look-ups made {grown} KiB of the file resident"
+    assert grown <= 128 * 64 + 1024, f"128 look-ups made {grown} KiB of the file resident"
