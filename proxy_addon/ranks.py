@@ -30,6 +30,7 @@ from rankstore.store import (
     analysis,
 )
 from rankstore.store.levels import ESTIMATE_LEVELS, LevelKeys
+from rankstore.store.mapped import trim
 from rankstore.urls import host_of, site_of
 
 from ._scan_python import Marks
@@ -475,6 +476,7 @@ class PageView:
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """What each URL shows: its page's score (:meth:`page_lookup`), else, where the host or site is ranked,
         its host's rank or else its site's (:meth:`estimates`); a URL with neither is left out."""
+        trim()  # what earlier pages' look-ups left mapped, let go of past a bound
         answers = self.page_lookup(urls)
         if self.host_head is None and self.site_head is None:
             return answers

@@ -248,3 +248,21 @@ def test_a_written_file_is_mapped_a_few_pages_a_look_up_not_a_large_folio_at_a_t
     grown = _pss_file_kib() - before
     assert total > 0
     assert grown <= 128 * 64 + 1024, f"128 look-ups made {grown} KiB of the file resident"
+
+
+def test_trim_lets_go_of_a_processs_mapped_pages_past_the_bound_and_they_read_the_same(tmp_path):
+    """What look-ups left mapped is let go of once the process's file-backed memory passes the bound (the pages
+    stay in the page cache: read again, the same values); under the bound, and between two looks, it is kept."""
+    from rankstore.store.mapped import _file_resident, _mapped, _write_array, trim
+
+    values = np.random.default_rng(3).random(4_000_000)  # 32 MB
+    _write_array(tmp_path / "big.npy", values)
+    mapped = _mapped(tmp_path / "big.npy")
+    picked = np.random.default_rng(4).choice(len(values), 2_000, replace=False)
+    first = mapped[picked].copy()
+    touched = _file_resident()
+    assert not trim(most=touched + (64 << 20), every=0)  # under the bound: kept
+    assert trim(most=1 << 20, every=0)  # past it: let go of
+    assert _file_resident() < touched - (4 << 20)
+    assert not trim(most=0, every=3600)  # looked a moment ago: not again so soon
+    assert np.array_equal(mapped[picked], first) and np.array_equal(first, values[picked])

@@ -23,6 +23,11 @@ other data is refused (and made again), never read as scores.  Like the
 store's own pages, which SQLite does not checksum, a file's bytes are not
 summed whole: that would read every page of it into each process.
 
+A process maps only what it touches, but what it has touched stays mapped (and counts in its PSS) until it
+lets go: browsing a domain graph's 135 million sites at random would in time map most of every array into
+every process.  :func:`trim` lets go of a process's mapped pages (they stay in the page cache, and the next
+touch maps them again from it, with no read) once its file-backed memory passes :data:`RESIDENT_MOST`.
+
 Files are written beside and renamed into place, so a reader never maps half
 a file; the folder and its files are the owner's alone (0700, 0600), as the
 store is.  Files of versions no longer in the store are removed by the
@@ -35,6 +40,9 @@ import json
 import mmap
 import os
 import tempfile
+import threading
+import time
+import weakref
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,7 +51,7 @@ import numpy as np
 
 from .base import Part
 
-__all__ = ["Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "mapped_folder"]
+__all__ = ["Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "RESIDENT_MOST", "mapped_folder", "trim"]
 
 SUFFIX = ".mapped"  # the folder beside the store: STORE.mapped/
 SAMPLES = 16  # blocks compared with the store's when a version's files are mapped
@@ -51,6 +59,61 @@ SAMPLES = 16  # blocks compared with the store's when a version's files are mapp
 # values (spam mass), and each page's vote and link mass (what backlinks' contributions are read from)
 COLUMNS = (("scores", "<f8"), ("inlinks", "<i4"), ("best", "<i4"), ("position", "<i4"))
 OPTIONAL = (("extra", "<f8"), ("votes", "<f8"), ("linked", "<f8"))
+
+
+# a process's file-backed resident memory (its code and libraries too) past which it lets go of its mapped pages
+RESIDENT_MOST = 384 << 20
+TRIM_EVERY = 1.0  # seconds between two looks at a process's resident memory, at most one a second
+
+
+class _Trim:
+    """Every mapping made here (weakly: a version let go of unmaps), and when :func:`trim` last looked."""
+
+    def __init__(self) -> None:
+        self.mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
+        self.looked = 0.0
+        self.lock = threading.Lock()
+
+
+_TRIM = _Trim()
+
+
+def trim(most: int = RESIDENT_MOST, every: float = TRIM_EVERY) -> bool:
+    """Let go of this process's pages of every mapped file if its file-backed resident memory has passed
+    ``most`` (looked at once every ``every`` seconds at most, and only when more than ``most`` is mapped at
+    all: a small store's files never are).  True if it let go."""
+    now = time.monotonic()
+    if now - _TRIM.looked < every or not _TRIM.lock.acquire(blocking=False):
+        return False
+    try:
+        _TRIM.looked = now
+        mappings = list(_TRIM.mappings)
+        if sum(len(mapping) for mapping in mappings) <= most or _file_resident() <= most:
+            return False
+        for mapping in mappings:
+            try:
+                mapping.madvise(mmap.MADV_DONTNEED)  # a file's pages: unmapped here, kept in the page cache
+            except ValueError:  # closed meanwhile
+                pass
+        return True
+    finally:
+        _TRIM.lock.release()
+
+
+def _file_resident() -> int:
+    """This process's resident memory that is not anonymous (mapped files, code), in bytes."""
+    try:
+        with open("/proc/self/smaps_rollup") as rollup:
+            lines = rollup.read().splitlines()
+    except OSError:  # no /proc: nothing to go by
+        return 0
+    fields = {}
+    for line in lines:
+        name, _, rest = line.partition(":")
+        value = rest.split()
+        if len(value) == 2 and value[1] == "kB" and value[0].isdigit():
+            fields[name] = int(value[0])
+    return (fields.get("Rss", 0) - fields.get("Anonymous", 0)) * 1024
 
 
 def mapped_folder(store_path: str) -> Path:
@@ -321,6 +384,8 @@ def _mapped(path: Path) -> np.ndarray:
     held = getattr(values, "_mmap", None)  # none for an empty array
     if held is not None and hasattr(mmap, "MADV_WILLNEED"):
         held.madvise(mmap.MADV_WILLNEED)
+    if held is not None:
+        _TRIM.mappings.add(held)
     # a plain array over the same mapping: numpy's memmap subclass wraps every index in Python, a page's
     # thousand look-ups each paying for it
     return values.view(np.ndarray)
