@@ -304,6 +304,8 @@ def private_reason(flow: http.HTTPFlow, exclude: Sequence[HostPattern]) -> str |
         return "not a top-level navigation"
     if "authorization" in request.headers:
         return "an Authorization request"
+    if not exclude:
+        return None
     places: set[tuple[str, int | None]] = {(request.host, request.port)}
     if request.host_header:
         try:
