@@ -69,6 +69,12 @@ PAGE_STYLE = STYLE + (
     "p.note{background:#fff4d6;border:1px solid #e0b040;border-radius:4px;padding:6px 10px}"
     # a score's text is as wide as its digits: the column's bars start at its left edge, the numbers at its right
     "td.n>span[data-pagerank-bar]{float:left!important;margin:.45em .6em 0 0!important}"
+    # the pictures (:mod:`.charts`) scale down to the column; their text and axes take the page's colour
+    "svg.chart{display:block;max-width:100%;height:auto;margin:1em 0}"
+    ":root{color-scheme:light dark}"
+    "@media (prefers-color-scheme:dark){body{background:#17191d;color:#ddd}h1{color:#f28b82}a{color:#8ab4f8}"
+    "a:visited{color:#c58af9}td,th{border-bottom-color:#33363b}small,tr.share td{color:#aaa}"
+    "p.note{background:#3a3320;border-color:#8a7030}}"
 )
 _STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(PAGE_STYLE.encode()).digest()).decode()
 CSP = (
