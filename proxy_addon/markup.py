@@ -137,7 +137,7 @@ class LevelPanel:
     name: str
     estimate: Estimate | None  # None: the level's ranking does not rank it
     referrers: Sequence[Referrer] = ()
-    backlinks: str | None = None  # the whole-site backlinks view of it, where the store has one
+    backlinks: str | None = None  # the whole host's (site's) backlinks view of it, where the store has one
 
 
 # The host elements' sizes in the page: one for every bar and one for the panel, whatever they show.  A bar's
@@ -432,9 +432,12 @@ def level_section(level: LevelPanel) -> str:
         if items
         else _para(f"No referring {escape(level.level)}s in the store.")
     )
-    # the backlinks view takes one host: for a site, the host of the site's own name
+    # the whole host's (site's) backlinks, by referring host (site)
     view = (
-        _para(f'<a href="{escape(level.backlinks)}">Backlinks of the whole host {_fitted(level.name, 80)}</a>')
+        _para(
+            f'<a href="{escape(level.backlinks)}">Backlinks of the whole {escape(level.level)} '
+            f"{_fitted(level.name, 80)}</a>"
+        )
         if level.backlinks and len(level.backlinks) <= 2 * HREF_MOST
         else ""
     )

@@ -709,14 +709,17 @@ class PageView:
                 np.zeros(len(found), dtype=np.int64),
             )
         )
-        # the whole-site backlinks view takes a host of the store: the host itself, or the host named as its site
-        whole = self.store.hosts.host_id(name) is not None
+        # the whole host's backlinks by referring host, the whole site's by referring site, where the store has it
+        view = None
+        if self.store.levels.level_id(head.level, name) is not None:
+            target = {"url": name, "host": "1"} if head.level == "host" else {"site": name}
+            view = proxy_url("/backlinks", **target, group=head.level, ranking=self.ranks.ranking)
         return LevelPanel(
             head.level,
             name,
             estimate.estimate if estimate is not None else None,
             [Referrer(one.name, referrers[one.name], one.links) for one in found],
-            proxy_url("/backlinks", url=name, host="1", group="host", ranking=self.ranks.ranking) if whole else None,
+            view,
         )
 
     def _heads(self) -> tuple[int | None, int | None]:

@@ -971,7 +971,7 @@ def show(urls, store_path, ranking_name, fmt):
     type=click.Choice(GROUPS),
     default="page",
     show_default=True,
-    help="One row per linking page, or per linking host (its pages, best page, host rank).",
+    help="One row per linking page, per linking host (its pages, best page, host rank) or per linking site.",
 )
 @click.option(
     "--host",
@@ -980,12 +980,20 @@ def show(urls, store_path, ranking_name, fmt):
     help="TARGET is a host (as in URLs, with its port if any): the backlinks of all its pages.",
 )
 @click.option(
+    "--site",
+    "whole_site",
+    is_flag=True,
+    help="TARGET is a site (a registered domain: example.com): the links into any of its hosts from other sites.",
+)
+@click.option(
     "--with-shares",
     is_flag=True,
     help="CSV: the share lines too, after the links, as rows with an empty URL (JSON has them under shares).",
 )
 @format_option
-def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, with_shares, fmt):
+def backlinks(
+    url, store_path, ranking_name, limit, offset, sort, since, lost, group_by, whole_host, whole_site, with_shares, fmt
+):
     """Pages linking to URL, best PageRank first: watch what backlinks the competition has won (paper §7.4).
 
     Each link shows its contribution, d·PR(v)·w/W(v), what it passes to URL,
@@ -999,9 +1007,14 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
     give nothing.  --since lists the links first seen after a build; --lost
     those that a recrawl no longer found.  --group-by host folds the linking
     pages into linking hosts, ranked by host rank (`rankstore rank --level
-    host`) where there is one.  The ranking must rank pages (a host ranking is
-    refused).  A ranking older than the newest build is named on stderr, and
-    links it did not rank are listed without contribution or share.
+    host`) where there is one; --group-by site into linking sites (their
+    hosts and pages counted), by site rank (`rank --level site`).  --site:
+    TARGET is a site (a registered domain), its backlinks the links into any
+    of its hosts from other sites; in a store of a domain graph (no pages),
+    the sites its site links say link to it, best site rank first.  The
+    ranking must rank pages (a host ranking is refused).  A ranking older than
+    the newest build is named on stderr, and links it did not rank are
+    listed without contribution or share.
 
     \b
     Examples:
@@ -1011,43 +1024,63 @@ def backlinks(url, store_path, ranking_name, limit, offset, sort, since, lost, g
         rankstore backlinks https://competitor.example/ --since 2024-05-01
         rankstore backlinks https://competitor.example/ --lost --since 3
         rankstore backlinks competitor.example --host --group-by host
+        rankstore backlinks --site competitor.example --group-by site
+        rankstore backlinks --site competitor.example --format csv -n 0 > site-backlinks.csv
     """
     from . import views
     from .store import analysis
 
-    target, host = _target(url, whole_host)
-    if lost and (host is not None or group_by == "host"):
-        raise click.UsageError("--lost lists pages that linked to one URL: not with --host or --group-by host")
+    if whole_host and whole_site:
+        raise click.UsageError("--host and --site: TARGET is one host or one site, not both")
+    target, host, site = _target(url, whole_host, whole_site)
+    if lost and (host is not None or site is not None or group_by != "page"):
+        raise click.UsageError("--lost lists pages that linked to one URL: not with --host, --site or --group-by")
     with reading(store_path) as store:
+        if site is not None and views.holds_no_pages(store):  # a domain graph: its site links answer
+            if since is not None or sort != "pagerank":
+                raise click.ClickException(
+                    "the store holds no pages, only a domain graph's site links: no --since or --sort contribution"
+                )
+            _emit(views.site_links_view(store, site, ranking_name, limit, offset), fmt)
+            return
         after = analysis.since_build(store, since) if since is not None else None
         if lost:
             assert target is not None
             table = views.lost_view(store, target, ranking_name, after, limit, offset)
         elif group_by == "host":
-            table = views.referring_hosts_view(store, target, host, ranking_name, sort, after, limit, offset)
+            table = views.referring_hosts_view(store, target, host, ranking_name, sort, after, limit, offset, site)
+        elif group_by == "site":
+            table = views.referring_sites_view(store, target, host, site, ranking_name, sort, after, limit, offset)
         else:
-            table, _ = views.backlinks_view(store, target, host, ranking_name, sort, after, limit, offset)
+            table, _ = views.backlinks_view(store, target, host, ranking_name, sort, after, limit, offset, site)
     _emit(table, fmt, with_shares)
 
 
-def _target(value: str, whole_host: bool) -> tuple[str | None, str | None]:
-    """(URL in normal form, None), or (None, host) with --host."""
+def _target(value: str, whole_host: bool, whole_site: bool = False) -> tuple[str | None, str | None, str | None]:
+    """(URL in normal form, None, None), (None, host, None) with --host, or (None, None, site) with --site."""
     from .urls import canonical, host_of
 
+    if whole_site:
+        normal = canonical(value if "://" in value else f"http://{value}/")
+        if normal is None:
+            raise click.BadParameter(f"{value!r} is not a site name (a registered domain)", param_hint="TARGET")
+        return None, None, host_of(normal)
     if whole_host:
         if "://" in value:
             normal = canonical(value)
             if normal is None:
                 raise click.BadParameter(f"{value!r} is not an http(s) URL or a host", param_hint="TARGET")
-            return None, host_of(normal)
+            return None, host_of(normal), None
         normal = canonical(f"http://{value}/")
         if normal is None:
             raise click.BadParameter(f"{value!r} is not a host name", param_hint="TARGET")
-        return None, host_of(normal)
+        return None, host_of(normal), None
     normal = canonical(value)
     if normal is None:
-        raise click.BadParameter(f"{value!r} is not an http(s) URL (give --host for a whole site)", param_hint="URL")
-    return normal, None
+        raise click.BadParameter(
+            f"{value!r} is not an http(s) URL (give --host for a whole host, --site for a whole site)", param_hint="URL"
+        )
+    return normal, None, None
 
 
 @cli.command(context_settings=CONTEXT)
@@ -1075,39 +1108,47 @@ def builds(store_path, fmt):
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--not", "mine", multiple=True, metavar="TARGET", help="Leave out who links to this (repeatable).")
 @click.option("--host", "whole_host", is_flag=True, help="Every TARGET is a host: links to any of its pages.")
+@click.option("--site", "whole_site", is_flag=True, help="Every TARGET is a site: links to any of its hosts.")
 @click.option(
     "--group-by",
     "group_by",
     type=click.Choice(GROUPS),
     default="page",
     show_default=True,
-    help="Linking pages, or linking hosts.",
+    help="Linking pages, linking hosts or linking sites.",
 )
 @store_option
 @ranking_option
 @limit_option(50)
 @click.option("--offset", type=click.IntRange(0), default=0, help="Rows to skip first (with -n, a page at a time).")
 @format_option
-def intersect(targets, mine, whole_host, group_by, store_path, ranking_name, limit, offset, fmt):
+def intersect(targets, mine, whole_host, whole_site, group_by, store_path, ranking_name, limit, offset, fmt):
     """Who links to every TARGET and not to mine, best first: link intersect.
 
-    The pages (or hosts, with --group-by host) that link to all the given
-    URLs (or hosts, with --host), and to none of --not: the backlinks your
-    competitors have won and you have not.  Linking pages come by a page
-    ranking (a host ranking is refused); linking hosts by host rank (the
-    ranking `hostrank`, or --ranking when it ranks hosts).
+    The pages (or hosts, or sites, with --group-by host or site) that link to
+    all the given URLs (or hosts, with --host; or sites, with --site), and to
+    none of --not: the backlinks your competitors have won and you have not.
+    Linking pages come by a page ranking (a host ranking is refused); linking
+    hosts by host rank (the ranking `hostrank`, or --ranking when it ranks
+    hosts); linking sites by site rank (`siterank`, or --ranking when it
+    ranks sites), a domain graph's site links counted.
 
     \b
     Examples:
         rankstore intersect https://a.example/ https://b.example/ --not https://mine.example/
         rankstore intersect a.example b.example --host --not mine.example --group-by host
+        rankstore intersect a.example b.example --site --not mine.example --group-by site
     """
     from . import views
 
-    chosen = [_target(value, whole_host) for value in targets]
-    excluded = [_target(value, whole_host) for value in mine]
+    if whole_host and whole_site:
+        raise click.UsageError("--host and --site: every TARGET is a host or a site, not both")
+    chosen = [_target(value, whole_host, whole_site) for value in targets]
+    excluded = [_target(value, whole_host, whole_site) for value in mine]
     with reading(store_path) as store:
-        table = views.intersect_view(store, chosen, excluded, ranking_name, group_by == "host", limit, offset)
+        table = views.intersect_view(
+            store, chosen, excluded, ranking_name, group_by == "host", limit, offset, by_site=group_by == "site"
+        )
     _emit(table, fmt)
 
 
@@ -1152,7 +1193,7 @@ def anchors(url, store_path, ranking_name, limit, fmt):
     """
     from . import views
 
-    target, _ = _target(url, False)
+    target = _target(url, False)[0]
     assert target is not None
     with reading(store_path) as store:
         table = views.anchors_view(store, target, ranking_name, limit)

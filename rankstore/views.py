@@ -42,6 +42,8 @@ __all__ = [
     "LOST_EXTRA",
     "HOST_COLUMNS",
     "INTERSECT_HOST_COLUMNS",
+    "SITE_COLUMNS",
+    "INTERSECT_SITE_COLUMNS",
     "MEMBERS",
     "HOST_RANKING_COLUMNS",
     "SITE_RANKING_COLUMNS",
@@ -70,6 +72,9 @@ __all__ = [
     "backlinks_view",
     "lost_view",
     "referring_hosts_view",
+    "referring_sites_view",
+    "site_links_view",
+    "holds_no_pages",
     "intersect_view",
     "intersect_rankings",
     "IntersectOrder",
@@ -109,7 +114,21 @@ HOST_COLUMNS = [  # referring hosts
     "best_url",
     "best_pagerank",
 ]
+SITE_COLUMNS = [  # referring sites
+    "site",
+    "hosts",
+    "pages",
+    "links",
+    "site_pagerank",
+    "site_rank",
+    "contribution",
+    "share",
+    "best_url",
+    "best_pagerank",
+]
 INTERSECT_HOST_COLUMNS = ["host", "host_pagerank", "host_rank"]
+# linking sites by site rank alone: an intersect's, and a domain graph's referring sites (its site links)
+INTERSECT_SITE_COLUMNS = ["site", "site_pagerank", "site_rank"]
 MEMBERS = {"host": "pages", "site": "hosts"}  # what a host or a site counts of the level below
 HOST_RANKING_COLUMNS = ["host_rank", "host_pagerank", "percentile", "toolbar", "inlinks", "pages", "bar", "host"]
 SITE_RANKING_COLUMNS = ["site_rank", "site_pagerank", "percentile", "toolbar", "inlinks", "hosts", "bar", "site"]
@@ -426,15 +445,16 @@ def backlinks_view(
     since: int | None,
     limit: int,
     offset: int = 0,
+    site: str | None = None,
 ) -> tuple[Table, BacklinkReport]:
-    """A page's (or a whole host's) backlinks with contribution, share, first build and host rank, then the
-    shares that are not pages (:class:`Table` ``shares``; none with ``since``)."""
+    """A page's (or a whole host's, or a whole site's) backlinks with contribution, share, first build and
+    host rank, then the shares that are not pages (:class:`Table` ``shares``; none with ``since``)."""
     ranking = store.rankings.page_ranking(name)
     lowest, highest = store.rankings.score_range(ranking)
-    report = analysis.backlink_report(store, url, name, sort, since, limit, offset, host=host)
+    report = analysis.backlink_report(store, url, name, sort, since, limit, offset, host=host, site=site)
     rows = link_columns(report.rows, lowest, highest) + link_columns(report.nofollow_rows, lowest, highest)
     with_host_ranks(store, rows)
-    shares = share_lines(report, rows, host is not None) if since is None else []
+    shares = share_lines(report, rows, host is not None or site is not None) if since is None else []
     notes = stale_notes(store, ranking)
     if report.unranked:
         notes.append(
@@ -461,28 +481,84 @@ def referring_hosts_view(
     since: int | None,
     limit: int,
     offset: int = 0,
+    site: str | None = None,
 ) -> Table:
     ranking = store.rankings.page_ranking(name)
-    rows = analysis.referring_hosts(store, url, host, name, sort, since, limit, offset)
+    rows = analysis.referring_hosts(store, url, host, name, sort, since, limit, offset, site=site)
     return Table(rows, HOST_COLUMNS, stale_notes(store, ranking))
+
+
+def referring_sites_view(
+    store: Store,
+    url: str | None,
+    host: str | None,
+    site: str | None,
+    name: str,
+    sort: str,
+    since: int | None,
+    limit: int,
+    offset: int = 0,
+) -> Table:
+    """The sites whose pages link to a page (a host's, a site's pages), by site rank (``siterank``)."""
+    ranking = store.rankings.page_ranking(name)
+    rows = analysis.referring_sites(store, url, host, site, name, sort, since, limit, offset)
+    return Table(rows, SITE_COLUMNS, stale_notes(store, ranking))
+
+
+def holds_no_pages(store: Store) -> bool:
+    """Whether the store holds no pages (a Common Crawl domain graph): a site's backlinks are its site links."""
+    return store.pages.last_page_id() == 0
+
+
+def site_links_view(store: Store, site: str, name: str, limit: int, offset: int = 0) -> Table:
+    """A site's referring sites in a store of site links alone (a domain graph), best site rank first: by
+    ranking ``name`` where it ranks sites, else by the site ranking that answers for sites."""
+    found = store.levels.answering_ranking("site", name if _ranks_level(store, name, "site") else "")
+    rows = analysis.site_link_referrers(store, site, found.name if found else None, limit, offset)
+    notes = [f"the store holds no pages: the sites linking to {site} in its domain graph"]
+    if found is None:
+        notes.append("no site ranking: in no order of rank (`rankstore rank --level site` ranks them)")
+    else:
+        notes += stale_notes(store, found)
+    return Table(rows, INTERSECT_SITE_COLUMNS, notes)
+
+
+def _ranks_level(store: Store, name: str, level: str) -> bool:
+    """Whether the store has a ranking ``name`` of ``level``."""
+    try:
+        return store.rankings.ranking(name).level == level
+    except RankingNotFound:
+        return False
 
 
 def intersect_view(
     store: Store,
-    targets: Sequence[tuple[str | None, str | None]],
-    mine: Sequence[tuple[str | None, str | None]],
+    targets: Sequence[tuple[str | None, ...]],
+    mine: Sequence[tuple[str | None, ...]],
     name: str,
     by_host: bool,
     limit: int,
     offset: int = 0,
+    by_site: bool = False,
 ) -> Table:
-    """Who links to every target and not to mine: pages by a page ranking, or hosts by the host ranking
-    (``name`` itself when it ranks hosts, else ``hostrank``)."""
-    order = intersect_rankings(store, name, by_host)
+    """Who links to every target and not to mine: pages by a page ranking, or hosts (sites) by the host
+    (site) ranking (``name`` itself when it ranks hosts (sites), else ``hostrank`` (``siterank``))."""
+    order = intersect_rankings(store, name, by_host, by_site)
     notes = stale_notes(store, order.ranking) if order.ranking is not None else []
-    if by_host:
-        rows = analysis.intersect(store, targets, mine, name, True, limit, offset, host_ranking=order.host_ranking)
-        return Table(rows, INTERSECT_HOST_COLUMNS, notes)
+    if by_host or by_site:
+        rows = analysis.intersect(
+            store,
+            targets,
+            mine,
+            name,
+            by_host,
+            limit,
+            offset,
+            host_ranking=order.host_ranking,
+            by_site=by_site,
+            site_ranking=order.site_ranking,
+        )
+        return Table(rows, INTERSECT_SITE_COLUMNS if by_site else INTERSECT_HOST_COLUMNS, notes)
     assert order.ranking is not None
     rows = decorate(
         analysis.intersect(store, targets, mine, name, False, limit, offset), *store.rankings.score_range(order.ranking)
@@ -494,14 +570,19 @@ def intersect_view(
 class IntersectOrder:
     """What orders an intersect (:func:`intersect_rankings`)."""
 
-    ranking: Ranking | None  # the page ranking, or the host ranking of linking hosts (None: there is none,
-    # and they come in no order of rank)
+    ranking: Ranking | None  # the page ranking, or the host (site) ranking of linking hosts (sites) (None: there
+    # is none, and they come in no order of rank)
     host_ranking: str  # the name of the host ranking that orders linking hosts
+    site_ranking: str = "siterank"  # the name of the site ranking that orders linking sites
 
 
-def intersect_rankings(store: Store, name: str, by_host: bool) -> IntersectOrder:
-    """The rankings that order an intersect by ranking ``name``: pages by it, linking hosts by it when it ranks
-    hosts, else by ``hostrank``."""
+def intersect_rankings(store: Store, name: str, by_host: bool, by_site: bool = False) -> IntersectOrder:
+    """The rankings that order an intersect by ranking ``name``: pages by it, linking hosts (sites) by it when
+    it ranks hosts (sites), else by ``hostrank`` (``siterank``)."""
+    if by_site:
+        site_ranking = name if _ranks_level(store, name, "site") else "siterank"
+        found = analysis.site_ranking(store, site_ranking) is not None
+        return IntersectOrder(store.rankings.ranking(site_ranking) if found else None, "hostrank", site_ranking)
     if not by_host:
         return IntersectOrder(store.rankings.page_ranking(name), "hostrank")
     host_ranking = name if store.rankings.ranking(name).level == "host" else "hostrank"

@@ -70,11 +70,11 @@ BAD_OPTIONS = {
     "info": [["--nope"], ["--format", "csv"]],
     "top": [["--limit", "-1"], ["--format", "xml"]],
     "show": [["--format", "xml"]],
-    "backlinks": [["--limit", "-1"], ["--offset", "-3"], ["--sort", "name"]],
+    "backlinks": [["--limit", "-1"], ["--offset", "-3"], ["--sort", "name"], ["--host", "--site"]],
     "stats": [["--nope"]],
     "export": [["--format", "xml"]],
     "builds": [["--format", "xml"]],
-    "intersect": [["--group-by", "site"], ["--limit", "-1"]],
+    "intersect": [["--group-by", "domain"], ["--limit", "-1"], ["--host", "--site"]],
     "search": [["--limit", "-1"]],
     "anchors": [["--limit", "-1"]],
     "compare": [["--format", "xml"], ["pagerank"]],  # a third ranking

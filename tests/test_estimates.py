@@ -390,7 +390,8 @@ def test_the_panel_of_a_page_the_store_does_not_hold(hosts_store):
     assert "site wikipedia.org: site rank 0.3 · 75.00 percentile of sites · toolbar 1/10 · #2 of 4" in html.unescape(
         site[1]
     )
-    assert "backlinks" not in site[1]  # wikipedia.org is no host of the store: no whole-site view to link to
+    # the whole site's backlinks by referring site (wikipedia.org is no host of the store, but a site of it)
+    assert "http://pagerank.proxy/backlinks?site=wikipedia.org&group=site&ranking=pagerank" in html.unescape(site[1])
     # a page in the store keeps its own panel
     assert 'data-pagerank-level="page"' in panel(ranks.panel("https://example.com/"))
 

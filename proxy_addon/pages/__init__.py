@@ -3,8 +3,9 @@
 ``/``            search form and links
 ``/top``         the best pages by PageRank (the paper's Table 1)
 ``/search?q=``   title search, every word must match, best PageRank first (§5.1)
-``/backlinks?url=``  a page's (or a site's) backlinks with contribution and share; ``sort``, ``since``,
-                 ``lost``, ``group=host``, ``host=1``; ``&format=csv|json`` downloads the view (§7.4)
+``/backlinks?url=``  a page's (or a host's, ``host=1``) backlinks with contribution and share; ``sort``,
+                 ``since``, ``lost``, ``group=host|site``; ``?site=S``: a whole site's (a registered domain);
+                 ``&format=csv|json`` downloads the view (§7.4)
 ``/compare?target=A&target=B``  link intersect: who links to every target and not to ``not``
 ``/builds``      the builds with their new and lost links
 ``/page?url=``   one page: score, percentile, toolbar, in-links and out-links with bars
@@ -95,7 +96,7 @@ PARAMETERS = {  # what each page reads; any other parameter is a 400
     "/": ("ranking",),
     "/top": ("n", "ranking", "format"),
     "/search": ("q", "page", "ranking", "format"),
-    "/backlinks": ("url", "host", "sort", "since", "lost", "group", "page", "ranking", "format", "with_shares"),
+    "/backlinks": ("url", "host", "site", "sort", "since", "lost", "group", "page", "ranking", "format", "with_shares"),
     "/compare": ("target", "not", "host", "group", "page", "ranking", "format"),
     "/builds": ("url", "host", "ranking", "format"),
     "/page": ("url", "ranking", "format"),

@@ -8,14 +8,19 @@ One page, several views of the same target, each a shareable URL:
 ``&since=BUILD|DATE``                only links new since that build (a number from /builds, or a UTC date)
 ``&lost=1``                          links a recrawl no longer found (with ``since``: lost after it)
 ``&group=host``                      referring hosts: linking pages, best page, host rank, summed contribution
-``&host=1``                          U is a host (or any URL of it): the backlinks of the whole site
+``&group=site``                      referring sites: linking hosts and pages, best page, site rank, contribution
+``&host=1``                          U is a host (or any URL of it): the backlinks of the whole host
+``/backlinks?site=S``                S a site (a registered domain): the links into any of its hosts from other
+                                     sites; ``&group=site`` folds them into referring sites by site rank; a
+                                     store of a domain graph (no pages) lists the sites its site links give
 ``&format=csv|json``                 the same view as the CLI's ``--format csv|json`` writes it, same columns
 ``&with_shares=1``                   format=csv: the share lines too, as the CLI's ``--with-shares``
 ``&ranking=NAME``                    another page ranking than the proxy's own (a host ranking is refused)
 
 Rows come from :func:`~rankstore.store.analysis.backlink_report`,
-:func:`~rankstore.store.analysis.lost_backlinks` and
-:func:`~rankstore.store.analysis.referring_hosts`: the CLI's rows, rendered here.
+:func:`~rankstore.store.analysis.lost_backlinks`,
+:func:`~rankstore.store.analysis.referring_hosts`, ``referring_sites`` and ``site_link_referrers``: the CLI's
+rows, rendered here.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rankstore import views
+from rankstore.choices import GROUPS
 from rankstore.store import StoreError, analysis
 from rankstore.store.analysis import SORTS
-from rankstore.urls import host_of
+from rankstore.urls import canonical, host_of, site_of
 
 from ..markup import bar, escape, format_score, proxy_url
 from ..ranks import Ranks
@@ -33,6 +39,7 @@ from .layout import (
     FORMATS,
     BadRequest,
     NotFound,
+    PagesUnranked,
     download,
     html_response,
     infos,
@@ -41,7 +48,19 @@ from .layout import (
     share,
     unreached,
 )
-from .params import CSV_ROWS, MAX_SINCE, PAGE_SIZE, Query, choice, first, flag, number, page_ranking, target
+from .params import (
+    CSV_ROWS,
+    MAX_SINCE,
+    PAGE_SIZE,
+    Query,
+    choice,
+    first,
+    flag,
+    number,
+    page_ranking,
+    ranking,
+    target,
+)
 
 __all__ = ["backlinks", "View", "parse_since"]
 
@@ -52,9 +71,10 @@ _DASH = "&#8211;"
 class View:
     """One view of a target's backlinks, as its URL's parameters say it."""
 
-    value: str  # the target as given: a URL, or a host with ``host=1``
+    value: str  # the target as given: a URL, a host with ``host=1``, or a site
     url: str | None
     host: str | None
+    site: str | None = None  # a whole site (``site=``)
     sort: str = "pagerank"
     since_text: str = ""
     since: int | None = None
@@ -67,7 +87,7 @@ class View:
 
     @property
     def target(self) -> str:
-        return self.url or self.host or ""
+        return self.url or self.host or self.site or ""
 
     @property
     def extra(self) -> dict[str, str]:
@@ -77,7 +97,7 @@ class View:
     def link(self, **changes) -> str:
         """The URL of this view with ``changes`` (escaped for an attribute); another view starts at page 1."""
         view = replace(self, **({"page": 1} | changes))
-        params = {"url": view.target}
+        params = {"site": view.site} if view.site else {"url": view.target}
         if view.host:
             params["host"] = "1"
         if view.sort != "pagerank":
@@ -114,24 +134,55 @@ def parse_since(store, text: str) -> int | None:
 def _parse(ranks: Ranks, query: Query) -> View:
     whole = flag(query, "host")
     value = first(query, "url").strip()
-    if not value:
-        raise BadRequest("Give an http(s) URL: /backlinks?url=https://example.com/ (add host=1 for a whole site).")
-    url, host = target(value, whole)
+    named = first(query, "site").strip()
+    site = None
+    if named:
+        if value or whole:
+            raise BadRequest("Give url= (with host=1 for a whole host) or site=, not both.")
+        normal = canonical(named if "://" in named else f"http://{named}/")
+        if normal is None:
+            raise BadRequest("Give a site as a registered domain: /backlinks?site=example.com.")
+        url, host, site, value = None, None, host_of(normal), named
+    elif not value:
+        raise BadRequest(
+            "Give an http(s) URL: /backlinks?url=https://example.com/ (add host=1 for a whole host), "
+            "or a site: /backlinks?site=example.com."
+        )
+    else:
+        url, host = target(value, whole)
     view = View(
         value,
         url,
         host,
+        site,
         sort=choice(query, "sort", SORTS),
         since_text=first(query, "since").strip(),
         lost=flag(query, "lost"),
-        group=choice(query, "group", ("page", "host")),
+        group=choice(query, "group", GROUPS),
         page=number(query, "page", 1),
         fmt=choice(query, "format", FORMATS),
         with_shares=flag(query, "with_shares"),
     )
-    if view.lost and (host is not None or view.group == "host"):
-        raise BadRequest("lost=1 lists the pages that linked to one URL: not with host=1 or group=host.")
+    if view.lost and (host is not None or site is not None or view.group != "page"):
+        raise BadRequest(
+            "lost=1 lists the pages that linked to one URL: not with host=1 or group=host (nor site= or group=site)."
+        )
     store = ranks.store()
+    if site is not None:
+        try:
+            site_id = analysis.site_number(store, site)
+        except StoreError:
+            raise NotFound(f"{site} is not in the store.") from None
+        view = replace(view, site=store.sites.site_names([site_id]).get(site_id, site))
+        if views.holds_no_pages(store):  # a domain graph: its site links answer, by a site ranking
+            if view.since_text or view.sort != "pagerank":
+                raise BadRequest("This store holds a domain graph's site links, no pages: no since= or sort= here.")
+            try:
+                chosen = ranking(query, store, ranks.ranking)
+                named_ranking = chosen.name if chosen.level == "site" and chosen.name != ranks.ranking else ""
+            except PagesUnranked:  # the proxy's own page ranking, which such a store has not
+                named_ranking = ""
+            return replace(view, ranking=named_ranking)
     chosen = page_ranking(query, store, ranks.ranking)
     view = replace(view, ranking="" if chosen.name == ranks.ranking else chosen.name)
     if (url is not None and store.pages.page_id(url) is None) or (
@@ -143,10 +194,14 @@ def _parse(ranks: Ranks, query: Query) -> View:
 
 def backlinks(ranks: Ranks, query: Query):
     view = _parse(ranks, query)
+    if view.site is not None and views.holds_no_pages(ranks.store()):
+        return _site_links(ranks, view)
     if view.lost:
         return _lost(ranks, view)
     if view.group == "host":
         return _hosts(ranks, view)
+    if view.group == "site":
+        return _sites(ranks, view)
     return _report(ranks, view)
 
 
@@ -161,16 +216,21 @@ def _report(ranks: Ranks, view: View):
     store = ranks.store()
     name = _name(ranks, view)
     if view.fmt != "html":
-        table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, CSV_ROWS)
+        table, report = views.backlinks_view(
+            store, view.url, view.host, name, view.sort, view.since, CSV_ROWS, site=view.site
+        )
         shown = len(report.rows) + len(report.nofollow_rows)
         said = f"the best {CSV_ROWS} by {view.sort}; rankstore backlinks -n 0 gives all"
         note = said if shown < report.backlinks else None
         return download(view.fmt, table.columns, table.rows, "backlinks", note, table.shares, view.with_shares)
     offset = (view.page - 1) * PAGE_SIZE
-    table, report = views.backlinks_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE, offset)
+    table, report = views.backlinks_view(
+        store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE, offset, site=view.site
+    )
     listed = report.rows + report.nofollow_rows
-    hosts = analysis.host_ranks(store, [host_of(row["url"]) for row in listed] + [view.host or host_of(view.target)])
-    own = hosts.get(view.host or host_of(view.target))
+    own_host = None if view.site is not None else view.host or host_of(view.target)
+    hosts = analysis.host_ranks(store, [host_of(row["url"]) for row in listed] + ([own_host] if own_host else []))
+    own = hosts.get(own_host) if own_host else None
     about = (
         f"PageRank {score(report.pagerank)}"
         + (f", host rank #{own[1]:,} ({format_score(own[0])})" if own else "")
@@ -242,12 +302,16 @@ def _hosts(ranks: Ranks, view: View):
     store = ranks.store()
     name = _name(ranks, view)
     if view.fmt != "html":
-        table = views.referring_hosts_view(store, view.url, view.host, name, view.sort, view.since, CSV_ROWS + 1)
+        table = views.referring_hosts_view(
+            store, view.url, view.host, name, view.sort, view.since, CSV_ROWS + 1, site=view.site
+        )
         said = f"the best {CSV_ROWS} hosts; rankstore backlinks --group-by host -n 0 gives all"
         note = said if len(table.rows) > CSV_ROWS else None
         return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "referring-hosts", note)
     offset = (view.page - 1) * PAGE_SIZE
-    table = views.referring_hosts_view(store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE + 1, offset)
+    table = views.referring_hosts_view(
+        store, view.url, view.host, name, view.sort, view.since, PAGE_SIZE + 1, offset, site=view.site
+    )
     found = table.rows
     rows = found[:PAGE_SIZE]
     ranked = any(row["host_pagerank"] is not None for row in rows)
@@ -289,6 +353,100 @@ def _hosts(ranks: Ranks, view: View):
     return html_response("Referring hosts", "".join(body), table.notes)
 
 
+def _sites(ranks: Ranks, view: View):
+    store = ranks.store()
+    name = _name(ranks, view)
+    since = view.since
+
+    def table_of(limit: int, offset: int = 0) -> views.Table:
+        return views.referring_sites_view(store, view.url, view.host, view.site, name, view.sort, since, limit, offset)
+
+    if view.fmt != "html":
+        table = table_of(CSV_ROWS + 1)
+        said = f"the best {CSV_ROWS} sites; rankstore backlinks --group-by site -n 0 gives all"
+        note = said if len(table.rows) > CSV_ROWS else None
+        return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "referring-sites", note)
+    offset = (view.page - 1) * PAGE_SIZE
+    table = table_of(PAGE_SIZE + 1, offset)
+    rows = table.rows[:PAGE_SIZE]
+    ranked = any(row["site_pagerank"] is not None for row in rows)
+    order = (
+        "the sites that give the most first"
+        if view.sort == "contribution"
+        else "best site rank first"
+        if ranked
+        else "best linking page first"
+    )
+    about = (
+        "The sites whose pages link here"
+        + (f" (links new since build {view.since})" if view.since is not None else "")
+        + f"; {order}."
+    )
+    body = [_heading(view, about), _views(view)]
+    if rows:
+        lines = [
+            "<table><tr><th>#</th><th>Site</th><th>Site rank</th><th>Linking hosts</th><th>Linking pages</th>"
+            "<th>Links</th><th>Contribution</th><th>Share</th><th>Best linking page</th></tr>"
+        ]
+        for at, row in enumerate(rows, offset + 1):
+            its = escape(proxy_url("/backlinks", site=row["site"], group="site", **view.extra))
+            position = _DASH if row["site_rank"] is None else f"#{row['site_rank']:,}"
+            lines.append(
+                f'<tr data-site="{escape(row["site"])}" data-contribution="{_data(row["contribution"])}">'
+                f'<td class="n">{at}</td><td>{escape(row["site"])}<br><small><a href="{its}">its backlinks</a>'
+                f'</small></td><td class="n">{position}<br><small>{score(row["site_pagerank"])}</small></td>'
+                f'<td class="n">{row["hosts"]:,}</td><td class="n">{row["pages"]:,}</td>'
+                f'<td class="n">{row["links"]:,}</td>'
+                f'<td class="n">{score(row["contribution"])}</td><td class="n">{share(row["share"])}</td>'
+                f'<td><a href="{escape(row["best_url"])}">{escape(row["best_url"])}</a>'
+                f"<br><small>PageRank {score(row['best_pagerank'])}</small></td></tr>"
+            )
+        lines.append("</table>")
+        body.append("".join(lines))
+    else:
+        body.append("<p>No referring sites in this view.</p>")
+    body.append(_pager(view, len(table.rows) > PAGE_SIZE))
+    return html_response("Referring sites", "".join(body), table.notes)
+
+
+def _site_links(ranks: Ranks, view: View):
+    """A site's referring sites where the store holds no pages (a domain graph): its site links, by site rank."""
+    store = ranks.store()
+    assert view.site is not None
+    name = view.ranking or ranks.ranking
+    if view.fmt != "html":
+        table = views.site_links_view(store, view.site, name, CSV_ROWS + 1)
+        said = f"the best {CSV_ROWS} sites; rankstore backlinks --site -n 0 gives all"
+        note = said if len(table.rows) > CSV_ROWS else None
+        return download(view.fmt, table.columns, table.rows[:CSV_ROWS], "referring-sites", note)
+    offset = (view.page - 1) * PAGE_SIZE
+    table = views.site_links_view(store, view.site, name, PAGE_SIZE + 1, offset)
+    rows = table.rows[:PAGE_SIZE]
+    body = [
+        f"<p>Backlinks of the site <b>{escape(view.site)}</b>.<br>The store holds a domain graph and no pages: "
+        "the sites whose links it names, best site rank first.</p>",
+        f'<p class="views"><a href="{view.link(fmt="csv")}">Download CSV</a> '
+        f'<a href="{view.link(fmt="json")}">JSON</a></p>',
+    ]
+    if rows:
+        lines = ["<table><tr><th>#</th><th>Site</th><th>Site rank</th><th>Site PageRank</th></tr>"]
+        for at, row in enumerate(rows, offset + 1):
+            its = escape(proxy_url("/backlinks", site=row["site"], **view.extra))
+            position = _DASH if row["site_rank"] is None else f"#{row['site_rank']:,}"
+            lines.append(
+                f'<tr data-site="{escape(row["site"])}"><td class="n">{at}</td><td>{escape(row["site"])}'
+                f'<br><small><a href="{its}">its backlinks</a></small></td><td class="n">{position}</td>'
+                f'<td class="n">{score(row["site_pagerank"])}</td></tr>'
+            )
+        lines.append("</table>")
+        body.append("".join(lines))
+    else:
+        body.append("<p>No site links into it in the store.</p>")
+    body.append(_pager(view, len(table.rows) > PAGE_SIZE))
+    notes = [note for note in table.notes if not note.startswith("the store holds no pages")]
+    return html_response("Referring sites", "".join(body), notes)
+
+
 # ------------------------------------------------------------------ parts
 
 
@@ -301,8 +459,10 @@ def _build(value: int | None) -> str:
 
 
 def _heading(view: View, about: str) -> str:
-    if view.host is not None:
-        what = f"the whole site <b>{escape(view.host)}</b> (links from other hosts)"
+    if view.site is not None:
+        what = f"the whole site <b>{escape(view.site)}</b> (links into any of its hosts from other sites)"
+    elif view.host is not None:
+        what = f"the whole host <b>{escape(view.host)}</b> (links from other hosts)"
     else:
         assert view.url is not None
         what = f'<a href="{escape(view.url)}">{escape(view.url)}</a>'
@@ -317,22 +477,27 @@ def _views(view: View) -> str:
 
     modes = [item("Linking pages", not view.lost and view.group == "page", lost=False, group="page")]
     modes.append(item("Referring hosts", view.group == "host", lost=False, group="host"))
-    if view.host is None:
+    modes.append(item("Referring sites", view.group == "site", lost=False, group="site"))
+    if view.url is not None:
         modes.append(item("Lost links", view.lost, lost=True, group="page"))
     if not view.lost:
         modes.append(item("By PageRank", view.sort == "pagerank", sort="pagerank"))
         modes.append(item("By contribution", view.sort == "contribution", sort="contribution"))
     if view.since is not None:
         modes.append(item("All, not only new" if not view.lost else "Lost in any build", False, since_text=""))
-    if view.host is None:
-        assert view.url is not None
-        modes.append(item("Whole site", False, url=None, host=host_of(view.url), lost=False))
+    if view.url is not None:
+        modes.append(item("Whole host", False, url=None, host=host_of(view.url), lost=False))
+    if view.site is None:  # the registered domain's whole site, every host of it
+        own_host = host_of(view.url) if view.url is not None else view.target
+        modes.append(item("Whole site", False, url=None, host=None, site=site_of(own_host), lost=False))
     whole = ({"host": "1"} if view.host is not None else {}) | view.extra
-    modes.append(f'<a href="{escape(proxy_url("/compare", target=view.target, **whole))}">Compare</a>')
-    modes.append(f'<a href="{escape(proxy_url("/builds", url=view.target, **whole))}">Builds</a>')
+    builds = proxy_url("/builds", url=view.target, **whole) if view.site is None else proxy_url("/builds", **view.extra)
+    if view.site is None:  # /compare and /builds take pages and hosts
+        modes.append(f'<a href="{escape(proxy_url("/compare", target=view.target, **whole))}">Compare</a>')
+        modes.append(f'<a href="{escape(builds)}">Builds</a>')
     modes.append(f'<a href="{view.link(fmt="csv")}">Download CSV</a>')
     modes.append(f'<a href="{view.link(fmt="json")}">JSON</a>')
-    hidden = [("url", view.target)]
+    hidden = [("site", view.site)] if view.site is not None else [("url", view.target)]
     hidden += [("host", "1")] if view.host is not None else []
     hidden += [("sort", view.sort)] if view.sort != "pagerank" else []
     hidden += [("lost", "1")] if view.lost else []
@@ -344,7 +509,7 @@ def _views(view: View) -> str:
         f'<form action="{proxy_url("/backlinks")}" method="get">{fields}'
         f'<input type="text" name="since" value="{escape(view.since_text)}" placeholder="build or YYYY-MM-DD" '
         f'aria-label="{label} build or date" size="18"> <button>{label}</button> '
-        f'<small>a build number from <a href="{escape(proxy_url("/builds", url=view.target, **whole))}">builds</a>'
+        f'<small>a build number from <a href="{escape(builds)}">builds</a>'
         " or a UTC date</small></form>"
     )
     return f'<p class="views">{" ".join(modes)}</p>{form}'

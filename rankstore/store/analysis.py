@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..choices import SORTS
+from ..urls import site_of
 from .errors import StoreError
 from .graph import INLINE_BYTES
 from .rankings import Ranking, RankingArrays, RankingRows
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
     "in_slice", "graph_born", "since_build", "target_links", "backlink_report", "lost_backlinks", "build_history",
-    "host_ranking", "host_ranks_of", "referring_hosts", "intersect", "anchors", "level_ranking",
+    "host_ranking", "host_ranks_of", "referring_hosts", "referring_sites", "site_link_referrers", "site_number",
+    "page_sites", "intersect", "anchors", "level_ranking",
     "host_level_ranking", "top_nodes", "top_hosts", "top_sites", "lookup_nodes", "lookup_hosts", "lookup_sites",
     "site_ranking", "host_ranks",
 ]  # fmt: skip
@@ -307,9 +309,43 @@ def since_build(store: Store, since: str) -> int:
     return row[0] or 0
 
 
-def target_links(store: Store, url: str | None = None, host: str | None = None) -> TargetLinks:
-    """The in-links of a page (its links to itself apart), or of every page of a host (links from the host
-    itself left out)."""
+def site_number(store: Store, site: str) -> int:
+    """A site's id by name (a registered domain, as the site level names it; a host of it is taken as its
+    site): a StoreError in one line for a site the store has not."""
+    number = store.sites.site_id(site)
+    if number is None and site_of(site) != site:
+        number = store.sites.site_id(site_of(site))
+    if number is None:
+        raise StoreError(
+            f"{site}: not in the store (a site is a registered domain, as `top --ranking siterank` names it)"
+        )
+    return number
+
+
+def page_sites(store: Store, pages: np.ndarray) -> np.ndarray:
+    """Each page's site id (int64; 0 for a page or host not numbered yet), from its host's."""
+    hosts = store.hosts.page_hosts()
+    pages = np.asarray(pages, dtype=np.int64)
+    host_ids = np.zeros(len(pages), dtype=np.int64)
+    known = pages < len(hosts)
+    host_ids[known] = hosts[pages[known]]
+    sites = store.sites.host_sites()
+    found = np.zeros(len(pages), dtype=np.int64)
+    inside = (host_ids > 0) & (host_ids <= len(sites))
+    found[inside] = sites[host_ids[inside] - 1]
+    return found
+
+
+def target_links(store: Store, url: str | None = None, host: str | None = None, site: str | None = None) -> TargetLinks:
+    """The in-links of a page (its links to itself apart), of every page of a host (links from the host
+    itself left out), or of every page of every host of a site (links from the site itself left out)."""
+    if site is not None:
+        site_id = site_number(store, site)
+        pages = store.sites.pages_of_site(site_id)
+        found, targets = in_slices(store, pages)
+        outside = page_sites(store, found.sources) != site_id
+        links = found if outside.all() else _subset(found, outside)
+        return TargetLinks(links, targets[outside], pages)
     if host is None:
         assert url is not None
         page = store.pages.page_id(url)
@@ -360,9 +396,10 @@ def backlink_report(
     limit: int = 50,
     offset: int = 0,
     host: str | None = None,
+    site: str | None = None,
 ) -> BacklinkReport:
-    """The backlinks of ``url`` (or of every page of ``host``, from other hosts) with their contribution
-    and share, new since build ``since`` if given."""
+    """The backlinks of ``url`` (or of every page of ``host``, from other hosts; or of every page of
+    ``site``, from other sites) with their contribution and share, new since build ``since`` if given."""
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
     with store.snapshot():
@@ -370,13 +407,14 @@ def backlink_report(
         ranking_id = ranking.id
         arrays = store.rankings.ranking_arrays(ranking_id)
         params = store.rankings.ranking_params(ranking_id)
-        found = target_links(store, url, host)
+        found = target_links(store, url, host, site)
         links, targets, pages = found.links, found.targets, found.pages
+        whole = host is not None or site is not None  # many pages, whose internal links give them rank too
         counted = _voting(links, params)  # None: every link votes
         unranked = _unranked_links(store, ranking, links)
         ranked = pages[pages < arrays.pages]
         pagerank = float(arrays.scores[ranked].sum()) if len(ranked) else None
-        report = BacklinkReport(url or host or "", pagerank, 0, [], ranked_build=ranking.build)
+        report = BacklinkReport(url or host or site or "", pagerank, 0, [], ranked_build=ranking.build)
         report.unranked = int(unranked.sum()) if unranked is not None else 0
         # every link's contribution is needed to sort by it, and for a whole host (whose internal links
         # give it rank too); for one page, the version keeps what all its backlinks give it together
@@ -384,14 +422,14 @@ def backlink_report(
         weighted = links.weights is not None and params.get("weighted", True)
         # unweighted, a link from v gives votes[v]: sorted by contribution is sorted by the sources' votes
         by_votes = (
-            sort == "contribution" and host is None and arrays.linked is not None and not weighted and unranked is None
+            sort == "contribution" and not whole and arrays.linked is not None and not weighted and unranked is None
         )
-        if (sort == "contribution" and not by_votes) or host is not None or arrays.linked is None:
+        if (sort == "contribution" and not by_votes) or whole or arrays.linked is None:
             contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
         if arrays.votes is not None and pagerank:
             itself = _given_by_itself(store, arrays, ranking, found.itself, params)
             report.self_share = itself / pagerank if itself else None
-            if host is None and arrays.linked is not None:
+            if not whole and arrays.linked is not None:
                 # what the ranked graph's backlinks gave the page, those lost since among them
                 given = float(arrays.linked[ranked].sum()) - itself
             else:
@@ -665,15 +703,51 @@ def referring_hosts(
     limit: int = 50,
     offset: int = 0,
     host_ranking: str = "hostrank",
+    site: str | None = None,
 ) -> list[dict]:
-    """The hosts linking to a page (or to a host's pages): how many of their pages link, their best
-    page, their host rank and the PageRank their links pass on, best first (by host rank where there is
-    a host ranking, else by best page; or by summed contribution)."""
+    """The hosts linking to a page (or to a host's or a site's pages): how many of their pages link, their
+    best page, their host rank and the PageRank their links pass on, best first (by host rank where there
+    is a host ranking, else by best page; or by summed contribution)."""
+    return _referring(store, "host", url, host, site, name, sort, since, limit, offset, host_ranking)
+
+
+def referring_sites(
+    store: Store,
+    url: str | None = None,
+    host: str | None = None,
+    site: str | None = None,
+    name: str = "pagerank",
+    sort: str = "pagerank",
+    since: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    site_ranking: str = "siterank",
+) -> list[dict]:
+    """The sites linking to a page (or to a host's or a site's pages), as :func:`referring_hosts` gives
+    hosts: how many of their hosts and pages link, their best page, their site rank (the site ranking
+    ``site_ranking``) and the PageRank their links pass on, best first."""
+    return _referring(store, "site", url, host, site, name, sort, since, limit, offset, site_ranking)
+
+
+def _referring(
+    store: Store,
+    level: str,
+    url: str | None,
+    host: str | None,
+    site: str | None,
+    name: str,
+    sort: str,
+    since: int | None,
+    limit: int,
+    offset: int,
+    level_name: str,
+) -> list[dict]:
+    """The linking pages of a target folded into their hosts (``level`` 'host') or sites ('site')."""
     with store.snapshot():
         ranking = store.rankings.page_ranking(name)
         arrays = store.rankings.ranking_arrays(ranking.id)
         params = store.rankings.ranking_params(ranking.id)
-        found = target_links(store, url, host)
+        found = target_links(store, url, host, site)
         links, pages = found.links, found.pages
         contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
         if since is None or (links.uniform is not None and links.uniform > since):
@@ -682,28 +756,34 @@ def referring_hosts(
             chosen = links.born > since
             sources = links.sources[chosen]
             values = contribution[chosen] if contribution is not None else None
-        hosts = store.hosts.page_hosts()[sources]
-        order = np.argsort(hosts, kind="stable")  # by host
-        hosts_sorted, sources_sorted = hosts[order], sources[order]
+        page_hosts = store.hosts.page_hosts()
+        groups = page_hosts[sources] if level == "host" else page_sites(store, sources)
+        order = np.argsort(groups, kind="stable")  # by host (site)
+        groups_sorted, sources_sorted = groups[order], sources[order]
         starts = (
-            np.flatnonzero(np.concatenate([[True], hosts_sorted[1:] != hosts_sorted[:-1]]))
+            np.flatnonzero(np.concatenate([[True], groups_sorted[1:] != groups_sorted[:-1]]))
             if len(order)
             else np.zeros(0, dtype=np.int64)
         )
         ends = np.append(starts[1:], len(order))
-        group_hosts = hosts_sorted[starts]
-        # each host's best page: the smallest position in the order by score
+        group_ids = groups_sorted[starts]
+        # each group's best page: the smallest position in the order by score
         best_pages = sources_sorted[starts].astype(np.int64)
         if len(starts):
             best = np.minimum.reduceat(arrays.positions_of(sources_sorted), starts)
-            ranked_best = best < arrays.pages  # a host whose linking pages are all newer than the version: any
+            ranked_best = best < arrays.pages  # a group whose linking pages are all newer than the version: any
             best_pages[ranked_best] = arrays.best[best[ranked_best]]
-        if host is None:  # one target page: each linking page links to it once
+        if url is not None:  # one target page: each linking page links to it once
             distinct = ends - starts
         else:
-            distinct = _distinct_counts(hosts_sorted, sources_sorted.astype(np.int64), starts)
+            distinct = _distinct_counts(groups_sorted, sources_sorted.astype(np.int64), starts)
+        hosts_linking = (
+            _distinct_counts(groups_sorted, page_hosts[sources_sorted].astype(np.int64), starts)
+            if level == "site"
+            else None
+        )
         summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
-        ranked = _newest_of_level(store, host_ranking, "host")
+        ranked = _newest_of_level(store, level_name, level)
 
         def best_positions(at: np.ndarray) -> np.ndarray:
             return arrays.positions_of(best_pages[at])
@@ -711,40 +791,76 @@ def referring_hosts(
         if sort == "contribution" and summed is not None:
             pick = _first_by(-summed, best_positions, offset + limit)
         elif ranked is not None:
-            host_positions = np.full(len(group_hosts), 1 << 40, dtype=np.int64)  # the order: ties by id
-            inside = (group_hosts > 0) & (group_hosts <= ranked[1].pages)
-            host_positions[inside] = ranked[1].position[group_hosts[inside] - 1]
-            pick = _first_by(host_positions, best_positions, offset + limit)
+            group_positions = np.full(len(group_ids), 1 << 40, dtype=np.int64)  # the order: ties by id
+            inside = (group_ids > 0) & (group_ids <= ranked[1].pages)
+            group_positions[inside] = ranked[1].position[group_ids[inside] - 1]
+            pick = _first_by(group_positions, best_positions, offset + limit)
         else:
-            pick = _first_by(best_positions(np.arange(len(group_hosts))), None, offset + limit)
+            pick = _first_by(best_positions(np.arange(len(group_ids))), None, offset + limit)
         pick = pick[offset:]
-        # the host ranks of the hosts shown only (read from the ranking's arrays: millions of hosts may link)
-        host_scores = np.full(len(pick), np.nan)
-        host_places = np.full(len(pick), -1, dtype=np.int64)  # what is shown: ties alike
+        # the ranks of the groups shown only (read from the ranking's arrays: millions of hosts may link)
+        level_scores = np.full(len(pick), np.nan)
+        level_places = np.full(len(pick), -1, dtype=np.int64)  # what is shown: ties alike
         if ranked is not None:
-            shown = group_hosts[pick]
+            shown = group_ids[pick]
             inside = (shown > 0) & (shown <= ranked[1].pages)
-            host_scores[inside] = ranked[1].scores[shown[inside] - 1]
-            host_places[inside] = ranked[1].places(shown[inside] - 1)
-        names = store.hosts.host_names(group_hosts[pick].tolist())
+            level_scores[inside] = ranked[1].scores[shown[inside] - 1]
+            level_places[inside] = ranked[1].places(shown[inside] - 1)
+        shown_ids = group_ids[pick].tolist()
+        names = store.hosts.host_names(shown_ids) if level == "host" else store.sites.site_names(shown_ids)
         best_rows = store.queries.page_rows(arrays, best_pages[pick].tolist())
         total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
     rows = []
     for slot, (at, page) in enumerate(zip(pick.tolist(), best_rows)):
         value = float(summed[at]) if summed is not None else None
-        rows.append(
-            {
-                "host": names.get(int(group_hosts[at]), ""),
-                "pages": int(distinct[at]),
-                "links": int(ends[at] - starts[at]),
-                "best_url": page["url"],
-                "best_pagerank": page["pagerank"],
-                "host_pagerank": None if np.isnan(host_scores[slot]) else float(host_scores[slot]),
-                "host_rank": int(host_places[slot]) + 1 if host_places[slot] >= 0 else None,
-                "contribution": value,
-                "share": value / total if value is not None and total else None,
-            }
-        )
+        row: dict = {level: names.get(int(group_ids[at]), "")}
+        if hosts_linking is not None:
+            row["hosts"] = int(hosts_linking[at])
+        row |= {
+            "pages": int(distinct[at]),
+            "links": int(ends[at] - starts[at]),
+            "best_url": page["url"],
+            "best_pagerank": page["pagerank"],
+            f"{level}_pagerank": None if np.isnan(level_scores[slot]) else float(level_scores[slot]),
+            f"{level}_rank": int(level_places[slot]) + 1 if level_places[slot] >= 0 else None,
+            "contribution": value,
+            "share": value / total if value is not None and total else None,
+        }
+        rows.append(row)
+    return rows
+
+
+def site_link_referrers(
+    store: Store, site: str, site_ranking: str | None = "siterank", limit: int = 50, offset: int = 0
+) -> list[dict]:
+    """The sites a loaded domain graph's links say link to ``site`` (a store of site links, no pages), best
+    site rank first (the site ranking ``site_ranking``; by site id without one): each site once, as the
+    domain graph keeps each pair."""
+    with store.snapshot():
+        number = site_number(store, site)
+        sources = store.site_links.in_links(number)  # int32 site indices, ascending
+        ranked = _newest_of_level(store, site_ranking, "site") if site_ranking else None
+        if ranked is not None:
+            arrays = ranked[1]
+            # those the version ranks: a prefix (the bound as the list's own type, which numpy keeps uncast)
+            inside = int(np.searchsorted(sources, sources.dtype.type(arrays.pages)))
+            order = np.concatenate(
+                [sources[:inside][arrays.best_of_sorted(sources[:inside], offset + limit)], sources[inside:]]
+            )
+        else:
+            order = sources
+        chosen = order[offset : offset + limit].astype(np.int64)
+        names = store.sites.site_names((chosen + 1).tolist())
+        rows = []
+        for index in chosen.tolist():
+            scored = ranked is not None and index < ranked[1].pages
+            rows.append(
+                {
+                    "site": names.get(index + 1, ""),
+                    "site_pagerank": float(ranked[1].scores[index]) if scored and ranked else None,
+                    "site_rank": int(ranked[1].places([index])[0]) + 1 if scored and ranked else None,
+                }
+            )
     return rows
 
 
@@ -777,23 +893,34 @@ def _first_by(primary: np.ndarray, secondary: Callable[[np.ndarray], np.ndarray]
 
 def intersect(
     store: Store,
-    targets: Sequence[tuple[str | None, str | None]],
-    mine: Sequence[tuple[str | None, str | None]] = (),
+    targets: Sequence[tuple[str | None, ...]],
+    mine: Sequence[tuple[str | None, ...]] = (),
     name: str = "pagerank",
     by_host: bool = False,
     limit: int = 50,
     offset: int = 0,
     host_ranking: str = "hostrank",
+    by_site: bool = False,
+    site_ranking: str = "siterank",
 ) -> list[dict]:
-    """The pages (or hosts) that link to every target (url, host) and to none of ``mine``, best first:
-    pages by page ranking ``name``, hosts by host ranking ``host_ranking`` (where there is one)."""
+    """The pages (or hosts, or sites) that link to every target (url, host[, site]) and to none of ``mine``,
+    best first: pages by page ranking ``name``, hosts by host ranking ``host_ranking``, sites by site
+    ranking ``site_ranking`` (where there is one).  A site target's linking sites are those of its page
+    links and those a loaded domain graph's site links give it."""
+    level = "site" if by_site else "host" if by_host else None
     with store.snapshot():
-        arrays = None if by_host else store.rankings.ranking_arrays(store.rankings.page_head(name)[0])
-        hosts = store.hosts.page_hosts() if by_host else None
+        arrays = None if level else store.rankings.ranking_arrays(store.rankings.page_head(name)[0])
+        hosts = store.hosts.page_hosts() if level == "host" else None
 
-        def linking(target: tuple[str | None, str | None]) -> np.ndarray:
+        def linking(target: tuple[str | None, ...]) -> np.ndarray:
             sources = target_links(store, *target).links.sources.astype(np.int64)
-            return np.unique(hosts[sources] if hosts is not None else sources)
+            if level != "site":
+                return np.unique(hosts[sources] if hosts is not None else sources)
+            found = page_sites(store, sources)
+            site = target[2] if len(target) > 2 else None
+            if site is not None:  # a domain graph's links into it, site indices
+                found = np.concatenate([found, store.site_links.in_links(site_number(store, site)) + 1])
+            return np.unique(found[found > 0])
 
         common = None
         for target in targets:
@@ -805,24 +932,25 @@ def intersect(
         if arrays is not None:
             chosen = common[arrays.best_of(common, offset + limit)[offset:]]
             return store.queries.page_rows(arrays, chosen.tolist())
-        ranked = _newest_of_level(store, host_ranking, "host")
+        assert level is not None
+        ranked = _newest_of_level(store, site_ranking if level == "site" else host_ranking, level)
         if ranked is not None:
             positions = np.where(
                 (common > 0) & (common <= ranked[1].pages),
-                ranked[1].position[np.clip(common - 1, 0, None)],
+                ranked[1].position[np.clip(common - 1, 0, ranked[1].pages - 1)],
                 1 << 40,
             )
             chosen = common[np.argsort(positions, kind="stable")[offset : offset + limit]]
         else:
             chosen = common[offset : offset + limit]
-        names = store.hosts.host_names(chosen.tolist())
+        names = store.hosts.host_names(chosen.tolist()) if level == "host" else store.sites.site_names(chosen.tolist())
         return [
             {
-                "host": names.get(int(h), ""),
-                "host_pagerank": float(ranked[1].scores[h - 1]) if ranked and 0 < h <= ranked[1].pages else None,
-                "host_rank": int(ranked[1].places([h - 1])[0]) + 1 if ranked and 0 < h <= ranked[1].pages else None,
+                level: names.get(int(n), ""),
+                f"{level}_pagerank": float(ranked[1].scores[n - 1]) if ranked and 0 < n <= ranked[1].pages else None,
+                f"{level}_rank": int(ranked[1].places([n - 1])[0]) + 1 if ranked and 0 < n <= ranked[1].pages else None,
             }
-            for h in chosen.tolist()
+            for n in chosen.tolist()
         ]
 
 
