@@ -463,7 +463,8 @@ def _stored(data: bytes, final: bool) -> bytes:
     """``data`` as deflate's stored blocks (RFC 1951, 3.2.4), starting and ending on a byte boundary: the
     record's head and end around a revisit's body, a few hundred bytes that a compressor would take longer
     to set up for than to copy."""
-    blocks, start = [], 0
+    blocks: list[bytes] = []
+    start = 0
     while True:
         chunk = data[start : start + _STORED_MOST]
         start += len(chunk)
