@@ -368,7 +368,14 @@ class Sites(Part):
     def pages_of_site(self, site: int) -> np.ndarray:
         """Page indices of every page of a site's hosts."""
         hosts = self.hosts_of_site(site)
-        return np.flatnonzero(np.isin(self.store.hosts.page_hosts(), hosts)) if len(hosts) else np.zeros(0, np.int64)
+        if not len(hosts):
+            return np.zeros(0, np.int64)
+        page_hosts = self.store.hosts.page_hosts()
+        if len(hosts) == 1:
+            return np.flatnonzero(page_hosts == hosts[0])
+        member = np.zeros(int(hosts[-1]) + 1, dtype=bool)  # a table by host id: one pass over the pages
+        member[hosts] = True
+        return np.flatnonzero(member[np.minimum(page_hosts, len(member) - 1)] & (page_hosts < len(member)))
 
     def site_count(self) -> int:
         """How many sites: the largest id, as ids are given one after the other."""
