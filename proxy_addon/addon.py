@@ -22,6 +22,7 @@ the pages annotated, opt-in) to :mod:`proxy_addon.record`, both driven from this
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import logging
@@ -68,6 +69,7 @@ from rankstore.store import StoreError
 
 log = logging.getLogger(__name__)
 CSP_HEADERS = ("content-security-policy", "content-security-policy-report-only")
+WORKERS_AFTER = 1.0  # seconds after its start that the proxy starts its workers if no page has come by then
 
 
 class PageRankProxy:
@@ -82,6 +84,7 @@ class PageRankProxy:
         self.reading: asyncio.Future | None = None  # a new ranking version read for this loop, in a thread
         self.starting: asyncio.Future | None = None  # the workers started and the loop's reading, beside mitmproxy's
         self.panel_waits: http.HTTPFlow | None = None  # a page alone whose panel waits for its connection
+        self.answered = asyncio.Event()  # a first page has been through the rewrite (the workers start then)
         # The origin's deadlines: called from these hooks, not registered as an addon of its own, since
         # mitmproxy visits every addon at each of its events (about twenty a page), hooks or not.
         self.deadline = OriginDeadline()
@@ -224,13 +227,19 @@ class PageRankProxy:
             log.exception("pagerank: starting the workers and the ranking's read failed")
 
     async def _start_all(self) -> None:
-        if self.workers is not None:
-            # first: a worker takes pages once it has started, while the loop's own reading goes on
-            await self.workers.start()
         if self.settings is not None and self.settings.inline_bytes:
             # the ranking's arrays and best pages' look-ups, for the pages rewritten in this loop (as a worker
             # reads them), read in a thread: on a large store it takes a while, and clients may come already
             self.reading = asyncio.ensure_future(self._read_ranking())
+        if self.workers is not None:
+            # The first page is the one a person waits for, and until a worker has started this loop rewrites
+            # it: workers starting beside it (each importing its modules and opening the store) would take
+            # the cores it needs.  They start once it is through, or WORKERS_AFTER seconds after the proxy's
+            # start without a page; each takes pages as soon as it has started.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.answered.wait(), WORKERS_AFTER)
+            await self.workers.start()
+        if self.reading is not None:
             await self.reading
             self._read_if_new()  # and this loop's own connection opened
         # What mitmproxy and this addon have loaded lives as long as the proxy: frozen, the cycle collector stops
@@ -392,6 +401,14 @@ class PageRankProxy:
         waited = await self._take_turn(flow, len(body))
         if waited is None:
             return
+        try:
+            await self._annotate(flow, body, response, started, waited)
+        finally:
+            self.answered.set()
+
+    async def _annotate(
+        self, flow: http.HTTPFlow, body: bytes, response: http.Response, started: float, waited: float
+    ) -> None:
         job = self._job(flow)
         # the page's record is made while it is rewritten (in a worker, else a thread), and kept if it is annotated
         recording = self.recorder.take(flow, body, job.content_encoding, job.limit, self._record_maker(), "in a worker")

@@ -476,7 +476,12 @@ class PageView:
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """What each URL shows: its page's score (:meth:`page_lookup`), else, where the host or site is ranked,
         its host's rank or else its site's (:meth:`estimates`); a URL with neither is left out."""
-        trim()  # what earlier pages' look-ups left mapped, let go of past a bound
+        try:
+            return self._lookup(urls)
+        finally:
+            trim()  # what the page's look-ups mapped of a large store's arrays, let go of (see rankstore.store.mapped)
+
+    def _lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         answers = self.page_lookup(urls)
         if self.host_head is None and self.site_head is None:
             return answers

@@ -233,15 +233,22 @@ def _pss_file_kib() -> int:
         return next(int(line.split()[1]) for line in rollup if line.startswith("Pss_File:"))
 
 
-def test_a_written_file_is_mapped_a_few_pages_a_look_up_not_a_large_folio_at_a_time(tmp_path):
-    """A proxy's look-ups touch a large array at random: each must make a few pages resident in the process (its
-    PSS; the kernel maps up to 64 KiB around a page fault from the cache), not the large folio a write left in
-    the page cache (most of a 24 MB array for 128 look-ups)."""
-    from rankstore.store.mapped import _mapped, _write_array
+@pytest.fixture
+def large(monkeypatch):
+    """Files of a megabyte and more count as large (a domain graph's are gigabytes)."""
+    from rankstore.store import mapped
 
+    monkeypatch.setattr(mapped, "LARGE", 1 << 20)
+    return mapped
+
+
+def test_a_large_file_is_mapped_a_page_a_look_up_not_a_large_folio_at_a_time(large, tmp_path):
+    """A proxy's look-ups touch a large array at random: each must make a few pages resident in the process (its
+    PSS; the kernel maps up to 64 KiB around a fault from the cache), not the large folio a write (or a read
+    ahead) leaves in the page cache: most of a 24 MB array for 128 look-ups before."""
     path = tmp_path / "scores.npy"
-    _write_array(path, np.random.default_rng(1).random(3_000_000))  # 24 MB
-    values = _mapped(path)
+    large._write_array(path, np.random.default_rng(1).random(3_000_000))  # 24 MB
+    values = large._mapped(path)
     before = _pss_file_kib()
     picked = np.random.default_rng(2).choice(len(values), 128, replace=False)
     total = sum(float(values[index]) for index in picked.tolist())
@@ -250,19 +257,18 @@ def test_a_written_file_is_mapped_a_few_pages_a_look_up_not_a_large_folio_at_a_t
     assert grown <= 128 * 64 + 1024, f"128 look-ups made {grown} KiB of the file resident"
 
 
-def test_trim_lets_go_of_a_processs_mapped_pages_past_the_bound_and_they_read_the_same(tmp_path):
-    """What look-ups left mapped is let go of once the process's file-backed memory passes the bound (the pages
-    stay in the page cache: read again, the same values); under the bound, and between two looks, it is kept."""
-    from rankstore.store.mapped import _file_resident, _mapped, _write_array, trim
-
+def test_trim_lets_go_of_a_processs_large_mapped_files_past_the_bound_and_they_read_the_same(large, tmp_path):
+    """What look-ups left mapped of the large files is let go of once the process's file-backed memory passes the
+    bound (the pages stay in the page cache: read again, the same values); within the bound, it is kept."""
     values = np.random.default_rng(3).random(4_000_000)  # 32 MB
-    _write_array(tmp_path / "big.npy", values)
-    mapped = _mapped(tmp_path / "big.npy")
+    large._write_array(tmp_path / "big.npy", values)
+    mapped = large._mapped(tmp_path / "big.npy")
     picked = np.random.default_rng(4).choice(len(values), 2_000, replace=False)
     first = mapped[picked].copy()
-    touched = _file_resident()
-    assert not trim(most=touched + (64 << 20), every=0)  # under the bound: kept
-    assert trim(most=1 << 20, every=0)  # past it: let go of
-    assert _file_resident() < touched - (4 << 20)
-    assert not trim(most=0, every=3600)  # looked a moment ago: not again so soon
+    touched = _pss_file_kib()
+    assert not large.trim(most=64 << 20)  # 32 MB mapped: within the bound, kept
+    assert not large.trim(most=large._file_resident() + (4 << 20))  # within the bound resident: kept
+    assert _pss_file_kib() >= touched - 64
+    assert large.trim(most=1 << 20)  # past it: let go of
+    assert _pss_file_kib() < touched - 4 * 1024
     assert np.array_equal(mapped[picked], first) and np.array_equal(first, values[picked])

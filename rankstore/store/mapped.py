@@ -23,10 +23,14 @@ other data is refused (and made again), never read as scores.  Like the
 store's own pages, which SQLite does not checksum, a file's bytes are not
 summed whole: that would read every page of it into each process.
 
-A process maps only what it touches, but what it has touched stays mapped (and counts in its PSS) until it
-lets go: browsing a domain graph's 135 million sites at random would in time map most of every array into
-every process.  :func:`trim` lets go of a process's mapped pages (they stay in the page cache, and the next
-touch maps them again from it, with no read) once its file-backed memory passes :data:`RESIDENT_MOST`.
+A process maps only what it touches, but this kernel maps a page-cache folio whole, and a large file read
+in order (or just written) sits in the cache in large folios: a thousand look-ups in a domain graph's
+arrays would map hundreds of megabytes of each into the process (its PSS).  So a large file
+(:data:`LARGE`) is read back into the cache page by page once written (:func:`_cached_afresh`), and mapped
+``MADV_RANDOM``: a page the cache has lost since is read in alone, at its first touch, never ahead.  And
+what a process has touched stays mapped until it lets go: :func:`trim` (after each page's look-ups) lets
+go of the large files' pages once the process's file-backed memory passes :data:`RESIDENT_MOST`; they stay
+in the page cache, and the next touch maps them again from it, with no read.
 
 Files are written beside and renamed into place, so a reader never maps half
 a file; the folder and its files are the owner's alone (0700, 0600), as the
@@ -41,7 +45,6 @@ import mmap
 import os
 import tempfile
 import threading
-import time
 import weakref
 import zlib
 from dataclasses import asdict, dataclass
@@ -51,7 +54,9 @@ import numpy as np
 
 from .base import Part
 
-__all__ = ["Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "RESIDENT_MOST", "mapped_folder", "trim"]
+__all__ = [
+    "Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "LARGE", "RESIDENT_MOST", "mapped_folder", "trim",
+]  # fmt: skip
 
 SUFFIX = ".mapped"  # the folder beside the store: STORE.mapped/
 SAMPLES = 16  # blocks compared with the store's when a version's files are mapped
@@ -61,38 +66,34 @@ COLUMNS = (("scores", "<f8"), ("inlinks", "<i4"), ("best", "<i4"), ("position", 
 OPTIONAL = (("extra", "<f8"), ("votes", "<f8"), ("linked", "<f8"))
 
 
-# a process's file-backed resident memory (its code and libraries too) past which it lets go of its mapped pages
-RESIDENT_MOST = 384 << 20
-TRIM_EVERY = 1.0  # seconds between two looks at a process's resident memory, at most one a second
+LARGE = 64 << 20  # a file this large is read a page at a time, never ahead, and let go of by trim()
+RESIDENT_MOST = 384 << 20  # a process's file-backed resident memory past which trim() lets go of the large files
 
 
 class _Trim:
-    """Every mapping made here (weakly: a version let go of unmaps), and when :func:`trim` last looked."""
+    """Every large file's mapping made here (weakly: a version let go of unmaps)."""
 
     def __init__(self) -> None:
         self.mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
-        self.looked = 0.0
         self.lock = threading.Lock()
 
 
 _TRIM = _Trim()
 
 
-def trim(most: int = RESIDENT_MOST, every: float = TRIM_EVERY) -> bool:
-    """Let go of this process's pages of every mapped file if its file-backed resident memory has passed
-    ``most`` (looked at once every ``every`` seconds at most, and only when more than ``most`` is mapped at
-    all: a small store's files never are).  True if it let go."""
-    now = time.monotonic()
-    if now - _TRIM.looked < every or not _TRIM.lock.acquire(blocking=False):
-        return False
+def trim(most: int = RESIDENT_MOST) -> bool:
+    """Let go of this process's pages of the large mapped files, if its file-backed resident memory has passed
+    ``most`` (looked at only when more than ``most`` of them is mapped at all: a small store's never is):
+    unmapped here, kept in the page cache.  True if it let go."""
+    if not _TRIM.lock.acquire(blocking=False):
+        return False  # another thread is at it
     try:
-        _TRIM.looked = now
         mappings = list(_TRIM.mappings)
         if sum(len(mapping) for mapping in mappings) <= most or _file_resident() <= most:
             return False
         for mapping in mappings:
             try:
-                mapping.madvise(mmap.MADV_DONTNEED)  # a file's pages: unmapped here, kept in the page cache
+                mapping.madvise(mmap.MADV_DONTNEED)
             except ValueError:  # closed meanwhile
                 pass
         return True
@@ -101,12 +102,12 @@ def trim(most: int = RESIDENT_MOST, every: float = TRIM_EVERY) -> bool:
 
 
 def _file_resident() -> int:
-    """This process's resident memory that is not anonymous (mapped files, code), in bytes."""
+    """This process's resident memory that is not anonymous (mapped files, its code), in bytes."""
     try:
         with open("/proc/self/smaps_rollup") as rollup:
             lines = rollup.read().splitlines()
-    except OSError:  # no /proc: nothing to go by
-        return 0
+    except OSError:  # no /proc: let go, as if past the bound
+        return 1 << 62
     fields = {}
     for line in lines:
         name, _, rest = line.partition(":")
@@ -378,14 +379,17 @@ class Mapped(Part):
 
 
 def _mapped(path: Path) -> np.ndarray:
-    """The array in ``path``, mapped read-only; the kernel asked to read it ahead into its page cache (which
-    is no process's memory): a view's first touch of it is then no wait on the disk."""
+    """The array in ``path``, mapped read-only.  A small file is read ahead into the page cache (which is no
+    process's memory): a view's first touch of it is then no wait on the disk.  A large one (:data:`LARGE`) is
+    read a page at a time, as it is touched, and mapped so (see the module's docstring)."""
     values = np.load(path, mmap_mode="r", allow_pickle=False)
     held = getattr(values, "_mmap", None)  # none for an empty array
-    if held is not None and hasattr(mmap, "MADV_WILLNEED"):
-        held.madvise(mmap.MADV_WILLNEED)
     if held is not None:
-        _TRIM.mappings.add(held)
+        if len(held) >= LARGE:
+            held.madvise(mmap.MADV_RANDOM)
+            _TRIM.mappings.add(held)
+        elif hasattr(mmap, "MADV_WILLNEED"):
+            held.madvise(mmap.MADV_WILLNEED)
     # a plain array over the same mapping: numpy's memmap subclass wraps every index in Python, a page's
     # thousand look-ups each paying for it
     return values.view(np.ndarray)
@@ -407,15 +411,21 @@ def _write_array(path: Path, values: np.ndarray) -> None:
 
 
 def _cached_afresh(fd: int) -> None:
-    """The file's pages dropped from the page cache once written, and read back in.
+    """A large file's pages dropped from the page cache once written, and read back in small folios.
 
-    The pages a write leaves in the cache come in large folios, and this kernel maps a large folio whole into
-    a process that touches one of its pages: a proxy's thousand look-ups a page would make most of a large
-    array resident in each process (and count in its PSS).  Pages read in by readahead are mapped a few at a
-    time.  The read back is readahead, asynchronous: a reader that comes first waits only for what it reads."""
-    if hasattr(os, "posix_fadvise"):
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    A write leaves them in large folios (and so does readahead), each mapped whole into a process that touches
+    one of its pages.  Read with ``POSIX_FADV_RANDOM``, a megabyte at a time, the kernel reads each chunk in
+    one request but caches it page by page: look-ups then find every page in the cache, and map each alone
+    (with the few neighbours the kernel maps around a fault)."""
+    if not hasattr(os, "posix_fadvise") or os.fstat(fd).st_size < LARGE:
+        return
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    with open(os.dup(fd), "rb", buffering=0) as again:
+        os.posix_fadvise(again.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+        chunk = bytearray(1 << 20)
+        offset = 0
+        while read := os.preadv(again.fileno(), [chunk], offset):
+            offset += read
 
 
 def _zero(path: Path) -> None:
