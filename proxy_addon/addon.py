@@ -231,14 +231,15 @@ class PageRankProxy:
             # the ranking's arrays and best pages' look-ups, for the pages rewritten in this loop (as a worker
             # reads them), read in a thread: on a large store it takes a while, and clients may come already
             self.reading = asyncio.ensure_future(self._read_ranking())
-        if self.workers is not None:
+        if (workers := self.workers) is not None:
             # The first page is the one a person waits for, and until a worker has started this loop rewrites
             # it: workers starting beside it (each importing its modules and opening the store) would take
             # the cores it needs.  They start once it is through, or WORKERS_AFTER seconds after the proxy's
             # start without a page; each takes pages as soon as it has started.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.answered.wait(), WORKERS_AFTER)
-            await self.workers.start()
+            if not self.stopping and workers is self.workers and not workers.ended:
+                await workers.start()
         if self.reading is not None:
             await self.reading
             self._read_if_new()  # and this loop's own connection opened

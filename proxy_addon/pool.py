@@ -123,6 +123,7 @@ class Workers:
         self._workers: list[_Worker] = []  # in the order they started: the first ones are preferred
         self._waiting: collections.deque[_Queued] = collections.deque()
         self._spawning: set[asyncio.Task] = set()
+        self.ended = False  # aclose() has ended the processes
         self._exiting: set[asyncio.Task] = set()  # a discarded worker's transport, closed once it has exited
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
@@ -177,6 +178,7 @@ class Workers:
             self.close()
             self._loop, self._lock, self._started = loop, asyncio.Lock(), False
         assert self._lock is not None
+        self.ended = False
         async with self._lock:
             if not self._started:
                 self._starting = True  # a worker lost before the last has started is replaced too
@@ -497,6 +499,7 @@ class Workers:
         here, not left for the garbage collector after the loop ends.
         """
         workers, self._workers, self._started = list(self._workers), [], False
+        self.ended = True  # until start() is asked again: a start still waiting (the addon's) lets it be
         for task in list(self._spawning):
             task.cancel()
         loop = asyncio.get_running_loop()
