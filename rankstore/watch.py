@@ -153,41 +153,38 @@ def parse_targets(text: str) -> list[WatchTarget]:
 
 def _best_links(store: Store, pairs: np.ndarray, arrays, limit: int) -> list[LinkChange]:
     """The ``limit`` best of (linking page, target page) rows, by the linking page's PageRank in ``arrays``
-    (the newest page ranking's), else by URL."""
+    (the newest page ranking's), else in the order the store numbered the pages."""
     if not len(pairs):
         return []
     sources = pairs[:, 0]
-    if arrays is not None:
-        chosen = arrays.best_of(sources, limit)
-    else:
-        chosen = np.arange(len(pairs))
-    ids = {int(i) + 1 for i in pairs[chosen].ravel().tolist()}
-    urls = store.pages.urls_of(sorted(ids))
+    chosen = arrays.best_of(sources, limit) if arrays is not None else np.arange(min(limit, len(pairs)))
+    urls = store.pages.urls_of(sorted({int(i) + 1 for i in pairs[chosen].ravel().tolist()}))
     rows = []
     for at in chosen.tolist():
         src, dst = int(pairs[at, 0]), int(pairs[at, 1])
         score = float(arrays.scores[src]) if arrays is not None and src < arrays.pages else None
         rows.append(LinkChange(urls.get(src + 1, ""), urls.get(dst + 1, ""), score))
-    if arrays is None:
-        rows.sort(key=lambda row: (row.url, row.target))
-        rows = rows[:limit]
     return rows
 
 
 def _best_sites(store: Store, sites: np.ndarray, pages: dict[int, int], arrays, limit: int) -> list[SiteChange]:
     """The ``limit`` best of ``sites`` by site rank (the newest site ranking's ``arrays``), else by their
-    linking pages, then name."""
+    linking pages, then id; only those are named."""
     if not len(sites):
         return []
-    names = store.sites.site_names(sites.tolist())
-    places: dict[int, int | None] = {}
+    far = np.iinfo(np.int64).max
+    places = np.full(len(sites), far, dtype=np.int64)
     if arrays is not None:
-        inside = sites[sites <= arrays.pages]
-        places = dict(zip(inside.tolist(), (arrays.places(inside - 1) + 1).tolist())) if len(inside) else {}
-    rows = [SiteChange(names.get(s, ""), pages.get(s, 0), places.get(s)) for s in sites.tolist()]
-    far = 1 << 62
-    rows.sort(key=lambda row: (row.site_rank if row.site_rank is not None else far, -row.pages, row.site))
-    return rows[:limit]
+        inside = sites <= arrays.pages
+        if inside.any():
+            places[inside] = arrays.places(sites[inside] - 1) + 1
+    linking = np.array([pages.get(site, 0) for site in sites.tolist()], dtype=np.int64)
+    chosen = np.lexsort((sites, -linking, places))[:limit]
+    names = store.sites.site_names(sites[chosen].tolist())
+    return [
+        SiteChange(names.get(int(sites[at]), ""), int(linking[at]), None if places[at] == far else int(places[at]))
+        for at in chosen.tolist()
+    ]
 
 
 def _newest_arrays(store: Store, name: str, level: str):
