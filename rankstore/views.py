@@ -630,6 +630,13 @@ def history_view(
         f"{found.level} {found.target}: builds' backlinks, referring hosts and sites; rank in {found.ranking}"
         + ("" if found.ranks else f" (no version of {found.ranking} ranks {found.level}s)")
     ]
+    if found.level == "site" and store.site_links.count():
+        number = store.sites.site_id(found.target)
+        linking = len(store.site_links.in_links(number)) if number is not None else 0
+        notes.append(
+            f"the domain graph's site links keep no history: its {linking:,} sites linking to {found.target} "
+            "are not counted by build"
+        )
     dropped = [point.version for point in found.ranks if not point.kept]
     if dropped:
         notes.append(
@@ -654,7 +661,7 @@ def watch_lines(reports: Sequence[TargetWatch]) -> list[str]:
         if not report.known:
             lines.append(f"{report.target}: not in the store")
             continue
-        since = f"build {report.previous_build}" if report.previous_build is not None else "no build"
+        since = f"build {report.previous_build}" if report.previous_build is not None else "the start"
         state = "changed" if report.changed else "no change"
         lines.append(
             f"{report.target}: {state} since {since} (now build {report.build}: {report.backlinks:,} backlinks, "

@@ -4,7 +4,9 @@ hosts and sites; ``--plot`` draws a real image."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import struct
 import zlib
 
@@ -24,6 +26,8 @@ from historykit import (
 
 from rankstore.cli import cli
 from rankstore.store import Store
+
+from conftest import DATA
 
 COUNTS = [
     "backlinks", "new_backlinks", "lost_backlinks", "referring_hosts", "new_hosts", "lost_hosts",
@@ -181,3 +185,19 @@ def test_a_ranking_of_another_level_is_refused(several_hosts):
     assert result.exit_code == 1 and "ranks hosts, not sites" in result.output
     page = json.loads(run("history", "http://www.target.test/0", "--format", "json", "--store", store))
     assert [row["version"] for row in page] == [1, 2, 3]
+
+
+def test_a_domain_graph_s_site_links_are_named_not_counted(tmp_path):
+    """A Common Crawl domain graph's site links replace the last one's whole: no build history to count; the
+    history says how many sites link, and still gives the site's rank."""
+    graph = os.path.join(DATA, "ccgraph", "domain")
+    store = str(tmp_path / "domains.db")
+    run("build", os.path.join(graph, "vertices.txt.gz"), os.path.join(graph, "edges.txt.gz"), "--store", store, "-q")
+    run("rank", "--level", "site", "--store", store, "-q")
+    result = CliRunner().invoke(cli, ["history", "example.com", "--site", "--format", "json", "--store", store])
+    assert result.exit_code == 0, result.output
+    edges = [line.split() for line in gzip.open(os.path.join(graph, "edges.txt.gz"), "rt") if line.strip()]
+    sources = {src for src, dst in edges if dst == "0" and src != "0"}  # vertex 0 is com.example
+    assert sources and f"its {len(sources)} sites linking to example.com are not counted" in result.stderr
+    [row] = json.loads(result.stdout)
+    assert row["referring_sites"] == 0 and row["place"] is not None
