@@ -200,8 +200,8 @@ class _Links(html.parser.HTMLParser):
 
 
 def warc_pages(path: str) -> dict[str, set[str]]:
-    """Each HTML page answered 200 in a WARC file: its URL and the URLs it links to (fragments dropped,
-    in-page links left out)."""
+    """Each page of a WARC file and the URLs it links to: an HTML page answered 200, its links (fragments
+    dropped, in-page links left out); a redirect, where it leads; a page found gone (404, 410), none."""
     data = gzip.open(path).read()
     pages: dict[str, set[str]] = {}
     at = 0
@@ -217,9 +217,16 @@ def warc_pages(path: str) -> dict[str, set[str]]:
         http_head, _, body = block.partition(b"\r\n\r\n")
         lines = http_head.decode("iso-8859-1").split("\r\n")
         headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}
-        if lines[0].split()[1] != "200" or "text/html" not in headers.get("content-type", ""):
-            continue
         uri = fields["WARC-Target-URI"].strip("<>")
+        status = lines[0].split()[1]
+        if status in ("404", "410"):  # found gone: its links are lost as of this crawl
+            pages[uri] = set()
+            continue
+        if status.startswith("3") and "location" in headers:  # a redirect links to where it leads
+            pages[uri] = {urldefrag(urljoin(uri, headers["location"]))[0]}
+            continue
+        if status != "200" or "text/html" not in headers.get("content-type", ""):
+            continue
         parser = _Links()
         parser.feed(body.decode("utf-8", errors="replace"))
         base = urljoin(uri, parser.base) if parser.base else uri
