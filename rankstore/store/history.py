@@ -249,30 +249,42 @@ class TargetHistory:
     ranks: list[RankPoint]
 
 
-def _sorted_set(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending: sorted and compared (numpy 2's ``np.unique`` hashes, many times slower
-    on the millions of links of a much linked page)."""
-    ordered = np.sort(values)
-    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if len(ordered) else ordered
+@dataclass(frozen=True)
+class _Grouped:
+    """The lives grouped by one measure (their link, linking host or linking site), sorted once: which of its
+    values are present at a build is then one pass over the lives, not a sort a build."""
+
+    values: np.ndarray  # each group's value, ascending (0, a host or site not numbered yet, left out)
+    starts: np.ndarray  # where each group's lives start in the order
+    first: np.ndarray  # the lives' first builds, in the order
+    end: np.ndarray  # the lives' ends, in the order
+
+    @classmethod
+    def of(cls, values: np.ndarray, lives: LinkLives) -> _Grouped:
+        if len(values) and int(values.max()) < 1 << 31:  # value and life packed: one plain sort orders both
+            order = np.sort(values << 32 | np.arange(len(values), dtype=np.int64)) & 0xFFFFFFFF
+        else:  # a link's key: mostly in order already (in-links come by target, then source), a merge of runs
+            order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        keep = ordered != 0
+        ordered, order = ordered[keep], order[keep]
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])) if len(ordered) else order
+        return cls(ordered[starts], starts, lives.first[order], lives.end[order])
+
+    def present(self, build: int) -> np.ndarray:
+        """Which groups have a life at ``build`` (a mask over ``values``)."""
+        if not len(self.values):
+            return np.zeros(0, dtype=bool)
+        return np.logical_or.reduceat((self.first <= build) & (self.end > build), self.starts)
 
 
-def _without(values: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """The values of one sorted set not in another (``np.setdiff1d`` without its two ``np.unique``)."""
-    if not len(other) or not len(values):
-        return values
-    at = np.minimum(np.searchsorted(other, values), len(other) - 1)
-    return values[other[at] != values]
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values, 0 (a host or site not numbered yet) left out."""
-    found = _sorted_set(values)
-    return found[found != 0]
-
-
-def _keys(lives: LinkLives, mask: np.ndarray) -> np.ndarray:
-    """The distinct (linking page, target page) pairs of the lives in ``mask``, as sorted int64 keys."""
-    return _sorted_set(lives.sources[mask] << 32 | lives.targets[mask])
+def _grouped(lives: LinkLives) -> tuple[_Grouped, _Grouped, _Grouped]:
+    """The lives grouped by link (target page, linking page), by linking host and by linking site."""
+    return (
+        _Grouped.of(lives.targets << 32 | lives.sources, lives),
+        _Grouped.of(lives.hosts, lives),
+        _Grouped.of(lives.sites, lives),
+    )
 
 
 def target_history(
@@ -286,17 +298,17 @@ def target_history(
 
     with store.snapshot():
         target = resolve_target(store, url, host, site)
-        lives = link_lives(store, target)
+        groups = _grouped(link_lives(store, target))
         points = []
-        before = (np.zeros(0, dtype=np.int64),) * 3
+        before = [np.zeros(len(group.values), dtype=bool) for group in groups]
         for row in builds(store):
-            mask = present_at(lives, row.build)
-            now = (_keys(lives, mask), _distinct(lives.hosts[mask]), _distinct(lives.sites[mask]))
             counts = []
-            for held, was in zip(now, before):
-                counts += [len(held), len(_without(held, was)), len(_without(was, held))]
+            for at, group in enumerate(groups):
+                now = group.present(row.build)
+                was = before[at]
+                counts += [int(now.sum()), int((now & ~was).sum()), int((was & ~now).sum())]
+                before[at] = now
             points.append(BuildPoint(row.build, row.started_at, *counts))
-            before = now
         name = ranking or DEFAULT_RANKINGS[target.level]
         found = versions(store, name, target.level)
         if ranking is not None and not found:
@@ -332,23 +344,23 @@ class Change:
 def change(store: Store, target: Target, build: int, previous: int) -> Change:
     """What changed for ``target`` from build ``previous`` to ``build`` (call inside a snapshot)."""
     lives = link_lives(store, target)
-    now_mask, was_mask = present_at(lives, build), present_at(lives, previous)
-    now, was = _keys(lives, now_mask), _keys(lives, was_mask)
-    sites_now, sites_was = _distinct(lives.sites[now_mask]), _distinct(lives.sites[was_mask])
-    new_sites, lost_sites = _without(sites_now, sites_was), _without(sites_was, sites_now)
+    links, _, sites = _grouped(lives)
+    now, was = links.present(build), links.present(previous)
+    sites_now, sites_was = sites.present(build), sites.present(previous)
+    new_sites, lost_sites = sites.values[sites_now & ~sites_was], sites.values[sites_was & ~sites_now]
     counted: dict[int, int] = {}
-    for sites, mask in ((new_sites, now_mask), (lost_sites, was_mask)):
-        if len(sites):
-            linking = _sorted_set(lives.sites[mask] << 32 | lives.sources[mask])  # (site, linking page), once each
-            of_site = linking >> 32
-            # each site's run of the sorted pairs: its linking pages
-            counts = np.searchsorted(of_site, sites, side="right") - np.searchsorted(of_site, sites, side="left")
-            counted.update(zip(sites.tolist(), counts.tolist()))
+    for chosen, mask in ((new_sites, present_at(lives, build)), (lost_sites, present_at(lives, previous))):
+        if len(chosen):  # each site's linking pages: the distinct (site, linking page) pairs of the lives in mask
+            linking = lives.sites[mask] << 32 | lives.sources[mask]
+            linking = np.sort(linking[np.isin(lives.sites[mask], chosen)])
+            linking = linking[np.concatenate([[True], linking[1:] != linking[:-1]])] >> 32 if len(linking) else linking
+            counts = np.searchsorted(linking, chosen, side="right") - np.searchsorted(linking, chosen, side="left")
+            counted.update(zip(chosen.tolist(), counts.tolist()))
 
-    def pairs(keys: np.ndarray) -> np.ndarray:
-        return np.stack([keys >> 32, keys & 0xFFFFFFFF], axis=1) if len(keys) else np.zeros((0, 2), dtype=np.int64)
+    def pairs(keys: np.ndarray) -> np.ndarray:  # (linking page, target page) rows of (target << 32 | source) keys
+        return np.stack([keys & 0xFFFFFFFF, keys >> 32], axis=1) if len(keys) else np.zeros((0, 2), dtype=np.int64)
 
     return Change(
-        target, build, previous, len(now), len(sites_now), pairs(_without(now, was)),
-        pairs(_without(was, now)), new_sites, lost_sites, counted,
+        target, build, previous, int(now.sum()), int(sites_now.sum()), pairs(links.values[now & ~was]),
+        pairs(links.values[was & ~now]), new_sites, lost_sites, counted,
     )  # fmt: skip
