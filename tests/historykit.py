@@ -128,6 +128,7 @@ def recrawls(tmp_path_factory) -> Recrawls:
 # ------------------------------------------------------------------ several hosts and sites, from edge lists
 
 TARGET_HOSTS = ["www.target.test", "blog.target.test", "shop.target.test"]  # one site
+BACK = "http://h.six.test/back"  # links to the target site, then not, then again
 OTHER_HOSTS = ["a.one.test", "b.one.test", "c.two.test", "d.two.test", "e.three.test", "f.four.test"]
 
 
@@ -149,6 +150,10 @@ def _edge_lists(seed: int = 49) -> list[list[tuple[str, str]]]:
     lists[0] += [(page, "http://www.target.test/0") for page in four]
     lists[1] += [(page, "http://a.one.test/0") for page in four]
     lists[2] += [("http://g.five.test/", "http://shop.target.test/1"), ("http://g.five.test/", "http://a.one.test/1")]
+    # a link lost and found again: two lives of one link
+    lists[0] += [(BACK, "http://www.target.test/1")]
+    lists[1] += [(BACK, "http://a.one.test/2")]
+    lists[2] += [(BACK, "http://www.target.test/1")]
     return lists
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sqlite3
 import struct
 import zlib
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from historykit import (
+    BACK,
     expected_counts,
     history_json,
     host,
@@ -165,7 +167,13 @@ def test_a_site_of_several_hosts_counts_links_from_other_sites_only(several_host
     rows = history_json(store, "target.test", "--site")
     expected = expected_counts(held, lambda url: site(url) == "target.test")
     assert _counts(rows) == expected
-    assert (rows[1]["lost_sites"], rows[2]["new_sites"]) == (1, 1)  # four.test, then five.test
+    assert (rows[1]["lost_sites"], rows[2]["new_sites"]) == (2, 2)  # four.test and six.test, then five and six
+    with sqlite3.connect(store) as db:  # six.test's link has two lives: lost in build 2, current since build 3
+        assert db.execute(
+            "SELECT l.first_build, l.lost_build FROM lost_links l JOIN pages s ON s.id = l.src JOIN pages d"
+            " ON d.id = l.dst WHERE s.url = ? AND d.url = ?",
+            (BACK, "http://www.target.test/1"),
+        ).fetchall() == [(1, 2)]
     # a URL of the site names it too, and its hosts' links among themselves are no backlinks
     assert history_json(store, "http://shop.target.test/1", "--site") == rows
     with Store(store, readonly=True) as opened:

@@ -110,7 +110,7 @@ def test_hosts_and_a_site_of_several_hosts(several_hosts, tmp_path):
     assert {(r["url"], r["target"]) for r in whole["new_links"]} == new
     assert {(r["url"], r["target"]) for r in whole["lost_links"]} == lost
     sites_new = {site(s) for s, _ in of_site(after)} - {site(s) for s, _ in of_site(before)}
-    assert {r["site"] for r in whole["new_site_rows"]} == sites_new == {"five.test"}
+    assert {r["site"] for r in whole["new_site_rows"]} == sites_new == {"five.test", "six.test"}
     assert whole["rank"]["ranking"] == "siterank" and www["rank"]["ranking"] == "hostrank"
     assert www["level"] == "host" and www["target"] == "host:www.target.test"
     places = [r["site_rank"] for r in whole["new_site_rows"] + whole["lost_site_rows"]]
