@@ -1293,6 +1293,150 @@ def stats(store_path, ranking_name, plot):
             click.echo(line)
 
 
+# ------------------------------------------------------------------ a target over time: history and watch
+
+
+def _history_target(value: str, whole_host: bool, whole_site: bool) -> dict[str, str]:
+    """``history``'s TARGET as the library takes it: {"url": URL}, {"host": HOST} or {"site": SITE}."""
+    from .urls import canonical, host_of, site_of
+
+    if whole_host and whole_site:
+        raise click.UsageError("give --host or --site, not both")
+    if not (whole_host or whole_site):
+        normal = canonical(value)
+        if normal is None:
+            raise click.BadParameter(f"{value!r} is not an http(s) URL (give --host or --site)", param_hint="TARGET")
+        return {"url": normal}
+    normal = canonical(value if "://" in value else f"http://{value}/")
+    if normal is None:
+        raise click.BadParameter(f"{value!r} is not a host, site or URL", param_hint="TARGET")
+    host = host_of(normal)
+    return {"host": host} if whole_host else {"site": site_of(host)}
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("target", metavar="TARGET")
+@click.option("--host", "whole_host", is_flag=True, help="TARGET is a host (as in URLs, with its port if any).")
+@click.option("--site", "whole_site", is_flag=True, help="TARGET is a site (a registered domain): all its hosts.")
+@click.option(
+    "--ranking",
+    "ranking_name",
+    help="The ranking whose versions give the rank (default: pagerank, or hostrank / siterank for --host / --site).",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    help="Also draw it to FILE (.png, or .svg): referring hosts/sites by build, place by ranking version.",
+)
+@store_option
+@format_option
+def history(target, whole_host, whole_site, ranking_name, plot, store_path, fmt):
+    """How TARGET's backlinks and rank moved: a row per build, with the ranking version that ranked it.
+
+    For each build: TARGET's backlinks (linking page, target page), referring
+    hosts and referring sites as of that build, and how many of each were
+    new in it and lost in it.  A link counts at a build when a build at or
+    before it first saw it and no recrawl at or before it lost it; a page not
+    crawled again keeps its links.  The target's own links are left out: a
+    page's links to itself, a host's (--host) from its own pages, a site's
+    (--site) from any of its hosts.  Beside each build, each version of the
+    ranking that ranked that build's graph: TARGET's score, percentile and
+    place (1 + the nodes scoring more); versions whose build is not known
+    come last.
+
+    \b
+    Examples:
+        rankstore history https://competitor.example/pricing
+        rankstore history competitor.example --site --format csv > competitor.csv
+        rankstore history www.competitor.example --host --plot competitor.png
+    """
+    from . import views
+
+    if plot is not None and not plot.lower().endswith((".png", ".svg")):
+        raise click.BadParameter(f"{plot!r}: name a .png or .svg file", param_hint="--plot")
+    named = _history_target(target, whole_host, whole_site)
+    with reading(store_path) as store:
+        table, found = views.history_view(store, ranking=ranking_name, **named)
+    _emit(table, fmt)
+    if plot is not None:
+        from .plots import history_figure
+
+        for line in history_figure(found, plot):
+            click.echo(line, err=True)
+
+
+class _WatchError(click.ClickException):
+    exit_code = 2  # 1 says that something changed
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("targets_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(0),
+    default=5,
+    show_default=True,
+    help="Backlinks and sites to list of each change, best first; 0 for all.",
+)
+@store_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(INFO_FORMATS),
+    default="table",
+    show_default=True,
+    help="Lines to read, or JSON: a list with an object per target.",
+)
+@click.pass_context
+def watch(ctx, targets_file, limit, store_path, fmt):
+    """What changed for the targets in FILE since the store's previous build; exit 1 if anything did.
+
+    FILE lists one target a line: a URL, host:NAME (a host, with its port if
+    any) or site:NAME (a registered domain: all its hosts); blank lines and
+    lines starting with # are skipped.  For each: the backlinks and referring
+    sites new and lost from the next-to-last build to the last (best first:
+    pages by PageRank, sites by site rank), and its move between the two
+    newest versions of its level's ranking (pagerank, hostrank, siterank).  A
+    target the store does not know is reported as such and counts as no
+    change.
+
+    Exit status: 0 when nothing changed for any target, 1 when something
+    did, 2 for a usage or store error.
+
+    \b
+    Examples:
+        rankstore watch competitors.txt --format json > changes.json
+        # crontab: after the nightly build and rank, mail what changed
+        30 6 * * *  rankstore watch ~/competitors.txt > /tmp/w.txt || mail -s backlinks me < /tmp/w.txt
+    """
+    import sqlite3
+
+    from . import views
+    from .store import StoreError, explain
+    from .watch import TargetsFileError, parse_targets
+    from .watch import watch as watch_targets
+
+    try:
+        with open(targets_file, encoding="utf-8", errors="replace") as handle:
+            targets = parse_targets(handle.read())
+        with reading(store_path) as store:
+            reports = watch_targets(store, targets, limit or (1 << 40))
+    except TargetsFileError as error:
+        raise _WatchError(f"{targets_file}: {error}") from error
+    except click.ClickException as error:
+        raise _WatchError(error.message) from error
+    except (StoreError, sqlite3.Error) as error:
+        raise _WatchError(str(explain(store_path, error))) from error
+    except OSError as error:
+        raise _WatchError(f"{error.filename or targets_file}: {error.strerror or error}") from error
+    if fmt == "json":
+        click.echo(views.watch_json(reports), nl=False)
+    else:
+        click.echo("\n".join(views.watch_lines(reports)) if reports else "(no targets)")
+    ctx.exit(1 if any(report.changed for report in reports) else 0)
+
+
 @cli.command(context_settings=CONTEXT)
 @store_option
 @click.option(

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from .store import Ranking
+from .store.history import TargetHistory
 
-__all__ = ["stats_figure"]
+__all__ = ["stats_figure", "history_figure"]
 
 
 def stats_figure(ranking: Ranking, scores: np.ndarray, history: Ranking | None, path: str) -> list[str]:
@@ -50,3 +51,45 @@ def stats_figure(ranking: Ranking, scores: np.ndarray, history: Ranking | None, 
     plt.close(figure)  # pyplot keeps every figure until closed
     said.append(f"wrote {path}")
     return said
+
+
+def history_figure(found: TargetHistory, path: str) -> list[str]:
+    """Write ``rankstore history --plot``'s figure to ``path`` (PNG, or SVG by its extension): the referring
+    hosts (of a page or host) or sites (of a site) over builds, with the new ones as bars above the axis and
+    the lost ones below; and the target's place over its ranking's versions (best at the top).  Returns the
+    lines to say."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: a file is written
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    kind = "sites" if found.level == "site" else "hosts"
+    builds = [point.build for point in found.builds]
+    held = [getattr(point, f"referring_{kind}") for point in found.builds]
+    new = [getattr(point, f"new_{kind}") for point in found.builds]
+    lost = [-getattr(point, f"lost_{kind}") for point in found.builds]
+    left.bar(builds, new, color="tab:green", label=f"new {kind}")
+    left.bar(builds, lost, color="tab:red", label=f"lost {kind}")
+    left.plot(builds, held, marker="o", color="tab:blue", label=f"referring {kind}")
+    left.axhline(0, color="grey", linewidth=0.8)
+    left.set(xlabel="build", ylabel=kind, title=f"Referring {kind} by build")
+    if builds:
+        left.set_xticks(builds)
+    left.legend(loc="best", fontsize="small")
+    left.grid(True, axis="y", alpha=0.3)
+    ranked = [(point.version, point.place) for point in found.ranks if point.place is not None]
+    if ranked:
+        right.plot([v for v, _ in ranked], [p for _, p in ranked], marker="o", color="tab:purple")
+        right.set_xticks([v for v, _ in ranked])
+        right.invert_yaxis()  # the best place at the top
+    else:
+        right.text(0.5, 0.5, f"no version of {found.ranking} ranks it", ha="center", va="center",
+                   transform=right.transAxes)  # fmt: skip
+    right.set(xlabel=f"{found.ranking} version", ylabel="place (1 = best)", title="Rank by ranking version")
+    right.grid(True, alpha=0.3)
+    figure.suptitle(f"{found.level} {found.target}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)  # pyplot keeps every figure until closed
+    return [f"wrote {path}"]

@@ -19,17 +19,22 @@ site's ``site_pagerank`` and ``site_rank`` alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from . import display
 from .columns import SCORE_COLUMNS, SPAM_MASS, names
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .output import ShareLine
 from .store import BacklinkReport, Ranking, RankingNotFound, Store, analysis
+from .store.history import RankPoint, TargetHistory, target_history
 from .store.levels import ESTIMATE_LEVELS
 from .store.queries import search_words
 from .store.schema import known_count
 from .urls import host_of, site_of
+
+if TYPE_CHECKING:
+    from .watch import TargetWatch
 
 DEFAULT_RANKING = "pagerank"  # the ranking a view reads when none is named (the CLI's --ranking default)
 
@@ -658,3 +663,120 @@ def compare_view(store: Store, a: RankingRef, b: RankingRef | None) -> Table:
         "that are among B's k best"
     ]
     return Table([row], COMPARE_COLUMNS, notes)
+
+
+# ------------------------------------------------------------------ a target's history, and watching targets
+
+HISTORY_COUNTS = [
+    "backlinks", "new_backlinks", "lost_backlinks", "referring_hosts", "new_hosts", "lost_hosts",
+    "referring_sites", "new_sites", "lost_sites",
+]  # fmt: skip
+HISTORY_COLUMNS = ["build", "started_at", *HISTORY_COUNTS, "version", "score", "percentile", "place"]
+
+
+def history_rows(found: TargetHistory) -> list[dict]:
+    """A target's history as one table (``HISTORY_COLUMNS``): a row for each build with each version of the
+    ranking that ranked that build beside it (a build ranked twice gives two rows, its counts repeated; one
+    not ranked, one row with no rank), then the versions whose build is not known, with no counts."""
+    by_build: dict[int | None, list[RankPoint]] = {}
+    for point in found.ranks:
+        by_build.setdefault(point.build, []).append(point)
+    rows = []
+    known = set()
+    for build in found.builds:
+        known.add(build.build)
+        counts = {"build": build.build, "started_at": build.started_at}
+        counts.update({name: getattr(build, name) for name in HISTORY_COUNTS})
+        ranked: list[RankPoint | None] = [*by_build.get(build.build, [])] or [None]
+        for version in ranked:
+            rows.append({**counts, **_rank_cells(version)})
+    for build_id, points in by_build.items():
+        if build_id not in known:  # not known, or a build gone from the store
+            rows.extend({"build": build_id, **_rank_cells(point)} for point in points)
+    return rows
+
+
+def _rank_cells(point: RankPoint | None) -> dict:
+    if point is None:
+        return {}
+    return {"version": point.version, "score": point.score, "percentile": point.percentile, "place": point.place}
+
+
+def history_view(
+    store: Store, url: str | None = None, host: str | None = None, site: str | None = None, ranking: str | None = None
+) -> tuple[Table, TargetHistory]:
+    """``rankstore history``'s table and the history it shows (for its plot)."""
+    found = target_history(store, url, host, site, ranking)
+    notes = [
+        f"{found.level} {found.target}: builds' backlinks, referring hosts and sites; rank in {found.ranking}"
+        + ("" if found.ranks else f" (no version of {found.ranking} ranks {found.level}s)")
+    ]
+    if found.level == "site" and store.site_links.count():
+        number = store.sites.site_id(found.target)
+        linking = len(store.site_links.in_links(number)) if number is not None else 0
+        notes.append(
+            f"the domain graph's site links keep no history: its {linking:,} sites linking to {found.target} "
+            "are not counted by build"
+        )
+    dropped = [point.version for point in found.ranks if not point.kept]
+    if dropped:
+        notes.append(
+            f"{found.ranking} v{dropped[0]}" + (f"-v{dropped[-1]}" if len(dropped) > 1 else "")
+            + ": scores no longer kept (a ranking keeps its two newest versions'), no rank shown"
+        )  # fmt: skip
+    return Table(history_rows(found), HISTORY_COLUMNS, notes), found
+
+
+def watch_json(reports: Sequence[TargetWatch]) -> str:
+    """``rankstore watch --format json``: a list with an object per target, ``changed`` beside its fields."""
+    import json
+
+    listed = [{**asdict(report), "changed": report.changed} for report in reports]
+    return json.dumps(listed, indent=2, ensure_ascii=False) + "\n"
+
+
+def watch_lines(reports: Sequence[TargetWatch]) -> list[str]:
+    """``rankstore watch``'s text: a line per target, then its changes indented, best first."""
+    lines = []
+    for report in reports:
+        if not report.known:
+            lines.append(f"{report.target}: not in the store")
+            continue
+        since = f"build {report.previous_build}" if report.previous_build is not None else "the start"
+        state = "changed" if report.changed else "no change"
+        lines.append(
+            f"{report.target}: {state} since {since} (now build {report.build}: {report.backlinks:,} backlinks, "
+            f"{report.referring_sites:,} referring sites)"
+        )
+        for verb, count, links in (
+            ("new", report.new_backlinks, report.new_links),
+            ("lost", report.lost_backlinks, report.lost_links),
+        ):
+            if count:
+                lines.append(f"  {count:,} {verb} backlink{'s' if count != 1 else ''}:")
+                for link in links:
+                    score = "-" if link.pagerank is None else f"{link.pagerank:.4e}"
+                    onto = "" if report.level == "page" else f"  -> {link.target}"
+                    lines.append(f"    {score}  {link.url}{onto}")
+        for verb, count, sites in (
+            ("new", report.new_sites, report.new_site_rows),
+            ("lost", report.lost_sites, report.lost_site_rows),
+        ):
+            if count:
+                lines.append(f"  {count:,} {verb} referring site{'s' if count != 1 else ''}:")
+                for row in sites:
+                    place = "" if row.site_rank is None else f"#{row.site_rank:,}  "
+                    lines.append(f"    {place}{row.site} ({row.pages:,} linking page{'s' if row.pages != 1 else ''})")
+        move = report.rank
+        if move is not None and move.previous_version is not None:
+            if move.moved:
+                was = "-" if move.previous_place is None else f"#{move.previous_place:,}"
+                now = "-" if move.place is None else f"#{move.place:,}"
+                words = f"moved {was} -> {now}"
+            else:
+                words = "unmoved at " + ("-" if move.place is None else f"#{move.place:,}")
+            lines.append(f"  rank in {move.ranking} v{move.previous_version} -> v{move.version}: {words}")
+    return lines
+
+
+__all__ += ["HISTORY_COUNTS", "HISTORY_COLUMNS", "history_rows", "history_view", "watch_json", "watch_lines"]

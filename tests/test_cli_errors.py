@@ -44,6 +44,7 @@ COMMANDS = {
     "compare": (["pagerank", "pagerank"], False),
     "forget": (["--host", "127.0.0.1:1"], True),
     "usage": ([], False),
+    "history": ([URL], False),
 }
 # per command, option values that are wrong (each must be a usage error, status 2)
 BAD_OPTIONS = {
@@ -80,6 +81,7 @@ BAD_OPTIONS = {
     "compare": [["--format", "xml"], ["pagerank"]],  # a third ranking
     "forget": [["--before", "tomorrow"], ["--nope"]],
     "usage": [["--level", "domain"], ["--since", "yesterday"], ["--format", "xml"], ["--limit", "-1"]],
+    "history": [["--format", "xml"], ["--plot", "history.txt"], ["--host", "--site"]],
 }
 
 
@@ -137,7 +139,10 @@ def main_ok(args: list[str]) -> None:
 
 
 # commands whose failures are walked in their own test file
-WALKED_ELSEWHERE = {"crawl": "tests/test_crawl.py (Scrapy's reactor runs once a process: its crawls run apart)"}
+WALKED_ELSEWHERE = {
+    "crawl": "tests/test_crawl.py (Scrapy's reactor runs once a process: its crawls run apart)",
+    "watch": "tests/test_watch.py (a failure exits 2 there: its 1 says that a target changed)",
+}
 
 
 def test_every_command_is_walked():

@@ -40,6 +40,7 @@ NOT_RUN = {
     "s3://": "Common Crawl's files, from the network",
     "https://": "a site of one's own, or from the network",
     "urls.txt": "URL lists of one's own",
+    "competitors.txt": "a list of one's own targets (and watch exits 1 when they changed)",
     "seeds.txt": "URL lists of one's own",
     "spam.txt": "URL lists of one's own",
     "--engine spark": "a Spark installation",
