@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from . import display
 from .columns import SCORE_COLUMNS, SPAM_MASS, names
 from .compare import TOP_KS, RankingRef, compare_rankings
@@ -780,3 +782,18 @@ def watch_lines(reports: Sequence[TargetWatch]) -> list[str]:
 
 
 __all__ += ["HISTORY_COUNTS", "HISTORY_COLUMNS", "history_rows", "history_view", "watch_json", "watch_lines"]
+
+
+PROFILE_COLUMNS = ["toolbar", "pages"]
+__all__ += ["PROFILE_COLUMNS", "profile_view"]
+
+
+def profile_view(
+    store: Store, name: str, url: str | None = None, host: str | None = None, site: str | None = None
+) -> Table:
+    """The pages linking to a target now, counted by their toolbar score (0-10, the paper's log scale): the
+    shape Majestic and Ahrefs show, a natural profile's many weak linkers and few strong ones."""
+    scores, pages = analysis.referrer_scores(store, name, url, host, site)
+    counts = np.bincount(display.toolbar(scores, pages), minlength=11) if len(scores) else np.zeros(11, np.int64)
+    rows = [{"toolbar": score, "pages": int(count)} for score, count in enumerate(counts.tolist())]
+    return Table(rows, PROFILE_COLUMNS)

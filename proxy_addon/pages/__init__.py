@@ -57,6 +57,7 @@ from .browse import index, levels_only, page_view, search, top
 from .builds import builds
 from .compare import compare
 from .gate import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site
+from .history import history
 from .layout import CSP, BadRequest, NotFound, PagesUnranked, error
 from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE, known, level_message
 from .usage import usage_page
@@ -89,6 +90,7 @@ ROUTES = {
     "/backlinks": backlinks,
     "/compare": compare,
     "/builds": builds,
+    "/history": history,
     "/page": page_view,
     "/usage": usage_page,
 }
@@ -99,6 +101,7 @@ PARAMETERS = {  # what each page reads; any other parameter is a 400
     "/backlinks": ("url", "host", "site", "sort", "since", "lost", "group", "page", "ranking", "format", "with_shares"),
     "/compare": ("target", "not", "host", "group", "page", "ranking", "format"),
     "/builds": ("url", "host", "ranking", "format"),
+    "/history": ("url", "host", "site", "ranking", "format", "what"),
     "/page": ("url", "ranking", "format"),
     "/usage": ("level", "since", "ranking", "n", "format"),
 }
@@ -127,7 +130,9 @@ def _answer(
     handler = ROUTES.get(path)
     if handler is None:
         return error(
-            404, f"No page {path[:100]}. Try /top, /search, /backlinks?url=, /compare, /builds, /page?url=, /usage."
+            404,
+            f"No page {path[:100]}. Try /top, /search, /backlinks?url=, /compare, /builds, /history?url=, /page?url=, "
+            "/usage.",
         )
     if sum(len(values) for values in query.values()) > MAX_PARAMS:
         return error(400, f"A request can have at most {MAX_PARAMS} parameters.")

@@ -495,6 +495,13 @@ def _views(view: View) -> str:
     if view.site is None:  # /compare and /builds take pages and hosts
         modes.append(f'<a href="{escape(proxy_url("/compare", target=view.target, **whole))}">Compare</a>')
         modes.append(f'<a href="{escape(builds)}">Builds</a>')
+    # a host's or a site's history is ranked by its own level's ranking, not the page ranking chosen here
+    over_time = (
+        {"site": view.site}
+        if view.site is not None
+        else {"url": view.target, **({"host": "1"} if view.host is not None else view.extra)}
+    )
+    modes.append(f'<a href="{escape(proxy_url("/history", **over_time))}">History</a>')
     modes.append(f'<a href="{view.link(fmt="csv")}">Download CSV</a>')
     modes.append(f'<a href="{view.link(fmt="json")}">JSON</a>')
     hidden = [("site", view.site)] if view.site is not None else [("url", view.target)]

@@ -22,7 +22,7 @@ __all__ = ["Bar", "changes_over_builds", "place_over_versions", "bars", "columns
 
 WIDTH = 640  # the viewBox's width; the page's style scales a chart down to the column's width
 NEW, LOST, LINE = "#2e9e52", "#d1493f", "#3a7fc4"  # mid tones: they read on a light page and a dark one
-_LEFT, _RIGHT, _TOP = 56, 16, 28  # margins: the value axis's labels, the last label's overhang, the title
+_LEFT, _RIGHT, _TOP = 56, 16, 58  # margins: the value axis's labels, the last label's overhang, title and legend
 _FONT = 'font-family="system-ui,sans-serif" font-size="12"'
 _ids = itertools.count(1)
 
@@ -48,12 +48,13 @@ def _frame(title: str, description: str, height: int, inner: list[str]) -> str:
 
 
 def _ticks(most: float) -> list[float]:
-    """Round values from 0 to at least ``most`` for an axis: 0, then 1, 2 or 5 times a power of ten, 3 to 6."""
+    """Round values from 0 to at least ``most`` for an axis of counts: 0, then steps of 1, 2 or 5 times a power
+    of ten (a whole number at least), 3 to 6 of them."""
     if most <= 0:
         return [0.0, 1.0]
     raw = most / 4
     power = 10 ** math.floor(math.log10(raw))
-    step = next(power * factor for factor in (1, 2, 5, 10) if power * factor >= raw)
+    step = max(next(power * factor for factor in (1, 2, 5, 10) if power * factor >= raw), 1)
     return [step * index for index in range(int(math.ceil(most / step)) + 1)]
 
 
@@ -139,11 +140,13 @@ def changes_over_builds(
                 f'fill="{LOST}"><title>{escape(f"build {build}: {down:,} lost")}</title></rect>'
             )
         inner.append(_text(x, base_top + bottom_height + 18, f"build {build}"))
-    inner.append(
-        f'<rect x="{WIDTH - 170}" y="4" width="10" height="10" fill="{NEW}"/>'
-        + _text(WIDTH - 156, 14, "new", "start")
-        + f'<rect x="{WIDTH - 110}" y="4" width="10" height="10" fill="{LOST}"/>'
-        + _text(WIDTH - 96, 14, "lost", "start")
+    inner.append(  # the legend, under the title
+        f'<rect x="0" y="24" width="10" height="10" fill="{LINE}"/>'
+        + _text(14, 33, unit, "start")
+        + f'<rect x="140" y="24" width="10" height="10" fill="{NEW}"/>'
+        + _text(154, 33, "new", "start")
+        + f'<rect x="200" y="24" width="10" height="10" fill="{LOST}"/>'
+        + _text(214, 33, "lost", "start")
     )
     description = "; ".join(
         f"build {build}: {total:,} {unit}, {up:,} new, {down:,} lost"

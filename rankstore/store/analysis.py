@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
-    "in_slice", "graph_born", "since_build", "target_links", "backlink_report", "lost_backlinks", "build_history",
+    "in_slice", "referrer_scores", "graph_born", "since_build", "target_links", "backlink_report", "lost_backlinks",
+    "build_history",
     "host_ranking", "host_ranks_of", "referring_hosts", "referring_sites", "site_link_referrers", "site_number",
     "page_sites", "intersect", "anchors", "level_ranking",
     "host_level_ranking", "top_nodes", "top_hosts", "top_sites", "lookup_nodes", "lookup_hosts", "lookup_sites",
@@ -367,6 +368,20 @@ def target_links(store: Store, url: str | None = None, host: str | None = None, 
     outside = store.hosts.page_hosts()[found.sources] != number
     links = found if outside.all() else _subset(found, outside)
     return TargetLinks(links, targets[outside], pages)
+
+
+def referrer_scores(
+    store: Store, name: str = "pagerank", url: str | None = None, host: str | None = None, site: str | None = None
+) -> tuple[np.ndarray, int]:
+    """The scores, in page ranking ``name``'s newest version, of the distinct pages that link to a target now
+    (as :func:`target_links` reads them; a page the version does not rank is left out), and the version's
+    page count: the shape of a link profile, by the rank of who links."""
+    with store.snapshot():
+        ranking = store.rankings.page_ranking(name)
+        arrays = store.rankings.ranking_arrays(ranking.id, votes=False)
+        sources = np.unique(target_links(store, url, host, site).links.sources)
+        sources = sources[sources < arrays.pages]
+        return np.asarray(arrays.scores[sources], dtype=np.float64), arrays.pages
 
 
 def _graph_build(store: Store) -> int | None:
