@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The own pages' whole-host views through a real pagerank-proxy on loopback: p50 and p95, idle and under load.
+"""The own pages' whole-host and whole-site views and histories through a real pagerank-proxy on loopback: p50
+and p95, idle and under load.
 
     .venv/bin/python tools/bench_own_pages.py --store /work/rustdoc15.db --rounds 10 --load 2
 
@@ -8,7 +9,9 @@ the most pages, or the one --host names): its referring hosts
 (``/backlinks?url=H&host=1&group=host``, the panel's "Backlinks of the whole
 host"), its backlinks by PageRank and by contribution (``&host=1``), and
 ``/page?url=`` for a page of it the store lacks (its host's and site's
-panels).  Each round starts a proxy afresh and asks each view twice: cold
+panels); its site's referring sites and backlinks (``/backlinks?site=S``); and
+the history (``/history``) of the store's most-linked page, of the host and of
+the site.  Each round starts a proxy afresh and asks each view twice: cold
 (the proxy's first read of the store's arrays for it, and nothing kept) and
 again (warm).  The store's work for a request has the proxy's deadline
 (``pages.QUERY_DEADLINE``); a 503 is counted, its time too.
@@ -96,7 +99,7 @@ def views(store_path: str, host: str | None) -> tuple[str, list[tuple[str, str, 
     import numpy as np
 
     from rankstore.store import Store
-    from rankstore.urls import host_of
+    from rankstore.urls import host_of, site_of
 
     with Store(store_path, readonly=True) as store:
         hosts = store.hosts.page_hosts()
@@ -110,9 +113,18 @@ def views(store_path: str, host: str | None) -> tuple[str, list[tuple[str, str, 
             host = store.hosts.host_names([number])[number]
         page = int(store.hosts.pages_of_host(store.hosts.host_id(host))[0]) + 1
         url = store.pages.urls_of([page])[page]
+        arrays = store.rankings.ranking_arrays(store.rankings.ranking_head()[0], votes=False)
+        best = int(np.argmax(arrays.inlinks)) + 1  # the most-linked page: the longest history to read
+        most_linked = store.pages.urls_of([best])[best]
     assert host_of(url) == host
     scheme = url.partition("://")[0]
+    site = site_of(host)
     return host, [
+        ("a site's referring sites (site=S&group=site)", "/backlinks", {"site": site, "group": "site"}),
+        ("a site's backlinks (site=S)", "/backlinks", {"site": site}),
+        ("the most-linked page's history", "/history", {"url": most_linked}),
+        ("the host's history (host=1)", "/history", {"url": host, "host": "1"}),
+        ("the site's history (site=S)", "/history", {"site": site}),
         ("referring hosts (host=1&group=host)", "/backlinks", {"url": host, "host": "1", "group": "host"}),
         ("the same by contribution", "/backlinks", {"url": host, "host": "1", "group": "host", "sort": "contribution"}),
         ("backlinks of the host (host=1)", "/backlinks", {"url": host, "host": "1"}),
