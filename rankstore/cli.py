@@ -631,6 +631,14 @@ def _fail(message: str, status: int = 1) -> None:
 @click.option("--unweighted", is_flag=True, help="Ignore link weights (an edge list's, or --link-weights position's).")
 @click.option("--cold", is_flag=True, help="Do not warm-start from the previous version.")
 @click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Versions of the ranking whose scores the store keeps, this one among them (0: every one); "
+    "`rankstore history` shows each kept version's place.",
+)
+@click.option(
     "--level",
     type=click.Choice(LEVELS),
     default="page",
@@ -677,6 +685,7 @@ def rank(
     include_nofollow,
     unweighted,
     cold,
+    keep,
     level,
     engine,
     master,
@@ -702,6 +711,7 @@ def rank(
         rankstore rank --trusted seeds.txt --strict && rankstore top --ranking trust
         rankstore rank --level host            # the ranking 'hostrank'
         rankstore rank --level site            # the ranking 'siterank'
+        rankstore rank --keep 12               # twelve versions' scores, for rankstore history
         rankstore rank --engine spark --master local[2] --spark-conf spark.driver.memory=8g
     """
     from .rank_job import JobError, RankRequest, graph_line, plan_jobs, run_jobs
@@ -725,6 +735,7 @@ def rank(
         engine=engine,
         strict=strict,
         force=force,
+        keep=keep,
     )
     if since is not None and not source_visits:
         raise click.UsageError("--since is for --source-visits")

@@ -280,6 +280,7 @@ class RankOptions:
     method: str = "auto"  # BiCGSTAB unless memory binds (rankstore.solver.choose_method)
     level: str = "page"  # or "host", "site": the host or site graph (see rankstore.store.hosts, .sites)
     engine: str = "scipy"  # which engine solves it; recorded with the version (spark: the power method)
+    keep: int = 2  # versions whose scores are kept, this one among them (0: every one): history reads them
 
 
 @dataclass
@@ -739,6 +740,7 @@ def rank(
         teleport=teleport,
         level=options.level,
         best=best,
+        keep=options.keep,
     )
     written = time.perf_counter() - started - seconds
     return RankOutcome(ranking, result, seconds, previous.version if previous else None, cold, written)

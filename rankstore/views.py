@@ -724,7 +724,7 @@ def history_view(
     if dropped:
         notes.append(
             f"{found.ranking} v{dropped[0]}" + (f"-v{dropped[-1]}" if len(dropped) > 1 else "")
-            + ": scores no longer kept (a ranking keeps its two newest versions'), no rank shown"
+            + ": scores no longer kept (`rank --keep N` keeps N versions'; 2 by default), no rank shown"
         )  # fmt: skip
     return Table(history_rows(found), HISTORY_COLUMNS, notes), found
 

@@ -209,3 +209,21 @@ def test_a_domain_graph_s_site_links_are_named_not_counted(tmp_path):
     assert sources and f"its {len(sources)} sites linking to example.com are not counted" in result.stderr
     [row] = json.loads(result.stdout)
     assert row["referring_sites"] == 0 and row["place"] is not None
+
+
+@pytest.mark.parametrize("keep, shown", [(2, [False, False, True, True]), (3, [False, True, True, True]), (0, [True] * 4)])
+def test_rank_keep_keeps_that_many_versions_and_history_places_each(tmp_path, keep, shown):
+    """``rank --keep N``: the scores of N versions stay (0: all), and history shows a place for each of them, the
+    place every view reads; the older ones' rows stay, without a score."""
+    from conftest import edge_store
+
+    edges = [(f"http://a.test/{i}", f"http://a.test/{(i * 7 + 3) % 12}") for i in range(12)]
+    edges += [(f"http://a.test/{i}", "http://a.test/0") for i in range(1, 6)]
+    store = edge_store(tmp_path, edges)
+    for _ in range(3):
+        result = CliRunner().invoke(cli, ["rank", "--store", store, "--force", "--keep", str(keep), "-q"])
+        assert result.exit_code == 0, result.output
+    rows = [row for row in history_json(store, "http://a.test/0") if row.get("version")]
+    assert [row["version"] for row in rows] == [1, 2, 3, 4]
+    assert [row["place"] is not None for row in rows] == shown
+    assert all(row["place"] == 1 for row in rows if row["place"] is not None)  # the most-linked page, each time

@@ -28,8 +28,8 @@ The ranks come from every version of the level's ranking (pages for a URL,
 hosts for a host, sites for a site): score, place (1 + the nodes of the version
 scoring more, as every view reads ties) and the nodes it ranked; each version
 names the build whose graph it ranked (``rankings.build``; None when not known).
-A new version drops the scores of all but the version before it, so a version
-older than a ranking's two newest is listed with no score or place.
+A new version drops the scores of all but the ``keep`` newest (``rank --keep``, 2
+by default), so an older version is listed with no score or place.
 """
 
 from __future__ import annotations

@@ -479,13 +479,16 @@ class Rankings(Part):
         teleport: tuple[np.ndarray, np.ndarray] | None = None,
         level: str = "page",
         best: np.ndarray | None = None,
+        keep: int = 2,
     ) -> Ranking:
         """Store a new version of ranking ``name`` in one transaction (``best``: its pages by score, if made
         already, :func:`order_by_score`).
 
         ``page_ids`` must be every page of the store (1..n); ``scores``,
-        ``inlinks`` and ``extra`` are arrays by page index.  The previous
-        version is kept (warm starts, comparisons); older ones go.  ``votes``
+        ``inlinks`` and ``extra`` are arrays by page index.  The scores of
+        ``keep`` versions are kept, this one among them (0: every version's):
+        by default the previous one (warm starts, comparisons, history), and
+        older ones' go; their rows stay, as their ids and the build they ranked.  ``votes``
         (by page index) lets backlinks show each link's contribution;
         ``teleport`` is the rank source E where it is not uniform, as (page
         ids, weights summing to 1).
@@ -546,7 +549,7 @@ class Rankings(Part):
                     "SELECT id FROM rankings WHERE name = ? AND version < ? ORDER BY version DESC", (name, version)
                 )
             ]
-            for old_id in old[1:]:
+            for old_id in old[keep - 1 :] if keep > 0 else []:
                 self.db.execute("DELETE FROM ranking_blocks WHERE ranking_id = ?", (old_id,))
         # the version's mapped files, for the proxy's processes to share from its first page; the dropped
         # versions' files go
