@@ -211,7 +211,9 @@ def test_a_domain_graph_s_site_links_are_named_not_counted(tmp_path):
     assert row["referring_sites"] == 0 and row["place"] is not None
 
 
-@pytest.mark.parametrize("keep, shown", [(2, [False, False, True, True]), (3, [False, True, True, True]), (0, [True] * 4)])
+@pytest.mark.parametrize(
+    "keep, shown", [(2, [False, False, True, True]), (3, [False, True, True, True]), (0, [True] * 4)]
+)
 def test_rank_keep_keeps_that_many_versions_and_history_places_each(tmp_path, keep, shown):
     """``rank --keep N``: the scores of N versions stay (0: all), and history shows a place for each of them, the
     place every view reads; the older ones' rows stay, without a score."""
