@@ -314,19 +314,7 @@ def _hosts(ranks: Ranks, view: View):
     )
     found = table.rows
     rows = found[:PAGE_SIZE]
-    ranked = any(row["host_pagerank"] is not None for row in rows)
-    order = (
-        "the hosts that give the most first"
-        if view.sort == "contribution"
-        else "best host rank first"
-        if ranked
-        else "best linking page first"
-    )
-    about = (
-        "The hosts whose pages link here"
-        + (f" (links new since build {view.since})" if view.since is not None else "")
-        + f"; {order}."
-    )
+    about = _referrers_about(view, "host", any(row["host_pagerank"] is not None for row in rows))
     body = [_heading(view, about), _views(view)]
     if rows:
         lines = [
@@ -369,19 +357,7 @@ def _sites(ranks: Ranks, view: View):
     offset = (view.page - 1) * PAGE_SIZE
     table = table_of(PAGE_SIZE + 1, offset)
     rows = table.rows[:PAGE_SIZE]
-    ranked = any(row["site_pagerank"] is not None for row in rows)
-    order = (
-        "the sites that give the most first"
-        if view.sort == "contribution"
-        else "best site rank first"
-        if ranked
-        else "best linking page first"
-    )
-    about = (
-        "The sites whose pages link here"
-        + (f" (links new since build {view.since})" if view.since is not None else "")
-        + f"; {order}."
-    )
+    about = _referrers_about(view, "site", any(row["site_pagerank"] is not None for row in rows))
     body = [_heading(view, about), _views(view)]
     if rows:
         lines = [
@@ -467,6 +443,19 @@ def _heading(view: View, about: str) -> str:
         assert view.url is not None
         what = f'<a href="{escape(view.url)}">{escape(view.url)}</a>'
     return f"<p>Backlinks of {what}.<br>{escape(about)}</p>"
+
+
+def _referrers_about(view: View, level: str, ranked: bool) -> str:
+    """What a referring hosts' (sites') view lists, in what order."""
+    order = (
+        f"the {level}s that give the most first"
+        if view.sort == "contribution"
+        else f"best {level} rank first"
+        if ranked
+        else "best linking page first"
+    )
+    since = f" (links new since build {view.since})" if view.since is not None else ""
+    return f"The {level}s whose pages link here{since}; {order}."
 
 
 def _views(view: View) -> str:

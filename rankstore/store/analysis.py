@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
-    "in_slice", "referrer_scores", "graph_born", "since_build", "target_links", "backlink_report", "lost_backlinks",
-    "build_history",
+    "in_slice", "page_hosts_and_sites", "referrer_scores", "graph_born", "since_build", "target_links",
+    "backlink_report", "lost_backlinks", "build_history",
     "host_ranking", "host_ranks_of", "referring_hosts", "referring_sites", "site_link_referrers", "site_number",
     "page_sites", "intersect", "anchors", "level_ranking",
     "host_level_ranking", "top_nodes", "top_hosts", "top_sites", "lookup_nodes", "lookup_hosts", "lookup_sites",
@@ -325,6 +325,11 @@ def site_number(store: Store, site: str) -> int:
 
 def page_sites(store: Store, pages: np.ndarray) -> np.ndarray:
     """Each page's site id (int64; 0 for a page or host not numbered yet), from its host's."""
+    return page_hosts_and_sites(store, pages)[1]
+
+
+def page_hosts_and_sites(store: Store, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each page's host id and site id (int64; 0 for a page or host not numbered yet)."""
     hosts = store.hosts.page_hosts()
     pages = np.asarray(pages, dtype=np.int64)
     host_ids = np.zeros(len(pages), dtype=np.int64)
@@ -334,7 +339,7 @@ def page_sites(store: Store, pages: np.ndarray) -> np.ndarray:
     found = np.zeros(len(pages), dtype=np.int64)
     inside = (host_ids > 0) & (host_ids <= len(sites))
     found[inside] = sites[host_ids[inside] - 1]
-    return found
+    return host_ids, found
 
 
 def target_links(store: Store, url: str | None = None, host: str | None = None, site: str | None = None) -> TargetLinks:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .analysis import page_hosts_and_sites
 from .errors import StoreError
 
 if TYPE_CHECKING:
@@ -142,14 +143,7 @@ def link_lives(store: Store, target: Target) -> LinkLives:
         first.append(rows[:, 3])
     src = np.concatenate(sources)
     dst = np.concatenate(dsts)
-    page_hosts = store.hosts.page_hosts()
-    hosts = np.zeros(len(src), dtype=np.int64)
-    inside = src < len(page_hosts)
-    hosts[inside] = page_hosts[src[inside]]
-    host_sites = store.sites.host_sites()
-    sites = np.zeros(len(src), dtype=np.int64)
-    numbered = (hosts > 0) & (hosts <= len(host_sites))
-    sites[numbered] = host_sites[hosts[numbered] - 1]
+    hosts, sites = page_hosts_and_sites(store, src)
     if target.level == "page":
         outside = src != dst
     elif target.level == "host":
