@@ -229,3 +229,23 @@ def test_rank_keep_keeps_that_many_versions_and_history_places_each(tmp_path, ke
     assert [row["version"] for row in rows] == [1, 2, 3, 4]
     assert [row["place"] is not None for row in rows] == shown
     assert all(row["place"] == 1 for row in rows if row["place"] is not None)  # the most-linked page, each time
+
+
+@pytest.mark.parametrize("steady", [1.0, -1.0], ids=["hosts and sites marked in a table", "grouped by a sort"])
+def test_both_ways_of_counting_hosts_and_sites_give_the_crawls_counts(several_hosts, crawls, monkeypatch, steady):
+    """Referring hosts and sites are counted from a table of the values of the lives that span every build when
+    most do (a paper-scale page: millions, no sort), else by sorting the values: both give the independent
+    counts, for a page, a host and a site, over recrawls that moved links and sites both ways."""
+    from rankstore.store import history
+
+    monkeypatch.setattr(history, "_STEADY_MOST_OTHERS", steady)
+    store, held = several_hosts
+    for target, args, inside in (
+        ("target.test", ("--site",), lambda url: site(url) == "target.test"),
+        ("blog.target.test", ("--host",), lambda url: host(url) == "blog.target.test"),
+        ("http://www.target.test/1", (), lambda url: url == "http://www.target.test/1"),
+    ):
+        assert _counts(history_json(store, target, *args)) == expected_counts(held, inside), (target, steady)
+    page = crawls.url + "library/functions.html"
+    expected = expected_counts(links_by_build(crawls.warcs), lambda url: url == page)
+    assert _counts(history_json(crawls.three, page)) == expected

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
-    "in_slice", "page_hosts_and_sites", "referrer_scores", "graph_born", "since_build", "target_links",
+    "in_slice", "distinct", "page_hosts_and_sites", "referrer_scores", "graph_born", "since_build", "target_links",
     "backlink_report", "lost_backlinks", "build_history",
     "host_ranking", "host_ranks_of", "referring_hosts", "referring_sites", "site_link_referrers", "site_number",
     "page_sites", "intersect", "anchors", "level_ranking",
@@ -323,6 +323,18 @@ def site_number(store: Store, site: str) -> int:
     return number
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending: a sort (none if they come sorted, as a page's in-links do) and a compare.
+    numpy 2's ``np.unique`` hashes, many times slower on millions of integers."""
+    if len(values) < 2:
+        return np.asarray(values).copy()
+    ordered = values if bool((values[1:] >= values[:-1]).all()) else np.sort(values)
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def page_sites(store: Store, pages: np.ndarray) -> np.ndarray:
     """Each page's site id (int64; 0 for a page or host not numbered yet), from its host's."""
     return page_hosts_and_sites(store, pages)[1]
@@ -384,7 +396,7 @@ def referrer_scores(
     with store.snapshot():
         ranking = store.rankings.page_ranking(name)
         arrays = store.rankings.ranking_arrays(ranking.id, votes=False)
-        sources = np.unique(target_links(store, url, host, site).links.sources)
+        sources = distinct(target_links(store, url, host, site).links.sources)
         sources = sources[sources < arrays.pages]
         return np.asarray(arrays.scores[sources], dtype=np.float64), arrays.pages
 
@@ -935,12 +947,12 @@ def intersect(
         def linking(target: tuple[str | None, ...]) -> np.ndarray:
             sources = target_links(store, *target).links.sources.astype(np.int64)
             if level != "site":
-                return np.unique(hosts[sources] if hosts is not None else sources)
+                return distinct(hosts[sources] if hosts is not None else sources)
             found = page_sites(store, sources)
             site = target[2] if len(target) > 2 else None
             if site is not None:  # a domain graph's links into it, site indices
                 found = np.concatenate([found, store.site_links.in_links(site_number(store, site)) + 1])
-            return np.unique(found[found > 0])
+            return distinct(found[found > 0])
 
         common = None
         for target in targets:
@@ -983,24 +995,28 @@ def anchors(store: Store, url: str, name: str = "pagerank", limit: int = 50) -> 
         target = store.pages.page_id(url)
         if target is None:
             raise StoreError(f"{url}: not in the store")
+        noted = store.db.execute(
+            "SELECT src, anchor FROM link_notes WHERE dst = ?1 AND src != ?1 AND anchor IS NOT NULL", (target,)
+        ).fetchall()
+        if not noted:
+            return []
         links = in_slice(store, target)
         contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
-        by_source = dict(
-            zip(
-                (links.sources + 1).tolist(),
-                contribution.tolist() if contribution is not None else [None] * len(links.sources),
-            )
-        )
+        # each noted link's contribution, found by its source among the in-links (a page's are few or sorted;
+        # a dict of millions of in-links would cost more than the rest)
+        sources = np.asarray(links.sources, dtype=np.int64)
+        order = np.argsort(sources, kind="stable")
+        noted_sources = np.fromiter((src - 1 for src, _ in noted), dtype=np.int64, count=len(noted))
+        at = np.minimum(np.searchsorted(sources, noted_sources, sorter=order), max(len(sources) - 1, 0))
+        found = len(sources) > 0
         groups: dict[str, dict] = {}
-        for src, anchor in store.db.execute(
-            "SELECT src, anchor FROM link_notes WHERE dst = ?1 AND src != ?1 AND anchor IS NOT NULL", (target,)
-        ):
+        for (src, anchor), place in zip(noted, at.tolist()):
             text = " ".join(anchor.split())
             group = groups.setdefault(text.casefold(), {"anchor": text, "links": 0, "contribution": 0.0})
             group["links"] += 1
-            value = by_source.get(src)
-            if value is not None:
-                group["contribution"] += value
+            index = int(order[place]) if found else -1
+            if contribution is not None and index >= 0 and sources[index] == src - 1:
+                group["contribution"] += float(contribution[index])
     rows = sorted(groups.values(), key=lambda g: (-g["contribution"], -g["links"], g["anchor"]))
     return rows[:limit]
 

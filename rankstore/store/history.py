@@ -272,13 +272,74 @@ class _Grouped:
         return np.logical_or.reduceat((self.first <= build) & (self.end > build), self.starts)
 
 
-def _grouped(lives: LinkLives) -> tuple[_Grouped, _Grouped, _Grouped]:
-    """The lives grouped by link (target page, linking page), by linking host and by linking site."""
-    return (
-        _Grouped.of(lives.targets << 32 | lives.sources, lives),
-        _Grouped.of(lives.hosts, lives),
-        _Grouped.of(lives.sites, lives),
-    )
+class _Lives:
+    """The links' lives counted by build, without grouping them: a link's lives never overlap (a recrawl that
+    loses a link cannot find it again in the same build), so the links present at a build are the lives
+    present then, and a link new (lost) in a build is a life begun (ended) since the build before."""
+
+    def __init__(self, lives: LinkLives) -> None:
+        self.first, self.end = lives.first, lives.end
+        self.begun = self._by_build(lives.first)
+        self.ended = self._by_build(lives.end[lives.end != _FOREVER])
+
+    @staticmethod
+    def _by_build(builds: np.ndarray) -> np.ndarray:
+        """How many of ``builds`` fall at or before each build id (cumulative counts, by id)."""
+        return np.cumsum(np.bincount(builds)) if len(builds) else np.zeros(1, dtype=np.int64)
+
+    def _upto(self, counts: np.ndarray, build: int) -> int:
+        return int(counts[min(build, len(counts) - 1)]) if build >= 0 else 0
+
+    def counts(self, build: int, before: int) -> list[int]:
+        """[present at ``build``, new since ``before``, lost since ``before``] (``before``: -1 for none)."""
+        present = self._upto(self.begun, build) - self._upto(self.ended, build)
+        new = self._upto(self.begun, build) - self._upto(self.begun, before)
+        lost = self._upto(self.ended, build) - self._upto(self.ended, before)
+        return [present, new, lost]
+
+
+class _Steady:
+    """Distinct values (linking hosts, sites) by build, where most lives span every build: those values are
+    marked once in a table by value (no sort of millions), and only the other lives' values are sorted, a build
+    at a time.  A value of a steady life is present at every build, so it is never new after the first build
+    nor ever lost; the rest is counted among the few."""
+
+    def __init__(self, values: np.ndarray, lives: LinkLives, first_build: int) -> None:
+        steady = (lives.first <= first_build) & (lives.end == _FOREVER) & (values > 0)
+        self.first_build = first_build
+        self.marked = np.zeros(int(values.max(initial=0)) + 1, dtype=bool)
+        self.marked[values[steady]] = True
+        self.marked[0] = False
+        self.steady = int(self.marked.sum())
+        rest = ~steady & (values > 0)
+        self.values, self.first, self.end = values[rest], lives.first[rest], lives.end[rest]
+
+    def _others(self, build: int) -> np.ndarray:
+        """The values present at ``build`` that no steady life has, distinct and ascending."""
+        if build < 0:
+            return np.zeros(0, dtype=np.int64)
+        held = self.values[(self.first <= build) & (self.end > build)]
+        return np.unique(held[~self.marked[held]])  # a few values: numpy's hash is no cost here
+
+    def counts(self, build: int, before: int) -> list[int]:
+        now, was = self._others(build), self._others(before)
+        steady_now = self.steady if build >= self.first_build else 0
+        steady_was = self.steady if before >= self.first_build else 0
+        new = int(len(np.setdiff1d(now, was, assume_unique=True))) + steady_now - steady_was
+        lost = int(len(np.setdiff1d(was, now, assume_unique=True)))
+        return [steady_now + len(now), new, lost]
+
+
+# past this share of lives that do not span every build, the values are grouped by a sort instead
+_STEADY_MOST_OTHERS = 0.25
+
+
+def _grouped(lives: LinkLives, first_build: int) -> tuple[_Lives, _Steady | _Grouped, _Steady | _Grouped]:
+    """The lives counted as links (target page, linking page), and by linking host and linking site."""
+    spanning = (lives.first <= first_build) & (lives.end == _FOREVER)
+    if len(spanning) and (len(spanning) - int(spanning.sum())) <= _STEADY_MOST_OTHERS * len(spanning):
+        return _Lives(lives), _Steady(lives.hosts, lives, first_build), _Steady(lives.sites, lives, first_build)
+    return _Lives(lives), _Grouped.of(lives.hosts, lives), _Grouped.of(lives.sites, lives)
 
 
 def target_history(
@@ -292,17 +353,23 @@ def target_history(
 
     with store.snapshot():
         target = resolve_target(store, url, host, site)
-        groups = _grouped(link_lives(store, target))
+        every = builds(store)
+        links, *groups = _grouped(link_lives(store, target), every[0].build if every else 0)
         points = []
         before = [np.zeros(len(group.values), dtype=bool) for group in groups]
-        for row in builds(store):
-            counts = []
+        previous = -1
+        for row in every:
+            counts = links.counts(row.build, previous)
             for at, group in enumerate(groups):
+                if isinstance(group, _Steady):
+                    counts += group.counts(row.build, previous)
+                    continue
                 now = group.present(row.build)
                 was = before[at]
                 counts += [int(now.sum()), int((now & ~was).sum()), int((was & ~now).sum())]
                 before[at] = now
             points.append(BuildPoint(row.build, row.started_at, *counts))
+            previous = row.build
         name = ranking or DEFAULT_RANKINGS[target.level]
         found = versions(store, name, target.level)
         if ranking is not None and not found:
@@ -338,7 +405,7 @@ class Change:
 def change(store: Store, target: Target, build: int, previous: int) -> Change:
     """What changed for ``target`` from build ``previous`` to ``build`` (call inside a snapshot)."""
     lives = link_lives(store, target)
-    links, _, sites = _grouped(lives)
+    links, sites = _Grouped.of(lives.targets << 32 | lives.sources, lives), _Grouped.of(lives.sites, lives)
     now, was = links.present(build), links.present(previous)
     sites_now, sites_was = sites.present(build), sites.present(previous)
     new_sites, lost_sites = sites.values[sites_now & ~sites_was], sites.values[sites_was & ~sites_now]
