@@ -150,9 +150,11 @@ def link_lives(store: Store, target: Target) -> LinkLives:
         outside = hosts != target.node + 1
     else:
         outside = sites != target.node + 1
+    first_builds, ends = np.concatenate(first), np.concatenate(end)
+    if outside.all():  # a page's links (its links to itself are apart already): no copy of millions
+        return LinkLives(src, dst, hosts, sites, first_builds, ends)
     return LinkLives(
-        src[outside], dst[outside], hosts[outside], sites[outside], np.concatenate(first)[outside],
-        np.concatenate(end)[outside],
+        src[outside], dst[outside], hosts[outside], sites[outside], first_builds[outside], ends[outside]
     )  # fmt: skip
 
 
