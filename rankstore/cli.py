@@ -90,6 +90,13 @@ def cli():
     """
 
 
+def lines_or_json(said: str):
+    """The ``--format`` of a command that prints lines to read (or JSON), not a table's rows."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(INFO_FORMATS), default="table", show_default=True, help=said
+    )
+
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("sources", nargs=-1, required=True, type=click.Path())
 @store_option
@@ -449,14 +456,7 @@ def crawl(
 
 @cli.command(context_settings=CONTEXT)
 @store_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(INFO_FORMATS),
-    default="table",
-    show_default=True,
-    help="Lines to read, or JSON (--json says the same).",
-)
+@lines_or_json("Lines to read, or JSON (--json says the same).")
 @click.option("--json", "as_json", is_flag=True, hidden=True)
 @click.option(
     "--space",
@@ -1391,14 +1391,7 @@ class _WatchError(click.ClickException):
     help="Backlinks and sites to list of each change, best first; 0 for all.",
 )
 @store_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(INFO_FORMATS),
-    default="table",
-    show_default=True,
-    help="Lines to read, or JSON: a list with an object per target.",
-)
+@lines_or_json("Lines to read, or JSON: a list with an object per target.")
 @click.pass_context
 def watch(ctx, targets_file, limit, store_path, fmt):
     """What changed for the targets in FILE since the store's previous build; exit 1 if anything did.
