@@ -93,6 +93,14 @@ def _proxy_tree(store: str, origin: str, workers: int) -> tuple[float, list[int]
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
     try:
         fetch(opener, f"{origin}/p0.html", time.monotonic() + 60)  # once the proxy listens
+        # the workers start once the first page is through: until both have read the ranking (mapped its files),
+        # the pages would go to a thread in the proxy's process
+        ready = time.monotonic() + 60
+        while time.monotonic() < ready:
+            started = _workers(process.pid)
+            if len(started) == 2 and all("ranking-" in Path(f"/proc/{pid}/maps").read_text() for pid in started):
+                break
+            time.sleep(0.05)
         bodies = []
         for _ in range(2):  # each page through every worker, as far as the pool spreads them
             for number in range(4):
@@ -152,6 +160,15 @@ def test_four_workers_map_the_ranks_rather_than_copy_them(big_store, tmp_path):
     assert four - one < 3 * 100, (one, four)
 
 
+def _workers(parent: int) -> list[int]:
+    """The proxy's rewriting processes."""
+    return [
+        int(pid)
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and _parent(int(pid)) == parent and b"proxy_addon.worker" in _cmdline(int(pid))
+    ]
+
+
 def test_a_new_version_is_mapped_by_the_running_proxy_and_a_dropped_one_never_served(big_store, tmp_path):
     """rank twice while the proxy serves: each worker maps the newest version's files (no copy of its own), the
     bars give its scores, and the version the second rank dropped is mapped by no process."""
@@ -168,6 +185,14 @@ def test_a_new_version_is_mapped_by_the_running_proxy_and_a_dropped_one_never_se
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
     try:
         fetch(opener, f"{origin}/p0.html", time.monotonic() + 60)  # once the proxy listens
+        # the workers start once the first page is through: until both have read the ranking (mapped its files),
+        # the pages would go to a thread in the proxy's process
+        ready = time.monotonic() + 60
+        while time.monotonic() < ready:
+            started = _workers(process.pid)
+            if len(started) == 2 and all("ranking-" in Path(f"/proc/{pid}/maps").read_text() for pid in started):
+                break
+            time.sleep(0.05)
         with Store(path, readonly=True) as store:
             first = store.rankings.ranking("pagerank").id
         for damping in ("0.6", "0.7"):  # the second run drops the version before the first one's
@@ -183,11 +208,7 @@ def test_a_new_version_is_mapped_by_the_running_proxy_and_a_dropped_one_never_se
                 if number == 1:
                     shown = dict(_LINK_BAR.findall(body))
                     assert all(float(shown[url]) == row["pagerank"] for url, row in wanted.items())
-        workers = [
-            int(pid)
-            for pid in os.listdir("/proc")
-            if pid.isdigit() and _parent(int(pid)) == process.pid and b"proxy_addon.worker" in _cmdline(int(pid))
-        ]
+        workers = _workers(process.pid)
         assert len(workers) == 2
         maps = {pid: Path(f"/proc/{pid}/maps").read_text() for pid in [process.pid, *workers]}
         # the worker the pages went to (the pool's first while it is idle) maps the newest version's files

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
-    "in_slice", "distinct", "page_hosts_and_sites", "referrer_scores", "graph_born", "since_build", "target_links",
+    "in_slice", "page_hosts_and_sites", "referrer_scores", "graph_born", "since_build", "target_links",
     "backlink_report", "lost_backlinks", "build_history",
     "host_ranking", "host_ranks_of", "referring_hosts", "referring_sites", "site_link_referrers", "site_number",
     "page_sites", "intersect", "anchors", "level_ranking",
@@ -323,7 +323,7 @@ def site_number(store: Store, site: str) -> int:
     return number
 
 
-def distinct(values: np.ndarray) -> np.ndarray:
+def _distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values, ascending: a sort (none if they come sorted, as a page's in-links do) and a compare.
     numpy 2's ``np.unique`` hashes, many times slower on millions of integers."""
     if len(values) < 2:
@@ -396,7 +396,7 @@ def referrer_scores(
     with store.snapshot():
         ranking = store.rankings.page_ranking(name)
         arrays = store.rankings.ranking_arrays(ranking.id, votes=False)
-        sources = distinct(target_links(store, url, host, site).links.sources)
+        sources = _distinct(target_links(store, url, host, site).links.sources)
         sources = sources[sources < arrays.pages]
         return np.asarray(arrays.scores[sources], dtype=np.float64), arrays.pages
 
@@ -947,12 +947,12 @@ def intersect(
         def linking(target: tuple[str | None, ...]) -> np.ndarray:
             sources = target_links(store, *target).links.sources.astype(np.int64)
             if level != "site":
-                return distinct(hosts[sources] if hosts is not None else sources)
+                return _distinct(hosts[sources] if hosts is not None else sources)
             found = page_sites(store, sources)
             site = target[2] if len(target) > 2 else None
             if site is not None:  # a domain graph's links into it, site indices
                 found = np.concatenate([found, store.site_links.in_links(site_number(store, site)) + 1])
-            return distinct(found[found > 0])
+            return _distinct(found[found > 0])
 
         common = None
         for target in targets:
