@@ -14,6 +14,7 @@ __all__ = [
     "METHODS",
     "LEVELS",
     "ENGINES",
+    "EXTRACT_ENGINES",
     "OUTPUT_FORMATS",
     "INFO_FORMATS",
     "GROUPS",
@@ -32,6 +33,7 @@ DANGLING = ("uniform", "source", "remove", "leak")  # what a page without out-li
 METHODS = ("auto", "bicgstab", "power")
 LEVELS = ("page", "host", "site")  # rank pages, the host graph, or the site (registered domain) graph
 ENGINES = ("scipy", "spark")  # the scipy engine on this machine; Apache Spark past it
+EXTRACT_ENGINES = ("local",)  # where `rankstore extract` reads crawl files: a process pool here (Spark: not yet)
 OUTPUT_FORMATS = ("table", "csv", "json")  # how the CLI writes a view's rows
 INFO_FORMATS = ("table", "json")  # how `rankstore info` writes the store's description (not rows: no CSV)
 GROUPS = ("page", "host", "site")  # a view's rows: one per linking page, per linking host or per linking site
@@ -39,7 +41,7 @@ EXPORT_TABLES = ("links", "pages", "hosts", "sites")  # the whole store's tables
 EXPORT_WHAT = ("scores", *EXPORT_TABLES)  # ...and a ranking's scores
 EXPORT_FORMATS = ("csv", "parquet")
 SCHEMES = ("https", "http")  # the scheme of a Common Crawl host's root page
-FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks", "record")  # what `rankstore build` reads
+FORMATS = ("warc", "wat", "html", "edges", "ccgraph", "ccranks", "record", "extracted")  # what `rankstore build` reads
 LINK_WEIGHTS = ("uniform", "position")  # an HTML page's links: each weighs 1, or by where it stands on the page
 SORTS = ("pagerank", "contribution")  # the order of a page's backlinks: by their PageRank, or what they pass
 CRAWL_ORDERS = ("pagerank", "backlinks", "breadth")  # what `rankstore crawl` fetches first (rankstore.crawl.Order)

@@ -22,6 +22,7 @@ from .choices import (
     ENGINES,
     EXPORT_FORMATS,
     EXPORT_WHAT,
+    EXTRACT_ENGINES,
     FORMATS,
     GROUPS,
     INFO_FORMATS,
@@ -1378,6 +1379,74 @@ def history(target, whole_host, whole_site, ranking_name, plot, store_path, fmt)
 
 class _WatchError(click.ClickException):
     exit_code = 2  # 1 says that something changed
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--out", required=True, type=click.Path(file_okay=False), help="The folder of the Parquet (made if new)."
+)
+@click.option(
+    "--to-site",
+    "sites",
+    multiple=True,
+    metavar="SITE",
+    help="Keep only the links into this site (a registered domain; repeatable), and the pages they are on.",
+)
+@click.option("--to-sites", type=click.Path(dir_okay=False), help="The sites to keep, from FILE (one a line).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1),
+    default=os.cpu_count() or 1,
+    show_default="the cores",
+    help="Files read at once, each in a process of its own.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(EXTRACT_ENGINES),
+    default="local",
+    show_default=True,
+    help="Where the files are read: processes on this machine.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress line.")
+def extract(sources, out, sites, to_sites, jobs, engine, quiet):
+    """Read WARC and WAT files into Parquet: their links (source, target, anchor, nofollow, capture time)
+    and their pages (URL, status, title, canonical, capture time), parsed as `build` parses them.
+
+    With --to-site (or --to-sites), only the links into those sites are kept,
+    and the pages that hold them: the backlinks of the sites you watch, from
+    a whole crawl.  A file that cannot be read is named and skipped (exit
+    status 3); the others go on.  The folder keeps each file done (its size
+    and SHA-256): the same command again skips them, so a run cut short
+    resumes.  `rankstore build FOLDER` loads the result like any crawl.
+
+    \b
+    Examples:
+        rankstore extract crawl/*.warc.gz -o links/ && rankstore build links/ --rank
+        rankstore extract CC-MAIN-*.warc.wat.gz --to-site rival.example -o rival/ -j 2
+        rankstore extract *.wat.gz --to-sites watched.txt -o watched/
+    """
+    from .extraction import ExtractError, read_sites
+    from .extraction import extract as run_extract
+
+    try:
+        wanted = list(sites) + (read_sites(to_sites) if to_sites else [])
+        report = run_extract(
+            list(sources), out, wanted or None, jobs, engine, None if quiet else lambda line: _say(line)
+        )
+    except ExtractError as error:
+        raise click.ClickException(str(error)) from error
+    for path, why in report.failed:
+        click.echo(f"Warning: {path}: skipped: {why}", err=True)
+    click.echo(
+        f"extracted {len(report.done):,} file(s) into {out}: {report.pages:,} pages, {report.links:,} links"
+        + (f"; {len(report.already):,} done before, skipped" if report.already else "")
+        + (f"; {len(report.failed):,} could not be read" if report.failed else "")
+    )
+    if report.failed:
+        ctx = click.get_current_context()
+        ctx.exit(3)
 
 
 @cli.command(context_settings=CONTEXT)

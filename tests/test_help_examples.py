@@ -34,6 +34,8 @@ NOT_RUN = {
     "mirror/": "a saved site of one's own",
     "edges.tsv.gz": "a graph of one's own",
     "crawl.warc.gz": "a crawl of one's own",
+    "*.warc": "crawl files of one's own",
+    "*.wat.gz": "Common Crawl's WAT files, from the network",
     "~/browsing": "a record of one's own browsing (pagerank-proxy --record)",
     "my.db": "a store of one's own browsing (its visits)",
     "cc-": "Common Crawl's files, from the network",

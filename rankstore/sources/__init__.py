@@ -183,14 +183,16 @@ def _is_wat(head: bytes) -> bool:
 
 def detect_format(path: str) -> str:
     """'warc', 'wat' (Common Crawl's metadata of a WARC), 'html' (a directory of saved pages), 'edges',
-    'ccgraph' (Common Crawl's web graph), 'ccranks' (its ranks file, by its header) or 'record' (the proxy's
-    record: a directory holding RECORD), from content."""
+    'ccgraph' (Common Crawl's web graph), 'ccranks' (its ranks file, by its header), 'record' (the proxy's
+    record: a directory holding RECORD) or 'extracted' (``rankstore extract``'s output), from content."""
     from .ccgraph import cc_parts, looks_like_cc_edges, looks_like_cc_vertices
     from .ccranks import looks_like_cc_ranks
 
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "RECORD")):  # pagerank-proxy --record DIR
             return "record"
+        if os.path.isfile(os.path.join(path, "EXTRACT")):  # rankstore extract --out DIR
+            return "extracted"
         try:
             cc_parts([path])
             return "ccgraph"
@@ -271,6 +273,10 @@ def read_source(
         from .record import read_record
 
         return read_record(path, progress)
+    if fmt == "extracted":
+        from .extracted import read_extracted
+
+        return read_extracted(path, progress)
     if fmt in RANK_FORMATS:
         raise SourceError(f"{path}: a Common Crawl ranks file is read as rankings (rankstore.imported)")
     if fmt == "ccgraph":
@@ -324,6 +330,10 @@ def source_size(path: str) -> int:
         from .record import record_size
 
         return record_size(path)
+    if os.path.isfile(os.path.join(path, "EXTRACT")):
+        from .extracted import extracted_size
+
+        return extracted_size(path)
     if os.path.isdir(path) or path.endswith((".paths.gz", ".paths")):
         from .ccgraph import _parts_of, cc_parts
 
