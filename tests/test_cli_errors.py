@@ -142,7 +142,7 @@ def main_ok(args: list[str]) -> None:
 WALKED_ELSEWHERE = {
     "crawl": "tests/test_crawl.py (Scrapy's reactor runs once a process: its crawls run apart)",
     "watch": "tests/test_watch.py (a failure exits 2 there: its 1 says that a target changed)",
-    "extract": "tests/test_extract.py (it takes crawl files and a folder, no store)",
+    "extract": "tests/test_extraction.py (it takes crawl files and a folder, no store)",
 }
 
 

@@ -1,0 +1,144 @@
+"""rankstore extract: crawl files -> Parquet of links and pages, parsed as build parses them; build of the result.
+
+On the wget crawl of python3.11-doc (and its WAT, written by tests/watgen.py): the store built from the
+extraction holds the same pages and links (nofollow and anchors too) as the store built from the WARC; the
+WAT's extraction holds the WARC's links (anchors as far as a WAT keeps them); --to-site keeps exactly the
+links into the site; a file that cannot be read is named and skipped while the rest go on; a second run
+skips the files done, and a file changed is read again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from test_wat import _same_text
+from watgen import write_wat
+
+from rankstore.cli import cli
+from rankstore.urls import host_of, site_of
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def links_of(store: str) -> set[tuple]:
+    with sqlite3.connect(store) as db:
+        return set(
+            db.execute(
+                "SELECT s.url, d.url, l.nofollow, coalesce(l.anchor, '') FROM links l JOIN pages s ON s.id = l.src"
+                " JOIN pages d ON d.id = l.dst"
+            )
+        )
+
+
+def pages_of(store: str) -> set[tuple]:
+    with sqlite3.connect(store) as db:
+        return set(db.execute("SELECT url, status, coalesce(title, ''), crawled FROM pages"))
+
+
+def parquet_links(folder: str) -> set[tuple]:
+    found = set()
+    for name in os.listdir(os.path.join(folder, "links")):
+        for row in pq.read_table(os.path.join(folder, "links", name)).to_pylist():
+            found.add((row["source"], row["target"], row["nofollow"], row["anchor"] or ""))
+    return found
+
+
+@pytest.fixture(scope="module")
+def extracted(python_doc_crawl, python_doc_store, tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("extract") / "out")
+    result = invoke("extract", python_doc_crawl.warc, "-o", folder, "-q")
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+def test_a_build_of_the_extraction_is_the_build_of_the_crawl(extracted, python_doc_store, tmp_path):
+    store = str(tmp_path / "x.db")
+    result = invoke("build", extracted, "--store", store, "-q")
+    assert result.exit_code == 0, result.output
+    expected = links_of(python_doc_store)
+    assert len(expected) > 20_000 and sum(1 for link in expected if link[2]) > 100  # nofollow ones among them
+    assert links_of(store) == expected
+    assert pages_of(store) == pages_of(python_doc_store)
+
+
+def test_the_wat_of_the_crawl_extracts_the_same_links(python_doc_crawl, extracted, tmp_path):
+    wat = str(tmp_path / "python-doc.warc.wat.gz")
+    write_wat(python_doc_crawl.warc, wat)
+    folder = str(tmp_path / "wat-out")
+    assert invoke("extract", wat, "-o", folder, "-q").exit_code == 0
+    from_wat = {link[:3]: link[3] for link in parquet_links(folder)}
+    from_warc = {link[:3]: link[3] for link in parquet_links(extracted)}
+    assert from_wat.keys() == from_warc.keys() and len(from_wat) > 20_000
+    # the anchor texts, but for what Common Crawl's WAT writer loses past 128 characters (test_wat's rule)
+    assert all(_same_text(from_warc[key], text) for key, text in from_wat.items())
+
+
+def test_to_site_keeps_exactly_the_links_into_the_site(python_doc_crawl, extracted, tmp_path):
+    everything = parquet_links(extracted)
+    sites = {site_of(host_of(link[1])) for link in everything}
+    outside = sorted(site for site in sites if not site.startswith("127.0.0.1"))
+    assert len(outside) > 5
+    chosen = outside[:3]
+    listing = tmp_path / "sites.txt"
+    listing.write_text("# watched\n" + "\n".join(chosen[1:]) + "\n")
+    folder = str(tmp_path / "watched")
+    result = invoke("extract", python_doc_crawl.warc, "-o", folder, "--to-site", chosen[0], "--to-sites", str(listing))
+    assert result.exit_code == 0, result.output
+    kept = parquet_links(folder)
+    assert kept == {link for link in everything if site_of(host_of(link[1])) in chosen} and kept
+    pages = {row["url"] for name in os.listdir(os.path.join(folder, "pages"))
+             for row in pq.read_table(os.path.join(folder, "pages", name)).to_pylist()}  # fmt: skip
+    assert pages == {link[0] for link in kept}  # the pages that hold them, no other
+
+
+def test_a_bad_file_is_named_and_skipped_a_rerun_skips_what_is_done_and_reads_a_changed_file(
+    python_doc_crawl, tmp_path
+):
+    good = str(tmp_path / "good.warc.gz")
+    shutil.copy(python_doc_crawl.warc, good)
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(b"not a crawl at all\n" * 10)
+    folder = str(tmp_path / "out")
+    result = invoke("extract", str(bad), good, "-o", folder, "-j", "2")
+    assert result.exit_code == 3
+    assert f"{bad}: skipped" in result.output and "1 could not be read" in result.output
+    assert "Traceback" not in result.output
+    done = [json.loads(line) for line in open(os.path.join(folder, "done.jsonl"))]
+    assert [item["file"] for item in done] == [good] and done[0]["links"] > 20_000
+    again = invoke("extract", good, "-o", folder)
+    assert again.exit_code == 0 and "1 done before, skipped" in again.output and "extracted 0 file(s)" in again.output
+    with open(good, "ab") as handle:  # the file changed (a record appended): read again
+        handle.write(open(python_doc_crawl.warc, "rb").read(4096))
+    third = invoke("extract", good, "-o", folder, "-q")
+    assert "extracted 1 file(s)" in third.output
+
+
+def test_a_folder_of_other_files_is_refused_in_one_line(python_doc_crawl, tmp_path):
+    (tmp_path / "mine.txt").write_text("mine")
+    result = invoke("extract", python_doc_crawl.warc, "-o", str(tmp_path))
+    assert result.exit_code == 1 and "a folder of other files" in result.output and "Traceback" not in result.output
+    assert invoke("extract", python_doc_crawl.warc, "-o", str(tmp_path / "x"), "--to-site", "http://").exit_code == 1
+
+
+@pytest.mark.parametrize("args", [["--jobs", "0"], ["--engine", "spark"]])
+def test_bad_options_are_usage_errors(python_doc_crawl, tmp_path, args):
+    result = invoke("extract", python_doc_crawl.warc, "-o", str(tmp_path / "out"), *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_a_missing_sites_file_is_one_line(python_doc_crawl, tmp_path):
+    result = invoke("extract", python_doc_crawl.warc, "-o", str(tmp_path / "out"), "--to-sites", "no-such.txt")
+    assert result.exit_code == 1 and "no-such.txt" in result.output and "Traceback" not in result.output
+
+
+def test_a_missing_file_is_named_and_skipped(python_doc_crawl, tmp_path):
+    result = invoke("extract", str(tmp_path / "nowhere.warc.gz"), "-o", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 3 and "nowhere.warc.gz" in result.output and "Traceback" not in result.output
