@@ -93,14 +93,7 @@ def _proxy_tree(store: str, origin: str, workers: int) -> tuple[float, list[int]
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
     try:
         fetch(opener, f"{origin}/p0.html", time.monotonic() + 60)  # once the proxy listens
-        # the workers start once the first page is through: until both have read the ranking (mapped its files),
-        # the pages would go to a thread in the proxy's process
-        ready = time.monotonic() + 60
-        while time.monotonic() < ready:
-            started = _workers(process.pid)
-            if len(started) == 2 and all("ranking-" in Path(f"/proc/{pid}/maps").read_text() for pid in started):
-                break
-            time.sleep(0.05)
+        _wait_for_workers(process.pid, workers)
         bodies = []
         for _ in range(2):  # each page through every worker, as far as the pool spreads them
             for number in range(4):
@@ -160,6 +153,17 @@ def test_four_workers_map_the_ranks_rather_than_copy_them(big_store, tmp_path):
     assert four - one < 3 * 100, (one, four)
 
 
+def _wait_for_workers(parent: int, count: int) -> None:
+    """The workers start once the first page is through: until each has read the ranking (mapped its files),
+    pages would go to a thread in the proxy's process.  Bounded: the assertions after it say what is missing."""
+    ready = time.monotonic() + 60
+    while time.monotonic() < ready:
+        started = _workers(parent)
+        if len(started) == count and all("ranking-" in Path(f"/proc/{pid}/maps").read_text() for pid in started):
+            return
+        time.sleep(0.05)
+
+
 def _workers(parent: int) -> list[int]:
     """The proxy's rewriting processes."""
     return [
@@ -185,14 +189,7 @@ def test_a_new_version_is_mapped_by_the_running_proxy_and_a_dropped_one_never_se
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
     try:
         fetch(opener, f"{origin}/p0.html", time.monotonic() + 60)  # once the proxy listens
-        # the workers start once the first page is through: until both have read the ranking (mapped its files),
-        # the pages would go to a thread in the proxy's process
-        ready = time.monotonic() + 60
-        while time.monotonic() < ready:
-            started = _workers(process.pid)
-            if len(started) == 2 and all("ranking-" in Path(f"/proc/{pid}/maps").read_text() for pid in started):
-                break
-            time.sleep(0.05)
+        _wait_for_workers(process.pid, 2)
         with Store(path, readonly=True) as store:
             first = store.rankings.ranking("pagerank").id
         for damping in ("0.6", "0.7"):  # the second run drops the version before the first one's
