@@ -36,8 +36,11 @@ from .sources.extracted import FORMAT, LEDGER, MARKER, VERSION, FileDone, read_l
 
 __all__ = ["ENGINES", "ExtractReport", "ExtractError", "extract", "extract_file", "read_sites"]
 
-_LINK_COLUMNS = ("source", "target", "anchor", "nofollow", "fetched_at")
-_PAGE_COLUMNS = ("url", "status", "title", "canonical", "fetched_at")
+# each part's columns and their Arrow types (named here, pyarrow imported where a file is written)
+_LINK_COLUMNS = {
+    "source": "string", "target": "string", "anchor": "string", "nofollow": "bool_", "fetched_at": "string",
+}  # fmt: skip
+_PAGE_COLUMNS = {"url": "string", "status": "int32", "title": "string", "canonical": "string", "fetched_at": "string"}
 
 
 class ExtractError(Exception):
@@ -146,21 +149,9 @@ def extract_file(path: str, out: str, sites: frozenset[str] | None = None) -> Fi
         pages["fetched_at"].append(page.fetched_at)
     part = _part_name(path, digest)
     tables = {
-        "links": pa.table(
-            links,
-            schema=pa.schema(
-                [("source", pa.string()), ("target", pa.string()), ("anchor", pa.string()),
-                 ("nofollow", pa.bool_()), ("fetched_at", pa.string())]
-            ),
-        ),
-        "pages": pa.table(
-            pages,
-            schema=pa.schema(
-                [("url", pa.string()), ("status", pa.int32()), ("title", pa.string()), ("canonical", pa.string()),
-                 ("fetched_at", pa.string())]
-            ),
-        ),
-    }  # fmt: skip
+        "links": pa.table(links, schema=_schema(pa, _LINK_COLUMNS)),
+        "pages": pa.table(pages, schema=_schema(pa, _PAGE_COLUMNS)),
+    }
     for name, table in tables.items():
         folder = os.path.join(out, name)
         os.makedirs(folder, exist_ok=True)
@@ -168,6 +159,10 @@ def extract_file(path: str, out: str, sites: frozenset[str] | None = None) -> Fi
         pq.write_table(table, final + ".part")
         os.replace(final + ".part", final)  # whole or absent
     return FileDone(path, size, digest, part, len(pages["url"]), len(links["source"]), skipped)
+
+
+def _schema(pa, columns: dict[str, str]):
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in columns.items()])
 
 
 def _mark(out: str) -> None:

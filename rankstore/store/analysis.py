@@ -33,6 +33,7 @@ from .errors import StoreError
 from .graph import INLINE_BYTES
 from .rankings import Ranking, RankingArrays, RankingRows
 from .schema import known_count
+from .sets import distinct
 
 if TYPE_CHECKING:
     from . import Store
@@ -323,18 +324,6 @@ def site_number(store: Store, site: str) -> int:
     return number
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending: a sort (none if they come sorted, as a page's in-links do) and a compare.
-    numpy 2's ``np.unique`` hashes, many times slower on millions of integers."""
-    if len(values) < 2:
-        return np.asarray(values).copy()
-    ordered = values if bool((values[1:] >= values[:-1]).all()) else np.sort(values)
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
-
-
 def page_sites(store: Store, pages: np.ndarray) -> np.ndarray:
     """Each page's site id (int64; 0 for a page or host not numbered yet), from its host's."""
     return page_hosts_and_sites(store, pages)[1]
@@ -396,7 +385,7 @@ def referrer_scores(
     with store.snapshot():
         ranking = store.rankings.page_ranking(name)
         arrays = store.rankings.ranking_arrays(ranking.id, votes=False)
-        sources = _distinct(target_links(store, url, host, site).links.sources)
+        sources = distinct(target_links(store, url, host, site).links.sources)
         sources = sources[sources < arrays.pages]
         return np.asarray(arrays.scores[sources], dtype=np.float64), arrays.pages
 
@@ -806,9 +795,9 @@ def _referring(
             ranked_best = best < arrays.pages  # a group whose linking pages are all newer than the version: any
             best_pages[ranked_best] = arrays.best[best[ranked_best]]
         if url is not None:  # one target page: each linking page links to it once
-            distinct = ends - starts
+            linking_pages = ends - starts
         else:
-            distinct = _distinct_counts(groups_sorted, sources_sorted.astype(np.int64), starts)
+            linking_pages = _distinct_counts(groups_sorted, sources_sorted.astype(np.int64), starts)
         hosts_linking = (
             _distinct_counts(groups_sorted, page_hosts[sources_sorted].astype(np.int64), starts)
             if level == "site"
@@ -849,7 +838,7 @@ def _referring(
         if hosts_linking is not None:
             row["hosts"] = int(hosts_linking[at])
         row |= {
-            "pages": int(distinct[at]),
+            "pages": int(linking_pages[at]),
             "links": int(ends[at] - starts[at]),
             "best_url": page["url"],
             "best_pagerank": page["pagerank"],
@@ -947,12 +936,12 @@ def intersect(
         def linking(target: tuple[str | None, ...]) -> np.ndarray:
             sources = target_links(store, *target).links.sources.astype(np.int64)
             if level != "site":
-                return _distinct(hosts[sources] if hosts is not None else sources)
+                return distinct(hosts[sources] if hosts is not None else sources)
             found = page_sites(store, sources)
             site = target[2] if len(target) > 2 else None
             if site is not None:  # a domain graph's links into it, site indices
                 found = np.concatenate([found, store.site_links.in_links(site_number(store, site)) + 1])
-            return _distinct(found[found > 0])
+            return distinct(found[found > 0])
 
         common = None
         for target in targets:

@@ -41,6 +41,7 @@ import numpy as np
 
 from .analysis import page_hosts_and_sites
 from .errors import StoreError
+from .sets import distinct
 
 if TYPE_CHECKING:
     from . import Store
@@ -315,16 +316,23 @@ class _Steady:
         self.steady = int(self.marked.sum())
         rest = ~steady & (values > 0)
         self.values, self.first, self.end = values[rest], lives.first[rest], lives.end[rest]
+        self._last: tuple[int, np.ndarray] | None = None
 
     def _others(self, build: int) -> np.ndarray:
-        """The values present at ``build`` that no steady life has, distinct and ascending."""
-        if build < 0:
-            return np.zeros(0, dtype=np.int64)
-        held = self.values[(self.first <= build) & (self.end > build)]
-        return np.unique(held[~self.marked[held]])  # a few values: numpy's hash is no cost here
+        """The values present at ``build`` that no steady life has, distinct and ascending (the last build's
+        kept: it is the next build's build before)."""
+        if self._last is not None and self._last[0] == build:
+            return self._last[1]
+        found = np.zeros(0, dtype=np.int64)
+        if build >= 0:
+            held = self.values[(self.first <= build) & (self.end > build)]
+            found = distinct(held[~self.marked[held]])
+        self._last = (build, found)
+        return found
 
     def counts(self, build: int, before: int) -> list[int]:
-        now, was = self._others(build), self._others(before)
+        was = self._others(before)  # before ``now``: the build before is the one asked last
+        now = self._others(build)
         steady_now = self.steady if build >= self.first_build else 0
         steady_was = self.steady if before >= self.first_build else 0
         new = int(len(np.setdiff1d(now, was, assume_unique=True))) + steady_now - steady_was
