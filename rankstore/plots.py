@@ -62,6 +62,7 @@ def history_figure(found: TargetHistory, path: str) -> list[str]:
 
     matplotlib.use("Agg")  # no display: a file is written
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     kind = "sites" if found.level == "site" else "hosts"
@@ -82,7 +83,9 @@ def history_figure(found: TargetHistory, path: str) -> list[str]:
     if ranked:
         right.plot([v for v, _ in ranked], [p for _, p in ranked], marker="o", color="tab:purple")
         right.set_xticks([v for v, _ in ranked])
-        right.invert_yaxis()  # the best place at the top
+        places = [p for _, p in ranked]
+        right.set_ylim(max(places) + 0.5, max(min(places) - 0.5, 0.5))  # the best place at the top
+        right.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # places are whole: no 1.95
     else:
         right.text(0.5, 0.5, f"no version of {found.ranking} ranks it", ha="center", va="center",
                    transform=right.transAxes)  # fmt: skip
