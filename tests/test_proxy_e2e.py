@@ -435,8 +435,13 @@ def test_proxy_stops_cleanly_and_takes_its_workers_along(ranked_store, python_do
     try:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{running.port}"}))
         body = opener.open(python_doc_crawl.base_url + "index.html", timeout=30).read()
-        assert bar_count(outside_panel(body)) > 0  # the workers have done a page
-        workers = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {store}"], capture_output=True, text=True)
+        assert bar_count(outside_panel(body)) > 0
+        # the workers start once the first page is through: both are there within a bounded wait
+        for _ in range(100):
+            workers = subprocess.run(["pgrep", "-f", f"proxy_addon.worker {store}"], capture_output=True, text=True)
+            if len(workers.stdout.split()) == 2:
+                break
+            time.sleep(0.1)
         assert len(workers.stdout.split()) == 2
     finally:
         output = running.stop()
