@@ -167,6 +167,9 @@ class Workers:
         os.set_blocking(jobs, False)
         os.set_blocking(answers, False)
         worker = _Worker(process, jobs, answers, shared)
+        if self.ended:  # aclose() came while it started: it ends with the others, and never takes a page
+            self._discard(worker)
+            raise WorkerError("the rewriting processes were stopped")
         asyncio.get_running_loop().add_reader(answers, self._readable, worker)
         self._workers.append(worker)
         return worker
@@ -184,7 +187,10 @@ class Workers:
                 self._starting = True  # a worker lost before the last has started is replaced too
                 try:
                     for _ in range(self.count):
-                        await self._spawn()
+                        try:
+                            await self._spawn()
+                        except WorkerError:  # closed meanwhile
+                            return
                 finally:
                     self._starting = False
                 self._started = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import json
 import os
@@ -104,6 +105,22 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return _scope(nodeid)
 
+        def remove_node(self, node):
+            """As ``LoadScopeScheduling``'s, but the test a crashed worker was running is not sent again with the
+            rest of its unit: a hang ended by the guard (``pytest_runtest_protocol``) would hang once for each
+            worker xdist restarts."""
+            workload = self.assigned_work.pop(node)
+            pending = [nodeid for unit in workload.values() for nodeid, done in unit.items() if not done]
+            if not pending:
+                return None
+            for unit in workload.values():
+                if pending[0] in unit:
+                    unit[pending[0]] = True
+            self.workqueue.update((scope, unit) for scope, unit in workload.items() if not all(unit.values()))
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return pending[0]
+
     config.option.loadscopereorder = False  # the order collected, Spark's unit first
     return FilesSparkTogether(config, log)
 
@@ -146,6 +163,49 @@ def pytest_sessionfinish(session) -> None:
                 os.kill(int(pid), signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+
+HANGS = "hangs"  # each process's stacks, written there if one of its tests hangs past its timeout and a grace
+HANG_GRACE = float(os.environ.get("PAGERANK_TEST_HANG_GRACE", 60))  # seconds past pytest-timeout's own limit
+_HANG_FILE: list = []  # this process's file for them, opened at its first test
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """A last resort against a test that hangs.  pytest-timeout's alarm raises in whatever the main thread
+    runs: inside an event loop's callback the loop catches and logs it, and the test goes on waiting (a
+    clean-clone CI spent its 90 minutes so).  Past the timeout and a grace, faulthandler (a C thread, which
+    needs no interpreter lock) writes every thread's stack to the run's folder and ends the process: xdist
+    names the test as crashed and starts another worker, and the run's summary prints the stacks."""
+    marker = item.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker is not None and marker.args else 0.0
+    limit = limit or float(item.config.getoption("timeout", None) or item.config.getini("timeout") or 300)
+    if not _HANG_FILE:
+        folder = _shared_root(item.config._tmp_path_factory) / HANGS
+        folder.mkdir(exist_ok=True)
+        _HANG_FILE.append(open(folder / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}.txt", "w"))
+    out = _HANG_FILE[0]
+    out.write(f"{item.nodeid} hung past {limit + HANG_GRACE:.0f} s:\n")
+    out.flush()
+    faulthandler.dump_traceback_later(limit + HANG_GRACE, exit=True, file=out)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        out.seek(0)
+        out.truncate()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The stacks of a process ended by the hang guard (:func:`pytest_runtest_protocol`)."""
+    config = terminalreporter.config
+    if hasattr(config, "workerinput"):
+        return
+    for path in sorted((Path(str(config._tmp_path_factory.getbasetemp())) / HANGS).glob("*.txt")):
+        text = path.read_text(errors="replace").strip()
+        if text:
+            terminalreporter.write_sep("=", f"hung: {path.name}")
+            terminalreporter.write_line(text)
 
 
 _SPARK: list = []  # the Spark files' one session, while they run
