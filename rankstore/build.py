@@ -83,6 +83,7 @@ __all__ = [
     "prepare",
     "check_sources",
     "is_remote_source",
+    "format_of_head",
 ]
 
 _CHUNK = 32
@@ -290,7 +291,7 @@ def _plan_remote(
             missing = error
     if head is None:
         raise SourceError(f"{name}: none of its first {_HEAD_TRIES} files can be read ({missing})")
-    source_format = fmt or _format_of_head(url, head)
+    source_format = fmt or format_of_head(url, head)
     kind = None
     if source_format == "ccgraph":
         from .sources.ccgraph import looks_like_cc_edges, looks_like_cc_vertices
@@ -304,7 +305,7 @@ def _plan_remote(
     return PlannedSource(name, source_format, files, kind)
 
 
-def _format_of_head(url: str, head: bytes) -> str:
+def format_of_head(url: str, head: bytes) -> str:
     """The format of a file at a URL, told as :func:`detect_format` tells a file's: from its first bytes,
     in a small file of their own named as the URL's last segment."""
     suffix = "-" + os.path.basename(url.split("?")[0].split("#")[0])[-80:]

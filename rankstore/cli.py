@@ -1407,45 +1407,70 @@ class _WatchError(click.ClickException):
     type=click.Choice(EXTRACT_ENGINES),
     default="local",
     show_default=True,
-    help="Where the files are read: processes on this machine.",
+    help="Where the files are read: processes on this machine, or Spark's executors (a task a file).",
 )
+@click.option("--master", default="local[*]", show_default=True, help="--engine spark: the Spark master URL.")
+@click.option(
+    "--spark-conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda ctx, param, value: _spark_conf(value),
+    help="--engine spark: a Spark setting, e.g. spark.executor.memory=4g (repeatable).",
+)
+@click.option(
+    "--paths-base",
+    default=DEFAULT_PATHS_BASE,
+    show_default=True,
+    metavar="URL",
+    help="For a *.paths.gz listing: the URL its paths are resolved against.",
+)
+@click.option("--limit", type=click.IntRange(1), metavar="N", help="Read only the first N files of each listing.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
-def extract(sources, out, sites, to_sites, jobs, engine, quiet):
+@click.pass_context
+def extract(ctx, sources, out, sites, to_sites, jobs, engine, master, spark_conf, paths_base, limit, quiet):
     """Read WARC and WAT files into Parquet: their links (source, target, anchor, nofollow, capture time)
     and their pages (URL, status, title, canonical, capture time), parsed as `build` parses them.
 
+    SOURCES are files, http(s) URLs (streamed, not saved) and *.paths.gz
+    listings of them (Common Crawl's wat.paths.gz; --limit takes the first N).
     With --to-site (or --to-sites), only the links into those sites are kept,
     and the pages that hold them: the backlinks of the sites you watch, from
     a whole crawl.  A file that cannot be read is named and skipped (exit
     status 3); the others go on.  The folder keeps each file done (its size
-    and SHA-256): the same command again skips them, so a run cut short
+    and checksum): the same command again skips them, so a run cut short
     resumes.  `rankstore build FOLDER` loads the result like any crawl.
+    With --engine spark each file is a task on an executor, which writes its
+    parts into FOLDER itself: on a cluster, a folder every node sees.
 
     \b
     Examples:
         rankstore extract crawl/*.warc.gz -o links/ && rankstore build links/ --rank
         rankstore extract CC-MAIN-*.warc.wat.gz --to-site rival.example -o rival/ -j 2
-        rankstore extract *.wat.gz --to-sites watched.txt -o watched/
+        rankstore extract wat.paths.gz --limit 100 --to-sites watched.txt -o watched/ --engine spark
     """
-    from .extraction import ExtractError, read_sites
+    from .extraction import ExtractError, SparkOptions, read_sites
     from .extraction import extract as run_extract
 
+    given = click.core.ParameterSource.COMMANDLINE
+    if engine != "spark" and (spark_conf or ctx.get_parameter_source("master") == given):
+        raise click.UsageError("--master and --spark-conf are for --engine spark")
     try:
         wanted = list(sites) + (read_sites(to_sites) if to_sites else [])
         report = run_extract(
-            list(sources), out, wanted or None, jobs, engine, None if quiet else lambda line: _say(line)
-        )
+            list(sources), out, wanted or None, jobs, engine, None if quiet else lambda line: _say(line),
+            paths_base=paths_base, limit=limit, spark=SparkOptions(master, spark_conf),
+        )  # fmt: skip
     except ExtractError as error:
         raise click.ClickException(str(error)) from error
-    for path, why in report.failed:
-        click.echo(f"Warning: {path}: skipped: {why}", err=True)
+    for failed in report.failed:
+        click.echo(f"Warning: {failed.file}: skipped: {failed.why}", err=True)
     click.echo(
-        f"extracted {len(report.done):,} file(s) into {out}: {report.pages:,} pages, {report.links:,} links"
+        f"extracted {len(report.done):,} file(s) into {out}: {report.records:,} records, {report.pages:,} pages kept, "
+        f"{report.links:,} links"
         + (f"; {len(report.already):,} done before, skipped" if report.already else "")
         + (f"; {len(report.failed):,} could not be read" if report.failed else "")
     )
     if report.failed:
-        ctx = click.get_current_context()
         ctx.exit(3)
 
 

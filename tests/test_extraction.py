@@ -9,6 +9,7 @@ skips the files done, and a file changed is read again.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -17,10 +18,12 @@ import sqlite3
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from sitecrawl import serve_process
 from test_wat import _same_text
 from watgen import write_wat
 
 from rankstore.cli import cli
+from rankstore.sources.extracted import read_ledger
 from rankstore.urls import host_of, site_of
 
 
@@ -128,7 +131,9 @@ def test_a_folder_of_other_files_is_refused_in_one_line(python_doc_crawl, tmp_pa
     assert invoke("extract", python_doc_crawl.warc, "-o", str(tmp_path / "x"), "--to-site", "http://").exit_code == 1
 
 
-@pytest.mark.parametrize("args", [["--jobs", "0"], ["--engine", "spark"]])
+@pytest.mark.parametrize(
+    "args", [["--jobs", "0"], ["--engine", "beam"], ["--master", "local[2]"], ["--spark-conf", "a=b"], ["--limit", "0"]]
+)
 def test_bad_options_are_usage_errors(python_doc_crawl, tmp_path, args):
     result = invoke("extract", python_doc_crawl.warc, "-o", str(tmp_path / "out"), *args)
     assert result.exit_code == 2 and "Traceback" not in result.output
@@ -142,3 +147,72 @@ def test_a_missing_sites_file_is_one_line(python_doc_crawl, tmp_path):
 def test_a_missing_file_is_named_and_skipped(python_doc_crawl, tmp_path):
     result = invoke("extract", str(tmp_path / "nowhere.warc.gz"), "-o", str(tmp_path / "out"), "-q")
     assert result.exit_code == 3 and "nowhere.warc.gz" in result.output and "Traceback" not in result.output
+
+
+def parquet_rows(folder: str, what: str) -> list[dict]:
+    rows = []
+    for name in sorted(os.listdir(os.path.join(folder, what))):
+        rows.extend(pq.read_table(os.path.join(folder, what, name)).to_pylist())
+    return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True))
+
+
+@pytest.fixture(scope="module")
+def served(python_doc_crawl, tmp_path_factory):
+    """The crawl's WARC and its WAT on a local HTTP server, as Common Crawl's archive serves its files."""
+    folder = tmp_path_factory.mktemp("served")
+    (folder / "crawl-data").mkdir()
+    shutil.copy(python_doc_crawl.warc, folder / "crawl-data" / "python-doc.warc.gz")
+    write_wat(python_doc_crawl.warc, str(folder / "crawl-data" / "python-doc.warc.wat.gz"))
+    server, port = serve_process(str(folder))
+    try:
+        yield folder, f"http://127.0.0.1:{port}/"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_files_at_urls_and_a_listing_of_them_extract_as_the_files_on_disk(served, tmp_path):
+    folder, base = served
+    on_disk = str(tmp_path / "disk")
+    files = [str(folder / "crawl-data" / name) for name in ("python-doc.warc.gz", "python-doc.warc.wat.gz")]
+    assert invoke("extract", *files, "-o", on_disk, "-q").exit_code == 0
+    by_url = str(tmp_path / "urls")
+    urls = [base + "crawl-data/" + os.path.basename(name) for name in files]
+    result = invoke("extract", *urls, "-o", by_url)
+    assert result.exit_code == 0, result.output
+    assert "2 of 2 files, 1,056 records, 44,056 links" in result.output  # the progress: files, records, links
+    listing = tmp_path / "wat.paths.gz"
+    listing.write_bytes(gzip.compress(b"crawl-data/python-doc.warc.wat.gz\ncrawl-data/python-doc.warc.gz\n"))
+    by_listing = str(tmp_path / "listing")
+    result = invoke("extract", str(listing), "--paths-base", base, "--limit", "1", "-o", by_listing, "-q")
+    assert result.exit_code == 0, result.output
+    assert list(read_ledger(by_listing)) == [urls[1]]  # the listing's first file alone
+    for what in ("links", "pages"):
+        assert parquet_rows(by_url, what) == parquet_rows(on_disk, what)
+    wat_only = str(tmp_path / "wat-disk")
+    assert invoke("extract", files[1], "-o", wat_only, "-q").exit_code == 0
+    for what in ("links", "pages"):
+        assert parquet_rows(by_listing, what) == parquet_rows(wat_only, what)
+    ledger = read_ledger(by_url)
+    assert all(item.checksum.startswith("xxh3_64:") for item in ledger.values())
+    assert {item.size for item in ledger.values()} == {os.path.getsize(name) for name in files}
+    # again: the URLs done are skipped, not fetched; the one not done yet is read
+    again = invoke("extract", str(listing), "--paths-base", base, "-o", by_listing)
+    assert again.exit_code == 0 and "extracted 1 file(s)" in again.output and "1 done before" in again.output
+
+
+def test_a_missing_url_is_named_and_skipped_and_the_others_go_on(served, tmp_path):
+    _, base = served
+    missing = base + "crawl-data/nowhere.warc.wat.gz"
+    result = invoke("extract", missing, base + "crawl-data/python-doc.warc.wat.gz", "-o", str(tmp_path / "out"))
+    assert result.exit_code == 3, result.output
+    assert f"{missing}: skipped" in result.output and "404" in result.output and "Traceback" not in result.output
+    assert "extracted 1 file(s)" in result.output
+
+
+def test_a_ledger_of_the_first_version_is_read(tmp_path):
+    (tmp_path / "done.jsonl").write_text(
+        json.dumps({"file": "a.warc.gz", "size": 3, "sha256": "ab" * 32, "part": "a-abab", "pages": 1, "links": 2,
+                    "skipped": 0}) + "\n"
+    )  # fmt: skip
+    assert read_ledger(str(tmp_path))["a.warc.gz"].checksum == "sha256:" + "ab" * 32

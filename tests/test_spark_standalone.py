@@ -204,3 +204,38 @@ def test_spark_submit_on_a_standalone_cluster(cluster, python_doc_store, tmp_pat
         assert np.abs(scores - reference.scores).sum() <= AGREE, (method, np.abs(scores - reference.scores).sum())
     history = pq.read_table(str(out / "residuals")).sort_by("iteration")["residual"].to_pylist()
     assert len(history) > 5 and history[-1] < 1e-10
+
+
+def test_spark_submit_of_the_extraction_job_on_a_standalone_cluster(cluster, python_doc_crawl, tmp_path):
+    """``spark-submit rankstore/spark/extract_job.py`` as the README shows it: the files read in the cluster's
+    executor, the parts the local engine writes, and the ledger the driver keeps."""
+    from watgen import write_wat
+
+    from rankstore.extraction import extract
+    from rankstore.sources.extracted import read_ledger
+
+    wat = str(tmp_path / "python-doc.warc.wat.gz")
+    write_wat(python_doc_crawl.warc, wat)
+    out = tmp_path / "out"
+    submit = [
+        str(_spark_home() / "bin" / "spark-submit"),
+        *("--master", cluster.master, "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"),
+        *("--driver-memory", "512m", "--executor-memory", "512m", "--total-executor-cores", "1"),
+        *("--driver-java-options", QUICK_JVM, "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}"),
+        str(ROOT / "rankstore" / "spark" / "extract_job.py"),
+        *(wat, python_doc_crawl.warc, "--out", str(out)),
+    ]
+    done = subprocess.run(submit, capture_output=True, text=True, timeout=600, env=cluster.env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert "extracted 2 file(s)" in done.stdout and "44,056 links" in done.stdout, done.stdout
+    assert "Registering app rankstore extract" in (cluster.logs / "master.log").read_text(errors="replace")
+    applications = [entry for entry in cluster.work.iterdir() if entry.name.startswith("app-")]
+    assert len(applications) >= 1  # its executor ran in the worker (the ranking job's app may be there too)
+    local = tmp_path / "local"
+    assert extract([wat, python_doc_crawl.warc], str(local), jobs=2).links == 44_056
+    assert read_ledger(str(out)) == read_ledger(str(local))  # the same files, checksums, parts and counts
+    for what in ("links", "pages"):
+        for part in os.listdir(local / what):
+            assert pq.read_table(str(out / what / part)).equals(pq.read_table(str(local / what / part)))
+    again = subprocess.run(submit, capture_output=True, text=True, timeout=600, env=cluster.env, cwd=tmp_path)
+    assert again.returncode == 0 and "2 done before" in again.stdout, again.stdout

@@ -1,7 +1,7 @@
 """An extraction's folder (``rankstore extract``'s output) read as a crawl: its pages, each with its links.
 
 The folder holds ``EXTRACT`` (its mark), ``done.jsonl`` (a line a crawl file
-extracted: its name, size, SHA-256, the name of its parts and its counts) and
+extracted: its name, size, checksum, the name of its parts and its counts) and
 the parts, ``links/part-NAME.parquet`` and ``pages/part-NAME.parquet``
 (:mod:`rankstore.extraction` writes them).  Each page comes back as a
 :class:`~rankstore.sources.Record` whose links are listed, absolute and in
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from . import ListedLink, ListedPage, Progress, Record, Skipped
 
-__all__ = ["MARKER", "LEDGER", "FORMAT", "VERSION", "FileDone", "read_ledger", "is_extracted", "read_extracted",
-           "extracted_size"]  # fmt: skip
+__all__ = ["MARKER", "LEDGER", "FORMAT", "VERSION", "FileDone", "FileFailed", "read_ledger", "is_extracted",
+           "read_extracted", "extracted_size"]  # fmt: skip
 
 MARKER = "EXTRACT"  # the folder's mark, with its format and version
 LEDGER = "done.jsonl"  # a line a file done
@@ -30,13 +30,22 @@ FORMAT, VERSION = "rankstore-extract", 1
 class FileDone:
     """A file extracted: what the ledger keeps of it."""
 
-    file: str  # as given
+    file: str  # as given: a path, or a URL
     size: int
-    sha256: str
+    checksum: str  # "sha256:HEX" of a file on disk; "xxh3_64:HEX" of the bytes a URL gave (hashed as they came)
     part: str  # the parts' name
     pages: int
     links: int
     skipped: int  # records that could not be read
+    records: int = 0  # the pages read (with sites, more than those kept)
+
+
+@dataclass(frozen=True)
+class FileFailed:
+    """A file that could not be extracted, and why (one line)."""
+
+    file: str
+    why: str
 
 
 def read_ledger(out: str) -> dict[str, FileDone]:
@@ -46,7 +55,10 @@ def read_ledger(out: str) -> dict[str, FileDone]:
         with open(os.path.join(out, LEDGER), encoding="utf-8") as handle:
             for line in handle:
                 try:
-                    item = FileDone(**json.loads(line))
+                    fields = json.loads(line)
+                    if "sha256" in fields:  # the first ledgers' name of the checksum
+                        fields["checksum"] = "sha256:" + fields.pop("sha256")
+                    item = FileDone(**fields)
                 except (ValueError, TypeError):  # a line cut short by a crash: its file is done again
                     continue
                 done[item.file] = item

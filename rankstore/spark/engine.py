@@ -21,6 +21,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -135,7 +136,9 @@ class SparkSolver:
         partitions: int | None = None,
         checkpoint_every: int = 10,
         checkpoint_dir: str | None = None,
+        app: str = "rankstore rank",
     ):
+        self.app = app
         self.master = master
         self.conf = dict(conf or {})
         self.partitions = partitions
@@ -160,9 +163,13 @@ class SparkSolver:
         if active is not None:  # a session this process started (tests, a notebook): join it
             self.spark = SparkSession(active)
             return self
-        conf = SparkConf().setMaster(self.master).setAppName("rankstore rank")
+        conf = SparkConf().setMaster(self.master).setAppName(self.app)
         for key, value in {**_DEFAULTS, **self.conf}.items():
             conf.set(key, value)
+        if self.master.startswith("local") and "spark.pyspark.python" not in self.conf:
+            # Python run on the executors (rankstore extract's tasks) runs in this interpreter, with its packages,
+            # not the first python3 on the PATH (pyspark reads the variable as the context starts)
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         handle, self.log = tempfile.mkstemp(prefix="rankstore-spark-", suffix=".log")
         try:
             gateway = None
