@@ -28,7 +28,7 @@ from . import display
 from .columns import SCORE_COLUMNS, SPAM_MASS, names
 from .compare import TOP_KS, RankingRef, compare_rankings
 from .output import ShareLine
-from .store import BacklinkReport, Ranking, RankingNotFound, Store, analysis
+from .store import BacklinkReport, Ranking, RankingNotFound, Store, StoreError, analysis
 from .store.history import RankPoint, TargetHistory, target_history
 from .store.levels import ESTIMATE_LEVELS
 from .store.queries import search_words
@@ -455,8 +455,19 @@ def backlinks_view(
     site: str | None = None,
 ) -> tuple[Table, BacklinkReport]:
     """A page's (or a whole host's, or a whole site's) backlinks with contribution, share, first build and
-    host rank, then the shares that are not pages (:class:`Table` ``shares``; none with ``since``)."""
-    ranking = store.rankings.page_ranking(name)
+    host rank, then the shares that are not pages (:class:`Table` ``shares``; none with ``since``).  With the
+    default ranking asked of a store that ranks no pages but hosts or sites (links extracted from a crawl,
+    with Common Crawl's ranks loaded), the backlinks by their host's rank, else their site's
+    (:func:`level_backlinks_view`)."""
+    try:
+        ranking = store.rankings.page_ranking(name)
+    except RankingNotFound:
+        order = level_order(store, name)
+        if order is None:
+            raise
+        if sort != "pagerank":
+            raise StoreError("sorting by contribution needs a ranking of pages: run `rankstore rank`") from None
+        return level_backlinks_view(store, order, url, host, site, since, limit, offset)
     lowest, highest = store.rankings.score_range(ranking)
     report = analysis.backlink_report(store, url, name, sort, since, limit, offset, host=host, site=site)
     rows = link_columns(report.rows, lowest, highest) + link_columns(report.nofollow_rows, lowest, highest)
@@ -470,6 +481,42 @@ def backlinks_view(
         )
     columns = page_columns([*rows, *(line.row() for line in shares)], BACKLINK_EXTRA)
     return Table(rows, columns, notes, shares=shares), report
+
+
+LEVEL_BACKLINK_COLUMNS = ["level_rank", "estimate", "level", "answered_by", "kind", "url", "title", "first_seen",
+                          "anchor"]  # fmt: skip
+
+
+def level_order(store: Store, name: str) -> analysis.LevelOrder | None:
+    """The host and site rankings that order backlinks when the default ranking is asked of a store that ranks
+    no pages (the proxy's own choice of each level), or None: a page ranking, or no ranking at all."""
+    if name != DEFAULT_RANKING or store.rankings.page_rankings():
+        return None
+    host, site = store.levels.level_head("host"), store.levels.level_head("site")
+    if host is None and site is None:
+        return None
+    return analysis.LevelOrder(host.name if host else None, site.name if site else None)
+
+
+def level_backlinks_view(
+    store: Store,
+    order: analysis.LevelOrder,
+    url: str | None,
+    host: str | None,
+    site: str | None,
+    since: int | None,
+    limit: int,
+    offset: int = 0,
+) -> tuple[Table, BacklinkReport]:
+    """Backlinks in a store that ranks no pages, by their host's rank, else their site's (``level``, its
+    ``estimate`` and place, the ranking that ``answered_by``)."""
+    report = analysis.level_backlinks(store, order, url, host, site, since, limit, offset)
+    for row in report.rows:
+        row["kind"] = "nofollow" if row["nofollow"] else "link"
+    named = [f"its {level}'s rank in {name}" for level, name in (("host", order.host), ("site", order.site)) if name]
+    notes = [f"the store ranks no pages: each backlink by {', else '.join(named)} (`rankstore rank` ranks pages)"]
+    columns = LEVEL_BACKLINK_COLUMNS + (["target"] if any("target" in row for row in report.rows) else [])
+    return Table(report.rows, columns, notes), report
 
 
 def lost_view(store: Store, url: str, name: str, since: int | None, limit: int, offset: int = 0) -> Table:

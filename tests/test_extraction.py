@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import sqlite3
 
@@ -22,6 +23,8 @@ from sitecrawl import serve_process
 from test_wat import _same_text
 from watgen import write_wat
 
+from proxy_addon.pages import respond
+from proxy_addon.ranks import Ranks
 from rankstore.cli import cli
 from rankstore.sources.extracted import read_ledger
 from rankstore.urls import host_of, site_of
@@ -216,3 +219,90 @@ def test_a_ledger_of_the_first_version_is_read(tmp_path):
                     "skipped": 0}) + "\n"
     )  # fmt: skip
     assert read_ledger(str(tmp_path))["a.warc.gz"].checksum == "sha256:" + "ab" * 32
+
+
+def _referrers_warc(path) -> str:
+    """Pages on several hosts, most of them linking into rival.example (one by nofollow, one with an anchor)."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    pages = {
+        "http://a.one.example/p": '<a href="http://rival.example/">Rival</a><a href="http://other.example/">o</a>',
+        "http://b.two.example/q": '<a href="http://shop.rival.example/">cheap shoes</a>',
+        "http://c.three.example/r": '<a rel="nofollow" href="http://rival.example/x">x</a>',
+        "http://d.four.example/s": '<a href="http://other.example/">none into the site</a>',
+        "http://e.sited.example/t": '<a href="http://rival.example/">e</a><a href="http://shop.rival.example/">s</a>',
+        "http://f.nowhere.example/u": '<a href="http://rival.example/">f</a>',
+    }
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for url, body in pages.items():
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            payload = io.BytesIO(f"<!doctype html><title>{url}</title><body>{body}</body>".encode())
+            writer.write_record(writer.create_warc_record(url, "response", payload=payload, http_headers=http))
+    return str(path)
+
+
+def test_a_watched_sites_backlinks_from_an_extraction_are_ordered_by_host_else_site_rank_then_by_page(tmp_path):
+    """The store of an extraction (no page ranked) with Common Crawl's host and domain ranks loaded: the
+    site's backlinks by each referring page's host rank, else its site's, then the rest; ranked, by PageRank,
+    and the analyst's other views answer on it."""
+    folder = str(tmp_path / "watched")
+    warc = _referrers_warc(tmp_path / "crawl.warc.gz")
+    assert invoke("extract", warc, "--to-site", "rival.example", "-o", folder, "-q").exit_code == 0
+    header = "#harmonicc_pos\t#harmonicc_val\t#pr_pos\t#pr_val\t#host_rev\n"
+    hosts = tmp_path / "host-ranks.txt.gz"
+    hosts.write_bytes(gzip.compress((header + "1\t9.0\t1\t0.5\texample.two.b\n2\t8.0\t2\t0.3\texample.one.a\n"
+                                     "3\t7.0\t3\t0.1\texample.three.c\n").encode()))  # fmt: skip
+    store = str(tmp_path / "w.db")
+    result = invoke("build", folder, str(hosts), "--store", store, "-q")
+    assert result.exit_code == 0, result.output
+    result = invoke("backlinks", "rival.example", "--site", "--store", store, "--format", "json", "-n", "0")
+    assert result.exit_code == 0, result.output
+    placed = [(row["url"], row["level"]) for row in json.loads(result.stdout)]
+    assert placed[:3] == [("http://b.two.example/q", "host"), ("http://a.one.example/p", "host"),
+                          ("http://c.three.example/r", "host")]  # fmt: skip
+    assert sorted(placed[3:]) == [("http://e.sited.example/t", None)] * 2 + [("http://f.nowhere.example/u", None)]
+    # the sites ranked too (from the extracted links): a page whose host is not ranked, by its site's rank
+    assert invoke("rank", "--store", store, "--level", "site", "-q").exit_code == 0
+    result = invoke("backlinks", "rival.example", "--site", "--store", store, "--format", "json", "-n", "0")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    placed = [(row["url"], row["level"]) for row in rows]
+    assert placed[:3] == [("http://b.two.example/q", "host"), ("http://a.one.example/p", "host"),
+                          ("http://c.three.example/r", "host")]  # fmt: skip
+    assert sorted(placed[3:]) == [("http://e.sited.example/t", "site")] * 2 + [("http://f.nowhere.example/u", "site")]
+    assert rows[3]["estimate"] >= rows[5]["estimate"] and rows[3]["answered_by"] == "siterank"
+    assert rows[0]["anchor"] == "cheap shoes" and rows[0]["target"] == "http://shop.rival.example/"
+    assert rows[2]["kind"] == "nofollow" and rows[0]["level_rank"] == 1 and rows[0]["answered_by"].startswith("cc-")
+    table = invoke("backlinks", "rival.example", "--site", "--store", store)
+    assert "the store ranks no pages: each backlink by its host's rank in cc-" in table.output
+    assert "else its site's rank in siterank" in table.output
+    ranks = Ranks(store)  # the proxy's own /backlinks, in the same order
+    try:
+        status, _, body = respond("GET", "/backlinks", {"site": ["rival.example"]}, ranks)
+        csv_status, _, csv = respond("GET", "/backlinks", {"site": ["rival.example"], "format": ["csv"]}, ranks)
+    finally:
+        ranks.close()
+    assert status == 200 and re.findall(r'<tr data-url="([^"]+)"', body.decode()) == [row["url"] for row in rows]
+    assert "cheap shoes" in body.decode() and "by its host&#x27;s rank in cc-" in body.decode()
+    assert csv_status == 200 and csv.decode().splitlines()[0].startswith("level_rank,estimate,level,answered_by")
+    refused = invoke("backlinks", "rival.example", "--site", "--store", store, "--sort", "contribution")
+    assert refused.exit_code == 1 and "rankstore rank" in refused.output and "Traceback" not in refused.output
+    # ranked: by the pages' own PageRank, with contribution; the other views answer too
+    assert invoke("rank", "--store", store, "-q").exit_code == 0
+    ranked = json.loads(invoke("backlinks", "http://rival.example/", "--store", store, "--format", "json").stdout)
+    assert {row["url"] for row in ranked["rows"]} == {"http://a.one.example/p", "http://e.sited.example/t",
+                                                      "http://f.nowhere.example/u"}  # fmt: skip
+    assert all(row["contribution"] > 0 for row in ranked["rows"])
+    anchors = invoke("anchors", "http://shop.rival.example/", "--store", store, "--format", "json")
+    assert anchors.exit_code == 0 and "cheap shoes" in anchors.stdout
+    both = invoke(
+        "intersect", "http://rival.example/", "http://shop.rival.example/", "--store", store, "--format", "json"
+    )
+    assert both.exit_code == 0, both.output
+    assert [row["url"] for row in json.loads(both.stdout)] == ["http://e.sited.example/t"]
+    builds = invoke("builds", "--store", store, "--format", "json")
+    assert builds.exit_code == 0 and json.loads(builds.stdout)

@@ -84,6 +84,7 @@ class View:
     fmt: str = "html"
     with_shares: bool = False  # format=csv: the share lines too, as `rankstore backlinks --with-shares`
     ranking: str = ""  # a page ranking other than the proxy's own, named in every link; "" for its own
+    levels: analysis.LevelOrder | None = None  # the store ranks no pages: its hosts' (else sites') ranks order
 
     @property
     def target(self) -> str:
@@ -183,8 +184,16 @@ def _parse(ranks: Ranks, query: Query) -> View:
             except PagesUnranked:  # the proxy's own page ranking, which such a store has not
                 named_ranking = ""
             return replace(view, ranking=named_ranking)
-    chosen = page_ranking(query, store, ranks.ranking)
-    view = replace(view, ranking="" if chosen.name == ranks.ranking else chosen.name)
+    try:
+        chosen = page_ranking(query, store, ranks.ranking)
+    except PagesUnranked:  # links extracted from a crawl, say, with Common Crawl's host ranks: those order them
+        asked = first(query, "ranking") or views.holds_no_pages(store)  # a domain graph has no pages to list
+        order = None if asked else views.level_order(store, views.DEFAULT_RANKING)
+        if order is None or view.lost or view.group != "page" or view.sort != "pagerank":
+            raise
+        view = replace(view, levels=order)
+    else:
+        view = replace(view, ranking="" if chosen.name == ranks.ranking else chosen.name)
     if (url is not None and store.pages.page_id(url) is None) or (
         host is not None and store.hosts.host_id(host) is None
     ):
@@ -196,6 +205,8 @@ def backlinks(ranks: Ranks, query: Query):
     view = _parse(ranks, query)
     if view.site is not None and views.holds_no_pages(ranks.store()):
         return _site_links(ranks, view)
+    if view.levels is not None:
+        return _level_report(ranks, view, view.levels)
     if view.lost:
         return _lost(ranks, view)
     if view.group == "host":
@@ -257,6 +268,52 @@ def _report(ranks: Ranks, view: View):
     return html_response(
         f"{title} by {'PageRank' if view.sort == 'pagerank' else 'contribution'}", "".join(body), table.notes
     )
+
+
+def _level_report(ranks: Ranks, view: View, order: analysis.LevelOrder):
+    """The backlinks of a store that ranks no pages, by their host's rank, else their site's."""
+    store = ranks.store()
+    limit, offset = (CSV_ROWS, 0) if view.fmt != "html" else (PAGE_SIZE, (view.page - 1) * PAGE_SIZE)
+    table, report = views.level_backlinks_view(store, order, view.url, view.host, view.site, view.since, limit, offset)
+    if view.fmt != "html":
+        said = f"the best {CSV_ROWS} by host or site rank; rankstore backlinks -n 0 gives all"
+        note = said if len(report.rows) < report.backlinks else None
+        return download(view.fmt, table.columns, table.rows, "backlinks", note)
+    about = (
+        f"{report.backlinks:,} {'new ' if view.since is not None else ''}"
+        + ("backlink" if report.backlinks == 1 else "backlinks")
+        + (f" since build {view.since}" if view.since is not None else "")
+        + ", by their host's rank, else their site's."
+    )
+    body = [_heading(view, about)]
+    if report.rows:
+        lines = ["<table><tr><th>#</th><th>Rank of</th><th>Score</th><th>Linking page</th><th>Anchor</th>"
+                 "<th>First seen</th></tr>"]  # fmt: skip
+        for at, row in enumerate(report.rows, offset + 1):
+            level = (
+                f"{escape(row['level'])} #{row['level_rank']:,} <small>{escape(row['answered_by'])}</small>"
+                if row["level"]
+                else "unranked"
+            )
+            kind = " <small>(nofollow)</small>" if row["nofollow"] else ""
+            lines.append(
+                f'<tr data-url="{escape(row["url"])}"><td class="n">{at}</td><td>{level}</td>'
+                f'<td class="n">{format_score(row["estimate"]) if row["level"] else _DASH}</td>'
+                + page_cell(row, kind)
+                + f'<td>{escape(row["anchor"] or "")}{_to(row)}</td><td class="n">{_build(row["first_seen"])}</td></tr>'
+            )
+        lines.append("</table>")
+        body.append("".join(lines))
+    else:
+        body.append("<p>No backlinks in this view.</p>")
+    body.append(_pager(view, len(report.rows) == PAGE_SIZE))
+    return html_response("Backlinks by host and site rank", "".join(body), table.notes)
+
+
+def _to(row: dict) -> str:
+    """Which of the target's pages a link goes to, where the target is a host or a site."""
+    target = row.get("target")
+    return f'<br><small>to <a href="{escape(target)}">{escape(target)}</a></small>' if target else ""
 
 
 def _lost(ranks: Ranks, view: View):

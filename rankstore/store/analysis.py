@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BacklinkReport", "InSlice", "TargetLinks", "SORTS",
     "in_slice", "page_hosts_and_sites", "referrer_scores", "graph_born", "since_build", "target_links",
-    "backlink_report", "lost_backlinks", "build_history",
+    "backlink_report", "LevelOrder", "level_backlinks", "lost_backlinks", "build_history",
     "host_ranking", "host_ranks_of", "referring_hosts", "referring_sites", "site_link_referrers", "site_number",
     "page_sites", "intersect", "anchors", "level_ranking",
     "host_level_ranking", "top_nodes", "top_hosts", "top_sites", "lookup_nodes", "lookup_hosts", "lookup_sites",
@@ -574,21 +574,7 @@ def _link_rows(
     indices = links.sources[picked].tolist()
     rows = store.queries.page_rows(arrays, indices)
     pairs = list(zip((links.sources[picked] + 1).tolist(), (targets[picked] + 1).tolist()))
-    anchors: dict[tuple[int, int], str] = {}
-    for start in range(0, len(pairs), 400):
-        chunk = pairs[start : start + 400]
-        anchors.update(
-            ((src, dst), anchor)
-            # the pairs drive the loop, each a search of the anchors' index by (dst, src): asked as
-            # ``(src, dst) IN (VALUES ...)``, SQLite scans that whole index instead, every anchored link
-            for src, dst, anchor in store.db.execute(
-                "SELECT note.src, note.dst, note.anchor FROM (VALUES "
-                + ",".join("(?, ?)" for _ in chunk)
-                + ") AS pair CROSS JOIN link_notes AS note ON note.src = pair.column1 AND note.dst = pair.column2"
-                " WHERE note.anchor IS NOT NULL",
-                [value for pair in chunk for value in pair],
-            )
-        )
+    anchors = _anchors_of(store, pairs)
     many = len({dst for _, dst in pairs}) > 1
     urls = store.pages.urls_of(sorted({dst for _, dst in pairs})) if many else {}
     first_seen = links.born[picked].tolist()
@@ -604,6 +590,101 @@ def _link_rows(
         if many:
             row["target"] = urls.get(pair[1])
     return rows
+
+
+def _anchors_of(store: Store, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The anchor text of each link (src, dst page ids) that has one."""
+    anchors: dict[tuple[int, int], str] = {}
+    for start in range(0, len(pairs), 400):
+        chunk = pairs[start : start + 400]
+        anchors.update(
+            ((src, dst), anchor)
+            # the pairs drive the loop, each a search of the anchors' index by (dst, src): asked as
+            # ``(src, dst) IN (VALUES ...)``, SQLite scans that whole index instead, every anchored link
+            for src, dst, anchor in store.db.execute(
+                "SELECT note.src, note.dst, note.anchor FROM (VALUES "
+                + ",".join("(?, ?)" for _ in chunk)
+                + ") AS pair CROSS JOIN link_notes AS note ON note.src = pair.column1 AND note.dst = pair.column2"
+                " WHERE note.anchor IS NOT NULL",
+                [value for pair in chunk for value in pair],
+            )
+        )
+    return anchors
+
+
+@dataclass(frozen=True)
+class LevelOrder:
+    """What orders backlinks in a store that ranks no pages: a host ranking, else a site ranking (either None)."""
+
+    host: str | None
+    site: str | None
+
+
+def level_backlinks(
+    store: Store,
+    order: LevelOrder,
+    url: str | None = None,
+    host: str | None = None,
+    site: str | None = None,
+    since: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> BacklinkReport:
+    """The backlinks of a target in a store that ranks no pages (say, ``rankstore extract``'s links into the
+    watched sites from a whole crawl, with Common Crawl's host ranks loaded): best first by the linking page's
+    host's score in ``order.host``; a page whose host that ranking lacks, by its site's in ``order.site``, after
+    them; then the pages of neither.  Nofollow links among them (marked); no contribution or share, which
+    are a page ranking's.  Each row's ``level``, ``estimate`` and ``answered_by`` say what placed it."""
+    with store.snapshot():
+        found = target_links(store, url, host, site)
+        links = found.links
+        if since is None or (links.uniform is not None and links.uniform > since):
+            candidates = np.arange(len(links.sources), dtype=np.int64)
+        elif links.uniform is not None:
+            candidates = np.zeros(0, dtype=np.int64)
+        else:
+            candidates = np.flatnonzero(links.born > since)
+        sources = links.sources[candidates].astype(np.int64)
+        hosts, sites = page_hosts_and_sites(store, sources)
+        tier = np.full(len(candidates), 2, dtype=np.int8)  # 0: by its host, 1: by its site, 2: by neither
+        score = np.zeros(len(candidates), dtype=np.float64)
+        places = np.zeros(len(candidates), dtype=np.int64)
+        names: dict[int, tuple[str, str]] = {}
+        for level, name, ids, step in (("site", order.site, sites, 1), ("host", order.host, hosts, 0)):
+            ranked = _newest_of_level(store, name, level) if name else None
+            if ranked is None:
+                continue
+            arrays = ranked[1]
+            inside = (ids > 0) & (ids <= arrays.pages)
+            # a score of 0 is no rank (a ranks file's nodes not named in it): the next level answers, as the bars'
+            inside[inside] = arrays.scores[ids[inside] - 1] > 0
+            score[inside] = arrays.scores[ids[inside] - 1]
+            places[inside] = arrays.places(ids[inside] - 1)
+            tier[inside] = step
+            names[step] = (level, name or "")
+        picked = np.lexsort((places, tier))[offset : offset + limit]  # the host-ranked first, best place first
+        at = candidates[picked]
+        ids = (links.sources[at] + 1).tolist()
+        pages = {row[0]: row[1:] for row in store.pages.pages_by_id("url, title, crawled", ids)}
+        pairs = list(zip(ids, (found.targets[at] + 1).tolist()))
+        anchors = _anchors_of(store, pairs)
+        many = len({dst for _, dst in pairs}) > 1
+        urls = store.pages.urls_of(sorted({dst for _, dst in pairs})) if many else {}
+        rows = []
+        for slot, link, pair in zip(picked.tolist(), at.tolist(), pairs):
+            url_of, title, crawled = pages[pair[0]]
+            level, name = names.get(int(tier[slot]), (None, None))
+            row = {
+                "url": url_of, "title": title, "crawled": crawled,
+                "nofollow": bool(links.nofollow[link]) if links.nofollow is not None else False,
+                "anchor": anchors.get(pair), "first_seen": int(links.born[link]) or None,
+                "level": level, "estimate": float(score[slot]) if level else None, "answered_by": name,
+                "level_rank": int(places[slot]) + 1 if level else None,
+            }  # fmt: skip
+            if many:
+                row["target"] = urls.get(pair[1])
+            rows.append(row)
+    return BacklinkReport(url or host or site or "", None, len(candidates), rows)
 
 
 def lost_backlinks(
