@@ -650,9 +650,9 @@ def level_backlinks(
         score = np.zeros(len(candidates), dtype=np.float64)
         places = np.zeros(len(candidates), dtype=np.int64)
         names: dict[int, tuple[str, str]] = {}
-        for level, name, ids, step in (("site", order.site, sites, 1), ("host", order.host, hosts, 0)):
-            ranked = _newest_of_level(store, name, level) if name else None
-            if ranked is None:
+        for level_name, ranking_name, ids, step in (("site", order.site, sites, 1), ("host", order.host, hosts, 0)):
+            ranked = _newest_of_level(store, ranking_name, level_name) if ranking_name else None
+            if ranked is None or ranking_name is None:
                 continue
             arrays = ranked[1]
             inside = (ids > 0) & (ids <= arrays.pages)
@@ -661,7 +661,7 @@ def level_backlinks(
             score[inside] = arrays.scores[ids[inside] - 1]
             places[inside] = arrays.places(ids[inside] - 1)
             tier[inside] = step
-            names[step] = (level, name or "")
+            names[step] = (level_name, ranking_name)
         picked = np.lexsort((places, tier))[offset : offset + limit]  # the host-ranked first, best place first
         at = candidates[picked]
         ids = (links.sources[at] + 1).tolist()
@@ -673,7 +673,8 @@ def level_backlinks(
         rows = []
         for slot, link, pair in zip(picked.tolist(), at.tolist(), pairs):
             url_of, title, crawled = pages[pair[0]]
-            level, name = names.get(int(tier[slot]), (None, None))
+            placed_by = names.get(int(tier[slot]))
+            level, name = placed_by if placed_by is not None else (None, None)
             row = {
                 "url": url_of, "title": title, "crawled": crawled,
                 "nofollow": bool(links.nofollow[link]) if links.nofollow is not None else False,
