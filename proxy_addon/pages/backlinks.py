@@ -287,7 +287,7 @@ def _level_report(ranks: Ranks, view: View, order: analysis.LevelOrder):
     )
     body = [_heading(view, about)]
     if report.rows:
-        lines = ["<table><tr><th>#</th><th>Rank of</th><th>Score</th><th>Linking page</th><th>Anchor</th>"
+        lines = ["<table><tr><th>#</th><th>Placed by</th><th>Score</th><th>Linking page</th><th>Anchor</th>"
                  "<th>First seen</th></tr>"]  # fmt: skip
         for at, row in enumerate(report.rows, offset + 1):
             level = (
