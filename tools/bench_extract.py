@@ -33,15 +33,19 @@
    local[N]`` (once rankstore has that engine) and/or ``--engine local -j N``.
 4. Each run is a whole process, timed end to end (``wall``: the JVM's start
    included); a Spark run also gives its jobs' time (``jobs``: the first
-   job's submission to the last job's end, from Spark's event log, enabled
-   for both sides by a ``spark-defaults.conf`` in ``SPARK_CONF_DIR``).  The
-   order of the contenders alternates over ``--rounds``; medians are shown.
+   job's submission to the last job's end) and its tasks' (``tasks``: the sum
+   of their executor run times, the core-seconds the work held, idle cores
+   apart), from Spark's event log, enabled for both sides by a
+   ``spark-defaults.conf`` in ``SPARK_CONF_DIR``.  The order of the
+   contenders alternates over ``--rounds``; medians are shown.
    What is counted, the same for every contender: the WAT's metadata records
    of HTTP responses (one a page fetched; the WAT's request and warcinfo
    records are read by both but not counted), known from the split WARCs.
-   Rates are responses a second, and a second a core (over N cores).
+   Rates are responses a second, and a second a core (wall and jobs: over N
+   cores; tasks: over the tasks' seconds).
 5. The estimate for one whole Common Crawl crawl's WATs, from each
-   contender's rate a core (its jobs' time where it has one): core-hours, and
+   contender's rate a core (its tasks' where it has them, else wall over N
+   cores, which counts the process's start and idle cores): core-hours, and
    hours on clusters of ``--clusters`` cores, scaled linearly (no download
    from S3 counted).  The crawl's size is an assumption, printed with it.
 """
@@ -102,11 +106,12 @@ class Corpus:
 
 @dataclass
 class Run:
-    """One contender's run: wall seconds, its Spark jobs' seconds (None off Spark), what it said it read."""
+    """One contender's run: wall seconds, its Spark jobs' and tasks' seconds (None off Spark), what it said."""
 
     name: str
     wall: float
     jobs: float | None
+    tasks: float | None
     counted: dict = field(default_factory=dict)
 
 
@@ -236,20 +241,25 @@ def spark_env(folder: str, python: str = sys.executable) -> dict[str, str]:
     }
 
 
-def jobs_seconds(folder: str) -> float | None:
-    """The first Spark job's submission to the last one's end, from the event logs in ``folder``/events."""
-    starts, ends = [], []
+def spark_seconds(folder: str) -> tuple[float | None, float | None]:
+    """From the event logs in ``folder``/events: the first Spark job's submission to the last one's end, and the
+    sum of the tasks' executor run times."""
+    starts, ends, tasks = [], [], 0
     logs = [os.path.join(where, name) for where, _, names in os.walk(os.path.join(folder, "events")) for name in names]
     for path in logs:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
-                if '"SparkListenerJob' in line:
+                if '"SparkListenerJob' in line or '"SparkListenerTaskEnd' in line:
                     event = json.loads(line)
                     if event["Event"] == "SparkListenerJobStart":
                         starts.append(event["Submission Time"])
                     elif event["Event"] == "SparkListenerJobEnd":
                         ends.append(event["Completion Time"])
-    return (max(ends) - min(starts)) / 1000 if starts and ends else None
+                    elif event["Event"] == "SparkListenerTaskEnd":
+                        tasks += event.get("Task Metrics", {}).get("Executor Run Time", 0)
+    if not (starts and ends):
+        return None, None
+    return (max(ends) - min(starts)) / 1000, tasks / 1000
 
 
 def timed(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
@@ -286,7 +296,7 @@ def run_peer(job: str, corpus: Corpus, peer: str, python: str, cores: int, folde
         )
         for number in re.findall(pattern, output)[-1:]
     }
-    return Run(f"cc-pyspark {job}", seconds, jobs_seconds(folder), counted)
+    return Run(f"cc-pyspark {job}", seconds, *spark_seconds(folder), counted)
 
 
 def run_ours(engine: str, corpus: Corpus, cores: int, folder: str) -> Run:
@@ -295,7 +305,7 @@ def run_ours(engine: str, corpus: Corpus, cores: int, folder: str) -> Run:
     seconds, output = timed(command, {**spark_env(folder), "PYTHONPATH": ROOT}, folder)
     said = re.findall(r"([\d,]+) (file\(s\)|records|pages|links)", output.rpartition("extracted ")[2])
     counted = {kind.split("(")[0]: int(number.replace(",", "")) for number, kind in said}
-    return Run(f"ours {engine}", seconds, jobs_seconds(folder) if engine == "spark" else None, counted)
+    return Run(f"ours {engine}", seconds, *(spark_seconds(folder) if engine == "spark" else (None, None)), counted)
 
 
 def main() -> None:
@@ -342,7 +352,7 @@ def main() -> None:
                     run = run_ours(what, corpus, args.cores, folder)
                 shutil.rmtree(folder, ignore_errors=True)
                 runs.setdefault(run.name, []).append(run)
-                jobs = f", jobs {run.jobs:.1f} s" if run.jobs is not None else ""
+                jobs = f", jobs {run.jobs:.1f} s, tasks {run.tasks:.1f} s" if run.jobs and run.tasks else ""
                 print(f"  round {number + 1}: {run.name:<24} wall {run.wall:6.1f} s{jobs}  {run.counted}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -355,29 +365,38 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def report(corpus: Corpus, runs: dict[str, list[Run]], cores: int, clusters: list[int]) -> None:
-    rate: dict[str, float] = {}  # responses a second a core: over the jobs' time where there is one
+    rate: dict[str, float] = {}  # responses a second a core: over the tasks' seconds where there are some
+    medians: dict[str, tuple[float, float | None, float | None]] = {}
     print(f"\nmedians of {max(len(done) for done in runs.values())} rounds; rates in responses ({corpus.responses:,})")
-    print(f"{'':<24} {'wall s':>8} {'jobs s':>8} {'resp/s':>8} {'a core':>8} {'jobs/s':>8} {'a core':>8}")
+    print("responses a second: over the wall time, and a core; over the jobs' time, and a core; over the tasks' time")
+    heads = ("wall s", "jobs s", "tasks s", "wall", "a core", "jobs", "a core", "tasks")
+    print(f"{'':<24}" + "".join(f" {head:>7}" for head in heads))
     for name, done in runs.items():
-        wall = statistics.median(run.wall for run in done)
-        jobs = _median([run.jobs for run in done])
-        rate[name] = corpus.responses / (jobs or wall) / cores
+        wall, jobs, tasks = medians[name] = (
+            statistics.median(run.wall for run in done),
+            _median([run.jobs for run in done]),
+            _median([run.tasks for run in done]),
+        )
+        rate[name] = corpus.responses / tasks if tasks else corpus.responses / wall / cores
+        spark = f"{jobs:7.1f} {tasks:7.1f}" if jobs and tasks else f"{'-':>7} {'-':>7}"
         by_wall = corpus.responses / wall
-        in_jobs = f"{jobs:8.1f}" if jobs else f"{'-':>8}"
-        by_jobs = f"{corpus.responses / jobs:8,.0f} {corpus.responses / jobs / cores:8,.0f}" if jobs else ""
-        print(f"{name:<24} {wall:8.1f} {in_jobs} {by_wall:8,.0f} {by_wall / cores:8,.0f} {by_jobs}")
+        line = f"{name:<24} {wall:7.1f} {spark} {by_wall:7,.0f} {by_wall / cores:7,.0f}"
+        if jobs and tasks:
+            line += f" {corpus.responses / jobs:7,.0f} {corpus.responses / jobs / cores:7,.0f} {rate[name]:7,.0f}"
+        print(line)
     for ours in (name for name in runs if name.startswith("ours")):
         for peer in (name for name in runs if name.startswith("cc-pyspark")):
-            wall = statistics.median(run.wall for run in runs[peer]) / statistics.median(run.wall for run in runs[ours])
-            theirs, mine = _median([run.jobs for run in runs[peer]]), _median([run.jobs for run in runs[ours]])
-            in_jobs = f", {theirs / mine:.2f}x on the jobs' time" if theirs and mine else ""
-            print(f"{ours} / {peer}: {wall:.2f}x its speed on wall time{in_jobs}")
+            (their_wall, their_jobs, their_tasks), (wall, jobs, tasks) = medians[peer], medians[ours]
+            said = f"{ours} / {peer}: {their_wall / wall:.2f}x its speed on wall time"
+            if their_jobs and their_tasks and jobs and tasks:
+                said += f", {their_jobs / jobs:.2f}x on the jobs' time, {their_tasks / tasks:.2f}x on the tasks'"
+            print(said)
     per_wat = CRAWL_PAGES / CRAWL_WATS
     print(
         f"\nestimate for one crawl: {CRAWL_PAGES / 1e9:.0f} billion pages in {CRAWL_WATS:,} WAT files, "
         f"{per_wat:,.0f} responses a file\n(an assumption: Common Crawl's 2024-2025 crawls, 2.3-3.2 billion pages; "
         f"this corpus: {corpus.bytes / corpus.responses / 1024:.1f} KiB of WAT a response),\nfrom the rate a core "
-        "(jobs' time where measured, else wall), scaled linearly, no download counted"
+        "(tasks' time where measured, else wall over the cores), scaled linearly, no download counted"
     )
     print(f"{'':<24} {'s a WAT':>8} {'core-hours':>10}" + "".join(f" {f'{size:,} cores':>12}" for size in clusters))
     for name, per_core in rate.items():
