@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`rankstore extract` against cc-pyspark's wat_extract_links.py on the same WAT files in the same Spark.
 
-    .venv/bin/python tools/bench_extract.py --work ~/.cache/pagerank-proxy/bench-extract --rounds 3
-    .venv/bin/python tools/bench_extract.py --engine local --peer-job host,page --rounds 1
+    .venv/bin/python tools/bench_extract.py --peer-job host,page --rounds 5
+    .venv/bin/python tools/bench_extract.py --peer-job host-fastwarc --peer-python PEER_VENV/bin/python --engine spark
 
 1. The corpus (made once, kept in ``--work``): a doc site served on 127.0.0.1
    and crawled by wget into a WARC (tools/sitecrawl.py; rust-doc, else
@@ -30,7 +30,11 @@
    VENV/bin/python``, a venv with ``fastwarc==0.15.2 warcio orjson boto3
    requests idna`` (Spark and its Python side stay the venv's pyspark's).
 3. Ours: ``rankstore extract WATS -o DIR -q`` with ``--engine spark --master
-   local[N]`` (once rankstore has that engine) and/or ``--engine local -j N``.
+   local[N]`` and/or ``--engine local -j N``.  Not the same output: the
+   peer's host job writes host pairs (the links between hosts, deduplicated),
+   its page job every URL pair (links of every element, deduplicated and
+   sorted), ours every ``<a>`` link canonicalized, with anchor and nofollow,
+   and every page, as Parquet.
 4. Each run is a whole process, timed end to end (``wall``: the JVM's start
    included); a Spark run also gives its jobs' time (``jobs``: the first
    job's submission to the last job's end) and its tasks' (``tasks``: the sum
