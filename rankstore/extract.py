@@ -405,16 +405,17 @@ def resolve_listed(listed: ListedPage, url: str) -> Page:
     page = Page(title=_clean_text(listed.title or "", MAX_TITLE) or None)
     hrefs: dict[str, list] = {}
     for link in listed.links:
-        if _is_fragment(link.href):
+        href = link.href
+        if not href or href[0] == "#" or (href[0].isspace() and _is_fragment(href)):
             continue
-        nofollow = _no_vote(link.rel)
-        anchor = _clean_text(link.anchor_text, MAX_ANCHOR)
-        seen = hrefs.get(link.href)
-        if seen is None:
-            hrefs[link.href] = [nofollow, anchor]
+        nofollow = bool(link.rel) and _no_vote(link.rel)
+        seen = hrefs.get(href)
+        if seen is None:  # an anchor's text cleaned once an href, not once a repeat (navigation repeats a lot)
+            hrefs[href] = [nofollow, _clean_text(link.anchor_text, MAX_ANCHOR) if link.anchor_text else ""]
         else:
             seen[0] = seen[0] and nofollow
-            seen[1] = seen[1] or anchor
+            if not seen[1] and link.anchor_text:
+                seen[1] = _clean_text(link.anchor_text, MAX_ANCHOR)
     base = url
     if listed.base is not None:
         base = canonical(listed.base, url) or url

@@ -439,3 +439,24 @@ def test_python_doc_crawl_as_wat_gives_the_same_store(python_doc_crawl, python_d
     assert "unreadable" not in result.output, result.output
     assert assert_same_graph(python_doc_store, tmp_path / "wat.db") > 20000
     assert os.path.getsize(wat) > 1_000_000
+
+
+def test_envelopes_read_alike_by_orjson_and_the_standard_library(python_doc_crawl, tmp_path):
+    """orjson reads the envelopes (it is the faster); json is its twin, and reads what orjson refuses."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    from rankstore.sources import wat
+
+    assert wat._orjson is not None  # a dependency: installed
+    path = str(tmp_path / "python-doc.warc.wat.gz")
+    write_wat(python_doc_crawl.warc, path)
+    bodies = []
+    for name in (path, data("whirlwind/whirlwind.warc.wat.gz")):
+        with open(name, "rb") as handle:
+            bodies += [r.reader.read() for r in ArchiveIterator(handle) if r.record_type == WarcRecordType.metadata]
+    assert len(bodies) > 1_000
+    assert all(wat._loads(body) == json.loads(body) for body in bodies)
+    lone = b'{"Envelope": {"text": "\\ud800 half a pair"}}'  # orjson refuses an escaped lone surrogate
+    with pytest.raises(wat._orjson.JSONDecodeError):
+        wat._orjson.loads(lone)
+    assert wat._loads(lone) == json.loads(lone)
