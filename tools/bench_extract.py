@@ -68,7 +68,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -217,6 +217,25 @@ def make_corpus(work: str, files: int, site: str | None, host: str | None) -> Co
     return corpus
 
 
+def _passes(corpus: Corpus, passes: int, folder: str) -> Corpus:
+    """The corpus named ``passes`` times over (symbolic links ``passN-NAME``): every contender reads each file
+    once a pass, and its counts are the corpus's times ``passes``."""
+    os.makedirs(folder)
+    files = []
+    for number in range(1, passes + 1):
+        for path in corpus.files:
+            link = os.path.join(folder, f"pass{number}-{os.path.basename(path)}")
+            os.symlink(path, link)
+            files.append(link)
+    return replace(
+        corpus,
+        files=files,
+        records=corpus.records * passes,
+        responses=corpus.responses * passes,
+        bytes=corpus.bytes * passes,
+    )
+
+
 def export_peer(source: str, into: str) -> str:
     """cc-pyspark's source exported into ``into`` (from a bare mirror: its HEAD); returns its commit."""
     git = ["git", f"--git-dir={source}"] if os.path.isfile(os.path.join(source, "HEAD")) else ["git", "-C", source]
@@ -325,6 +344,13 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2, help="local[N] and -j N")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clusters", default="64,256,1024", help="cluster sizes (cores) for the estimate")
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=1,
+        help="the corpus read this many times over in one run (each file named again): a whole crawl's many "
+        "files a core, where each process's start and first file weigh little",
+    )
     args = parser.parse_args()
     peer_jobs = [job for job in args.peer_job.split(",") if job]
     if unknown := [job for job in peer_jobs if job not in PEER_JOBS]:
@@ -338,6 +364,9 @@ def main() -> None:
         f"{corpus.bytes / 2**20:.1f} MiB: {corpus.records:,} WAT records, {corpus.responses:,} of responses (counted)"
     )
     scratch = tempfile.mkdtemp(prefix="bench-extract-", dir=args.work)
+    if args.passes > 1:
+        corpus = _passes(corpus, args.passes, os.path.join(scratch, "inputs"))
+        print(f"read {args.passes} times over in each run: {len(corpus.files)} files, {corpus.responses:,} responses")
     peer = os.path.join(scratch, "cc-pyspark")
     os.makedirs(peer)
     commit = export_peer(args.cc_pyspark, peer)
