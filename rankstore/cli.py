@@ -98,6 +98,24 @@ def lines_or_json(said: str):
     )
 
 
+def spark_options(example: str):
+    """``--master`` and ``--spark-conf``, for a command's ``--engine spark`` (``example``: a setting to show)."""
+
+    def decorate(function):
+        function = click.option(
+            "--spark-conf",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=lambda ctx, param, value: _spark_conf(value),
+            help=f"--engine spark: a Spark setting, e.g. {example} (repeatable).",
+        )(function)
+        return click.option(
+            "--master", default="local[*]", show_default=True, help="--engine spark: the Spark master URL."
+        )(function)
+
+    return decorate
+
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("sources", nargs=-1, required=True, type=click.Path())
 @store_option
@@ -654,14 +672,7 @@ def _fail(message: str, status: int = 1) -> None:
     show_default=True,
     help="scipy on this machine, or Apache Spark (pip install 'pagerank-proxy[spark]', Java 17+): the power method.",
 )
-@click.option("--master", default="local[*]", show_default=True, help="--engine spark: the Spark master URL.")
-@click.option(
-    "--spark-conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    callback=lambda ctx, param, value: _spark_conf(value),
-    help="--engine spark: a Spark setting, e.g. spark.driver.memory=8g (repeatable).",
-)
+@spark_options("spark.driver.memory=8g")
 @click.option("-q", "--quiet", is_flag=True, help="No per-iteration output.")
 @click.pass_context
 def rank(
@@ -1409,14 +1420,7 @@ class _WatchError(click.ClickException):
     show_default=True,
     help="Where the files are read: processes on this machine, or Spark's executors (a task a file).",
 )
-@click.option("--master", default="local[*]", show_default=True, help="--engine spark: the Spark master URL.")
-@click.option(
-    "--spark-conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    callback=lambda ctx, param, value: _spark_conf(value),
-    help="--engine spark: a Spark setting, e.g. spark.executor.memory=4g (repeatable).",
-)
+@spark_options("spark.executor.memory=4g")
 @click.option(
     "--paths-base",
     default=DEFAULT_PATHS_BASE,

@@ -11,29 +11,21 @@ test_spark_standalone.py.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
-import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("pyspark")
 
 from test_extraction import invoke, links_of, pages_of
+from test_extraction import parquet_rows as rows
 from watgen import write_wat
 
 from rankstore.extraction import SparkOptions, extract
 from rankstore.sources.extracted import read_ledger
 
 WHIRLWIND = os.path.join(os.path.dirname(__file__), "data", "whirlwind")
-
-
-def rows(folder: str, what: str) -> list[dict]:
-    found = []
-    for name in sorted(os.listdir(os.path.join(folder, what))):
-        found.extend(pq.read_table(os.path.join(folder, what, name)).to_pylist())
-    return sorted(found, key=lambda row: json.dumps(row, sort_keys=True))
 
 
 @pytest.fixture(scope="module")
