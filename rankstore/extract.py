@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from .sources import ListedPage
+from .sources import ListedPage, casts_no_vote
 from .urls import canonical, resolver
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
 
 MAX_TITLE = 500
 MAX_ANCHOR = 200
-_NO_VOTE_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 _META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -296,11 +295,6 @@ def _robots_nofollow(content: str) -> bool:
     return "nofollow" in content or "none" in [part.strip() for part in content.split(",")]
 
 
-def _no_vote(rel: str | None) -> bool:
-    """Whether a link's ``rel`` says it casts no vote (nofollow, ugc, sponsored)."""
-    return bool(rel and _NO_VOTE_RELS.intersection(rel.lower().split()))
-
-
 def _is_fragment(href: str) -> bool:
     """An empty href, or a link to a fragment of the page itself: in-page navigation, not a link."""
     return not href or href[0] == "#" or href.lstrip().startswith("#")
@@ -340,7 +334,7 @@ def extract(
             href = attrs.get("href")
             if not href or _is_fragment(href):
                 continue
-            nofollow = _no_vote(attrs.get("rel"))
+            nofollow = casts_no_vote(attrs.get("rel"))
             if placement is not None:
                 key = node.mem_id
                 if key in placement.hidden:
@@ -408,7 +402,7 @@ def resolve_listed(listed: ListedPage, url: str) -> Page:
         href = link.href
         if not href or href[0] == "#" or (href[0].isspace() and _is_fragment(href)):
             continue
-        nofollow = bool(link.rel) and _no_vote(link.rel)
+        nofollow = bool(link.rel) and casts_no_vote(link.rel)
         seen = hrefs.get(href)
         if seen is None:  # an anchor's text cleaned once an href, not once a repeat (navigation repeats a lot)
             hrefs[href] = [nofollow, _clean_text(link.anchor_text, MAX_ANCHOR) if link.anchor_text else ""]

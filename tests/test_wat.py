@@ -460,3 +460,32 @@ def test_envelopes_read_alike_by_orjson_and_the_standard_library(python_doc_craw
     with pytest.raises(wat._orjson.JSONDecodeError):
         wat._orjson.loads(lone)
     assert wat._loads(lone) == json.loads(lone)
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [("a", "nofollow", ""), ("a", "", "A"), ("a", "nofollow", "B")],  # one occurrence votes: the link does
+        [("a", "nofollow", ""), ("a", "ugc sponsored", "  "), ("a", "NOFOLLOW", "late")],  # none votes; first words
+        [("a", "noopener", "x"), ("a", "nofollow", "y")],  # a rel that is no vote's
+        [("#top", "", "t"), ("a", "", ""), ("b", "", "\n b \t"), ("a", "", "first words"), ("a", "", "second")],
+        [("../x.html", "sponsored", "ad"), ("http://o.example/", "", ""), ("../x.html", "", "")],
+    ],
+)
+def test_a_pages_repeated_hrefs_listed_once_read_as_every_occurrence_would(entries):
+    """The WAT reader lists an href once (``wat._listed``); the page read from it is the page read from every
+    occurrence listed (``resolve_listed``'s rules: nofollow only if every occurrence is, the first anchor text
+    that says something)."""
+    from rankstore.extract import resolve_listed
+    from rankstore.sources import ListedLink, ListedPage
+    from rankstore.sources.wat import _listed
+
+    html = {"Links": [{"path": "A@/href", "url": href, "rel": rel, "text": text} for href, rel, text in entries]}
+    once = _listed(html)
+    assert len(once.links) == len({href for href, _, _ in entries})
+    every = ListedPage(links=[ListedLink(href, rel, text) for href, rel, text in entries])
+    url = "http://site.example/dir/page.html"
+    got, expected = resolve_listed(once, url), resolve_listed(every, url)
+    assert [(link.url, link.nofollow, link.anchor_text) for link in got.links] == [
+        (link.url, link.nofollow, link.anchor_text) for link in expected.links
+    ]

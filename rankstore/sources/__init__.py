@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # in annotations only: the CLI imports this module to declare
     import pyarrow as pa
 
 __all__ = [
+    "NO_VOTE_RELS",
+    "casts_no_vote",
     "Record",
     "ListedLink",
     "ListedPage",
@@ -44,6 +46,14 @@ __all__ = [
 GONE_STATUSES = frozenset({404, 410})
 
 DEFAULT_PATHS_BASE = "https://data.commoncrawl.org/"  # what a *.paths.gz listing's paths are resolved against
+
+
+NO_VOTE_RELS = frozenset({"nofollow", "ugc", "sponsored"})  # a link whose rel holds one casts no vote
+
+
+def casts_no_vote(rel: str | None) -> bool:
+    """Whether a link's ``rel`` says it casts no vote (nofollow, ugc, sponsored)."""
+    return bool(rel and NO_VOTE_RELS.intersection(rel.lower().split()))
 
 
 @dataclass(slots=True)
