@@ -98,6 +98,23 @@ def lines_or_json(said: str):
     )
 
 
+def listing_options(function):
+    """``--paths-base`` and ``--limit``, for the commands that read ``*.paths.gz`` listings of files at URLs."""
+    function = click.option(
+        "--limit",
+        type=click.IntRange(1),
+        metavar="N",
+        help="Read only the first N files of each listing of files at URLs.",
+    )(function)
+    return click.option(
+        "--paths-base",
+        default=DEFAULT_PATHS_BASE,
+        show_default=True,
+        metavar="URL",
+        help="For a *.paths.gz listing of files at URLs: the URL its paths are resolved against.",
+    )(function)
+
+
 def spark_options(example: str):
     """``--master`` and ``--spark-conf``, for a command's ``--engine spark`` (``example``: a setting to show)."""
 
@@ -121,16 +138,7 @@ def spark_options(example: str):
 @store_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Source format (default: detected from content).")
 @click.option("--base-url", help="For a directory of saved HTML: the URL its root was saved from.")
-@click.option(
-    "--paths-base",
-    default=DEFAULT_PATHS_BASE,
-    show_default=True,
-    metavar="URL",
-    help="For a *.paths.gz listing of files at URLs: the URL its paths are resolved against.",
-)
-@click.option(
-    "--limit", type=click.IntRange(1), metavar="N", help="Read only the first N files of each listing of files at URLs."
-)
+@listing_options
 @click.option(
     "--reread", is_flag=True, help="Read again the files at URLs that an earlier build took whole (else passed over)."
 )
@@ -1421,14 +1429,7 @@ class _WatchError(click.ClickException):
     help="Where the files are read: processes on this machine, or Spark's executors (a task a file).",
 )
 @spark_options("spark.executor.memory=4g")
-@click.option(
-    "--paths-base",
-    default=DEFAULT_PATHS_BASE,
-    show_default=True,
-    metavar="URL",
-    help="For a *.paths.gz listing: the URL its paths are resolved against.",
-)
-@click.option("--limit", type=click.IntRange(1), metavar="N", help="Read only the first N files of each listing.")
+@listing_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 @click.pass_context
 def extract(ctx, sources, out, sites, to_sites, jobs, engine, master, spark_conf, paths_base, limit, quiet):

@@ -59,23 +59,24 @@ class ExtractError(Exception):
 
 @dataclass
 class ExtractReport:
-    """What a run did: the files extracted now, those done before (skipped), those that failed."""
+    """What a run did: the files extracted now, those done before (skipped), those that failed, and the done
+    files' counts summed as they come (the progress line reads them after each of a crawl's 90,000 files)."""
 
     done: list[FileDone] = field(default_factory=list)
     already: list[str] = field(default_factory=list)
     failed: list[FileFailed] = field(default_factory=list)
+    records: int = 0
+    pages: int = 0
+    links: int = 0
 
-    @property
-    def records(self) -> int:
-        return sum(item.records for item in self.done)
-
-    @property
-    def pages(self) -> int:
-        return sum(item.pages for item in self.done)
-
-    @property
-    def links(self) -> int:
-        return sum(item.links for item in self.done)
+    def add(self, result: FileDone | FileFailed) -> None:
+        if isinstance(result, FileFailed):
+            self.failed.append(result)
+            return
+        self.done.append(result)
+        self.records += result.records
+        self.pages += result.pages
+        self.links += result.links
 
 
 def read_sites(path: str) -> list[str]:
@@ -313,9 +314,7 @@ def extract(
             if isinstance(result, FileDone):
                 ledger.write(json.dumps(asdict(result)) + "\n")
                 ledger.flush()
-                report.done.append(result)
-            else:
-                report.failed.append(result)
+            report.add(result)
             if said is not None:
                 said(
                     f"{count:,} of {len(todo):,} files, {report.records:,} records, {report.links:,} links"

@@ -12,7 +12,6 @@ test_spark_standalone.py.
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
@@ -55,18 +54,20 @@ def test_spark_extracts_what_the_local_engine_does_and_build_reads(spark, files,
     # the store built from Spark's extraction of the WAT is the store built from the WAT directly
     wat_only = str(tmp_path / "wat-spark")
     assert extract(files[1:2], wat_only, engine="spark", spark=SparkOptions(session=spark.spark)).links > 20_000
-    from_parts, from_wat = str(tmp_path / "parts.db"), str(tmp_path / "wat.db")
-    assert invoke("build", wat_only, "--store", from_parts, "-q").exit_code == 0
-    assert invoke("build", files[1], "--store", from_wat, "-q").exit_code == 0
+    from_parts, from_wat = built(wat_only, tmp_path / "parts.db"), built(files[1], tmp_path / "wat.db")
     assert links_of(from_parts) == links_of(from_wat) and pages_of(from_parts) == pages_of(from_wat)
     # Common Crawl's own sample WARC: its one page and its links, as build reads them
     sample = str(tmp_path / "sample")
-    shutil.rmtree(sample, ignore_errors=True)
     assert extract(files[2:3], sample, engine="spark", spark=SparkOptions(session=spark.spark)).links > 100
-    from_sample, direct = str(tmp_path / "sample.db"), str(tmp_path / "direct.db")
-    assert invoke("build", sample, "--store", from_sample, "-q").exit_code == 0
-    assert invoke("build", files[2], "--store", direct, "-q").exit_code == 0
+    from_sample, direct = built(sample, tmp_path / "sample.db"), built(files[2], tmp_path / "direct.db")
     assert links_of(from_sample) == links_of(direct) and pages_of(from_sample) == pages_of(direct)
+
+
+def built(source: str, store) -> str:
+    """A store built from ``source`` (which must build)."""
+    result = invoke("build", source, "--store", str(store), "-q")
+    assert result.exit_code == 0, result.output
+    return str(store)
 
 
 def test_a_master_that_is_not_there_is_one_line(python_doc_crawl, tmp_path):

@@ -115,6 +115,16 @@ class BacklinkReport:
     ranked_build: int | None = None  # the build whose graph the ranking ranked
 
 
+def _new_since(links: InSlice, since: int | None) -> np.ndarray | None:
+    """Which links are new since build ``since`` (a mask), or None for all of them (no ``since``, or one build
+    after it saw them all)."""
+    if since is None:
+        return None
+    if links.uniform is not None:  # one build saw them all: all new since, or none
+        return None if links.uniform > since else np.zeros(len(links.sources), dtype=bool)
+    return links.born > since
+
+
 def _voting(links: InSlice, params: dict) -> np.ndarray | None:
     """Which links cast a vote in a ranking of ``params`` (None: all): nofollow ones only if it counted them."""
     if links.nofollow is not None and not params.get("include_nofollow", False):
@@ -461,12 +471,7 @@ def backlink_report(
             report.jump_share = jump / pagerank
             rest = 1.0 - report.links_share - report.jump_share - (report.self_share or 0.0)
             report.sinks_share = 0.0 if abs(rest) < 1e-12 else rest  # rounding, not rank
-        if since is None:
-            chosen = None
-        elif links.uniform is not None:  # one build saw them all: all new since, or none
-            chosen = None if links.uniform > since else np.zeros(len(links.sources), dtype=bool)
-        else:
-            chosen = links.born > since
+        chosen = _new_since(links, since)
         report.backlinks = len(links.sources) if chosen is None else int(chosen.sum())
         if chosen is None and counted is None:
             followed = None  # all of them: no index array over a million links
@@ -638,12 +643,8 @@ def level_backlinks(
     with store.snapshot():
         found = target_links(store, url, host, site)
         links = found.links
-        if since is None or (links.uniform is not None and links.uniform > since):
-            candidates = np.arange(len(links.sources), dtype=np.int64)
-        elif links.uniform is not None:
-            candidates = np.zeros(0, dtype=np.int64)
-        else:
-            candidates = np.flatnonzero(links.born > since)
+        chosen = _new_since(links, since)
+        candidates = np.arange(len(links.sources), dtype=np.int64) if chosen is None else np.flatnonzero(chosen)
         sources = links.sources[candidates].astype(np.int64)
         hosts, sites = page_hosts_and_sites(store, sources)
         tier = np.full(len(candidates), 2, dtype=np.int8)  # 0: by its host, 1: by its site, 2: by neither
@@ -651,8 +652,10 @@ def level_backlinks(
         places = np.zeros(len(candidates), dtype=np.int64)
         names: dict[int, tuple[str, str]] = {}
         for level_name, ranking_name, ids, step in (("site", order.site, sites, 1), ("host", order.host, hosts, 0)):
-            ranked = _newest_of_level(store, ranking_name, level_name) if ranking_name else None
-            if ranked is None or ranking_name is None:
+            if ranking_name is None:
+                continue
+            ranked = _newest_of_level(store, ranking_name, level_name)
+            if ranked is None:
                 continue
             arrays = ranked[1]
             inside = (ids > 0) & (ids <= arrays.pages)
