@@ -38,7 +38,7 @@ from typing import Any, ParamSpec
 import numpy as np
 
 from .edgeruns import EdgeRuns, split_keys
-from .extract import LinkWeights, extract, resolve_listed
+from .extract import LinkWeights, extract, read_listed
 from .linksort import LinkSorter, spill_folder
 from .sources import (
     GONE_STATUSES,
@@ -158,10 +158,10 @@ def prepare(record: Record, weights: LinkWeights = LinkWeights.UNIFORM) -> tuple
         if target is not None:
             page.links.append((target, False, 1.0, None))
     elif record.listed is not None:  # a WAT's: parsed where the WAT was made
-        parsed = resolve_listed(record.listed, url)
-        page.title = parsed.title
-        page.canonical_url = parsed.canonical_url
-        page.links = [(link.url, link.nofollow, 1.0, link.anchor_text) for link in parsed.links]
+        read = read_listed(record.listed, url)
+        page.title = read.title
+        page.canonical_url = read.canonical_url
+        page.links = read.links
     elif record.body is not None:
         if _looks_binary(record.body):
             return None, [Skipped(record.where, "binary content labelled as HTML")]

@@ -17,11 +17,17 @@ import codecs
 import enum
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from .sources import ListedPage, casts_no_vote
-from .urls import canonical, resolver
+from .sources import ListedLink, ListedPage, casts_no_vote
+from .urls import canonical, resolver, resolving
+
+try:  # the C twin of listed_targets (tests/test_wat.py holds both to the same pages)
+    from . import _fastlisted  # type: ignore[attr-defined]
+except ImportError:  # built without a compiler
+    _fastlisted = None
 
 __all__ = [
     "Link",
@@ -31,6 +37,9 @@ __all__ = [
     "decode_html",
     "extract",
     "resolve_listed",
+    "read_listed",
+    "listed_targets",
+    "ListedRead",
     "sniff_charset",
     "MAX_TITLE",
     "MAX_ANCHOR",
@@ -38,6 +47,8 @@ __all__ = [
 
 MAX_TITLE = 500
 MAX_ANCHOR = 200
+if _fastlisted is not None and _fastlisted.MAX_ANCHOR != MAX_ANCHOR:  # a module built before a change of it
+    _fastlisted = None
 _META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -392,31 +403,69 @@ def _summed(occurrences: list[tuple[str, float, bool]]) -> dict[str, list[float]
     return sums
 
 
-def resolve_listed(listed: ListedPage, url: str) -> Page:
+class ListedRead(NamedTuple):
+    """A listed page read (:func:`read_listed`): its title, canonical URL and links as a build's page holds
+    them, (target, nofollow, weight 1.0, anchor text)."""
+
+    title: str | None
+    canonical_url: str | None
+    links: list[tuple[str, bool, float, str | None]]
+
+
+def read_listed(listed: ListedPage, url: str) -> ListedRead:
     """A page whose links were listed where it was parsed (a WAT's), read by the rules of :func:`extract`:
     ``<base href>`` honoured, in-page links left out, a link nofollow only if every occurrence is (or the
     robots meta tag says so), the first anchor text that says something."""
-    page = Page(title=_clean_text(listed.title or "", MAX_TITLE) or None)
+    base = url
+    if listed.base is not None:
+        base = canonical(listed.base, url) or url
+    page_nofollow = any(_robots_nofollow(content) for content in listed.robots)
+    how = resolving(base)
+    links = None
+    if _fastlisted is not None and type(listed.links) is list:
+        links = _fastlisted.listed_targets(
+            listed.links, how.cache, how.resolve, page_nofollow, _clean_anchor, casts_no_vote
+        )
+    if links is None:
+        links = listed_targets(listed.links, base, page_nofollow)
+    return ListedRead(
+        _clean_text(listed.title or "", MAX_TITLE) or None,
+        canonical(listed.canonical, base) if listed.canonical is not None else None,
+        links,
+    )
+
+
+def resolve_listed(listed: ListedPage, url: str) -> Page:
+    """:func:`read_listed`'s page as :func:`extract` gives one."""
+    read = read_listed(listed, url)
+    page = Page(title=read.title, canonical_url=read.canonical_url)
+    page.links = [Link(target, nofollow, anchor) for target, nofollow, _weight, anchor in read.links]
+    return page
+
+
+def listed_targets(
+    links: list[ListedLink], base: str, page_nofollow: bool
+) -> list[tuple[str, bool, float, str | None]]:
+    """A page's links as listed -> its set of links (:func:`read_listed`'s rules): each href once, then each
+    target once (:func:`_resolved`).  The twin of ``rankstore._fastlisted.listed_targets``."""
     hrefs: dict[str, list] = {}
-    for link in listed.links:
+    for link in links:
         href = link.href
         if not href or href[0] == "#" or (href[0].isspace() and _is_fragment(href)):
             continue
         nofollow = bool(link.rel) and casts_no_vote(link.rel)
         seen = hrefs.get(href)
         if seen is None:  # an anchor's text cleaned once an href, not once a repeat (navigation repeats a lot)
-            hrefs[href] = [nofollow, _clean_text(link.anchor_text, MAX_ANCHOR) if link.anchor_text else ""]
+            hrefs[href] = [nofollow, _clean_anchor(link.anchor_text) if link.anchor_text else ""]
         else:
             seen[0] = seen[0] and nofollow
             if not seen[1] and link.anchor_text:
-                seen[1] = _clean_text(link.anchor_text, MAX_ANCHOR)
-    base = url
-    if listed.base is not None:
-        base = canonical(listed.base, url) or url
-    if listed.canonical is not None:
-        page.canonical_url = canonical(listed.canonical, base)
-    page.links = _resolved(hrefs, base, any(_robots_nofollow(content) for content in listed.robots))
-    return page
+                seen[1] = _clean_anchor(link.anchor_text)
+    return [(link.url, link.nofollow, 1.0, link.anchor_text) for link in _resolved(hrefs, base, page_nofollow)]
+
+
+def _clean_anchor(text: str) -> str:
+    return _clean_text(text, MAX_ANCHOR)
 
 
 def _resolved(

@@ -176,7 +176,7 @@ def extract_file(path: str, out: str, sites: frozenset[str] | None = None) -> Fi
             if page is None:
                 continue
             records += 1
-            _keep(page, wanted, sites is not None, links, pages)
+            _keep(page, wanted if sites is not None else None, links, pages)
     if remote:
         stream = fetcher.transfers.get(path)
         if stream is None or not stream.complete:
@@ -189,18 +189,19 @@ def extract_file(path: str, out: str, sites: frozenset[str] | None = None) -> Fi
     return FileDone(path, size, checksum, part, len(pages["url"]), len(links["source"]), skipped, records)
 
 
-def _keep(page, wanted: Callable[[str], bool], some: bool, links: dict[str, list], pages: dict[str, list]) -> None:
-    """A page's links (those ``wanted``) and the page itself, unless ``some`` sites are watched and none is
-    linked from it."""
-    kept = [link for link in page.links if wanted(link[0])]
-    if some and not kept:
+def _keep(page, wanted: Callable[[str], bool] | None, links: dict[str, list], pages: dict[str, list]) -> None:
+    """A page's links (those ``wanted``; every one without a test) and the page itself, unless a test is given
+    and no link of the page passes it.  Columns are extended a page at a time (a crawl has billions of links)."""
+    kept = page.links if wanted is None else [link for link in page.links if wanted(link[0])]
+    if wanted is not None and not kept:
         return
-    for target, nofollow, _weight, anchor in kept:
-        links["source"].append(page.url)
-        links["target"].append(target)
-        links["anchor"].append(anchor)
-        links["nofollow"].append(bool(nofollow))
-        links["fetched_at"].append(page.fetched_at)
+    if kept:
+        targets, nofollows, _weights, anchors = zip(*kept)
+        links["source"].extend([page.url] * len(kept))
+        links["target"].extend(targets)
+        links["anchor"].extend(anchors)
+        links["nofollow"].extend(map(bool, nofollows))
+        links["fetched_at"].extend([page.fetched_at] * len(kept))
     pages["url"].append(page.url)
     pages["status"].append(page.status)
     pages["title"].append(page.title)

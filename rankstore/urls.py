@@ -26,15 +26,17 @@ path ``/``), our normalisations, each because it never names a different page:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
+from typing import NamedTuple
 
 # ada's C API (ada_c.h) through the cffi module the ada-url package builds and its own adapter uses:
 # one parse and one copy of the href, without the package's Python objects (2.1 us a URL against
 # 7.1 us for ada_url.URL(url).href).  A private module: pyproject.toml holds ada-url to one major version.
 from ada_url._ada_wrapper import ffi, lib  # compiled by cffi, no stubs
 
-__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "site_of", "sites_of", "resolver"]
+__all__ = ["MAX_URL_LENGTH", "canonical", "canonical_many", "host_of", "site_of", "sites_of", "resolver", "resolving",
+           "Resolving"]  # fmt: skip
 
 MAX_URL_LENGTH = 4096
 
@@ -366,14 +368,28 @@ def page_bound(href: str) -> bool:
 _MAY_BIND = "?#hH"  # the first characters of an href that may be bound to its page (?q, #, http:?q)
 
 
-def resolver(base: str):
+class Resolving(NamedTuple):
+    """How a page's hrefs are resolved: ``resolve`` (href -> canonical URL, or None) and the answers it keeps
+    for the page's directory (href -> answer), shared with the other pages of that directory; None where its
+    answers depend on the whole base."""
+
+    resolve: Callable[[str], str | None]
+    cache: dict[str, str | None] | None
+
+
+def resolver(base: str) -> Callable[[str], str | None]:
     """A function href -> canonical URL for links on a page whose base is ``base``."""
+    return resolving(base).resolve
+
+
+def resolving(base: str) -> Resolving:
+    """:func:`resolver` of ``base``, with the answers it keeps (which a reader may look up first itself)."""
     directory = _directory(base)
     if _remembered[0] > _RESOLVED_LIMIT:
         _resolved.clear()
         _remembered[0] = 0
     if directory is None:  # answers may depend on the whole base: nothing to share
-        return lambda href: canonical(href, base)
+        return Resolving(lambda href: canonical(href, base), None)
     cache = _resolved.get(directory)
     if cache is None:
         cache = _resolved[directory] = {}
@@ -392,4 +408,4 @@ def resolver(base: str):
         _remembered[0] += 1
         return target
 
-    return resolve
+    return Resolving(resolve, cache)

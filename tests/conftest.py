@@ -283,6 +283,24 @@ def postgres_doc_store(tmp_path_factory) -> str:
 
 
 @pytest.fixture(params=["c", "python"])
+def wat_reader(request, monkeypatch) -> str:
+    """The WAT reader's twins a test runs on: "c" (``rankstore.sources._fastwat``, which reads an envelope's
+    fields and lists its links, and ``rankstore._fastlisted``, which reads them into a page's links) or
+    "python" (the envelope parsed whole, ``wat.unique_links``, ``extract.listed_targets``).  Forked processes
+    (``extract -j``) read as their parent; Spark's executors always run the C twins."""
+    from rankstore import extract
+    from rankstore.sources import wat
+
+    if request.param == "c":
+        assert wat._fastwat is not None, "rankstore.sources._fastwat did not build (is a C compiler installed?)"
+        assert extract._fastlisted is not None, "rankstore._fastlisted did not build (is a C compiler installed?)"
+    else:
+        monkeypatch.setattr(wat, "_fastwat", None)
+        monkeypatch.setattr(extract, "_fastlisted", None)
+    return request.param
+
+
+@pytest.fixture(params=["c", "python"])
 def scanner(request, monkeypatch) -> str:
     """The rewriter's scanner twin a test runs on, "c" (``proxy_addon._fastscan``) or "python"
     (``proxy_addon._scan_python``), set where the rewriter chooses it: ``rewrite.scanner``.

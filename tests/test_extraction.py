@@ -65,7 +65,7 @@ def extracted(python_doc_crawl, python_doc_store, tmp_path_factory):
     return folder
 
 
-def test_a_build_of_the_extraction_is_the_build_of_the_crawl(extracted, python_doc_store, tmp_path):
+def test_a_build_of_the_extraction_is_the_build_of_the_crawl(wat_reader, extracted, python_doc_store, tmp_path):
     store = str(tmp_path / "x.db")
     result = invoke("build", extracted, "--store", store, "-q")
     assert result.exit_code == 0, result.output
@@ -75,7 +75,7 @@ def test_a_build_of_the_extraction_is_the_build_of_the_crawl(extracted, python_d
     assert pages_of(store) == pages_of(python_doc_store)
 
 
-def test_the_wat_of_the_crawl_extracts_the_same_links(python_doc_crawl, extracted, tmp_path):
+def test_the_wat_of_the_crawl_extracts_the_same_links(wat_reader, python_doc_crawl, extracted, tmp_path):
     wat = str(tmp_path / "python-doc.warc.wat.gz")
     write_wat(python_doc_crawl.warc, wat)
     folder = str(tmp_path / "wat-out")
@@ -87,7 +87,7 @@ def test_the_wat_of_the_crawl_extracts_the_same_links(python_doc_crawl, extracte
     assert all(_same_text(from_warc[key], text) for key, text in from_wat.items())
 
 
-def test_to_site_keeps_exactly_the_links_into_the_site(python_doc_crawl, extracted, tmp_path):
+def test_to_site_keeps_exactly_the_links_into_the_site(wat_reader, python_doc_crawl, extracted, tmp_path):
     everything = parquet_links(extracted)
     sites = {site_of(host_of(link[1])) for link in everything}
     outside = sorted(site for site in sites if not site.startswith("127.0.0.1"))

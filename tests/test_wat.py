@@ -211,7 +211,7 @@ def test_the_test_wat_writer_writes_common_crawls_layout(tmp_path):
     assert {"A@/href", "IMG@/src"} <= paths
 
 
-def test_common_crawls_page_from_its_wat_is_the_page_from_its_warc(tmp_path):
+def test_common_crawls_page_from_its_wat_is_the_page_from_its_warc(wat_reader, tmp_path):
     """A real capture (Wikipedia, over HTTP/2: lower-case header names, Set-Cookie repeated)."""
     write_wat(REAL_WARC, str(tmp_path / "made.warc.wat.gz"))
     assert build(REAL_WARC, tmp_path / "warc.db").exit_code == 0
@@ -271,7 +271,7 @@ def site_warc_store(site):
 
 
 @pytest.mark.parametrize("name", ["site.warc.wat.gz", "site.warc.wat"])
-def test_a_wat_gives_the_store_its_warc_gives(site, site_warc_store, tmp_path, name):
+def test_a_wat_gives_the_store_its_warc_gives(wat_reader, site, site_warc_store, tmp_path, name):
     wat = site["work"] / name
     assert detect_format(str(wat)) == "wat"
     result = build(wat, tmp_path / "wat.db")
@@ -325,7 +325,9 @@ def _as_december_2024(envelope: dict) -> None:
     http["Headers"] = headers
 
 
-def test_headers_as_lists_read_as_common_crawl_writes_them_since_december_2024(site, site_warc_store, tmp_path):
+def test_headers_as_lists_read_as_common_crawl_writes_them_since_december_2024(
+    wat_reader, site, site_warc_store, tmp_path
+):
     wat = str(tmp_path / "lists.warc.wat.gz")
     write_wat(site["warc"], wat, edit=_as_december_2024)
     with gzip.open(wat, "rt") as handle:
@@ -362,7 +364,7 @@ def _response(url: str, status="200", headers=None, html=None, **warc) -> bytes:
 LINK = {"Links": [{"path": "A@/href", "url": "/next", "text": "next"}]}
 
 
-def test_bad_wat_envelopes_are_reported_and_skipped(tmp_path):
+def test_bad_wat_envelopes_are_reported_and_skipped(wat_reader, tmp_path):
     bad = [
         (b"{not json", "invalid WAT JSON"),
         (b"[1, 2]", "malformed WAT envelope (not a JSON object)"),
@@ -395,7 +397,7 @@ def test_bad_wat_envelopes_are_reported_and_skipped(tmp_path):
     assert set(crawled(tmp_path / "s.db")) == {"http://x.example/a", "http://x.example/b"}
 
 
-def test_a_damaged_wat_loads_its_good_records(tmp_path):
+def test_a_damaged_wat_loads_its_good_records(wat_reader, tmp_path):
     """Garbage between two gzip members, and a last member cut short: read past, as in a WARC."""
     head, tail = io.BytesIO(), io.BytesIO()
     _metadata(WARCWriter(head, gzip=True), _response("http://x.example/a", html=LINK))
@@ -431,7 +433,7 @@ def test_wat_named_so_is_a_wat_even_when_its_head_is_one_long_warcinfo(tmp_path)
     assert set(crawled(tmp_path / "s.db")) == {"http://x.example/a"}
 
 
-def test_python_doc_crawl_as_wat_gives_the_same_store(python_doc_crawl, python_doc_store, tmp_path):
+def test_python_doc_crawl_as_wat_gives_the_same_store(wat_reader, python_doc_crawl, python_doc_store, tmp_path):
     """A real site of 500 pages; the WAT uncompressed (its JSON names "WARC/1.0": no record starts there)."""
     wat = str(tmp_path / "python-doc.warc.wat")
     write_wat(python_doc_crawl.warc, wat)
@@ -472,7 +474,7 @@ def test_envelopes_read_alike_by_orjson_and_the_standard_library(python_doc_craw
         [("../x.html", "sponsored", "ad"), ("http://o.example/", "", ""), ("../x.html", "", "")],
     ],
 )
-def test_a_pages_repeated_hrefs_listed_once_read_as_every_occurrence_would(entries):
+def test_a_pages_repeated_hrefs_listed_once_read_as_every_occurrence_would(wat_reader, entries):
     """The WAT reader lists an href once (``wat._listed``); the page read from it is the page read from every
     occurrence listed (``resolve_listed``'s rules: nofollow only if every occurrence is, the first anchor text
     that says something)."""

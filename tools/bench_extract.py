@@ -168,10 +168,16 @@ def _wat_of(warc: str) -> str:
     from watgen import write_wat
 
     wat = warc.replace(".warc.gz", ".warc.wat.gz")
-    write_wat(warc, wat + ".part")
-    os.replace(wat + ".part", wat)
+    write_wat(warc, wat + ".part.gz")  # a name ending in .gz: a gzip member a record, as Common Crawl's WATs
+    os.replace(wat + ".part.gz", wat)
     os.unlink(warc)
     return wat
+
+
+def _gzipped(path: str) -> bool:
+    """Is the file gzip (a corpus made before the WATs were compressed is made again)?"""
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
 
 
 def make_corpus(work: str, files: int, site: str | None, host: str | None) -> Corpus:
@@ -180,7 +186,7 @@ def make_corpus(work: str, files: int, site: str | None, host: str | None) -> Co
     if os.path.exists(manifest):
         with open(manifest, encoding="utf-8") as handle:
             held = Corpus(**json.load(handle))
-        if all(os.path.exists(path) for path in held.files):
+        if all(os.path.exists(path) and _gzipped(path) for path in held.files):
             return held
     choices = SITES
     if site is not None:

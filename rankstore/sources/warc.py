@@ -32,7 +32,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from . import GONE_STATUSES, Progress, Record, Skipped, SourceError
 
-__all__ = ["read_warc", "read_records", "RecordReader", "HTML_TYPES", "MAX_BODY", "NO_PAGES"]
+__all__ = ["read_warc", "read_records", "read_body", "RecordReader", "HTML_TYPES", "MAX_BODY", "NO_PAGES"]
 
 MAX_BODY = 32 * 1024 * 1024
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -136,10 +136,18 @@ def _page(record, where: str) -> Record | Skipped | None:
     content_type = http.get("Content-Type") or ""
     if not content_type.lower().lstrip().startswith(HTML_TYPES):
         return None
-    body = record.reader.read(MAX_BODY + 1)
+    body = read_body(record)
     if len(body) > MAX_BODY:
         return Skipped(where, f"body over {MAX_BODY // (1024 * 1024)} MiB")
     return Record(url, where, status, body, content_type, fetched_at=date)
+
+
+def read_body(record: WarcRecord) -> bytes:
+    """A record's payload, up to one byte over ``MAX_BODY`` (a body too large to keep): read whole when its
+    block fits (a read of ``MAX_BODY + 1`` bytes allocates as much first, for each record)."""
+    if record.content_length <= MAX_BODY:
+        return record.reader.read()
+    return record.reader.read(MAX_BODY + 1)
 
 
 def _after_record(view: mmap.mmap, offset: int, size: int, compressed: bool) -> int | None:

@@ -29,20 +29,25 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fastwarc.warc import WarcRecord, WarcRecordType
 
 from . import GONE_STATUSES, ListedLink, ListedPage, Progress, Record, Skipped, casts_no_vote
-from .warc import HTML_TYPES, MAX_BODY, RecordReader, read_records
+from .warc import HTML_TYPES, MAX_BODY, RecordReader, read_body, read_records
 
 try:  # a dependency; the standard library's json is its twin (tests/test_wat.py: both read the envelopes alike)
     import orjson as _orjson
 except ImportError:  # an install without it
     _orjson = None  # type: ignore[assignment]
 
-__all__ = ["read_wat", "WatPages", "PAGE_LINK_PATHS"]
+try:  # the C twin of _loads + unique_links (tests/test_wat.py runs every envelope through both)
+    from . import _fastwat  # type: ignore[attr-defined]
+except ImportError:  # built without a compiler
+    _fastwat = None
+
+__all__ = ["read_wat", "WatPages", "PAGE_LINK_PATHS", "UniqueLinks", "unique_links", "parse_envelope"]
 
 # The entries of HTML-Metadata.Links that are links a person follows: <a href> and <area href>.
 PAGE_LINK_PATHS = frozenset({"A@/href", "AREA@/href"})
@@ -68,11 +73,11 @@ class WatPages(RecordReader):
             return None  # the WAT's own warcinfo
         if not (record.headers.get("Content-Type") or "").lower().startswith("application/json"):
             return None
-        body = record.reader.read(MAX_BODY + 1)
+        body = read_body(record)
         if len(body) > MAX_BODY:
             return Skipped(where, f"WAT envelope over {MAX_BODY // (1024 * 1024)} MiB")
         try:
-            document = _loads(body)
+            document = parse_envelope(body)
         except ValueError as error:  # UnicodeDecodeError is one
             return Skipped(where, f"invalid WAT JSON ({str(error)[:200]})")
         try:
@@ -137,6 +142,22 @@ class WatPages(RecordReader):
         return said
 
 
+class UniqueLinks(list):
+    """A page's links as :func:`unique_links` lists them, made so by the C reader (``_fastwat.prune``): a JSON
+    array never parses as one."""
+
+
+def parse_envelope(body: bytes) -> Any:
+    """An envelope's JSON, as far as :meth:`WatPages.page_of` reads it: by the C reader, which makes only the
+    fields read and lists the page's links at once (:class:`UniqueLinks`), else parsed whole (:func:`_loads`)
+    where that reader is not sure it reads the body as the parser does, or is not built."""
+    if _fastwat is not None:
+        pruned = _fastwat.prune(body, UniqueLinks, ListedLink)
+        if pruned is not None:
+            return pruned
+    return _loads(body)
+
+
 def _loads(body: bytes) -> Any:
     """A WAT envelope's JSON: orjson's parser (several times the standard library's speed), the standard
     library's where orjson refuses what it reads (an escaped lone surrogate, say) or is missing."""
@@ -185,12 +206,20 @@ def _listed(html: dict) -> ListedPage:
         if isinstance(link, dict) and "canonical" in _text(link, "rel").lower().split() and _text(link, "url"):
             listed.canonical = _text(link, "url")
             break
-    # A page lists hundreds of links, most of them an href it repeats (navigation): one ListedLink an href, in the
-    # order of first occurrence, which reads as every occurrence would (resolve_listed's rules): a rel that casts a
-    # vote if any occurrence's does, else the first occurrence's; the first anchor text that says something.  The
-    # checks inline, not a call each: this loop is the hottest of a WAT's reading.
+    entries = _field(html, "Links", list, "HTML-Metadata.") or ()
+    listed.links.extend(entries if type(entries) is UniqueLinks else unique_links(entries))
+    return listed
+
+
+def unique_links(entries: Iterable[Any]) -> list[ListedLink]:
+    """HTML-Metadata.Links -> a page's links, one an href, in the order of first occurrence.
+
+    A page lists hundreds of links, most of them an href it repeats (navigation): one ListedLink an href, which
+    reads as every occurrence would (resolve_listed's rules): a rel that casts a vote if any occurrence's does,
+    else the first occurrence's; the first anchor text that says something.  The checks inline, not a call
+    each: this loop is the hottest of a WAT's reading (the C reader's twin)."""
     links: dict[str, ListedLink] = {}
-    for entry in _field(html, "Links", list, "HTML-Metadata.") or ():
+    for entry in entries:
         if type(entry) is not dict or entry.get("path") not in PAGE_LINK_PATHS:
             continue
         href = entry.get("url")
@@ -207,5 +236,4 @@ def _listed(html: dict) -> ListedPage:
             seen.rel = ""  # this occurrence votes: so does the link
         if not seen.anchor_text and text.strip():
             seen.anchor_text = text
-    listed.links.extend(links.values())
-    return listed
+    return list(links.values())
