@@ -439,7 +439,7 @@ def resolve_listed(listed: ListedPage, url: str) -> Page:
     """:func:`read_listed`'s page as :func:`extract` gives one."""
     read = read_listed(listed, url)
     page = Page(title=read.title, canonical_url=read.canonical_url)
-    page.links = [Link(target, nofollow, anchor) for target, nofollow, _weight, anchor in read.links]
+    page.links = [Link(target, nofollow, anchor or "") for target, nofollow, _weight, anchor in read.links]
     return page
 
 
