@@ -246,37 +246,19 @@ static int kind_ahead(Scan *s) {
     }
 }
 
-static int skip_container(Scan *s, unsigned char close) {
-    if (++s->depth > MAX_DEPTH) return BAIL;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        s->depth--;
-        return DONE;
-    }
-    while (1) {
-        if (close == '}') {
-            if (s->p >= s->end || *s->p != '"' || skip_string(s) != DONE) return BAIL;
-            ws(s);
-            if (s->p >= s->end || *s->p != ':') return BAIL;
-            s->p++;
-            ws(s);
-        }
-        int r = skip_value(s);
-        if (r != DONE) return r;
-        ws(s);
-        if (s->p >= s->end) return BAIL;
-        if (*s->p == ',') {
-            s->p++;
-            ws(s);
-            continue;
-        }
-        if (*s->p != close) return BAIL;
-        s->p++;
-        s->depth--;
-        return DONE;
-    }
+typedef int (*KeyHandler)(Scan *s, const Str *key, void *context, unsigned *seen);
+typedef int (*ItemHandler)(Scan *s, void *context);
+static int object(Scan *s, KeyHandler handler, void *context);
+static int array(Scan *s, ItemHandler handler, void *context);
+
+static int skip_key(Scan *s, const Str *key, void *context, unsigned *seen) {
+    (void)key, (void)context, (void)seen;
+    return skip_value(s);
+}
+
+static int skip_item(Scan *s, void *context) {
+    (void)context;
+    return skip_value(s);
 }
 
 static int skip_value(Scan *s) {
@@ -284,8 +266,8 @@ static int skip_value(Scan *s) {
     int integral;
     switch (kind_ahead(s)) {
     case K_STRING: return skip_string(s);
-    case K_OBJECT: return skip_container(s, '}');
-    case K_ARRAY: return skip_container(s, ']');
+    case K_OBJECT: return object(s, skip_key, NULL);
+    case K_ARRAY: return array(s, skip_item, NULL);
     case K_NULL: return literal(s, "null", 4);
     case K_LITERAL: return *s->p == 't' ? literal(s, "true", 4) : literal(s, "false", 5);
     case K_NUMBER: return number(s, &ignored, &integral);
@@ -301,42 +283,61 @@ typedef struct {
     const char *const *keys;
 } Into;
 
-/* ---- objects: each key given to a handler, or read past; a kept key twice is not for us ---- */
+/* ---- objects and arrays: each key or item given to a handler; a kept key twice is not for us ---- */
 
-typedef int (*KeyHandler)(Scan *s, const Str *key, void *context, unsigned *seen);
+/* Into an object or array (at `open`): MORE if an item follows, DONE if it is empty (and read), else BAIL. */
+#define MORE 2
 
-static int object(Scan *s, KeyHandler handler, void *context) {
-    unsigned seen = 0;
-    if (s->p >= s->end || *s->p != '{') return BAIL;
-    if (++s->depth > MAX_DEPTH) return BAIL;
+static int opened(Scan *s, unsigned char open, unsigned char close) {
+    if (s->p >= s->end || *s->p != open || ++s->depth > MAX_DEPTH) return BAIL;
     s->p++;
     ws(s);
-    if (s->p < s->end && *s->p == '}') {
+    if (s->p < s->end && *s->p == close) {
         s->p++;
         s->depth--;
         return DONE;
     }
-    while (1) {
+    return MORE;
+}
+
+/* After an item: MORE past a comma, DONE past the closing character, else BAIL. */
+static int after_item(Scan *s, unsigned char close) {
+    ws(s);
+    if (s->p >= s->end) return BAIL;
+    if (*s->p == ',') {
+        s->p++;
+        ws(s);
+        return MORE;
+    }
+    if (*s->p != close) return BAIL;
+    s->p++;
+    s->depth--;
+    return DONE;
+}
+
+static int object(Scan *s, KeyHandler handler, void *context) {
+    unsigned seen = 0;
+    int r = opened(s, '{', '}');
+    while (r == MORE) {
         Str key;
         if (s->p >= s->end || *s->p != '"' || string(s, &key) != DONE) return BAIL;
         ws(s);
         if (s->p >= s->end || *s->p != ':') return BAIL;
         s->p++;
         ws(s);
-        int r = handler(s, &key, context, &seen);
-        if (r != DONE) return r;
-        ws(s);
-        if (s->p >= s->end) return BAIL;
-        if (*s->p == ',') {
-            s->p++;
-            ws(s);
-            continue;
-        }
-        if (*s->p != '}') return BAIL;
-        s->p++;
-        s->depth--;
-        return DONE;
+        r = handler(s, &key, context, &seen);
+        if (r == DONE) r = after_item(s, '}');
     }
+    return r;
+}
+
+static int array(Scan *s, ItemHandler handler, void *context) {
+    int r = opened(s, '[', ']');
+    while (r == MORE) {
+        r = handler(s, context);
+        if (r == DONE) r = after_item(s, ']');
+    }
+    return r;
 }
 
 static inline int is_key(const Str *key, const char *name) {
@@ -547,42 +548,17 @@ static int entry_key(Scan *s, const Str *key, void *context, unsigned *seen) {
     return skip_value(s);
 }
 
-static int links_array(Scan *s, Links *links) {
-    if (++s->depth > MAX_DEPTH) return BAIL;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-        s->depth--;
-        return DONE;
-    }
-    while (1) {
-        if (kind_ahead(s) == K_OBJECT) {
-            Entry entry = {links, EMPTY, EMPTY, EMPTY, EMPTY, K_NONE, K_NONE, K_NONE, K_NONE};
-            int r = object(s, entry_key, &entry);
-            if (r != DONE) return r;
-            if (entry.path_kind == K_STRING && entry.url_kind == K_STRING &&
-                (is_key(&entry.path, "A@/href") || is_key(&entry.path, "AREA@/href"))) {
-                r = links_add(links, &entry.url, entry.rel_kind == K_STRING ? &entry.rel : &EMPTY,
-                              entry.text_kind == K_STRING ? &entry.text : &EMPTY);
-                if (r != DONE) return r;
-            }
-        } else {
-            int r = skip_value(s); /* not an object: passed over */
-            if (r != DONE) return r;
-        }
-        ws(s);
-        if (s->p >= s->end) return BAIL;
-        if (*s->p == ',') {
-            s->p++;
-            ws(s);
-            continue;
-        }
-        if (*s->p != ']') return BAIL;
-        s->p++;
-        s->depth--;
-        return DONE;
-    }
+/* An item of HTML-Metadata.Links: an object is a link as written, anything else is passed over. */
+static int link_item(Scan *s, void *context) {
+    if (kind_ahead(s) != K_OBJECT) return skip_value(s);
+    Entry entry = {context, EMPTY, EMPTY, EMPTY, EMPTY, K_NONE, K_NONE, K_NONE, K_NONE};
+    int r = object(s, entry_key, &entry);
+    if (r != DONE) return r;
+    if (entry.path_kind == K_STRING && entry.url_kind == K_STRING &&
+        (is_key(&entry.path, "A@/href") || is_key(&entry.path, "AREA@/href")))
+        return links_add(entry.links, &entry.url, entry.rel_kind == K_STRING ? &entry.rel : &EMPTY,
+                         entry.text_kind == K_STRING ? &entry.text : &EMPTY);
+    return DONE;
 }
 
 /* ---- the document's levels ---- */
@@ -628,6 +604,22 @@ static int pair_key(Scan *s, const Str *key, void *context, unsigned *seen) {
     return put_string(s, into->into, bit == 1 ? into->keys[0] : into->keys[1], 1);
 }
 
+typedef struct {
+    PyObject *list;
+    const char *const *keys;
+} Pairs;
+
+static int pair_item(Scan *s, void *context) {
+    if (kind_ahead(s) != K_OBJECT) return skip_value(s); /* not an object: passed over */
+    Pairs *pairs = context;
+    Into made = {PyDict_New(), NULL, NULL, pairs->keys};
+    if (!made.into) return ERROR;
+    int r = object(s, pair_key, &made);
+    if (r == DONE && PyList_Append(pairs->list, made.into) < 0) r = ERROR;
+    Py_DECREF(made.into);
+    return r;
+}
+
 static int put_pairs(Scan *s, PyObject *into, const char *name, const char *const *keys) {
     int kind = kind_ahead(s);
     if (kind == K_NULL) {
@@ -635,47 +627,11 @@ static int put_pairs(Scan *s, PyObject *into, const char *name, const char *cons
         return PyDict_SetItemString(into, name, Py_None) < 0 ? ERROR : DONE;
     }
     if (kind != K_ARRAY) return BAIL;
-    PyObject *list = PyList_New(0);
-    if (!list) return ERROR;
-    int r = DONE;
-    if (++s->depth > MAX_DEPTH) r = BAIL;
-    s->p++;
-    ws(s);
-    if (r == DONE && s->p < s->end && *s->p == ']') {
-        s->p++;
-        s->depth--;
-    } else {
-        while (r == DONE) {
-            if (kind_ahead(s) == K_OBJECT) {
-                Into made = {PyDict_New(), NULL, NULL, keys};
-                if (!made.into) {
-                    r = ERROR;
-                    break;
-                }
-                r = object(s, pair_key, &made);
-                if (r == DONE && PyList_Append(list, made.into) < 0) r = ERROR;
-                Py_DECREF(made.into);
-            } else {
-                r = skip_value(s);
-            }
-            if (r != DONE) break;
-            ws(s);
-            if (s->p >= s->end) {
-                r = BAIL;
-            } else if (*s->p == ',') {
-                s->p++;
-                ws(s);
-            } else if (*s->p == ']') {
-                s->p++;
-                s->depth--;
-                break;
-            } else {
-                r = BAIL;
-            }
-        }
-    }
-    if (r == DONE && PyDict_SetItemString(into, name, list) < 0) r = ERROR;
-    Py_DECREF(list);
+    Pairs pairs = {PyList_New(0), keys};
+    if (!pairs.list) return ERROR;
+    int r = array(s, pair_item, &pairs);
+    if (r == DONE && PyDict_SetItemString(into, name, pairs.list) < 0) r = ERROR;
+    Py_DECREF(pairs.list);
     return r;
 }
 
@@ -711,7 +667,7 @@ static int html_key(Scan *s, const Str *key, void *context, unsigned *seen) {
     }
     if (kind != K_ARRAY) return BAIL;
     Links links = {0};
-    int r = links_array(s, &links);
+    int r = array(s, link_item, &links);
     if (r == DONE) {
         PyObject *list = made_links(&links, into->unique_type, into->link_type);
         if (!list || PyDict_SetItemString(into->into, "Links", list) < 0) r = ERROR;
@@ -728,6 +684,18 @@ static int header_named(const Str *key, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (Py_TOLOWER(key->ptr[i]) != (unsigned char)name[i]) return 0;
     return 1;
+}
+
+typedef struct {
+    Str text;
+    int found;
+} First;
+
+static int first_string(Scan *s, void *context) {
+    First *first = context;
+    if (first->found || kind_ahead(s) != K_STRING) return skip_value(s);
+    first->found = 1;
+    return string(s, &first->text);
 }
 
 static int headers_key(Scan *s, const Str *key, void *context, unsigned *seen) {
@@ -748,41 +716,11 @@ static int headers_key(Scan *s, const Str *key, void *context, unsigned *seen) {
         value = make_str(&text);
     } else if (kind == K_ARRAY) {
         /* a repeated header: its first string stands for it (the rest are never read) */
-        Str first = EMPTY;
-        int found = 0;
-        if (++s->depth > MAX_DEPTH) r = BAIL;
-        s->p++;
-        ws(s);
-        if (r == DONE && s->p < s->end && *s->p == ']') {
-            s->p++;
-            s->depth--;
-        } else {
-            while (r == DONE) {
-                if (!found && kind_ahead(s) == K_STRING) {
-                    r = string(s, &first);
-                    found = 1;
-                } else {
-                    r = skip_value(s);
-                }
-                if (r != DONE) break;
-                ws(s);
-                if (s->p >= s->end) {
-                    r = BAIL;
-                } else if (*s->p == ',') {
-                    s->p++;
-                    ws(s);
-                } else if (*s->p == ']') {
-                    s->p++;
-                    s->depth--;
-                    break;
-                } else {
-                    r = BAIL;
-                }
-            }
-        }
-        if (r == DONE) value = found ? PyList_New(1) : PyList_New(0);
-        if (value && found) {
-            PyObject *text = make_str(&first);
+        First first = {EMPTY, 0};
+        r = array(s, first_string, &first);
+        if (r == DONE) value = PyList_New(first.found);
+        if (value && first.found) {
+            PyObject *text = make_str(&first.text);
             if (!text) {
                 Py_CLEAR(value);
             } else {
