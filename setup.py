@@ -1,5 +1,6 @@
 """The compiled parts, each optional (pure Python twins without a compiler): the proxy's HTML scanner,
-the edge-list block splitter, the WAT envelope reader and its pages' links, the solver's product kernel and the site links' gap coding."""
+the edge-list block splitter, the WAT envelope reader and its pages' links, the solver's product kernel
+and the site links' gap coding."""
 
 from setuptools import Extension, setup
 
