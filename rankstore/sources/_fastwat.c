@@ -15,6 +15,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #define DONE 0
@@ -422,10 +423,10 @@ static void links_free(Links *links) {
     PyMem_Free(links->slots);
 }
 
-static Py_hash_t bytes_hash(const Str *text) {
-    Py_hash_t h = 1469598103934665603LL;
-    for (Py_ssize_t i = 0; i < text->len; i++) h = (h ^ text->ptr[i]) * 1099511628211LL;
-    return h;
+static Py_hash_t bytes_hash(const Str *text) { /* FNV-1a, in unsigned arithmetic (it wraps) */
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < text->len; i++) h = (h ^ text->ptr[i]) * 1099511628211ULL;
+    return (Py_hash_t)(h >> 1);
 }
 
 static int links_grow(Links *links) {
