@@ -39,7 +39,7 @@ if __package__ in (None, ""):
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
 
-from proxy_addon import options
+from proxy_addon import options, pages
 from proxy_addon.csp import allow_style_hash, apply
 from proxy_addon.deadlines import OriginDeadline
 from proxy_addon.dispatch import Ahead, Means, Page, Route, Traffic, compressed, off_loop, plan
@@ -323,7 +323,13 @@ class PageRankProxy:
         path, _, query_text = request.path.partition("?")
         query = parse_qs(query_text, keep_blank_values=True)
         try:
-            status, headers, body = await asyncio.to_thread(respond, request.method, path, query, self.ranks)
+            # the store's SQLite work stops at its deadline; the rest (arrays read from a cold disk) may not: the
+            # page is answered by ANSWER_BY whatever the thread still does (its answer, once made, is let go)
+            answer = asyncio.to_thread(respond, request.method, path, query, self.ranks)
+            status, headers, body = await asyncio.wait_for(answer, pages.ANSWER_BY)
+        except TimeoutError:
+            log.warning("pagerank: %s not answered within %.1f s", request.path[:200], pages.ANSWER_BY)
+            return _own_response(request, *pages.too_late(path, query))
         except RuntimeError as error:
             if "shutdown" not in str(error):  # asyncio's "Executor shutdown has been called": stopping
                 log.exception("pagerank: %s failed", request.path[:200])

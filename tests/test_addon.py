@@ -199,6 +199,36 @@ async def test_own_pages_answered_without_upstream(either, site):
     assert post.response.status_code == 405
 
 
+async def test_an_own_page_not_ready_in_time_is_a_503_by_the_answer_time(either, site, monkeypatch):
+    """The store's deadline stops SQLite work only; a view's other work (arrays read from a cold disk) may run
+    on: the page is answered by ``pages.ANSWER_BY``, a 503 that says what to do, whatever the thread still does."""
+    from proxy_addon import pages
+
+    release = threading.Event()
+
+    def slow(ranks, query):
+        release.wait(10)
+        return pages.error(200, "made too late to be shown")
+
+    monkeypatch.setitem(pages.ROUTES, "/top", slow)
+    monkeypatch.setattr(pages, "ANSWER_BY", 0.3)
+    flow = tflow.tflow()
+    flow.request.url = "http://pagerank.proxy/top?n=5"
+    started = time.monotonic()
+    try:
+        await either.request(flow)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2
+    assert flow.response.status_code == 503 and "took too long" in flow.response.text
+    assert all(name in flow.response.headers for name in pages.OWN_ONLY_HEADERS)
+    assert flow.response.headers["content-security-policy"].startswith("default-src 'none'")
+    again = tflow.tflow()
+    again.request.url = "http://pagerank.proxy/builds"  # the proxy answers on
+    await either.request(again)
+    assert again.response.status_code == 200
+
+
 async def test_other_hosts_are_not_answered(addon):
     flow = tflow.tflow()
     flow.request.url = "http://example.com/"

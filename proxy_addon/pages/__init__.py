@@ -38,7 +38,8 @@ Every request is bounded before it reaches the store (:data:`MAX_PARAM`,
 most :data:`~.params.MAX_TARGETS` targets to compare), and what is wrong is
 said on a 400 page of ours.  The store's work for one request stops past
 :data:`QUERY_DEADLINE` seconds (a progress handler on the connection the page
-uses) with a 503 page; no error text from the store or Python ever reaches a
+uses) with a 503 page, and whatever the work (arrays read from a cold disk are
+no SQLite work) the proxy answers by :data:`ANSWER_BY`; no error text from the store or Python ever reaches a
 page, so nothing of its state leaks.
 """
 
@@ -71,6 +72,8 @@ __all__ = [
     "OWN_ONLY_HEADERS",
     "PAGE_SIZE",
     "QUERY_DEADLINE",
+    "ANSWER_BY",
+    "too_late",
     "CSP",
     "MAX_PARAM",
     "MAX_QUERY",
@@ -81,6 +84,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 QUERY_DEADLINE = 1.0  # seconds of SQLite work for one request
+ANSWER_BY = 2 * QUERY_DEADLINE  # seconds the proxy waits for an answer at most; then a 503 (too_late)
 _PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between deadline checks
 
 ROUTES = {
@@ -163,6 +167,14 @@ def _answer(
     except Exception:
         log.exception("own page %s failed", path)
         return error(500, "Something went wrong; the proxy's log says what.")
+
+
+def too_late(path: str, query: Mapping[str, Sequence[str]]) -> tuple[int, dict, bytes]:
+    """The 503 for a request whose answer is not ready by :data:`ANSWER_BY` (work outside SQLite, which its
+    deadline does not stop: arrays read from a cold disk), as :func:`respond` gives it."""
+    status, headers, body = error(503, _too_long(path, query))
+    headers.update(OWN_ONLY_HEADERS)
+    return status, headers, body
 
 
 def _too_long(path: str, query: Mapping[str, Sequence[str]]) -> str:
