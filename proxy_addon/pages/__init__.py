@@ -46,22 +46,17 @@ page, so nothing of its state leaks.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from rankstore.store import RankingLevelError, StoreError
 
 from ..ranks import Ranks
-from .backlinks import backlinks
-from .browse import index, levels_only, page_view, search, top
-from .builds import builds
-from .compare import compare
 from .gate import OWN_ONLY_HEADERS, Asker, asker, is_reserved, other_site
-from .history import history
 from .layout import CSP, BadRequest, NotFound, PagesUnranked, error
 from .params import MAX_PARAM, MAX_PARAMS, MAX_QUERY, MAX_WORDS, PAGE_SIZE, known, level_message
-from .usage import usage_page
 
 __all__ = [
     "respond",
@@ -87,16 +82,29 @@ QUERY_DEADLINE = 1.0  # seconds of SQLite work for one request
 ANSWER_BY = 2 * QUERY_DEADLINE  # seconds the proxy waits for an answer at most; then a 503 (too_late)
 _PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between deadline checks
 
-ROUTES = {
-    "/": index,
-    "/top": top,
-    "/search": search,
-    "/backlinks": backlinks,
-    "/compare": compare,
-    "/builds": builds,
-    "/history": history,
-    "/page": page_view,
-    "/usage": usage_page,
+View = Callable[[Ranks, Mapping[str, Sequence[str]]], tuple[int, dict, bytes]]
+
+
+def _view(module: str, name: str) -> View:
+    """A view whose module (and the analyses it reads with) is imported at its first request, not with the
+    proxy: the proxy's first page does not wait for the own pages."""
+
+    def view(ranks: Ranks, query: Mapping[str, Sequence[str]]) -> tuple[int, dict, bytes]:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)(ranks, query)
+
+    return view
+
+
+ROUTES: dict[str, View] = {
+    "/": _view("browse", "index"),
+    "/top": _view("browse", "top"),
+    "/search": _view("browse", "search"),
+    "/backlinks": _view("backlinks", "backlinks"),
+    "/compare": _view("compare", "compare"),
+    "/builds": _view("builds", "builds"),
+    "/history": _view("history", "history"),
+    "/page": _view("browse", "page_view"),
+    "/usage": _view("usage", "usage_page"),
 }
 PARAMETERS = {  # what each page reads; any other parameter is a 400
     "/": ("ranking",),
@@ -155,6 +163,8 @@ def _answer(
     except PagesUnranked:  # not an error of the reader's: the store has no pages to show, its levels answer
         if query.get("format", ["html"])[-1] != "html":  # a download of pages' rows: none, said as an error
             return error(404, "This store ranks no pages, only hosts or sites: ask for ranking=siterank or hostrank.")
+        from .browse import levels_only
+
         return levels_only(ranks)
     except sqlite3.OperationalError as problem:
         if "interrupt" in str(problem):

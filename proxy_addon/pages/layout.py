@@ -11,14 +11,16 @@ import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from rankstore import output
 from rankstore.display import percentile_text
 from rankstore.store import Ranking, Store
-from rankstore.views import MEMBERS
 
 from ..markup import STYLE, LinkInfo, bar, escape, format_score, prose, proxy_url
 from ..ranks import Ranks
+
+if TYPE_CHECKING:  # rankstore.output and rankstore.views are imported by the views that need them, at their
+    from rankstore import output  # first request: the gate, which every proxied page passes, needs neither
 
 __all__ = [
     "CSP",
@@ -128,6 +130,8 @@ def download(
 ) -> tuple[int, dict, bytes]:
     """Rows as the CLI writes them (:func:`rankstore.output.render`: the same columns, CSV dialect and JSON,
     a backlink report's shares as ``rankstore backlinks`` gives them, in CSV with ``with_shares``)."""
+    from rankstore import output
+
     text = output.render(rows, columns, fmt, shares, with_shares)
     headers = {
         "Content-Type": f"{'application/json' if fmt == 'json' else 'text/csv'}; charset=utf-8",
@@ -237,6 +241,8 @@ def host_table(ranks: Ranks, store: Store, rows: Sequence[dict], ranking: Rankin
     pages (hosts)."""
     if not rows:
         return "<p>Nothing found.</p>"
+    from rankstore.views import MEMBERS
+
     level = ranking.level
     members = MEMBERS[level]
     lines = [
