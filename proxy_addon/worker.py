@@ -61,13 +61,21 @@ __all__ = ["rewrite_page", "prepare_panel", "preload", "ready", "serve"]
 # to a worker.
 INLINE_LEVEL_PAGES = 100
 _ranks: dict[tuple[str, str, int, LevelChoice], Ranks] = {}
+_ranks_made = threading.Lock()
 
 
 def _ranks_for(store: str, ranking: str, panel: int, levels: LevelChoice = AUTOMATIC) -> Ranks:
+    """The one :class:`Ranks` of this process for a store and its settings, whichever thread asks first (the
+    worker's preload thread and its jobs start together: a second one would replace the first and start with
+    nothing kept, and a panel made ahead for a page would be made again in its job)."""
     key = (store, ranking, panel, levels)
-    if key not in _ranks:
-        _ranks[key] = Ranks(store, ranking, panel, preload=PRELOAD_PAGES, levels=levels)
-    return _ranks[key]
+    ranks = _ranks.get(key)
+    if ranks is None:
+        with _ranks_made:
+            ranks = _ranks.get(key)
+            if ranks is None:
+                ranks = _ranks[key] = Ranks(store, ranking, panel, preload=PRELOAD_PAGES, levels=levels)
+    return ranks
 
 
 def rewrite_job(

@@ -595,6 +595,30 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     assert prepare_panel(path, "pagerank", 0, url) is False  # no panel wanted: none made
 
 
+def test_the_workers_threads_share_one_ranks_whichever_asks_first(store_path, tmp_path, monkeypatch):
+    """A worker's preload thread and its first jobs ask for the store's Ranks at once: one is made, and both
+    get it (a second, made while the first was in use, replaced it: a panel made ahead was made again in its
+    job, which the CI saw once under load)."""
+    from proxy_addon import worker
+
+    path = str(tmp_path / "shared.db")
+    shutil.copy(store_path, path)
+    made = worker.Ranks
+
+    def slow(*args, **kwargs):
+        time.sleep(0.2)  # the constructor of one thread still running when the other asks
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "Ranks", slow)
+    got: list = []
+    threads = [threading.Thread(target=lambda: got.append(worker._ranks_for(path, "pagerank", 10))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(got) == 2 and got[0] is got[1] is worker._ranks_for(path, "pagerank", 10)
+
+
 def test_kept_values_are_bounded_and_belong_to_their_connection(store_path, site, monkeypatch):
     from proxy_addon import ranks as ranks_module
 
