@@ -378,11 +378,18 @@ class Mapped(Part):
                     pass
 
 
+# np.load reads a file's header with ast.literal_eval, and CPython 3.11's AST validator counts its recursion
+# in the interpreter's state, not the thread's: two threads reading headers at once (a proxy's preload thread
+# beside a page) can raise "SystemError: AST constructor recursion depth mismatch".  One reader at a time.
+_HEADERS_READ = threading.Lock()
+
+
 def _mapped(path: Path) -> np.ndarray:
     """The array in ``path``, mapped read-only.  A small file is read ahead into the page cache (which is no
     process's memory): a view's first touch of it is then no wait on the disk.  A large one (:data:`LARGE`) is
     read a page at a time, as it is touched, and mapped so (see the module's docstring)."""
-    values = np.load(path, mmap_mode="r", allow_pickle=False)
+    with _HEADERS_READ:
+        values = np.load(path, mmap_mode="r", allow_pickle=False)
     held = getattr(values, "_mmap", None)  # none for an empty array
     if held is not None:
         if len(held) >= LARGE:
