@@ -1,4 +1,4 @@
-/* A page's listed links -> its set of links: the C twin of rankstore.extract._listed_targets.
+/* A page's listed links -> its set of links: the C twin of rankstore.extract.listed_targets.
  *
  * listed_targets(links, cache, resolve, page_nofollow, clean, casts_no_vote) reads a page's links as
  * written (ListedLink: href, rel, anchor_text) by resolve_listed's rules, in two passes as the twin does:

@@ -24,7 +24,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from .sources import ListedLink, ListedPage, casts_no_vote
 from .urls import canonical, resolver, resolving
 
-try:  # the C twin of listed_targets (tests/test_wat.py holds both to the same pages)
+try:  # the C twin of listed_targets (tests/test_wat_twins.py holds both to the same pages)
     from . import _fastlisted  # type: ignore[attr-defined]
 except ImportError:  # built without a compiler
     _fastlisted = None

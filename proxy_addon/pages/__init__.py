@@ -39,8 +39,8 @@ most :data:`~.params.MAX_TARGETS` targets to compare), and what is wrong is
 said on a 400 page of ours.  The store's work for one request stops past
 :data:`QUERY_DEADLINE` seconds (a progress handler on the connection the page
 uses) with a 503 page, and whatever the work (arrays read from a cold disk are
-no SQLite work) the proxy answers by :data:`ANSWER_BY`; no error text from the store or Python ever reaches a
-page, so nothing of its state leaks.
+no SQLite work) the proxy answers by :data:`ANSWER_BY`; no error text from the
+store or Python ever reaches a page, so nothing of its state leaks.
 """
 
 from __future__ import annotations

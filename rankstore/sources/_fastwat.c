@@ -9,9 +9,10 @@
  *
  * It answers None wherever its answer might differ from the full parse's: JSON that a parser rejects or
  * reads otherwise (invalid UTF-8, a lone surrogate, control characters, trailing data, depth), a kept key
- * written twice in one object, a kept field of an unexpected type, a non-ASCII rel to be compared.  The
+ * written twice in one object, a kept object or array of another kind (a kept string of another kind is
+ * None, as the reader takes it), a Status that is no integer or string, a non-ASCII rel to be compared.  The
  * caller then parses the body whole (wat._loads) and reads it as before: this module never decides alone
- * what a malformed envelope is.  tests/test_wat.py holds the twins to the same pages. */
+ * what a malformed envelope is.  tests/test_wat_twins.py holds the twins to the same pages. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -42,7 +42,7 @@ try:  # a dependency; the standard library's json is its twin (tests/test_wat.py
 except ImportError:  # an install without it
     _orjson = None  # type: ignore[assignment]
 
-try:  # the C twin of _loads + unique_links (tests/test_wat.py runs every envelope through both)
+try:  # the C twin of _loads + unique_links (tests/test_wat_twins.py runs every envelope through both)
     from . import _fastwat  # type: ignore[attr-defined]
 except ImportError:  # built without a compiler
     _fastwat = None
