@@ -418,7 +418,7 @@ class PageRankProxy:
     ) -> None:
         job = self._job(flow)
         # the page's record is made while it is rewritten (in a worker, else a thread), and kept if it is annotated
-        recording = self.recorder.take(flow, body, job.content_encoding, job.limit, self._record_maker(), "in a worker")
+        recording = self.recorder.take(flow, body, job, self._record_maker(), "in a worker")
         try:
             done, route = await self._rewrite(body, job)
         except (StoreError, WorkerError) as error:

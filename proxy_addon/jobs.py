@@ -27,7 +27,10 @@ from __future__ import annotations
 import enum
 import pickle
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .record import WarcOriginal
 
 HEADER = struct.Struct("!I")  # each message's length, before it
 # a worker's first message, before any answer: it has started and takes pages (no answer is empty)
@@ -122,10 +125,12 @@ class RecordOrder(NamedTuple):
 
 class Recorded(NamedTuple):
     """A page's record made: its line (with its newline) and its WARC member (None when none is kept), each
-    written whole as it is."""
+    written whole as it is; ``original``, for a member made in the proxy's process that holds a body its
+    revisits may name once it is written (:class:`~.record.WarcOriginal`; never sent by a worker)."""
 
     line: bytes
     warc: bytes | None
+    original: WarcOriginal | None = None
 
 
 class RecordInSlot(NamedTuple):
@@ -185,7 +190,7 @@ def answer_message(answer: Answer) -> bytes:
     if answer is None:
         return _framed(("record", None, None))
     if isinstance(answer, Recorded | RecordInSlot):
-        return _framed(("record", *answer))
+        return _framed(("record", *answer[:2]))  # a worker's record names no response
     if isinstance(answer, Failed):
         return _framed((False, answer.message))
     if isinstance(answer, Untouched):

@@ -4,7 +4,9 @@ For each HTML page the PageRank addon annotates, one JSON line goes to ``DIR/pag
 the page's URL, status, title, fetch time and out-links (nofollow, anchor text), read by the build's own
 extractor (:func:`rankstore.extract.extract`), so that ``rankstore build DIR`` finds the links a crawl of the
 page finds.  With ``pagerank_record_warc`` the same responses go to ``DIR/responses-<UTCSTAMP>-<PID>.warc.gz``
-too, one gzip member a record.  The format is the record contract's (docs/ARCHITECTURE.md, "The record").
+too, one gzip member a record: a response, or for a body the file holds already (compared byte for byte), a
+revisit record naming that response (:func:`revisit_member`).  The format is the record contract's
+(docs/ARCHITECTURE.md, "The record").
 
 The record holds what the user chose, nothing a page chose.  Never recorded: the proxy's own pages (never
 annotated), what is not a top-level navigation (a request whose ``Sec-Fetch-Dest`` is not ``document``: a
@@ -29,16 +31,18 @@ at most the page it was answering.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import fnmatch
 import gzip
+import hashlib
 import json
 import logging
 import os
+import random
 import re
 import struct
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -61,7 +65,7 @@ from rankstore.sources.record import (
 from rankstore.urls import canonical
 
 from .bodies import decode
-from .jobs import Recorded, RecordJob
+from .jobs import PageJob, Recorded, RecordJob
 
 __all__ = [
     "RecordSettings",
@@ -83,6 +87,10 @@ __all__ = [
     "without_secrets",
     "recorded_page",
     "warc_member",
+    "revisit_member",
+    "payload_digest",
+    "WarcOriginal",
+    "REVISIT_PROFILE",
     "deflated_body",
     "make_record",
     "PageKey",
@@ -137,10 +145,12 @@ Making = Callable[[bytes, RecordJob], "asyncio.Future[Recorded | None]"]
 
 @dataclass(frozen=True)
 class Recording:
-    """A page's record on its way (:meth:`Recorder.take`), and where it is made, in words (the flow's note)."""
+    """A page's record on its way (:meth:`Recorder.take`), where it is made, in words (the flow's note), and
+    the page's key in the revisits' cache, if it is kept there."""
 
     future: asyncio.Future[Recorded | None]
     place: str
+    key: PageKey | None = None
 
 
 class HostPattern(NamedTuple):
@@ -405,19 +415,26 @@ def _without_query(url: str) -> str:
     return urlunsplit(parts._replace(query="")) if parts.query else url
 
 
-def warc_member(page: RecordedPage, head: ResponseHead, body: bytes, deflated: bytes | None = None) -> bytes:
+def warc_member(
+    page: RecordedPage,
+    head: ResponseHead,
+    body: bytes,
+    deflated: bytes | None = None,
+    digest: bytes | None = None,
+    record_id: bytes | None = None,
+) -> bytes:
     """The response as a WARC response record, compressed as a gzip member of its own: its body decoded (what
     a reader parses; none for a private response, marked ``WARC-Truncated``) under the origin's status line
     and headers, less those that no longer hold and cookies.  ``deflated``: the body already compressed
-    (:func:`deflated_body`), put in the member as it is between the record's head and its end.
+    (:func:`deflated_body`), put in the member as it is between the record's head and its end; ``digest``:
+    the body's :func:`payload_digest`, made here if not given; ``record_id``: the record's, a new one if not
+    given.
 
     The record is laid out as fastwarc writes one (the build reads it with fastwarc), but put together
     here: the body is never copied into a record to be found in it again."""
-    lines = [f"HTTP/1.1 {head.status} {head.reason}".rstrip().encode("latin-1", errors="replace")]
-    lines += [name + b": " + value for name, value in head.fields if name.lower().decode() not in _WARC_DROPPED]
-    lines.append(b"Content-Length: %d" % len(body))
-    http_head = b"\r\n".join(lines) + b"\r\n\r\n"
-    before = _warc_head(page, len(http_head) + len(body)) + http_head
+    http_head = _http_head(head, len(body))
+    fields = [b"WARC-Payload-Digest: " + (digest or payload_digest(body))] if body else []
+    before = _warc_head(page, len(http_head) + len(body), record_id or _record_id(), fields) + http_head
     if deflated is None or not body:
         # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while
         # the page waits
@@ -437,15 +454,108 @@ def warc_member(page: RecordedPage, head: ResponseHead, body: bytes, deflated: b
     )
 
 
-def _warc_head(page: RecordedPage, length: int) -> bytes:
-    """A response record's WARC head, for a block of ``length`` bytes, its fields in fastwarc's order."""
+def revisit_member(page: RecordedPage, head: ResponseHead, length: int, original: WarcOriginal) -> bytes:
+    """A revisit of a page whose body is the one of a response record this process wrote (``original``): a
+    WARC revisit record (WARC 1.1, 6.7.2, profile identical-payload-digest, as wget's and Heritrix's
+    deduplication write one) holding the response's status line and headers (the body's ``length`` said in
+    them) and no body, which names the response that holds it.  Compressed as a gzip member of stored blocks:
+    a few hundred bytes that a compressor would take longer to set up for than to copy."""
+    return _revisit(_revisit_fields(page.url, original), page.fetched.encode(), _http_head(head, length))
+
+
+def _revisit_fields(url: str, original: WarcOriginal) -> bytes:
+    """A revisit's WARC fields after its Content-Length, the same for each revisit of a body: made once."""
+    fields = [
+        b"",
+        b"WARC-Target-URI: " + url.encode(),
+        b"WARC-Refers-To: " + original.record_id,
+        b"WARC-Refers-To-Target-URI: " + original.url.encode(),
+        b"WARC-Refers-To-Date: " + original.date.encode(),
+        b"WARC-Profile: " + REVISIT_PROFILE,
+        b"WARC-Payload-Digest: " + original.digest,
+        b"Content-Type: application/http; msgtype=response",
+    ]
+    return b"\r\n".join(fields) + b"\r\n\r\n"
+
+
+def _revisit(fields: bytes, fetched: bytes, http_head: bytes) -> bytes:
+    """:func:`revisit_member` from its parts: its fields made once (:func:`_revisit_fields`), its time and its
+    status line and headers."""
+    data = b"".join(
+        (
+            b"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Date: ",
+            fetched,
+            b"\r\nWARC-Record-ID: ",
+            _record_id(),
+            b"\r\nContent-Length: %d" % len(http_head),
+            fields,
+            http_head,
+            _RECORD_END,
+        )
+    )
+    return b"".join((_GZIP_HEADER, _stored(data, final=True), struct.pack("<II", zlib.crc32(data), len(data))))
+
+
+# WARC 1.1's revisit profile for a body found the same as one recorded before
+REVISIT_PROFILE = b"http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+
+
+class WarcOriginal(NamedTuple):
+    """A response record with a body, written to this process's WARC file: what a revisit of the same body
+    names (:func:`revisit_member`)."""
+
+    record_id: bytes  # <urn:uuid:...>
+    url: str  # its WARC-Target-URI
+    date: str  # its WARC-Date
+    digest: bytes  # its WARC-Payload-Digest
+
+
+def payload_digest(body: bytes) -> bytes:
+    """A body's ``WARC-Payload-Digest``: SHA-1 in base 32, as wget, Heritrix and warcio write it."""
+    return b"sha1:" + base64.b32encode(hashlib.sha1(body).digest())
+
+
+def _record_id() -> bytes:
+    """A new ``WARC-Record-ID``: a random (version 4) UUID, as uuid4 makes, but from a generator seeded by
+    the system's once a process rather than a system call a record (a revisit is made while its page
+    waits); ids need to be unique, not secret."""
+    global _ids_pid
+    if _ids_pid != os.getpid():  # a process forked: its own sequence
+        _ids.seed(os.urandom(32))
+        _ids_pid = os.getpid()
+    value = _ids.getrandbits(128) & _UUID_RANDOM | _UUID_V4
+    text = b"%032x" % value
+    return b"<urn:uuid:%s-%s-%s-%s-%s>" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
+
+
+_ids = random.Random()
+_ids_pid: int | None = None
+_UUID_RANDOM = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)  # all but the version's and variant's bits
+_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)  # version 4, variant RFC 4122
+
+
+def _http_head(head: ResponseHead, length: int) -> bytes:
+    """The response's status line and headers, less those a record's decoded body makes wrong and cookies, and
+    the body's ``length``."""
+    lines = [f"HTTP/1.1 {head.status} {head.reason}".rstrip().encode("latin-1", errors="replace")]
+    lines += [name + b": " + value for name, value in head.fields if name.lower().decode() not in _WARC_DROPPED]
+    lines.append(b"Content-Length: %d" % length)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _warc_head(
+    page: RecordedPage, length: int, record_id: bytes, more: list[bytes], kind: bytes = b"response"
+) -> bytes:
+    """A record's WARC head, for a block of ``length`` bytes, its fields in fastwarc's order, ``more`` after
+    its target."""
     fields = [
         b"WARC/1.1",
-        b"WARC-Type: response",
+        b"WARC-Type: " + kind,
         b"WARC-Date: " + page.fetched.encode(),
-        b"WARC-Record-ID: <urn:uuid:" + str(uuid.uuid4()).encode() + b">",
+        b"WARC-Record-ID: " + record_id,
         b"Content-Length: %d" % length,
         b"WARC-Target-URI: " + page.url.encode(),
+        *more,
         b"Content-Type: application/http; msgtype=response",
     ]
     if page.withheld:  # a private response: its body is not kept
@@ -503,6 +613,9 @@ class _Kept(NamedTuple):
     line: bytes
     url: str  # as the line and the WARC record name it
     deflated: bytes | None  # its body's deflate blocks (none for a private response's, or without WARC)
+    digest: bytes | None  # its body's payload_digest (with its deflate blocks)
+    original: WarcOriginal | None = None  # the response holding this body, once written: revisits name it
+    revisit_fields: bytes = b""  # then its revisits' WARC fields that name it (_revisit_fields)
 
     @property
     def size(self) -> int:
@@ -511,11 +624,13 @@ class _Kept(NamedTuple):
 
 class RevisitCache:
     """The records of the pages last recorded, for a revisit of one whose body has not changed (byte for
-    byte): its line is the one made at its first visit with its new fetch time, and its WARC member is put
-    together around its body compressed once (:func:`warc_member`), here in the event loop, in a fraction of
-    a parse.  Only a page sent uncompressed and of at most ``most_body`` bytes (what the loop may hold a
-    body for); at most ``most_pages`` pages and ``most_bytes`` of bodies, lines and compressed bodies kept,
-    the oldest let go."""
+    byte): its line is the one made at its first visit with its new fetch time, and its WARC member a revisit
+    record naming the response that holds the body (:func:`revisit_member`), or, until that response is
+    written (:meth:`written`), a response put together around the body compressed once
+    (:func:`warc_member`): here in the event loop, in a fraction of a parse.  Only a page sent uncompressed
+    and of at most ``most_body`` bytes (what the loop may hold a body for); at most ``most_pages`` pages and
+    ``most_bytes`` of bodies, lines and compressed bodies kept, the oldest let go.  One cache a WARC file:
+    a revisit names a response of its own file."""
 
     def __init__(self, most_pages: int = 256, most_bytes: int = 32 * 1024 * 1024, most_body: int = 1024 * 1024):
         self.most_pages, self.most_bytes, self.most_body = most_pages, most_bytes, most_body
@@ -536,21 +651,23 @@ class RevisitCache:
             return None
         del self._kept[key]
         self._kept[key] = kept  # the newest now
-        if job.warc and kept.deflated is None and body and not job.withheld:
+        if job.warc and kept.deflated is None and kept.original is None and body and not job.withheld:
             self._bytes -= kept.size
-            kept = self._kept[key] = kept._replace(deflated=deflated_body(body))
+            kept = self._kept[key] = kept._replace(deflated=deflated_body(body), digest=payload_digest(body))
             self._bytes += kept.size
         record = self._record(kept, body, job)
         self._trim()
         return record
 
-    def first(self, key: PageKey, body: bytes, job: RecordJob, line: bytes, deflated: bytes | None) -> Recorded:
+    def first(
+        self, key: PageKey, body: bytes, job: RecordJob, line: bytes, deflated: bytes | None, digest: bytes | None
+    ) -> Recorded:
         """The record of a page's first visit (or of a changed body's), from its line (made elsewhere:
-        :func:`make_record`) and its body's deflate blocks, and kept for its revisits."""
+        :func:`make_record`), its body's deflate blocks and digest, and kept for its revisits."""
         url = _line_url(line)
         if url is None:
             raise ValueError("a record's line without its URL")
-        kept = _Kept(body, line, url, deflated)
+        kept = _Kept(body, line, url, deflated, digest)
         gone = self._kept.pop(key, None)
         if gone is not None:
             self._bytes -= gone.size
@@ -560,15 +677,31 @@ class RevisitCache:
         self._trim()
         return record
 
+    def written(self, key: PageKey, original: WarcOriginal) -> None:
+        """A response this cache made has been written: the page's revisits name it from now on (if its body
+        is still the one kept)."""
+        kept = self._kept.get(key)
+        if kept is not None and kept.original is None and kept.digest == original.digest:
+            fields = _revisit_fields(kept.url, original)
+            now = self._kept[key] = kept._replace(deflated=None, original=original, revisit_fields=fields)  # no body
+            self._bytes += now.size - kept.size
+
     @staticmethod
     def _record(kept: _Kept, body: bytes, job: RecordJob) -> Recorded:
         when = time.strftime(_WHEN, time.gmtime(job.fetched))
         line = _with_fetched(kept.line, when)
         if not job.warc:
             return Recorded(line, None)
-        page = RecordedPage(kept.url, job.status, None, when, (), withheld=job.withheld)
         head = ResponseHead(job.status, job.reason, job.headers)
-        return Recorded(line, warc_member(page, head, b"" if job.withheld else body, kept.deflated))
+        if kept.original is not None and body and not job.withheld:
+            return Recorded(line, _revisit(kept.revisit_fields, when.encode(), _http_head(head, len(body))))
+        page = RecordedPage(kept.url, job.status, None, when, (), withheld=job.withheld)
+        if job.withheld or not body:  # no body kept: a response without one
+            return Recorded(line, warc_member(page, head, b""))
+        assert kept.digest is not None  # made with the deflate blocks
+        record_id = _record_id()
+        member = warc_member(page, head, body, kept.deflated, kept.digest, record_id)
+        return Recorded(line, member, WarcOriginal(record_id, kept.url, when, kept.digest))
 
     def _trim(self) -> None:
         while self._kept and (len(self._kept) > self.most_pages or self._bytes > self.most_bytes):
@@ -744,18 +877,12 @@ class Recorder:
         self.settings = settings
 
     def take(
-        self,
-        flow: http.HTTPFlow,
-        body: bytes,
-        content_encoding: str | None,
-        limit: int,
-        make: Making | None = None,
-        place: str = "in a thread",
+        self, flow: http.HTTPFlow, body: bytes, page: PageJob, make: Making | None = None, place: str = "in a thread"
     ) -> Recording | None:
         """Start making a page's record (while it is rewritten) with ``make``, which makes it ``place`` (by
         default in a thread), unless it is not to be recorded, or from what is kept of it if its body is
         the same as at a visit lately (:class:`RevisitCache`)."""
-        job = self.job(flow, content_encoding, limit)
+        job = self.job(flow, page)
         if job is None:
             return None
         if make is None:
@@ -767,40 +894,40 @@ class Recorder:
         if made is not None:  # made here, at once
             done: asyncio.Future[Recorded | None] = asyncio.get_running_loop().create_future()
             done.set_result(made)
-            return Recording(done, "from its visit before")
+            return Recording(done, "from its visit before", key)
         # its line made elsewhere, while this loop (once the page's rewrite is done) compresses its body, from
-        # which the WARC member is put together here, as for its revisits
+        # which the WARC member is put together here
         making = make(body, job._replace(warc=False))
-        return Recording(asyncio.ensure_future(self._first_visit(key, body, job, making)), place)
+        return Recording(asyncio.ensure_future(self._first_visit(key, body, job, making)), place, key)
 
     async def _first_visit(
         self, key: PageKey, body: bytes, job: RecordJob, making: asyncio.Future[Recorded | None]
     ) -> Recorded | None:
-        deflated = None
+        deflated = digest = None
         if job.warc and body and not job.withheld:
             # a large body is compressed off the loop (beside the worker's parse); a page's, in a fraction of it
             small = len(body) <= DEFLATE_IN_LOOP
-            deflated = deflated_body(body) if small else await asyncio.to_thread(deflated_body, body)
+            deflated, digest = _compressed(body) if small else await asyncio.to_thread(_compressed, body)
         made = await making
         if made is None:
             return None
-        return self.revisits.first(key, body, job, made.line, deflated)
+        return self.revisits.first(key, body, job, made.line, deflated, digest)
 
-    def job(self, flow: http.HTTPFlow, content_encoding: str | None, limit: int) -> RecordJob | None:
+    def job(self, flow: http.HTTPFlow, page: PageJob) -> RecordJob | None:
         """What making a page's record needs besides its body, None if it is not to be recorded: decided here,
-        in the event loop, from the options and the flow."""
+        in the event loop, from the options, the flow and its rewrite's job (``page``)."""
         settings, response = self.settings, flow.response
         if settings is None or response is None or private_reason(flow, settings.exclude) is not None:
             return None
         head = ResponseHead.of(response)
         return RecordJob(
-            flow.request.url,
+            page.url,
             head.status,
             head.reason,
             head.fields,
             response.timestamp_end or time.time(),
-            content_encoding,
-            limit,
+            page.content_encoding,
+            page.limit,
             settings.queries,
             not settings.private and private_response(head),  # the visit alone: no title, links or body
             settings.warc,
@@ -822,6 +949,8 @@ class Recorder:
                     files.write_warc(taken.warc)
                 else:
                     await asyncio.to_thread(files.write_warc, taken.warc)
+                if taken.original is not None and recording.key is not None and files is self.files:
+                    self.revisits.written(recording.key, taken.original)
         except OSError as error:
             log.warning("pagerank: recording %s: %s", files.directory, error)
             return None
@@ -840,9 +969,15 @@ class Recorder:
         if self.files is not None:
             self.files.close()
             self.files = None
+            self.revisits = RevisitCache()  # a revisit names a response of its own file
 
     def done(self) -> None:
         self.close()
+
+
+def _compressed(body: bytes) -> tuple[bytes, bytes]:
+    """A body's deflate blocks and payload digest, for its response and its revisits."""
+    return deflated_body(body), payload_digest(body)
 
 
 def _consumed(future: asyncio.Future) -> None:

@@ -1714,4 +1714,5 @@ def forget(host, before, record_dir, store_path):
             click.echo(
                 f"record's WARC: {responses.records:,} records ({responses.naming:,} naming the host) taken out "
                 f"of {responses.files:,} files"
+                + (f"; {responses.remade:,} later revisits made whole responses again" if responses.remade else "")
             )

@@ -190,3 +190,75 @@ def _empty_store(folder: Path) -> str:
     if not os.path.exists(path):
         run("build", data("small.warc.gz"), "--store", path, "-q")
     return path
+
+
+def _visited_twice(url: str, body: bytes, first: str, again: str) -> tuple[bytes, bytes]:
+    """A page's response and a revisit naming it, as the proxy writes them for a body seen twice."""
+    from proxy_addon.record import (
+        RecordedPage,
+        ResponseHead,
+        WarcOriginal,
+        payload_digest,
+        revisit_member,
+        warc_member,
+    )
+
+    head = ResponseHead(200, "OK", ((b"Content-Type", b"text/html"),))
+    record_id = f"<urn:uuid:{abs(hash((url, first))):032x}>".encode()
+    response = warc_member(RecordedPage(url, 200, None, first, ()), head, body, record_id=record_id)
+    original = WarcOriginal(record_id, url, first, payload_digest(body))
+    return response, revisit_member(RecordedPage(url, 200, None, again, ()), head, len(body), original)
+
+
+def test_forget_takes_a_revisit_with_the_response_it_names_and_makes_one_whole_when_its_response_goes(tmp_path):
+    from fastwarc.warc import ArchiveIterator as FastIterator
+    from recordkit import make_record
+    from warcio import ArchiveIterator
+
+    record = make_record(str(tmp_path / "record"))
+    path = os.path.join(record, "responses-20261127T000000Z-7.warc.gz")
+    news = _visited_twice("http://news.example/", b"<a href='https://secret.example/'>it</a>", *_TIMES[:2])
+    story = _visited_twice("http://news.example/story", b"<p>Nothing to hide.</p>", *_TIMES[:2])
+    login = _visited_twice("http://secret.example/login", b"<title>Login</title>", *_TIMES[:2])
+    Path(path).write_bytes(b"".join((*news, *story, *login)))
+    result = invoke("forget", "--host", "secret.example", "--record", record, "--store", _empty_store(tmp_path))
+    assert result.exit_code == 0, result.output
+    # news' revisit goes with its response, whose body names the host: its own member does not
+    assert b"secret" not in gzip.decompress(news[1]).lower()
+    assert "WARC: 4 records (2 naming the host) taken out of 1 files" in result.output
+    assert Path(path).read_bytes() == b"".join(story)  # byte for byte
+
+    early = _visited_twice("http://news.example/early", b"<p>early text</p>", "2026-11-01T10:00:00Z", _TIMES[1])
+    late = _visited_twice("http://news.example/late", b"<p>late text</p>", _TIMES[1], _TIMES[1])
+    Path(path).write_bytes(b"".join((*early, *late)))
+    result = invoke("forget", "--before", "2026-11-10", "--record", record, "--store", _empty_store(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "WARC: 1 records (0 naming the host) taken out of 1 files; 1 later revisits made whole" in result.output
+    with open(path, "rb") as handle:
+        read = [
+            (r.headers["WARC-Type"], r.headers["WARC-Date"], r.reader.read())
+            for r in FastIterator(handle, parse_http=True)
+        ]
+    assert read == [
+        ("response", _TIMES[1], b"<p>early text</p>"),  # the later visit, its body given back
+        ("response", _TIMES[1], b"<p>late text</p>"),
+        ("revisit", _TIMES[1], b""),  # its response stays: as it was
+    ]
+    remade = gzip.decompress(Path(path).read_bytes()).split(b"WARC/1.1")[1]
+    assert b"WARC-Refers-To" not in remade and b"WARC-Profile" not in remade
+    assert warc_fields(remade)[b"WARC-Record-ID"] == warc_fields(gzip.decompress(early[1]))[b"WARC-Record-ID"]
+    with open(path, "rb") as handle:  # warcio checks the block's length and reads every record
+        assert [(r.rec_type, r.content_stream().read()) for r in ArchiveIterator(handle)] == [
+            ("response", b"<p>early text</p>"),
+            ("response", b"<p>late text</p>"),
+            ("revisit", b""),
+        ]
+    assert Path(path).read_bytes().endswith(b"".join(late))
+
+
+_TIMES = ("2026-11-20T10:00:00Z", "2026-11-21T10:00:00Z")
+
+
+def warc_fields(record: bytes) -> dict[bytes, bytes]:
+    head = record.split(b"\r\n\r\n", 1)[0]
+    return dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line)

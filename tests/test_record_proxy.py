@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fastwarc.warc import ArchiveIterator
 from recordkit import small_ranked_store
 
 from rankstore.cli import cli
@@ -196,7 +197,14 @@ def test_the_warc_holds_the_same_responses_and_the_build_reads_the_same_links(se
     [warc] = record.glob("responses-*.warc.gz")
     assert warc.name[len("responses-") :] == next(record.glob("pages-*.jsonl")).name[len("pages-") : -6] + ".warc.gz"
     records = list(read_warc(str(warc)))
-    assert [r.url for r in records] == [base + path for path in browsed]
+    assert [r.url for r in records] == [base + path for path in browsed[:-1]]  # the page seen again: a revisit
+    with open(warc, "rb") as handle:
+        kinds = [
+            (item.headers.get("WARC-Type"), item.headers.get("WARC-Record-ID"), item.headers.get("WARC-Refers-To"))
+            for item in ArchiveIterator(handle)
+        ]
+    assert [kind for kind, _, _ in kinds] == ["response"] * len(PAGES) + ["revisit"]
+    assert kinds[-1][2] == kinds[0][1]  # it names the first visit's response, which holds the body
     lines = lines_of(record)
     for found, path, line in zip(records, browsed, lines):
         with open(os.path.join(PYTHON_DOC, path), "rb") as file:

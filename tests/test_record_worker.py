@@ -168,11 +168,21 @@ def warc_members(path) -> list[bytes]:
     return members
 
 
+def warc_fields(member: bytes) -> dict[bytes, bytes]:
+    """The WARC head's fields of a member's record (decompressed), by name."""
+    head = member.split(b"\r\n\r\n", 1)[0]
+    return dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+
+
 def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python_doc_crawl):
-    """For every page of the crawl: the revisit's line and WARC member (put together around the body compressed
-    once) are the ones make_record makes for that visit, its later fetch and its new Date header; the member is
-    one gzip member that the build's WARC reader reads."""
-    from proxy_addon.record import RevisitCache, deflated_body
+    """For every page of the crawl: the revisit's line is the one make_record makes for that visit, its later
+    fetch and its new Date header; its WARC member, until its first visit's response is written, is that
+    visit's response too (put together around the body compressed once), and then a revisit record naming that
+    response (WARC 1.1's identical-payload-digest profile), with the visit's own status line and headers and
+    no body; each is one gzip member that the build's WARC reader and warcio read."""
+    import warcio
+
+    from proxy_addon.record import REVISIT_PROFILE, RevisitCache, deflated_body, payload_digest
 
     cache = RevisitCache()
     jobs = jobs_of(crawled_pages(python_doc_crawl.warc))
@@ -184,25 +194,55 @@ def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python
         key = cache.key(body, job)
         assert key is not None and cache.made(key, body, job) is None  # nothing kept before its first visit
         line = make_record(body, job._replace(warc=False)).line
-        first = cache.first(key, body, job, line, None if job.withheld else deflated_body(body))
+        withheld = job.withheld
+        first = cache.first(
+            key, body, job, line, None if withheld else deflated_body(body), None if withheld else payload_digest(body)
+        )
         expected = make_record(body, job)
         assert first.line == expected.line and same_warc(first.warc, expected.warc), job.url
-    for body, job in plain:
-        later = job._replace(
-            fetched=job.fetched + 3600,
-            headers=tuple((n, b"Mon, 30 Nov 2026 10:00:00 GMT" if n == b"Date" else v) for n, v in job.headers),
-        )
-        again = cache.made(cache.key(body, later), body, later)
-        expected = make_record(body, later)
-        assert again is not None and again.line == expected.line and same_warc(again.warc, expected.warc), job.url
-        inflater = zlib.decompressobj(31)
-        inflater.decompress(again.warc)
-        assert inflater.eof and not inflater.unused_data  # one whole member
-        read = [
-            (record.headers["WARC-Target-URI"], record.reader.read())
-            for record in ArchiveIterator(io.BytesIO(again.warc), parse_http=True)
-        ]
-        assert read == [(json.loads(again.line)["url"], b"" if job.withheld else body)]
+        assert (first.original is None) == job.withheld  # a response without its body is none to name
+    originals = {}
+    for hours, turn in enumerate(("unwritten", "written"), 1):
+        for body, job in plain:
+            later = job._replace(
+                fetched=job.fetched + 3600 * hours,
+                headers=tuple((n, b"Mon, 30 Nov 2026 10:00:00 GMT" if n == b"Date" else v) for n, v in job.headers),
+            )
+            key = cache.key(body, later)
+            again = cache.made(key, body, later)
+            expected = make_record(body, later)
+            assert again is not None and again.line == expected.line, job.url
+            inflater = zlib.decompressobj(31)
+            inflater.decompress(again.warc)
+            assert inflater.eof and not inflater.unused_data  # one whole member
+            read = [
+                (record.headers["WARC-Type"], record.headers["WARC-Target-URI"], record.reader.read())
+                for record in ArchiveIterator(io.BytesIO(again.warc), parse_http=True)
+            ]
+            url = json.loads(again.line)["url"]
+            if turn == "unwritten" or job.withheld:  # a response, as its first visit's
+                assert same_warc(again.warc, expected.warc), job.url
+                assert read == [("response", url, b"" if job.withheld else body)]
+                if again.original is not None:
+                    originals[job.url] = again.original
+                    cache.written(key, again.original)
+                continue
+            original = originals[job.url]
+            fields = warc_fields(gzip.decompress(again.warc))
+            assert (fields[b"WARC-Type"], fields[b"WARC-Refers-To"]) == (b"revisit", original.record_id)
+            assert fields[b"WARC-Refers-To-Target-URI"] == url.encode() == original.url.encode()
+            assert fields[b"WARC-Refers-To-Date"] == original.date.encode() != fields[b"WARC-Date"]
+            assert fields[b"WARC-Profile"] == REVISIT_PROFILE
+            assert fields[b"WARC-Payload-Digest"] == payload_digest(body) == original.digest
+            assert b"WARC-Payload-Digest: " + original.digest in gzip.decompress(expected.warc)
+            # the visit's own status line and headers, the body's length said in them, and no body
+            http_head = gzip.decompress(expected.warc).split(b"\r\n\r\n", 1)[1][: -len(body) - 4]
+            assert gzip.decompress(again.warc).split(b"\r\n\r\n", 1)[1] == http_head + b"\r\n\r\n"
+            assert read == [("revisit", url, b"")]
+            [seen] = warcio.ArchiveIterator(io.BytesIO(again.warc))
+            assert (seen.rec_type, seen.rec_headers["WARC-Refers-To"]) == ("revisit", original.record_id.decode())
+            assert seen.http_headers.get_statuscode() == "200" and seen.content_stream().read() == b""
+            assert again.original is None  # it names one; none names it
     changed = plain[0][0] + b"<!-- changed -->"
     assert cache.made(cache.key(changed, plain[0][1]), changed, plain[0][1]) is None  # another body: parsed anew
     body, job = plain[0]
@@ -210,8 +250,11 @@ def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python
     key = cache.key(same_length, job)
     assert key == cache.key(body, job) and cache.made(key, same_length, job) is None  # compared byte for byte
     line = make_record(same_length, job._replace(warc=False)).line
-    cache.first(key, same_length, job, line, deflated_body(same_length))  # kept in place of the body before
-    assert cache.made(key, body, job) is None and cache.made(key, same_length, job) is not None
+    # kept in place of the body before, whose response a revisit names no more
+    cache.first(key, same_length, job, line, deflated_body(same_length), payload_digest(same_length))
+    assert cache.made(key, body, job) is None
+    made = cache.made(key, same_length, job)
+    assert made is not None and warc_fields(gzip.decompress(made.warc))[b"WARC-Type"] == b"response"
 
 
 async def test_the_proxy_records_a_revisit_from_its_first_visit_and_a_changed_or_coded_page_anew(
@@ -241,8 +284,18 @@ async def test_the_proxy_records_a_revisit_from_its_first_visit_and_a_changed_or
     [warc] = list(record.glob("responses-*.warc.gz"))
     lines, members = pages.read_bytes().splitlines(keepends=True), warc_members(warc)
     assert len(lines) == len(members) == len(visits)
-    for (sent, _, _), flow, head, line, member in zip(visits, flows, heads, lines, members, strict=True):
+    first = warc_fields(members[0])
+    for (sent, _, said), flow, head, line, member in zip(visits, flows, heads, lines, members, strict=True):
         job = RecordJob(url, 200, "OK", head, flow.response.timestamp_end, warc=True)
         expected = make_record(sent, job)  # the body decoded: a coded one's encoding is not in the WARC
         assert line == expected.line
-        assert RECORD_ID.sub(b"", member) == RECORD_ID.sub(b"", gzip.decompress(expected.warc))
+        if said == "recorded from its visit before":  # a revisit naming the first visit's response, written
+            fields = warc_fields(member)
+            assert (fields[b"WARC-Type"], fields[b"WARC-Refers-To"]) == (b"revisit", first[b"WARC-Record-ID"])
+            assert fields[b"WARC-Payload-Digest"] == first[b"WARC-Payload-Digest"]
+            assert (
+                member.split(b"\r\n\r\n", 1)[1]
+                == gzip.decompress(expected.warc).split(b"\r\n\r\n", 1)[1][: -len(sent) - 4] + b"\r\n\r\n"
+            )
+        else:
+            assert RECORD_ID.sub(b"", member) == RECORD_ID.sub(b"", gzip.decompress(expected.warc))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import gzip
 import json
 import mmap
 import os
@@ -111,8 +112,9 @@ class Forgotten:
 class ForgottenWarc:
     """What :func:`forget_warcs` took out of a record's WARC files."""
 
-    records: int = 0  # responses (gzip members) taken out
-    naming: int = 0  # of them, responses of other pages, taken out because they name the forgotten host
+    records: int = 0  # responses and revisits (gzip members) taken out
+    naming: int = 0  # of them, other pages', taken out because they name the forgotten host (or their body does)
+    remade: int = 0  # revisits kept whose response was taken out, each made a response with its body again
     files: int = 0  # files rewritten
     held: int = 0  # the record's WARC files
 
@@ -341,13 +343,14 @@ def forget_lines(root: str, host: str | None = None, before: datetime | None = N
 
 
 def forget_warcs(root: str, host: str | None = None, before: datetime | None = None) -> ForgottenWarc:
-    """Take out of a record's WARC files (``responses-*.warc.gz``: a gzip member a response) the responses
-    :func:`forget_lines` takes the lines of: those of pages on ``host`` fetched before ``before`` (either
-    alone); with ``host`` alone, also the responses of other pages that name the host (a link to it, its name
-    in the text: a response is kept whole or not at all).  A member that cannot be read (cut by a killed
-    writer, damaged) goes if what can be read of it is such a response or names the host, and is kept as it
-    is otherwise.  The members kept are copied byte for byte; each file changed is written anew, synced and
-    renamed over the old one, its mode kept."""
+    """Take out of a record's WARC files (``responses-*.warc.gz``: a gzip member a response, or a revisit
+    naming one of its file) the records :func:`forget_lines` takes the lines of: those of pages on ``host``
+    fetched before ``before`` (either alone); with ``host`` alone, also the records of other pages that name
+    the host (a link to it, its name in the text: a response is kept whole or not at all; a revisit goes with
+    the response it names).  A revisit that stays while the response it names goes is made a response again,
+    with that body.  A member that cannot be read (cut by a killed writer, damaged) goes if what can be read
+    of it is such a record or names the host, and is kept as it is otherwise.  The members kept are copied
+    byte for byte; each file changed is written anew, synced and renamed over the old one, its mode kept."""
     check_record(root)
     _sweep(root)
     cutoff = int(before.timestamp()) if before is not None else None
@@ -359,20 +362,72 @@ def forget_warcs(root: str, host: str | None = None, before: datetime | None = N
             if os.fstat(handle.fileno()).st_size == 0:
                 continue
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                kept: list[tuple[int, int]] = []
+                kept: list[tuple[int, int] | bytes] = []
+                gone: dict[str, tuple[bytes, str]] = {}  # responses taken, by record id: content, and why
                 taken = 0
                 for start, end, content, whole in _members(view):
                     verdict = _verdict(content, None if whole else view[start:end], host, cutoff, names)
+                    fields = next(_warc_heads(content), {}) if whole else {}
+                    named = gone.get(fields.get("warc-refers-to", "")) if fields.get("warc-type") == "revisit" else None
+                    if verdict is None and named is not None:
+                        remade = _made_whole(content, named[0]) if named[1] == "own" else None
+                        if remade is not None:  # a visit kept: its body, in the response taken, with it
+                            kept.append(remade)
+                            done.remade += 1
+                            continue
+                        verdict = named[1]  # its body names the host, as its response's did
                     if verdict is None:
                         kept.append((start, end))
                         continue
+                    if fields.get("warc-type") == "response" and fields.get("warc-record-id"):
+                        gone[fields["warc-record-id"]] = (content, verdict)
                     taken += 1
                     done.naming += verdict == "names"
                 if taken:
-                    _replace(path, (view[start:end] for start, end in kept))
+                    _replace(path, (piece if isinstance(piece, bytes) else view[piece[0] : piece[1]] for piece in kept))
                     done.records += taken
                     done.files += 1
     return done
+
+
+def _made_whole(revisit: bytes, response: bytes) -> bytes | None:
+    """A revisit record made the response it stands for, as a gzip member: its own WARC head (a response's,
+    without the fields that name the response it referred to) and status line and headers, and the body of
+    ``response`` (the record it named).  None if either cannot be read as one whole record."""
+    visit, found = _record_parts(revisit), _record_parts(response)
+    if visit is None or found is None:
+        return None
+    body_at = found[1].find(b"\r\n\r\n")
+    if body_at < 0:
+        return None
+    http_head, body = visit[1], found[1][body_at + 4 :]
+    lines = [b"WARC/1.1"]
+    for line in visit[0].split(b"\r\n")[1:]:
+        name = line.partition(b":")[0].strip().lower()
+        if name == b"warc-type":
+            line = b"WARC-Type: response"
+        elif name == b"content-length":
+            line = b"Content-Length: %d" % (len(http_head) + len(body))
+        elif name.startswith(b"warc-refers-to") or name == b"warc-profile":
+            continue
+        lines.append(line)
+    return gzip.compress(b"\r\n".join(lines) + b"\r\n\r\n" + http_head + body + b"\r\n\r\n", 3, mtime=0)
+
+
+def _record_parts(content: bytes) -> tuple[bytes, bytes] | None:
+    """A member's one WARC record: its head (without the blank line) and its block, None if it is not one
+    whole record."""
+    end = content.find(b"\r\n\r\n")
+    if not content.startswith(b"WARC/") or end < 0:
+        return None
+    head = content[:end]
+    fields = next(_warc_heads(content), {})
+    try:
+        length = int(fields.get("content-length", ""))
+    except ValueError:
+        return None
+    block = content[end + 4 : end + 4 + length]
+    return (head, block) if len(block) == length else None
 
 
 def _names_of(host: str) -> tuple[bytes, ...]:
