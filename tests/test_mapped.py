@@ -282,3 +282,57 @@ def test_trim_lets_go_of_a_processs_large_mapped_files_past_the_bound_and_they_r
     assert large.trim(most=1 << 20)  # past it: let go of
     assert _resident_kib(tmp_path) < touched - 4 * 1024
     assert np.array_equal(mapped[picked], first) and np.array_equal(first, values[picked])
+
+
+def _cached_mib(path) -> float:
+    """How much of a file the page cache holds (mincore over a fresh mapping of it), in MiB."""
+    import ctypes
+    import os
+
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        view = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+        try:
+            vector = np.zeros((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE, dtype=np.uint8)
+            address = np.frombuffer(view, dtype=np.uint8).ctypes.data
+            libc = ctypes.CDLL(None, use_errno=True)
+            assert (
+                libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vector.ctypes.data_as(ctypes.c_void_p))
+                == 0
+            )
+            return int((vector & 1).sum()) * mmap.PAGESIZE / (1 << 20)
+        finally:
+            view.close()
+
+
+def _uncached(path) -> None:
+    """The file's pages let go of by the page cache (written back first), as a cold disk has them."""
+    import os
+
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def test_read_ahead_brings_in_the_parts_a_large_gather_touches_once_and_reads_the_same(large, tmp_path):
+    """A view's gather of many entries from a large file the page cache has lost reads it ahead in large requests
+    (mapped MADV_RANDOM, each page would be a wait of its own): the parts with the entries asked for, not the rest
+    of the file; nothing again once they are cached; the same values; a small gather, a scan and other arrays as
+    the docstring says."""
+    values = np.random.default_rng(5).random(4_000_000)  # 32 MB: 32 chunks of a MiB
+    path = tmp_path / "votes.npy"
+    large._write_array(path, values)
+    mapped = large._mapped(path)
+    _uncached(path)
+    assert _cached_mib(path) < 1
+    wanted = np.random.default_rng(6).integers(0, len(values) // 4, 20_000)  # within its first quarter
+    read = large.read_ahead(mapped, wanted)
+    assert 7 << 20 <= read <= 9 << 20  # the quarter that holds them, a request per 8 MiB
+    assert 7 <= _cached_mib(path) <= 9.5
+    assert large.read_ahead(mapped, wanted) == 0  # cached now: nothing read again
+    assert np.array_equal(large.gathered(mapped, wanted), values[wanted])
+    assert large.read_ahead(mapped, wanted[: large.READ_AHEAD_FROM - 1]) == 0  # a few: a fault each
+    assert large.read_ahead(values, wanted) == 0  # not a mapped file: as it is
+    read = large.read_ahead(mapped)  # a scan: the rest of it
+    assert 22 << 20 <= read <= 25 << 20 and _cached_mib(path) >= 30
+    assert np.array_equal(mapped, values)

@@ -19,6 +19,12 @@ again (warm).  The store's work for a request has the proxy's deadline
 ``--load N`` runs the rounds again beside N busy Python processes (each a
 bounded loop, ended with the rounds), as on a machine shared with other work.
 
+``--drop-caches`` (root) empties the kernel's page cache before each round, so
+that "cold" is a cold disk too, as a store the kernel has let go of since
+(a large store on a machine whose page cache is kept small) is read:
+
+    sudo .venv/bin/python tools/bench_own_pages.py --store /work/paper15.db --rounds 5 --drop-caches
+
     .venv/bin/python tools/bench_own_pages.py --store /work/paper15.db --rounds 3 --load 2
 """
 
@@ -142,10 +148,12 @@ class Timings:
     statuses: list[int] = field(default_factory=list)
 
 
-def rounds(store: str, measured, count: int) -> list[Timings]:
-    """Each view's timings over ``count`` rounds, a fresh proxy each."""
+def rounds(store: str, measured, count: int, drop: bool = False) -> list[Timings]:
+    """Each view's timings over ``count`` rounds, a fresh proxy each (the page cache emptied first: ``drop``)."""
     found = [Timings() for _ in measured]
     for _ in range(count):
+        if drop:
+            drop_caches()
         proxy = Proxy(store)
         try:
             for timings, (_, path, params) in zip(found, measured):
@@ -156,6 +164,13 @@ def rounds(store: str, measured, count: int) -> list[Timings]:
         finally:
             proxy.stop()
     return found
+
+
+def drop_caches() -> None:
+    """The kernel's page cache emptied (what is dirty written first)."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as control:
+        control.write("1\n")
 
 
 def pct(values: list[float], share: float) -> float:
@@ -181,24 +196,30 @@ def main() -> None:
     parser.add_argument("--host", help="the host whose views are asked (default: the one with the most pages)")
     parser.add_argument("--rounds", type=int, default=10, help="proxies started, each asked every view twice")
     parser.add_argument("--load", type=int, default=0, help="then again beside N busy processes")
+    parser.add_argument(
+        "--drop-caches", action="store_true", help="empty the page cache before each round (root): a cold disk"
+    )
     args = parser.parse_args()
+    if args.drop_caches and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        parser.error("--drop-caches: /proc/sys/vm/drop_caches is not writable here (run as root)")
     from proxy_addon.pages import QUERY_DEADLINE
 
     host, measured = views(args.store, args.host)
     print(f"{args.store}: host {host}; the deadline {QUERY_DEADLINE:g} s; load average {os.getloadavg()[0]:.2f}")
-    report("idle", measured, rounds(args.store, measured, args.rounds))
+    cold = ", the page cache emptied before each round" if args.drop_caches else ""
+    report(f"idle{cold}", measured, rounds(args.store, measured, args.rounds, args.drop_caches))
     if args.load > 0:
         busy = [
             subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)]) for _ in range(args.load)
         ]  # ended below, at the latest in an hour
         try:
             time.sleep(1)
-            found = rounds(args.store, measured, args.rounds)
+            found = rounds(args.store, measured, args.rounds, args.drop_caches)
         finally:
             for process in busy:
                 process.terminate()
                 process.wait()
-        report(f"beside {args.load} busy processes", measured, found)
+        report(f"beside {args.load} busy processes{cold}", measured, found)
 
 
 if __name__ == "__main__":

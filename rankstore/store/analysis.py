@@ -31,6 +31,7 @@ from ..choices import SORTS
 from ..urls import site_of
 from .errors import StoreError
 from .graph import INLINE_BYTES
+from .mapped import gathered
 from .rankings import Ranking, RankingArrays, RankingRows
 from .schema import known_count
 from .sets import distinct
@@ -345,11 +346,11 @@ def page_hosts_and_sites(store: Store, pages: np.ndarray) -> tuple[np.ndarray, n
     pages = np.asarray(pages, dtype=np.int64)
     host_ids = np.zeros(len(pages), dtype=np.int64)
     known = pages < len(hosts)
-    host_ids[known] = hosts[pages[known]]
+    host_ids[known] = gathered(hosts, pages[known])
     sites = store.sites.host_sites()
     found = np.zeros(len(pages), dtype=np.int64)
     inside = (host_ids > 0) & (host_ids <= len(sites))
-    found[inside] = sites[host_ids[inside] - 1]
+    found[inside] = gathered(sites, host_ids[inside] - 1)
     return host_ids, found
 
 
@@ -381,7 +382,7 @@ def target_links(store: Store, url: str | None = None, host: str | None = None, 
         raise StoreError(f"{host}: no such host in the store (hosts are named as in URLs, with a port if any)")
     pages = store.hosts.pages_of_host(number)
     found, targets = in_slices(store, pages)
-    outside = store.hosts.page_hosts()[found.sources] != number
+    outside = gathered(store.hosts.page_hosts(), found.sources) != number
     links = found if outside.all() else _subset(found, outside)
     return TargetLinks(links, targets[outside], pages)
 
@@ -397,7 +398,7 @@ def referrer_scores(
         arrays = store.rankings.ranking_arrays(ranking.id, votes=False)
         sources = distinct(target_links(store, url, host, site).links.sources)
         sources = sources[sources < arrays.pages]
-        return np.asarray(arrays.scores[sources], dtype=np.float64), arrays.pages
+        return np.asarray(gathered(arrays.scores, sources), dtype=np.float64), arrays.pages
 
 
 def _graph_build(store: Store) -> int | None:
@@ -543,7 +544,7 @@ def _contributions(
         return None
     inside = links.sources < arrays.pages
     votes = np.zeros(len(links.sources))
-    votes[inside] = arrays.votes[links.sources[inside]]
+    votes[inside] = gathered(arrays.votes, links.sources[inside])
     if links.weights is not None and params.get("weighted", True):
         votes *= links.weights
     if counted is not None:
@@ -863,7 +864,7 @@ def _referring(
             sources = links.sources[chosen]
             values = contribution[chosen] if contribution is not None else None
         page_hosts = store.hosts.page_hosts()
-        groups = page_hosts[sources] if level == "host" else page_sites(store, sources)
+        groups = gathered(page_hosts, sources) if level == "host" else page_sites(store, sources)
         order = np.argsort(groups, kind="stable")  # by host (site)
         groups_sorted, sources_sorted = groups[order], sources[order]
         starts = (
@@ -878,13 +879,13 @@ def _referring(
         if len(starts):
             best = np.minimum.reduceat(arrays.positions_of(sources_sorted), starts)
             ranked_best = best < arrays.pages  # a group whose linking pages are all newer than the version: any
-            best_pages[ranked_best] = arrays.best[best[ranked_best]]
+            best_pages[ranked_best] = gathered(arrays.best, best[ranked_best])
         if url is not None:  # one target page: each linking page links to it once
             linking_pages = ends - starts
         else:
             linking_pages = _distinct_counts(groups_sorted, sources_sorted.astype(np.int64), starts)
         hosts_linking = (
-            _distinct_counts(groups_sorted, page_hosts[sources_sorted].astype(np.int64), starts)
+            _distinct_counts(groups_sorted, gathered(page_hosts, sources_sorted).astype(np.int64), starts)
             if level == "site"
             else None
         )
@@ -899,7 +900,7 @@ def _referring(
         elif ranked is not None:
             group_positions = np.full(len(group_ids), 1 << 40, dtype=np.int64)  # the order: ties by id
             inside = (group_ids > 0) & (group_ids <= ranked[1].pages)
-            group_positions[inside] = ranked[1].position[group_ids[inside] - 1]
+            group_positions[inside] = gathered(ranked[1].position, group_ids[inside] - 1)
             pick = _first_by(group_positions, best_positions, offset + limit)
         else:
             pick = _first_by(best_positions(np.arange(len(group_ids))), None, offset + limit)
@@ -915,7 +916,7 @@ def _referring(
         shown_ids = group_ids[pick].tolist()
         names = store.hosts.host_names(shown_ids) if level == "host" else store.sites.site_names(shown_ids)
         best_rows = store.queries.page_rows(arrays, best_pages[pick].tolist())
-        total = float(arrays.scores[pages[pages < arrays.pages]].sum()) if len(pages) else 0.0
+        total = float(gathered(arrays.scores, pages[pages < arrays.pages]).sum()) if len(pages) else 0.0
     rows = []
     for slot, (at, page) in enumerate(zip(pick.tolist(), best_rows)):
         value = float(summed[at]) if summed is not None else None

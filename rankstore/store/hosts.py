@@ -24,6 +24,7 @@ import numpy as np
 
 from . import key_buckets
 from .base import Part
+from .mapped import read_ahead
 from .pages import url_keys
 
 __all__ = ["Hosts", "HostBatch", "HostLinks", "LevelGraph", "fold_links", "HOST_BLOCK"]
@@ -234,7 +235,9 @@ class Hosts(Part):
 
     def pages_of_host(self, host: int) -> np.ndarray:
         """Page indices of every page of a host."""
-        return np.flatnonzero(self.page_hosts() == host)
+        hosts = self.page_hosts()
+        read_ahead(hosts)
+        return np.flatnonzero(hosts == host)
 
     @staticmethod
     def _pages_as_hosts(links, include_nofollow: bool) -> LevelGraph:

@@ -40,6 +40,8 @@ writers that drop them (:meth:`Mapped.prune`).
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import mmap
 import os
@@ -55,7 +57,8 @@ import numpy as np
 from .base import Part
 
 __all__ = [
-    "Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "LARGE", "RESIDENT_MOST", "mapped_folder", "trim",
+    "Mapped", "MappedKeys", "MappedStamp", "SUFFIX", "SAMPLES", "LARGE", "RESIDENT_MOST", "READ_AHEAD_FROM",
+    "gathered", "mapped_folder", "read_ahead", "trim",
 ]  # fmt: skip
 
 SUFFIX = ".mapped"  # the folder beside the store: STORE.mapped/
@@ -395,6 +398,7 @@ def _mapped(path: Path) -> np.ndarray:
         if len(held) >= LARGE:
             held.madvise(mmap.MADV_RANDOM)
             _TRIM.mappings.add(held)
+            _FILES[held] = str(path)
         elif hasattr(mmap, "MADV_WILLNEED"):
             held.madvise(mmap.MADV_WILLNEED)
     # a plain array over the same mapping: numpy's memmap subclass wraps every index in Python, a page's
@@ -415,6 +419,103 @@ def _write_array(path: Path, values: np.ndarray) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+_FILES: weakref.WeakKeyDictionary[mmap.mmap, str] = weakref.WeakKeyDictionary()  # a large mapping's file
+READ_AHEAD_FROM = 4096  # entries a gather asks for from which read_ahead reads ahead (fewer: a fault each)
+_CHUNK = 1 << 20  # read_ahead's reads
+_RUN = 8  # chunks read in one request at most
+_WORTH = 4  # pages of a chunk a gather touches from which the chunk is read whole (fewer: a fault each)
+
+
+def read_ahead(values: np.ndarray, indices: np.ndarray | None = None) -> int:
+    """Bring into the page cache the parts of a large mapped array that a gather of ``indices`` (or a scan of
+    it all: None) will touch and the cache has lost, a MiB at a time; the bytes read.
+
+    A large file is mapped ``MADV_RANDOM`` (the module's docstring says why), so a view's gather of millions
+    of entries from a cold disk would read each of its pages alone, a wait each: seconds an array.  Here each
+    MiB of the file that holds enough of the pages touched (:data:`_WORTH`) and is not all in the cache
+    (``mincore``) is read in one request, as :func:`_cached_afresh` reads (small folios: a later look-up maps
+    a page alone).  Fewer than :data:`READ_AHEAD_FROM` entries, or an array not mapped from a large file, are
+    left to their faults."""
+    if indices is not None and len(indices) < READ_AHEAD_FROM:
+        return 0
+    found = _file_of(values)
+    if found is None:
+        return 0
+    path, held, start = found
+    end = start + values.nbytes
+    pages = np.zeros((len(held) + mmap.PAGESIZE - 1) // mmap.PAGESIZE, dtype=bool)
+    if indices is None or len(indices) >= len(values) // 8:  # a scan, or so many that most pages are touched
+        pages[start // mmap.PAGESIZE : (end + mmap.PAGESIZE - 1) // mmap.PAGESIZE] = True
+    else:
+        shift = mmap.PAGESIZE.bit_length() - 1  # a power of two
+        pages[(np.asarray(indices, dtype=np.int64) * values.itemsize + start) >> shift] = True
+    per_chunk = _CHUNK // mmap.PAGESIZE
+    padded = np.zeros(-(-len(pages) // per_chunk) * per_chunk, dtype=bool)
+    padded[: len(pages)] = pages
+    touched = padded.reshape(-1, per_chunk).sum(axis=1)
+    wanted = touched >= min(_WORTH, per_chunk)
+    wanted &= ~_cached_chunks(held, per_chunk, len(wanted))
+    chunks = np.flatnonzero(wanted)
+    if not len(chunks):
+        return 0
+    # runs of neighbouring chunks read together, up to _RUN chunks a request: a disk's best pace
+    breaks = np.flatnonzero(np.diff(chunks) != 1) + 1
+    done = 0
+    with open(path, "rb", buffering=0) as file:
+        os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+        buffer = bytearray(_CHUNK)  # read into again and again: what matters is the page cache
+        for run in np.split(chunks, breaks):
+            for first in range(0, len(run), _RUN):
+                count = min(_RUN, len(run) - first)
+                done += os.preadv(file.fileno(), [buffer] * count, int(run[first]) * _CHUNK)
+    return done
+
+
+def gathered(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``values[indices]``, read ahead first (:func:`read_ahead`)."""
+    read_ahead(values, indices)
+    return values[indices]
+
+
+def _file_of(values: np.ndarray) -> tuple[str, mmap.mmap, int] | None:
+    """The large file an array is mapped from, its mapping, and where the array starts in it (the mapping
+    starts at the file's start: numpy maps an .npy file from 0, its header being shorter than a page)."""
+    base = values.base
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    if base is None or base not in _FILES or not values.flags.c_contiguous:
+        return None
+    try:
+        address = np.frombuffer(base, dtype=np.uint8).ctypes.data
+    except ValueError:  # closed meanwhile
+        return None
+    return _FILES[base], base, values.ctypes.data - address
+
+
+def _cached_chunks(held: mmap.mmap, per_chunk: int, chunks: int) -> np.ndarray:
+    """Which chunks of a mapping are in the page cache whole (``mincore``; none are said to be where it
+    cannot be asked)."""
+    whole = np.zeros(chunks, dtype=bool)
+    libc = _libc()
+    if libc is None:
+        return whole
+    count = (len(held) + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vector = np.zeros(chunks * per_chunk, dtype=np.uint8)
+    address = np.frombuffer(held, dtype=np.uint8).ctypes.data
+    if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(len(held)), vector.ctypes.data_as(ctypes.c_void_p)):
+        return whole
+    vector[count:] = 1  # past the file's end: nothing to read
+    return np.asarray((vector.reshape(chunks, per_chunk) & 1).all(axis=1), dtype=bool)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
 
 
 def _cached_afresh(fd: int) -> None:

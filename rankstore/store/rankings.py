@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from ..stop_at import stop_at
 from .base import Part
 from .errors import RankingNotFound, StoreError
+from .mapped import read_ahead
 from .schema import BLOCK_PAGES
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class RankingArrays:
         """Positions of page indices; a page outside this version comes after all of them."""
         indices = np.asarray(indices, dtype=np.int64)
         inside = indices < self.pages
+        read_ahead(self.position, indices)
         if inside.all():
             return self.position[indices]
         out = np.full(len(indices), self.pages, dtype=np.int64)

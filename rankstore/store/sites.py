@@ -41,6 +41,7 @@ from ..urls import sites_of
 from . import key_buckets
 from .base import Part
 from .hosts import LevelGraph, ensure_named, fold_links
+from .mapped import read_ahead
 from .pages import url_keys
 from .schema import SITES_BY_NAME
 from .site_links import InLinkPart
@@ -363,7 +364,9 @@ class Sites(Part):
 
     def hosts_of_site(self, site: int) -> np.ndarray:
         """Host ids (1-based) of every host of a site."""
-        return np.flatnonzero(self.host_sites() == site) + 1
+        sites = self.host_sites()
+        read_ahead(sites)
+        return np.flatnonzero(sites == site) + 1
 
     def pages_of_site(self, site: int) -> np.ndarray:
         """Page indices of every page of a site's hosts."""
@@ -371,6 +374,7 @@ class Sites(Part):
         if not len(hosts):
             return np.zeros(0, np.int64)
         page_hosts = self.store.hosts.page_hosts()
+        read_ahead(page_hosts)
         if len(hosts) == 1:
             return np.flatnonzero(page_hosts == hosts[0])
         member = np.zeros(int(hosts[-1]) + 1, dtype=bool)  # a table by host id: one pass over the pages
