@@ -21,9 +21,12 @@ bounded loop, ended with the rounds), as on a machine shared with other work.
 
 ``--drop-caches`` (root) empties the kernel's page cache before each round, so
 that "cold" is a cold disk too, as a store the kernel has let go of since
-(a large store on a machine whose page cache is kept small) is read:
+(a large store on a machine whose page cache is kept small) is read.
+``--settled`` asks the views only once the proxy has started (its processes
+quiet: its workers up, its ranking read), and empties the cache then: a view
+asked in a proxy that has been serving, from a cold disk:
 
-    sudo .venv/bin/python tools/bench_own_pages.py --store /work/paper15.db --rounds 5 --drop-caches
+    sudo .venv/bin/python tools/bench_own_pages.py --store /work/paper15.db --rounds 5 --drop-caches --settled
 
     .venv/bin/python tools/bench_own_pages.py --store /work/paper15.db --rounds 3 --load 2
 """
@@ -44,6 +47,9 @@ from urllib.parse import urlencode
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_proxy import settle  # noqa: E402
+
 BUSY = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
 
@@ -148,13 +154,18 @@ class Timings:
     statuses: list[int] = field(default_factory=list)
 
 
-def rounds(store: str, measured, count: int, drop: bool = False) -> list[Timings]:
-    """Each view's timings over ``count`` rounds, a fresh proxy each (the page cache emptied first: ``drop``)."""
+def rounds(store: str, measured, count: int, drop: bool = False, settled: bool = False) -> list[Timings]:
+    """Each view's timings over ``count`` rounds, a fresh proxy each (the page cache emptied first: ``drop``;
+    once the proxy is quiet: ``settled``)."""
     found = [Timings() for _ in measured]
     for _ in range(count):
-        if drop:
+        if drop and not settled:
             drop_caches()
         proxy = Proxy(store)
+        if settled:
+            settle([proxy.process.pid], most=30.0)
+            if drop:
+                drop_caches()
         try:
             for timings, (_, path, params) in zip(found, measured):
                 for times in (timings.cold, timings.warm):
@@ -199,6 +210,9 @@ def main() -> None:
     parser.add_argument(
         "--drop-caches", action="store_true", help="empty the page cache before each round (root): a cold disk"
     )
+    parser.add_argument(
+        "--settled", action="store_true", help="ask the views once the proxy is quiet (started, workers up)"
+    )
     args = parser.parse_args()
     if args.drop_caches and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         parser.error("--drop-caches: /proc/sys/vm/drop_caches is not writable here (run as root)")
@@ -207,14 +221,15 @@ def main() -> None:
     host, measured = views(args.store, args.host)
     print(f"{args.store}: host {host}; the deadline {QUERY_DEADLINE:g} s; load average {os.getloadavg()[0]:.2f}")
     cold = ", the page cache emptied before each round" if args.drop_caches else ""
-    report(f"idle{cold}", measured, rounds(args.store, measured, args.rounds, args.drop_caches))
+    cold += ", each proxy quiet before its first view" if args.settled else ""
+    report(f"idle{cold}", measured, rounds(args.store, measured, args.rounds, args.drop_caches, args.settled))
     if args.load > 0:
         busy = [
             subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)]) for _ in range(args.load)
         ]  # ended below, at the latest in an hour
         try:
             time.sleep(1)
-            found = rounds(args.store, measured, args.rounds, args.drop_caches)
+            found = rounds(args.store, measured, args.rounds, args.drop_caches, args.settled)
         finally:
             for process in busy:
                 process.terminate()

@@ -30,7 +30,9 @@ arrays would map hundreds of megabytes of each into the process (its PSS).  So a
 ``MADV_RANDOM``: a page the cache has lost since is read in alone, at its first touch, never ahead.  And
 what a process has touched stays mapped until it lets go: :func:`trim` (after each page's look-ups) lets
 go of the large files' pages once the process's file-backed memory passes :data:`RESIDENT_MOST`; they stay
-in the page cache, and the next touch maps them again from it, with no read.
+in the page cache, and the next touch maps them again from it, with no read.  A view that gathers
+thousands of entries at once (a site's millions of in-links) would wait on each page alone from a cold
+disk: it reads ahead what it will touch (:func:`read_ahead`), in large requests.
 
 Files are written beside and renamed into place, so a reader never maps half
 a file; the folder and its files are the owner's alone (0700, 0600), as the
