@@ -624,11 +624,13 @@ class RevisitCache:
         page = RecordedPage(kept.url, job.status, None, when, (), withheld=job.withheld)
         if job.withheld or not body:  # no body kept: a response without one
             return Recorded(line, warc_member(page, head, b""))
+        digest = kept.digest or payload_digest(body)
         if kept.digest is None:
-            kept = self._kept[key] = kept._replace(digest=payload_digest(body))
+            self._kept[key] = kept._replace(digest=digest)
         record_id = _record_id()
-        member = warc_member(page, head, body, kept.digest, record_id)
-        return Recorded(line, member, WarcOriginal(record_id, kept.url, when, kept.digest))
+        return Recorded(
+            line, warc_member(page, head, body, digest, record_id), WarcOriginal(record_id, kept.url, when, digest)
+        )
 
     def first(self, key: PageKey, body: bytes, job: RecordJob, made: Recorded, digest: bytes | None) -> Recorded:
         """The record of a page's first visit (or of a changed body's), made elsewhere (:func:`make_record`,
