@@ -114,7 +114,6 @@ class RecordJob(NamedTuple):
     queries: bool = False  # the page URL's query kept (its secret parameters never are)
     withheld: bool = False  # a private response: the visit alone, without title, links or body
     warc: bool = False  # a WARC member made too
-    record_id: bytes = b""  # its WARC record's id, if the proxy's process gives it one (else a new one)
 
 
 class RecordOrder(NamedTuple):

@@ -91,6 +91,7 @@ __all__ = [
     "payload_digest",
     "WarcOriginal",
     "REVISIT_PROFILE",
+    "deflated_body",
     "make_record",
     "PageKey",
     "RevisitCache",
@@ -112,7 +113,7 @@ _STAMP = "%Y%m%dT%H%M%SZ"
 _WHEN = "%Y-%m-%dT%H:%M:%SZ"
 # a WARC member written in the event loop at most (a larger one goes to a thread: the disk may be slow)
 WARC_IN_LOOP = 256 * 1024
-DIGEST_IN_LOOP = 256 * 1024  # a first visit's body hashed in the loop at most (a larger one in a thread)
+DEFLATE_IN_LOOP = 64 * 1024  # a first visit's body compressed in the loop at most (a larger one in a thread)
 # response headers a WARC keeps none of: the body is kept decoded and whole, and a cookie is the user's own
 _WARC_DROPPED = frozenset(("content-encoding", "content-length", "transfer-encoding", "set-cookie"))
 
@@ -415,19 +416,42 @@ def _without_query(url: str) -> str:
 
 
 def warc_member(
-    page: RecordedPage, head: ResponseHead, body: bytes, digest: bytes | None = None, record_id: bytes | None = None
+    page: RecordedPage,
+    head: ResponseHead,
+    body: bytes,
+    deflated: bytes | None = None,
+    digest: bytes | None = None,
+    record_id: bytes | None = None,
 ) -> bytes:
     """The response as a WARC response record, compressed as a gzip member of its own: its body decoded (what
     a reader parses; none for a private response, marked ``WARC-Truncated``) under the origin's status line
-    and headers, less those that no longer hold and cookies.  ``digest``: the body's :func:`payload_digest`,
-    made here if not given; ``record_id``: the record's, a new one if not given.  Laid out as fastwarc
-    writes one (the build reads it with fastwarc)."""
+    and headers, less those that no longer hold and cookies.  ``deflated``: the body already compressed
+    (:func:`deflated_body`), put in the member as it is between the record's head and its end; ``digest``:
+    the body's :func:`payload_digest`, made here if not given; ``record_id``: the record's, a new one if not
+    given.
+
+    The record is laid out as fastwarc writes one (the build reads it with fastwarc), but put together
+    here: the body is never copied into a record to be found in it again."""
     http_head = _http_head(head, len(body))
     fields = [b"WARC-Payload-Digest: " + (digest or payload_digest(body))] if body else []
     before = _warc_head(page, len(http_head) + len(body), record_id or _record_id(), fields) + http_head
-    # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while the
-    # page waits
-    return gzip.compress(before + body + _RECORD_END, compresslevel=3, mtime=0)
+    if deflated is None or not body:
+        # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while
+        # the page waits
+        return gzip.compress(before + body + _RECORD_END, compresslevel=3, mtime=0)
+    # the parts around the body go in as stored blocks, the body's deflate blocks between them, and the gzip
+    # trailer sums the whole
+    crc = zlib.crc32(_RECORD_END, zlib.crc32(body, zlib.crc32(before)))
+    size = len(before) + len(body) + len(_RECORD_END)
+    return b"".join(
+        (
+            _GZIP_HEADER,
+            _stored(before, final=False),
+            deflated,
+            _stored(_RECORD_END, final=True),
+            struct.pack("<II", crc, size & 0xFFFFFFFF),
+        )
+    )
 
 
 def revisit_member(page: RecordedPage, head: ResponseHead, length: int, original: WarcOriginal) -> bytes:
@@ -539,9 +563,16 @@ def _warc_head(
     return b"\r\n".join(fields) + b"\r\n\r\n"
 
 
+def deflated_body(body: bytes) -> bytes:
+    """A body's deflate blocks (level 3, as a member's) for :func:`warc_member`, to be put in as they are:
+    raw, ending on a byte boundary, not the last blocks of their stream."""
+    return _deflate(body, zlib.Z_SYNC_FLUSH)
+
+
 def _stored(data: bytes, final: bool) -> bytes:
-    """``data`` as deflate's stored blocks (RFC 1951, 3.2.4), the last one final: a revisit record, a few
-    hundred bytes that a compressor would take longer to set up for than to copy."""
+    """``data`` as deflate's stored blocks (RFC 1951, 3.2.4), starting and ending on a byte boundary: the
+    record's head and end around a revisit's body, a few hundred bytes that a compressor would take longer
+    to set up for than to copy."""
     blocks: list[bytes] = []
     start = 0
     while True:
@@ -554,6 +585,11 @@ def _stored(data: bytes, final: bool) -> bytes:
 
 
 _STORED_MOST = 0xFFFF  # a stored block's most bytes
+
+
+def _deflate(data: bytes, end: int) -> bytes:
+    compressor = zlib.compressobj(3, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush(end)
 
 
 _RECORD_END = b"\r\n\r\n"
@@ -576,23 +612,25 @@ class _Kept(NamedTuple):
     body: bytes  # as it was sent: a revisit's is compared with it
     line: bytes
     url: str  # as the line and the WARC record name it
-    digest: bytes | None  # its body's payload_digest (None: not made yet)
+    deflated: bytes | None  # its body's deflate blocks (none for a private response's, or without WARC)
+    digest: bytes | None  # its body's payload_digest (with its deflate blocks)
     original: WarcOriginal | None = None  # the response holding this body, once written: revisits name it
     revisit_fields: bytes = b""  # then its revisits' WARC fields that name it (_revisit_fields)
 
     @property
     def size(self) -> int:
-        return len(self.body) + len(self.line)
+        return len(self.body) + len(self.line) + len(self.deflated or b"")
 
 
 class RevisitCache:
     """The records of the pages last recorded, for a revisit of one whose body has not changed (byte for
     byte): its line is the one made at its first visit with its new fetch time, and its WARC member a revisit
-    record naming the response that holds the body (:func:`revisit_member`), made here in the event loop in
-    a fraction of a parse; until that response is written (:meth:`written`), a response again.  Only a page
-    sent uncompressed and of at most ``most_body`` bytes (what the loop may hold a body for); at most
-    ``most_pages`` pages and ``most_bytes`` of bodies and lines kept, the oldest let go.  One cache a WARC
-    file: a revisit names a response of its own file."""
+    record naming the response that holds the body (:func:`revisit_member`), or, until that response is
+    written (:meth:`written`), a response put together around the body compressed once
+    (:func:`warc_member`): here in the event loop, in a fraction of a parse.  Only a page sent uncompressed
+    and of at most ``most_body`` bytes (what the loop may hold a body for); at most ``most_pages`` pages and
+    ``most_bytes`` of bodies, lines and compressed bodies kept, the oldest let go.  One cache a WARC file:
+    a revisit names a response of its own file."""
 
     def __init__(self, most_pages: int = 256, most_bytes: int = 32 * 1024 * 1024, most_body: int = 1024 * 1024):
         self.most_pages, self.most_bytes, self.most_body = most_pages, most_bytes, most_body
@@ -613,6 +651,43 @@ class RevisitCache:
             return None
         del self._kept[key]
         self._kept[key] = kept  # the newest now
+        if job.warc and kept.deflated is None and kept.original is None and body and not job.withheld:
+            self._bytes -= kept.size
+            kept = self._kept[key] = kept._replace(deflated=deflated_body(body), digest=payload_digest(body))
+            self._bytes += kept.size
+        record = self._record(kept, body, job)
+        self._trim()
+        return record
+
+    def first(
+        self, key: PageKey, body: bytes, job: RecordJob, line: bytes, deflated: bytes | None, digest: bytes | None
+    ) -> Recorded:
+        """The record of a page's first visit (or of a changed body's), from its line (made elsewhere:
+        :func:`make_record`), its body's deflate blocks and digest, and kept for its revisits."""
+        url = _line_url(line)
+        if url is None:
+            raise ValueError("a record's line without its URL")
+        kept = _Kept(body, line, url, deflated, digest)
+        gone = self._kept.pop(key, None)
+        if gone is not None:
+            self._bytes -= gone.size
+        self._kept[key] = kept
+        self._bytes += kept.size
+        record = self._record(kept, body, job)
+        self._trim()
+        return record
+
+    def written(self, key: PageKey, original: WarcOriginal) -> None:
+        """A response this cache made has been written: the page's revisits name it from now on (if its body
+        is still the one kept)."""
+        kept = self._kept.get(key)
+        if kept is not None and kept.original is None and kept.digest == original.digest:
+            fields = _revisit_fields(kept.url, original)
+            now = self._kept[key] = kept._replace(deflated=None, original=original, revisit_fields=fields)  # no body
+            self._bytes += now.size - kept.size
+
+    @staticmethod
+    def _record(kept: _Kept, body: bytes, job: RecordJob) -> Recorded:
         when = time.strftime(_WHEN, time.gmtime(job.fetched))
         line = _with_fetched(kept.line, when)
         if not job.warc:
@@ -620,45 +695,13 @@ class RevisitCache:
         head = ResponseHead(job.status, job.reason, job.headers)
         if kept.original is not None and body and not job.withheld:
             return Recorded(line, _revisit(kept.revisit_fields, when.encode(), _http_head(head, len(body))))
-        # no response of this body written yet (its first visit's is on its way, or was not kept): one now
         page = RecordedPage(kept.url, job.status, None, when, (), withheld=job.withheld)
         if job.withheld or not body:  # no body kept: a response without one
             return Recorded(line, warc_member(page, head, b""))
-        digest = kept.digest or payload_digest(body)
-        if kept.digest is None:
-            self._kept[key] = kept._replace(digest=digest)
+        assert kept.digest is not None  # made with the deflate blocks
         record_id = _record_id()
-        return Recorded(
-            line, warc_member(page, head, body, digest, record_id), WarcOriginal(record_id, kept.url, when, digest)
-        )
-
-    def first(self, key: PageKey, body: bytes, job: RecordJob, made: Recorded, digest: bytes | None) -> Recorded:
-        """The record of a page's first visit (or of a changed body's), made elsewhere (:func:`make_record`,
-        its response given ``job.record_id``), kept for its revisits with its body's digest (None without a
-        response)."""
-        url = _line_url(made.line)
-        if url is None:
-            raise ValueError("a record's line without its URL")
-        kept = _Kept(body, made.line, url, digest)
-        gone = self._kept.pop(key, None)
-        if gone is not None:
-            self._bytes -= gone.size
-        self._kept[key] = kept
-        self._bytes += kept.size
-        self._trim()
-        if made.warc is None or digest is None or not job.record_id:
-            return made
-        return made._replace(
-            original=WarcOriginal(job.record_id, url, time.strftime(_WHEN, time.gmtime(job.fetched)), digest)
-        )
-
-    def written(self, key: PageKey, original: WarcOriginal) -> None:
-        """A response this cache made (or was told of) has been written: the page's revisits name it from now
-        on (if its body is still the one kept)."""
-        kept = self._kept.get(key)
-        if kept is not None and kept.original is None and kept.digest == original.digest:
-            fields = _revisit_fields(kept.url, original)
-            self._kept[key] = kept._replace(original=original, revisit_fields=fields)
+        member = warc_member(page, head, body, kept.deflated, kept.digest, record_id)
+        return Recorded(line, member, WarcOriginal(record_id, kept.url, when, kept.digest))
 
     def _trim(self) -> None:
         while self._kept and (len(self._kept) > self.most_pages or self._bytes > self.most_bytes):
@@ -852,24 +895,23 @@ class Recorder:
             done: asyncio.Future[Recorded | None] = asyncio.get_running_loop().create_future()
             done.set_result(made)
             return Recording(done, "from its visit before", key)
-        # made elsewhere, its response given an id here (its revisits name it), while this loop (once the
-        # page's rewrite is done) hashes its body
-        job = job._replace(record_id=_record_id()) if job.warc and body and not job.withheld else job
-        making = make(body, job)
+        # its line made elsewhere, while this loop (once the page's rewrite is done) compresses its body, from
+        # which the WARC member is put together here
+        making = make(body, job._replace(warc=False))
         return Recording(asyncio.ensure_future(self._first_visit(key, body, job, making)), place, key)
 
     async def _first_visit(
         self, key: PageKey, body: bytes, job: RecordJob, making: asyncio.Future[Recorded | None]
     ) -> Recorded | None:
-        digest = None
-        if job.record_id:
-            # a large body is hashed off the loop (beside the worker's parse); a page's, in a fraction of it
-            small = len(body) <= DIGEST_IN_LOOP
-            digest = payload_digest(body) if small else await asyncio.to_thread(payload_digest, body)
+        deflated = digest = None
+        if job.warc and body and not job.withheld:
+            # a large body is compressed off the loop (beside the worker's parse); a page's, in a fraction of it
+            small = len(body) <= DEFLATE_IN_LOOP
+            deflated, digest = _compressed(body) if small else await asyncio.to_thread(_compressed, body)
         made = await making
         if made is None:
             return None
-        return self.revisits.first(key, body, job, made, digest)
+        return self.revisits.first(key, body, job, made.line, deflated, digest)
 
     def job(self, flow: http.HTTPFlow, page: PageJob) -> RecordJob | None:
         """What making a page's record needs besides its body, None if it is not to be recorded: decided here,
@@ -933,6 +975,11 @@ class Recorder:
         self.close()
 
 
+def _compressed(body: bytes) -> tuple[bytes, bytes]:
+    """A body's deflate blocks and payload digest, for its response and its revisits."""
+    return deflated_body(body), payload_digest(body)
+
+
 def _consumed(future: asyncio.Future) -> None:
     if not future.cancelled():
         future.exception()  # retrieved: asyncio logs no "exception never retrieved"
@@ -953,8 +1000,4 @@ def make_record(raw: bytes, job: RecordJob) -> Recorded | None:
     page = recorded_page(body, head.header("content-type"), job.url, job.status, job.fetched, job.queries, job.withheld)
     if page is None:
         return None
-    if not job.warc:
-        return Recorded(page.line(), None)
-    return Recorded(
-        page.line(), warc_member(page, head, b"" if job.withheld else body, record_id=job.record_id or None)
-    )
+    return Recorded(page.line(), warc_member(page, head, b"" if job.withheld else body) if job.warc else None)
