@@ -365,6 +365,8 @@ _PATH_PARAMETER = re.compile(r";([^;/=]*)(=[^;/]*)?")
 def without_secrets(url: str) -> str:
     """``url`` without the query parameters (and ``;name=value`` path parameters) that carry secrets, the rest
     as written, in order; a query left empty goes with its ``?``."""
+    if "?" not in url and ";" not in url:  # no parameter at all (most links): nothing to read
+        return url
     parts = urlsplit(url)
     path = parts.path
     if ";" in path:
