@@ -111,6 +111,29 @@ def test_since_and_lost_views_equal_the_librarys_rows(history):
     ]
 
 
+@pytest.mark.parametrize("since", [None, 1])
+def test_referring_hosts_contributions_are_their_pages_whichever_the_order(history, since):
+    """A linking host's contribution is the sum of its linking pages' (new since a build too), whether the hosts
+    are sorted by it (every host's summed) or by rank (the hosts shown alone)."""
+    from rankstore.urls import host_of
+
+    _, url, store = history
+    target = url + TARGET
+    by_rank = analysis.referring_hosts(store, target, since=since, limit=1000)
+    by_contribution = analysis.referring_hosts(store, target, since=since, sort="contribution", limit=1000)
+    assert by_rank and {row["host"]: row["contribution"] for row in by_rank} == {
+        row["host"]: row["contribution"] for row in by_contribution
+    }
+    pages = analysis.backlink_report(store, target, since=since, limit=1000).rows
+    summed: dict[str, float] = {}
+    for row in pages:
+        summed[host_of(row["url"])] = summed.get(host_of(row["url"]), 0.0) + row["contribution"]
+    assert {row["host"]: row["contribution"] for row in by_rank} == pytest.approx(summed, rel=1e-12)
+    assert [row["host"] for row in analysis.referring_hosts(store, target, since=since, limit=2, offset=1)] == [
+        row["host"] for row in by_rank[1:3]
+    ]
+
+
 def test_views_link_to_each_other_as_shareable_urls(history):
     ranks, url, store = history
     target = url + TARGET

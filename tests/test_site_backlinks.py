@@ -142,6 +142,26 @@ def test_grouped_by_referring_host_and_site_the_counts_are_the_loops(edges, stor
     # what the sites pass on adds up to what the links listed page by page pass on
     pages = cli_json("backlinks", "--site", SITE, "-n", "0", "--store", store_path)["rows"]
     assert sum(row["contribution"] for row in sites) == pytest.approx(sum(row["contribution"] for row in pages))
+    # each group's contribution is the same whether the groups are sorted by it (every group's summed) or by
+    # rank (the shown groups' alone), a page at a time too; and it is the sum of its linking pages' contributions
+    for group in ("host", "site"):
+        by_rank = cli_json("backlinks", "--site", SITE, "--group-by", group, "-n", "0", "--store", store_path)
+        by_contribution = cli_json(
+            "backlinks", "--site", SITE, "--group-by", group, "--sort", "contribution", "-n", "0", "--store", store_path
+        )
+        assert {row[group]: row["contribution"] for row in by_rank} == {
+            row[group]: row["contribution"] for row in by_contribution
+        }
+        summed: dict[str, float] = defaultdict(float)
+        for row in pages:
+            summed[(host_of if group == "host" else site_of)(row["url"])] += row["contribution"]
+        assert {row[group]: row["contribution"] for row in by_rank} == pytest.approx(summed, rel=1e-12)
+        for page in range(0, len(by_rank), 3):
+            shown = cli_json(
+                "backlinks", "--site", SITE, "--group-by", group, "-n", "3", "--offset", str(page),
+                "--store", store_path,
+            )  # fmt: skip
+            assert shown == by_rank[page : page + 3]
     # one page's referring sites too
     target = "http://a.example.com/0"
     linking = {site_of(src) for src, dst in edges if dst == target}

@@ -530,7 +530,7 @@ def _contributions_at(arrays: RankingArrays, links: InSlice, picked: np.ndarray,
     if arrays.votes is None:
         return None
     sources = links.sources[picked]
-    values = np.where(sources < arrays.pages, arrays.votes[np.minimum(sources, arrays.pages - 1)], 0.0)
+    values = np.where(sources < arrays.pages, gathered(arrays.votes, np.minimum(sources, arrays.pages - 1)), 0.0)
     if links.weights is not None and params.get("weighted", True):
         values = values * links.weights[picked]
     return values
@@ -856,13 +856,12 @@ def _referring(
         params = store.rankings.ranking_params(ranking.id)
         found = target_links(store, url, host, site)
         links, pages = found.links, found.pages
-        contribution = _contributions(arrays, links, _ranked_votes(store, ranking, links, params), params)
+        counted = _ranked_votes(store, ranking, links, params)
         if since is None or (links.uniform is not None and links.uniform > since):
-            sources, values = links.sources, contribution
+            sources, kept = links.sources, None
         else:
-            chosen = links.born > since
-            sources = links.sources[chosen]
-            values = contribution[chosen] if contribution is not None else None
+            kept = np.flatnonzero(links.born > since)  # the links listed, as indices of the target's
+            sources = links.sources[kept]
         page_hosts = store.hosts.page_hosts()
         groups = gathered(page_hosts, sources) if level == "host" else page_sites(store, sources)
         order = np.argsort(groups, kind="stable")  # by host (site)
@@ -889,7 +888,26 @@ def _referring(
             if level == "site"
             else None
         )
-        summed = np.add.reduceat(values[order], starts) if values is not None and len(starts) else None
+
+        def contributions_of(at: np.ndarray) -> np.ndarray | None:
+            """What the links of the groups at ``at`` pass on, summed a group: read for them alone (the votes of
+            millions of linking pages are read only to sort by them)."""
+            if arrays.votes is None or not len(starts):
+                return None
+            lengths = ends[at] - starts[at]
+            within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            listed = order[np.repeat(starts[at], lengths) + within]  # the groups' links, group after group
+            picked = listed if kept is None else kept[listed]
+            values = _contributions_at(arrays, links, picked, params)
+            if values is None:
+                return None
+            if counted is not None:
+                values = np.where(counted[picked], values, 0.0)
+            sums = np.zeros(len(at))
+            np.add.at(sums, np.repeat(np.arange(len(at)), lengths), values)
+            return sums
+
+        summed = contributions_of(np.arange(len(starts))) if sort == "contribution" else None
         ranked = _newest_of_level(store, level_name, level)
 
         def best_positions(at: np.ndarray) -> np.ndarray:
@@ -905,6 +923,10 @@ def _referring(
         else:
             pick = _first_by(best_positions(np.arange(len(group_ids))), None, offset + limit)
         pick = pick[offset:]
+        if summed is None:
+            shown_sums = contributions_of(pick)
+        else:
+            shown_sums = summed[pick]
         # the ranks of the groups shown only (read from the ranking's arrays: millions of hosts may link)
         level_scores = np.full(len(pick), np.nan)
         level_places = np.full(len(pick), -1, dtype=np.int64)  # what is shown: ties alike
@@ -919,7 +941,7 @@ def _referring(
         total = float(gathered(arrays.scores, pages[pages < arrays.pages]).sum()) if len(pages) else 0.0
     rows = []
     for slot, (at, page) in enumerate(zip(pick.tolist(), best_rows)):
-        value = float(summed[at]) if summed is not None else None
+        value = float(shown_sums[slot]) if shown_sums is not None else None
         row: dict = {level: names.get(int(group_ids[at]), "")}
         if hosts_linking is not None:
             row["hosts"] = int(hosts_linking[at])
