@@ -336,3 +336,20 @@ def test_read_ahead_brings_in_the_parts_a_large_gather_touches_once_and_reads_th
     read = large.read_ahead(mapped)  # a scan: the rest of it
     assert 22 << 20 <= read <= 25 << 20 and _cached_mib(path) >= 30
     assert np.array_equal(mapped, values)
+
+
+def test_read_ahead_passes_over_entries_past_the_array_as_positions_of_asks_for_them(large, tmp_path):
+    """positions_of asks for pages newer than the version (past its arrays' end): read ahead for the rest, no
+    error, and the positions as before."""
+    from rankstore.store.rankings import RankingArrays
+
+    values = np.arange(4_000_000, dtype=np.int32)
+    large._write_array(tmp_path / "position.npy", values)
+    mapped = large._mapped(tmp_path / "position.npy")
+    _uncached(tmp_path / "position.npy")
+    asked = np.arange(0, 40_000_000, 9_000)  # 4,445 entries, nine in ten past the end
+    assert large.read_ahead(mapped, asked) > 0
+    arrays = RankingArrays(values.astype(np.float64), values, values, mapped, None)
+    found = arrays.positions_of(asked)
+    inside = asked < len(values)
+    assert np.array_equal(found[inside], asked[inside]) and (found[~inside] == len(values)).all()

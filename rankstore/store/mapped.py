@@ -432,7 +432,9 @@ _WORTH = 4  # pages of a chunk a gather touches from which the chunk is read who
 
 def read_ahead(values: np.ndarray, indices: np.ndarray | None = None) -> int:
     """Bring into the page cache the parts of a large mapped array that a gather of ``indices`` (or a scan of
-    it all: None) will touch and the cache has lost, a MiB at a time; the bytes read.
+    it all: None) will touch and the cache has lost, in requests of up to :data:`_RUN` MiB; the bytes read.
+    Indices past the array are passed over (:meth:`~.rankings.RankingArrays.positions_of` asks for pages
+    newer than a version).
 
     A large file is mapped ``MADV_RANDOM`` (the module's docstring says why), so a view's gather of millions
     of entries from a cold disk would read each of its pages alone, a wait each: seconds an array.  Here each
@@ -452,7 +454,9 @@ def read_ahead(values: np.ndarray, indices: np.ndarray | None = None) -> int:
         pages[start // mmap.PAGESIZE : (end + mmap.PAGESIZE - 1) // mmap.PAGESIZE] = True
     else:
         shift = mmap.PAGESIZE.bit_length() - 1  # a power of two
-        pages[(np.asarray(indices, dtype=np.int64) * values.itemsize + start) >> shift] = True
+        asked = np.asarray(indices, dtype=np.int64)
+        asked = asked[(asked >= 0) & (asked < len(values))]  # past the array (a page newer than it): none
+        pages[(asked * values.itemsize + start) >> shift] = True
     per_chunk = _CHUNK // mmap.PAGESIZE
     padded = np.zeros(-(-len(pages) // per_chunk) * per_chunk, dtype=bool)
     padded[: len(pages)] = pages
