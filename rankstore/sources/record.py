@@ -363,14 +363,15 @@ def forget_warcs(root: str, host: str | None = None, before: datetime | None = N
                 continue
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
                 kept: list[tuple[int, int] | bytes] = []
-                gone: dict[str, tuple[bytes, str]] = {}  # responses taken, by record id: content, and why
+                gone: dict[str, tuple[int, str]] = {}  # responses taken, by record id: where, and why
                 taken = 0
                 for start, end, content, whole in _members(view):
                     verdict = _verdict(content, None if whole else view[start:end], host, cutoff, names)
                     fields = next(_warc_heads(content), {}) if whole else {}
                     named = gone.get(fields.get("warc-refers-to", "")) if fields.get("warc-type") == "revisit" else None
                     if verdict is None and named is not None:
-                        remade = _made_whole(content, named[0]) if named[1] == "own" else None
+                        # the response read again from the file: a file of many taken is never held whole
+                        remade = _made_whole(content, _inflate(view, named[0])[1]) if named[1] == "own" else None
                         if remade is not None:  # a visit kept: its body, in the response taken, with it
                             kept.append(remade)
                             done.remade += 1
@@ -380,7 +381,7 @@ def forget_warcs(root: str, host: str | None = None, before: datetime | None = N
                         kept.append((start, end))
                         continue
                     if fields.get("warc-type") == "response" and fields.get("warc-record-id"):
-                        gone[fields["warc-record-id"]] = (content, verdict)
+                        gone[fields["warc-record-id"]] = (start, verdict)
                     taken += 1
                     done.naming += verdict == "names"
                 if taken:
