@@ -34,7 +34,6 @@ import asyncio
 import base64
 import contextlib
 import fnmatch
-import gzip
 import hashlib
 import json
 import logging
@@ -46,6 +45,7 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import NamedTuple
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
@@ -66,6 +66,11 @@ from rankstore.urls import canonical
 
 from .bodies import decode
 from .jobs import PageJob, Recorded, RecordJob
+
+try:  # ISA-L's deflate (isal): a page's member in a fraction of zlib's time
+    from isal import isal_zlib as _isal_zlib
+except ImportError:
+    _isal_zlib = None  # type: ignore[assignment]
 
 __all__ = [
     "RecordSettings",
@@ -92,6 +97,12 @@ __all__ = [
     "WarcOriginal",
     "REVISIT_PROFILE",
     "deflated_body",
+    "Deflater",
+    "DEFLATER",
+    "ISAL",
+    "ZLIB",
+    "FirstMember",
+    "recorded_url",
     "make_record",
     "PageKey",
     "RevisitCache",
@@ -395,7 +406,7 @@ def recorded_page(
     page_url = canonical(url)
     if page_url is None:
         return None
-    shown = without_secrets(page_url if queries else _without_query(page_url))
+    shown = _shown(page_url, queries)
     when = time.strftime(_WHEN, time.gmtime(fetched))
     if withheld:
         return RecordedPage(shown, status, None, when, (), withheld=True)
@@ -410,6 +421,16 @@ def recorded_page(
         else:
             links[target] = RecordedLink(target, held.nofollow and link.nofollow, held.anchor or anchor)
     return RecordedPage(shown, status, parsed.title, when, tuple(links.values()))
+
+
+def recorded_url(url: str, queries: bool = False) -> str | None:
+    """The URL a page's record names it by (:func:`recorded_page`'s), None for no http(s) URL."""
+    page_url = canonical(url)
+    return None if page_url is None else _shown(page_url, queries)
+
+
+def _shown(page_url: str, queries: bool) -> str:
+    return without_secrets(page_url if queries else _without_query(page_url))
 
 
 def _without_query(url: str) -> str:
@@ -438,9 +459,7 @@ def warc_member(
     fields = [b"WARC-Payload-Digest: " + (digest or payload_digest(body))] if body else []
     before = _warc_head(page, len(http_head) + len(body), record_id or _record_id(), fields) + http_head
     if deflated is None or not body:
-        # level 3: a page's member in a third of level 9's time for a seventh more bytes; it is made while
-        # the page waits
-        return gzip.compress(before + body + _RECORD_END, compresslevel=3, mtime=0)
+        return _gzip(before + body + _RECORD_END)
     # the parts around the body go in as stored blocks, the body's deflate blocks between them, and the gzip
     # trailer sums the whole
     crc = zlib.crc32(_RECORD_END, zlib.crc32(body, zlib.crc32(before)))
@@ -566,7 +585,7 @@ def _warc_head(
 
 
 def deflated_body(body: bytes) -> bytes:
-    """A body's deflate blocks (level 3, as a member's) for :func:`warc_member`, to be put in as they are:
+    """A body's deflate blocks (by :data:`DEFLATER`, as a member's) for :func:`warc_member`, to be put in as they are:
     raw, ending on a byte boundary, not the last blocks of their stream."""
     return _deflate(body, zlib.Z_SYNC_FLUSH)
 
@@ -589,9 +608,31 @@ def _stored(data: bytes, final: bool) -> bytes:
 _STORED_MOST = 0xFFFF  # a stored block's most bytes
 
 
+class Deflater(NamedTuple):
+    """A deflate implementation with zlib's interface (``compressobj``, ``Z_SYNC_FLUSH``, ``Z_FINISH``) and the
+    level the record asks of it: its output differs from another's, and any inflater reads either."""
+
+    name: str
+    module: ModuleType
+    level: int
+
+
+# a member is compressed while its page waits: the fastest level whose output is about zlib's level 3's
+ZLIB = Deflater("zlib", zlib, 3)  # a third of level 9's time for a seventh more bytes
+ISAL = None if _isal_zlib is None else Deflater("isal", _isal_zlib, 2)  # ISA-L: about zlib 3's size, far faster
+DEFLATER = ISAL or ZLIB  # the one the record uses: ISA-L where it is installed
+
+
 def _deflate(data: bytes, end: int) -> bytes:
-    compressor = zlib.compressobj(3, zlib.DEFLATED, -zlib.MAX_WBITS)
+    deflater = DEFLATER
+    compressor = deflater.module.compressobj(deflater.level, zlib.DEFLATED, -zlib.MAX_WBITS)
     return compressor.compress(data) + compressor.flush(end)
+
+
+def _gzip(data: bytes) -> bytes:
+    """``data`` as a gzip member of its own (a WARC record's), by :data:`DEFLATER`."""
+    trailer = struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    return b"".join((_GZIP_HEADER, _deflate(data, zlib.Z_FINISH), trailer))
 
 
 _RECORD_END = b"\r\n\r\n"
@@ -622,6 +663,17 @@ class _Kept(NamedTuple):
     @property
     def size(self) -> int:
         return len(self.body) + len(self.line) + len(self.deflated or b"")
+
+
+class FirstMember(NamedTuple):
+    """A first visit's WARC member (:meth:`RevisitCache.response`), made before its line, and what its cache
+    entry keeps of it."""
+
+    url: str  # as the line and the WARC record name the page
+    deflated: bytes | None
+    digest: bytes | None
+    member: bytes | None  # None without WARC
+    original: WarcOriginal | None  # the response it is, for its revisits to name once written
 
 
 class RevisitCache:
@@ -661,23 +713,25 @@ class RevisitCache:
         self._trim()
         return record
 
-    def first(
-        self, key: PageKey, body: bytes, job: RecordJob, line: bytes, deflated: bytes | None, digest: bytes | None
-    ) -> Recorded:
+    @staticmethod
+    def response(url: str, body: bytes, job: RecordJob, deflated: bytes | None, digest: bytes | None) -> FirstMember:
+        """The WARC member of a page's first visit (or of a changed body's) named ``url`` (:func:`recorded_url`),
+        from its body's deflate blocks and digest: made while its line is made elsewhere."""
+        member, original = RevisitCache._member(_Kept(body, b"", url, deflated, digest), body, job)
+        return FirstMember(url, deflated, digest, member, original)
+
+    def first(self, key: PageKey, body: bytes, job: RecordJob, line: bytes, made: FirstMember) -> Recorded:
         """The record of a page's first visit (or of a changed body's), from its line (made elsewhere:
-        :func:`make_record`), its body's deflate blocks and digest, and kept for its revisits."""
-        url = _line_url(line)
-        if url is None:
-            raise ValueError("a record's line without its URL")
-        kept = _Kept(body, line, url, deflated, digest)
+        :func:`make_record`, with this visit's fetch time) and its WARC member (:meth:`response`), kept for its
+        revisits."""
+        kept = _Kept(body, line, made.url, made.deflated, made.digest)
         gone = self._kept.pop(key, None)
         if gone is not None:
             self._bytes -= gone.size
         self._kept[key] = kept
         self._bytes += kept.size
-        record = self._record(kept, body, job)
         self._trim()
-        return record
+        return Recorded(line, made.member, made.original)
 
     def written(self, key: PageKey, original: WarcOriginal) -> None:
         """A response this cache made has been written: the page's revisits name it from now on (if its body
@@ -690,20 +744,25 @@ class RevisitCache:
 
     @staticmethod
     def _record(kept: _Kept, body: bytes, job: RecordJob) -> Recorded:
-        when = time.strftime(_WHEN, time.gmtime(job.fetched))
-        line = _with_fetched(kept.line, when)
+        return Recorded(_with_fetched(kept.line, _when(job)), *RevisitCache._member(kept, body, job))
+
+    @staticmethod
+    def _member(kept: _Kept, body: bytes, job: RecordJob) -> tuple[bytes | None, WarcOriginal | None]:
+        """A visit's WARC member (None without WARC) and, for a response holding its body, what its revisits
+        name."""
         if not job.warc:
-            return Recorded(line, None)
+            return None, None
+        when = _when(job)
         head = ResponseHead(job.status, job.reason, job.headers)
         if kept.original is not None and body and not job.withheld:
-            return Recorded(line, _revisit(kept.revisit_fields, when.encode(), _http_head(head, len(body))))
+            return _revisit(kept.revisit_fields, when.encode(), _http_head(head, len(body))), None
         page = RecordedPage(kept.url, job.status, None, when, (), withheld=job.withheld)
         if job.withheld or not body:  # no body kept: a response without one
-            return Recorded(line, warc_member(page, head, b""))
+            return warc_member(page, head, b""), None
         assert kept.digest is not None  # made with the deflate blocks
         record_id = _record_id()
         member = warc_member(page, head, body, kept.deflated, kept.digest, record_id)
-        return Recorded(line, member, WarcOriginal(record_id, kept.url, when, kept.digest))
+        return member, WarcOriginal(record_id, kept.url, when, kept.digest)
 
     def _trim(self) -> None:
         while self._kept and (len(self._kept) > self.most_pages or self._bytes > self.most_bytes):
@@ -723,9 +782,8 @@ def _with_fetched(line: bytes, when: str) -> bytes:
     return line[: found.start(1)] + when.encode() + line[found.end(1) :]
 
 
-def _line_url(line: bytes) -> str | None:
-    url = json.loads(line).get("url")
-    return url if isinstance(url, str) else None
+def _when(job: RecordJob) -> str:
+    return time.strftime(_WHEN, time.gmtime(job.fetched))
 
 
 def _identity(content_encoding: str | None) -> bool:
@@ -905,15 +963,20 @@ class Recorder:
     async def _first_visit(
         self, key: PageKey, body: bytes, job: RecordJob, making: asyncio.Future[Recorded | None]
     ) -> Recorded | None:
+        url = recorded_url(job.url, job.queries)  # as the line names the page
+        if url is None:
+            return await making  # nothing to record
         deflated = digest = None
         if job.warc and body and not job.withheld:
             # a large body is compressed off the loop (beside the worker's parse); a page's, in a fraction of it
             small = len(body) <= DEFLATE_IN_LOOP
             deflated, digest = _compressed(body) if small else await asyncio.to_thread(_compressed, body)
+        # the member is made whole while the line is made elsewhere: once the line comes, both are written
+        member = self.revisits.response(url, body, job, deflated, digest)
         made = await making
         if made is None:
             return None
-        return self.revisits.first(key, body, job, made.line, deflated, digest)
+        return self.revisits.first(key, body, job, made.line, member)
 
     def job(self, flow: http.HTTPFlow, page: PageJob) -> RecordJob | None:
         """What making a page's record needs besides its body, None if it is not to be recorded: decided here,

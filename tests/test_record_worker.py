@@ -174,7 +174,19 @@ def warc_fields(member: bytes) -> dict[bytes, bytes]:
     return dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
 
 
-def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python_doc_crawl):
+@pytest.fixture(params=["zlib", "isal"])
+def deflater(request, monkeypatch):
+    """The record's members compressed by each deflate implementation it may use, as markupsafe's twins are
+    tested: ISA-L's where it is installed (a dependency), zlib's without it."""
+    from proxy_addon import record
+
+    chosen = {"zlib": record.ZLIB, "isal": record.ISAL}[request.param]
+    assert chosen is not None, "isal, a dependency, is not installed"
+    monkeypatch.setattr(record, "DEFLATER", chosen)
+    return chosen
+
+
+def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python_doc_crawl, deflater):
     """For every page of the crawl: the revisit's line is the one make_record makes for that visit, its later
     fetch and its new Date header; its WARC member, until its first visit's response is written, is that
     visit's response too (put together around the body compressed once), and then a revisit record naming that
@@ -182,7 +194,7 @@ def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python
     no body; each is one gzip member that the build's WARC reader and warcio read."""
     import warcio
 
-    from proxy_addon.record import REVISIT_PROFILE, RevisitCache, deflated_body, payload_digest
+    from proxy_addon.record import REVISIT_PROFILE, RevisitCache, deflated_body, payload_digest, recorded_url
 
     cache = RevisitCache()
     jobs = jobs_of(crawled_pages(python_doc_crawl.warc))
@@ -195,9 +207,11 @@ def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python
         assert key is not None and cache.made(key, body, job) is None  # nothing kept before its first visit
         line = make_record(body, job._replace(warc=False)).line
         withheld = job.withheld
-        first = cache.first(
-            key, body, job, line, None if withheld else deflated_body(body), None if withheld else payload_digest(body)
-        )
+        # the member made first, as the proxy makes it while the line is made elsewhere
+        deflated, digest = (None, None) if withheld else (deflated_body(body), payload_digest(body))
+        named = recorded_url(job.url, job.queries)
+        assert named is not None
+        first = cache.first(key, body, job, line, RevisitCache.response(named, body, job, deflated, digest))
         expected = make_record(body, job)
         assert first.line == expected.line and same_warc(first.warc, expected.warc), job.url
         assert (first.original is None) == job.withheld  # a response without its body is none to name
@@ -251,7 +265,10 @@ def test_a_revisit_of_the_same_body_is_recorded_as_a_first_visit_would_be(python
     assert key == cache.key(body, job) and cache.made(key, same_length, job) is None  # compared byte for byte
     line = make_record(same_length, job._replace(warc=False)).line
     # kept in place of the body before, whose response a revisit names no more
-    cache.first(key, same_length, job, line, deflated_body(same_length), payload_digest(same_length))
+    named = recorded_url(job.url, job.queries)
+    assert named is not None
+    member = RevisitCache.response(named, same_length, job, deflated_body(same_length), payload_digest(same_length))
+    cache.first(key, same_length, job, line, member)
     assert cache.made(key, body, job) is None
     made = cache.made(key, same_length, job)
     assert made is not None and warc_fields(gzip.decompress(made.warc))[b"WARC-Type"] == b"response"
