@@ -13,6 +13,7 @@ setup(
         Extension("rankstore.sources._fastpairs", ["rankstore/sources/_fastpairs.c"], optional=True),
         Extension("rankstore.sources._fastwat", ["rankstore/sources/_fastwat.c"], optional=True),
         Extension("rankstore._fastlisted", ["rankstore/_fastlisted.c"], optional=True),
+        Extension("rankstore._fastextract", ["rankstore/_fastextract.c"], optional=True),
         Extension("rankstore.store._fastgaps", ["rankstore/store/_fastgaps.c"], optional=True),
         # no fused multiply-add: the sums stay those of the Python twin (scipy's kernel), bit for bit
         Extension(

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import codecs
 import enum
+import html
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from .charrefs import decode_attribute
 from .sources import ListedLink, ListedPage, casts_no_vote
 from .urls import canonical, resolver, resolving
 
@@ -28,6 +30,10 @@ try:  # the C twin of listed_targets (tests/test_wat_twins.py holds both to the 
     from . import _fastlisted  # type: ignore[attr-defined]
 except ImportError:  # built without a compiler
     _fastlisted = None
+try:  # the tokenizer that reads most pages in place of lexbor's tree (tests/test_fastextract.py holds both)
+    from . import _fastextract  # type: ignore[attr-defined]
+except ImportError:  # built without a compiler
+    _fastextract = None
 
 __all__ = [
     "Link",
@@ -321,6 +327,10 @@ def extract(
         document = body[skip:] if charset == "utf-8" else body[skip:].decode(charset, errors="replace")
     else:
         document, charset = body, "utf-8"
+    if weights is LinkWeights.UNIFORM and _fastextract is not None and isinstance(document, bytes):
+        read = _fastextract.read(document)
+        if read is not None:  # else a tree-construction rule may move or close what holds a link: lexbor's
+            return _tokens_page(read, url, charset)
     tree = LexborHTMLParser(document)
     page = Page(charset=charset)
 
@@ -388,6 +398,67 @@ def extract(
                 break
 
     page.links = _resolved(hrefs, base, page_nofollow, _summed(occurrences) if placement is not None else None)
+    return page
+
+
+def _value(raw: str | None) -> str | None:
+    """An attribute value as the tokenizer wrote it -> as lexbor's tree holds it: line breaks normalised (as
+    the input stream's are), character references decoded."""
+    if raw is None:
+        return None
+    if "\r" in raw:
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n")
+    return decode_attribute(raw) if "&" in raw else raw
+
+
+def _text(raw: str) -> str:
+    """Text as the tokenizer read it -> as lexbor's text nodes hold it."""
+    if "\r" in raw:
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n")
+    return html.unescape(raw) if "&" in raw else raw
+
+
+def _tokens_page(read: tuple, url: str, charset: str) -> Page:
+    """:func:`extract`'s page from what ``_fastextract.read`` found in document order, read by the rules its
+    walk of lexbor's tree follows (links: ``(href, rel, text, is_area)``; an area's text its alt)."""
+    links, titles, bases, metas, canonicals = read
+    page = Page(charset=charset)
+    for raw in titles:
+        page.title = _clean_text(_text(raw), MAX_TITLE) or None
+        if page.title is not None:
+            break
+    base_href = _value(next((href for href in bases if href is not None), None))
+    page_nofollow = False
+    for name, content in metas:
+        if (_value(name) or "").strip().lower() == "robots":
+            page_nofollow = page_nofollow or _robots_nofollow(_value(content) or "")
+    named = [_value(href) for rel, href in canonicals if "canonical" in (_value(rel) or "").lower().split()]
+    for href in named:
+        page.canonical_url = canonical(href, url)
+        if page.canonical_url is not None:
+            break
+    hrefs: dict[str, list] = {}
+    for raw_href, rel, text, is_area in links:
+        href = _value(raw_href)
+        if not href or _is_fragment(href):
+            continue
+        nofollow = casts_no_vote(_value(rel))
+        seen = hrefs.get(href)
+        if seen is not None:
+            seen[0] = seen[0] and nofollow
+            if seen[1]:
+                continue
+        anchor = _clean_text((_value(text) or "") if is_area else _text(text), MAX_ANCHOR)
+        if seen is None:
+            hrefs[href] = [nofollow, anchor]
+        else:
+            seen[1] = anchor
+    base = url
+    if base_href is not None:
+        base = canonical(base_href, url) or url
+    if base != url and page.canonical_url is not None:
+        page.canonical_url = canonical(named[0], base)
+    page.links = _resolved(hrefs, base, page_nofollow)
     return page
 
 

@@ -300,6 +300,20 @@ def wat_reader(request, monkeypatch) -> str:
     return request.param
 
 
+@pytest.fixture(params=["tokens", "tree"])
+def extractor(request, monkeypatch) -> str:
+    """How ``extract`` reads a page a test runs on: "tokens" (``rankstore._fastextract`` where it can tell the
+    tree would agree, lexbor's tree elsewhere) or "tree" (lexbor's tree alone).  Forked processes read as
+    their parent."""
+    from rankstore import extract
+
+    if request.param == "tokens":
+        assert extract._fastextract is not None, "rankstore._fastextract did not build (is a C compiler installed?)"
+    else:
+        monkeypatch.setattr(extract, "_fastextract", None)
+    return request.param
+
+
 @pytest.fixture(params=["c", "python"])
 def scanner(request, monkeypatch) -> str:
     """The rewriter's scanner twin a test runs on, "c" (``proxy_addon._fastscan``) or "python"

@@ -13,6 +13,7 @@ from rankstore.urls import canonical
 from conftest import POSTGRES_DOC, PYTHON_DOC
 
 URL = "http://site.example/dir/page.html"
+pytestmark = pytest.mark.usefixtures("extractor")  # every test on both readings: the tokens', the tree's
 
 
 def links_of(page):
