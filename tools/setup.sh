@@ -39,7 +39,8 @@ fi
 if [[ ! -x .venv/bin/python ]]; then
     python3 -m venv .venv
 fi
-stamp=".venv/.installed-$(cat pyproject.toml setup.py proxy_addon/_fastscan.c rankstore/sources/_fastpairs.c rankstore/solver/_fastproduct.c rankstore/store/_fastgaps.c | sha1sum | cut -c1-12)-$extras"
+# every C module's source in the stamp: an editable install builds them once, and a changed one must build again
+stamp=".venv/.installed-$(cat pyproject.toml setup.py proxy_addon/*.c proxy_addon/*.h rankstore/*.c rankstore/*/*.c | sha1sum | cut -c1-12)-$extras"
 if [[ ! -f "$stamp" ]]; then
     echo "setup: installing Python packages into .venv" >&2
     .venv/bin/pip install -q --disable-pip-version-check -e ".[$extras]"
