@@ -126,7 +126,7 @@ _WHEN = "%Y-%m-%dT%H:%M:%SZ"
 WARC_IN_LOOP = 256 * 1024
 DEFLATE_IN_LOOP = 64 * 1024  # a first visit's body compressed in the loop at most (a larger one in a thread)
 # response headers a WARC keeps none of: the body is kept decoded and whole, and a cookie is the user's own
-_WARC_DROPPED = frozenset(("content-encoding", "content-length", "transfer-encoding", "set-cookie"))
+_WARC_DROPPED = frozenset((b"content-encoding", b"content-length", b"transfer-encoding", b"set-cookie"))
 
 # Query parameters that carry secrets, dropped from every URL the record keeps (a page's, even with
 # pagerank_record_queries, and its links' targets; the WARC's target URI is the page's): a parameter is
@@ -320,10 +320,18 @@ def private_reason(flow: http.HTTPFlow, exclude: Sequence[HostPattern]) -> str |
     """Why a page must never be recorded, or None: not a top-level navigation (what a page chose to load, not
     the user), a request with credentials, or an excluded host (the one connected to, or the Host header's)."""
     request = flow.request
-    destination = request.headers.get("sec-fetch-dest")
-    if destination is not None and destination.strip().lower() != "document":
+    destinations: list[bytes] = []
+    authorization = False
+    for name, value in request.headers.fields:  # one pass: a page's every visit asks, while it waits
+        lowered = name.lower()
+        if lowered == b"sec-fetch-dest":
+            destinations.append(value)
+        elif lowered == b"authorization":
+            authorization = True
+    # fields of one name are one list, as the headers' own reading joins them: "document" alone is a navigation
+    if destinations and b", ".join(destinations).strip().lower() != b"document":
         return "not a top-level navigation"
-    if "authorization" in request.headers:
+    if authorization:
         return "an Authorization request"
     if not exclude:
         return None
@@ -559,7 +567,7 @@ def _http_head(head: ResponseHead, length: int) -> bytes:
     """The response's status line and headers, less those a record's decoded body makes wrong and cookies, and
     the body's ``length``."""
     lines = [f"HTTP/1.1 {head.status} {head.reason}".rstrip().encode("latin-1", errors="replace")]
-    lines += [name + b": " + value for name, value in head.fields if name.lower().decode() not in _WARC_DROPPED]
+    lines += [name + b": " + value for name, value in head.fields if name.lower() not in _WARC_DROPPED]
     lines.append(b"Content-Length: %d" % length)
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
@@ -744,15 +752,18 @@ class RevisitCache:
 
     @staticmethod
     def _record(kept: _Kept, body: bytes, job: RecordJob) -> Recorded:
-        return Recorded(_with_fetched(kept.line, _when(job)), *RevisitCache._member(kept, body, job))
+        when = _when(job)
+        return Recorded(_with_fetched(kept.line, when), *RevisitCache._member(kept, body, job, when))
 
     @staticmethod
-    def _member(kept: _Kept, body: bytes, job: RecordJob) -> tuple[bytes | None, WarcOriginal | None]:
+    def _member(
+        kept: _Kept, body: bytes, job: RecordJob, when: str | None = None
+    ) -> tuple[bytes | None, WarcOriginal | None]:
         """A visit's WARC member (None without WARC) and, for a response holding its body, what its revisits
-        name."""
+        name; ``when``: the visit's time as the record writes it, if made already."""
         if not job.warc:
             return None, None
-        when = _when(job)
+        when = when or _when(job)
         head = ResponseHead(job.status, job.reason, job.headers)
         if kept.original is not None and body and not job.withheld:
             return _revisit(kept.revisit_fields, when.encode(), _http_head(head, len(body))), None

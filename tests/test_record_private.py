@@ -135,6 +135,30 @@ def test_exclude_patterns_read_as_no_proxy_does(pattern, host, port, excluded):
     assert excluded_host(host, port, exclude_patterns([pattern])) is excluded
 
 
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        ([], None),  # no Fetch Metadata: recorded (its client is no browser, or an opt-in's)
+        ([(b"Sec-Fetch-Dest", b"document")], None),
+        ([(b"sec-fetch-dest", b" Document ")], None),
+        ([(b"Sec-Fetch-Dest", b"iframe")], "not a top-level navigation"),
+        ([(b"Sec-Fetch-Dest", b"empty")], "not a top-level navigation"),
+        # two fields are one list, as the headers' own reading joins them: no navigation says two things
+        ([(b"Sec-Fetch-Dest", b"document"), (b"Sec-Fetch-Dest", b"iframe")], "not a top-level navigation"),
+        ([(b"Sec-Fetch-Dest", b"document"), (b"AUTHORIZATION", b"Basic eDp5")], "an Authorization request"),
+        ([(b"Authorization", b"")], "an Authorization request"),
+    ],
+)
+def test_only_a_navigation_without_credentials_is_recorded(fields, reason):
+    from mitmproxy.test import tflow
+
+    from proxy_addon.record import private_reason
+
+    flow = tflow.tflow(resp=True)
+    flow.request.headers.fields = tuple(fields)
+    assert private_reason(flow, ()) == reason
+
+
 def test_the_help_says_how_exclude_patterns_match():
     help_text = subprocess.run(
         [sys.executable, "-m", "proxy_addon.cli", "--help"], capture_output=True, text=True, cwd=ROOT, check=True
