@@ -508,6 +508,14 @@ static int start_tag(Reader *r, Py_ssize_t i, Py_ssize_t *next) {
     return OK;
 }
 
+/* the name [s, e) is the open element's `open` (a span), ASCII case-insensitively */
+static int same_name(const Doc *t, Py_ssize_t s, Py_ssize_t e, const Py_ssize_t *open) {
+    if (e - s != open[1] - open[0]) return 0;
+    for (Py_ssize_t k = 0; k < e - s; k++)
+        if (lower(t->d[s + k]) != lower(t->d[open[0] + k])) return 0;
+    return 1;
+}
+
 /* an end tag (its name at `i`) */
 static int end_tag(Reader *r, Py_ssize_t i, Py_ssize_t *next) {
     const Doc *t = &r->t;
@@ -519,10 +527,7 @@ static int end_tag(Reader *r, Py_ssize_t i, Py_ssize_t *next) {
     *next = tag.end;
     Py_ssize_t ns = tag.ns, ne = tag.ne;
     if (r->svg_depth > 0) { /* closes the drawing's last element open, or refused */
-        Py_ssize_t *top = r->svg[r->svg_depth - 1];
-        if (ne - ns != top[1] - top[0]) return REFUSE;
-        for (Py_ssize_t k = 0; k < ne - ns; k++)
-            if (lower(t->d[ns + k]) != lower(t->d[top[0] + k])) return REFUSE;
+        if (!same_name(t, ns, ne, r->svg[r->svg_depth - 1])) return REFUSE;
         r->svg_depth--;
         return OK;
     }
@@ -532,11 +537,8 @@ static int end_tag(Reader *r, Py_ssize_t i, Py_ssize_t *next) {
         return OK;
     }
     if (r->in_a) {
-        if (r->depth > 0) {
-            Py_ssize_t *top = r->nested[r->depth - 1];
-            if (ne - ns != top[1] - top[0]) return REFUSE;
-            for (Py_ssize_t k = 0; k < ne - ns; k++)
-                if (lower(t->d[ns + k]) != lower(t->d[top[0] + k])) return REFUSE;
+        if (r->depth > 0) { /* closes the last element open in the link, or refused */
+            if (!same_name(t, ns, ne, r->nested[r->depth - 1])) return REFUSE;
             r->depth--;
             return OK;
         }
