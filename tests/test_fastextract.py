@@ -216,6 +216,16 @@ def test_every_generated_page_the_tokens_read_is_the_trees(fragments):
     assert tokens == tree
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.binary(max_size=400) | st.text(alphabet=st.sampled_from("<>/=!-?'\" \tabrefhtilpdvsgm&;#x0\u00e9"), max_size=300)
+)
+def test_any_bytes_are_read_as_the_tree_reads_them_or_left_to_it(data):
+    body = data if isinstance(data, bytes) else data.encode()
+    _, tokens, tree = _both(body, PAGE)
+    assert tokens == tree
+
+
 @pytest.mark.parametrize(
     "document",
     [
