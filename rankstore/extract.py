@@ -1,4 +1,8 @@
-"""HTML bytes -> title and the set of links, with the lexbor parser (selectolax).
+"""HTML bytes -> title and the set of links, as the lexbor parser's tree (selectolax) holds them.
+
+A UTF-8 page is read first by a C tokenizer (``_fastextract``) that answers only where no tree-construction
+rule could move or close what holds a link; elsewhere (and for weights by position) the tree is walked.
+tests/test_fastextract.py holds the two to the same answers.
 
 A page's links are a set: the same target counted once.  A link is *followed*
 (casts a vote) unless every occurrence of it carries ``rel`` nofollow, ugc or
