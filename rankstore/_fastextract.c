@@ -16,7 +16,8 @@
  * lexbor) where it cannot.  The checks, each conservative:
  *   - inside an <a>, only phrasing elements (well nested, closed in order), voids and SVG drawings; an
  *     end tag that closes anything else, or a second <a> inside one of them, is not followed;
- *   - an <a> or <area> in a table but not in a cell or caption (foster parenting), or inside a <select>;
+ *   - an <a>, <area>, <title>, <base>, <meta> or <link> in a table but not in a cell or caption (foster
+ *     parenting puts it before the table), or inside a <select>;
  *   - SVG other than drawing elements (a foreign <a>, <title>, <foreignObject>, a breakout, CDATA), any
  *     MathML, <template>, <frameset>, <plaintext> inside an <a>, a NUL byte, or a value that is not UTF-8.
  * <noscript> is read as markup: lexbor parses with scripting off, as a crawler does.
@@ -444,6 +445,10 @@ static int start_tag(Reader *r, Py_ssize_t i, Py_ssize_t *next) {
         Py_XDECREF(link);
         return status;
     }
+    /* in a table but not in a cell, these are foster parented: put before the table, out of document order */
+    if (in_table && (spells(t, ns, ne, "title") || spells(t, ns, ne, "base") || spells(t, ns, ne, "meta") ||
+                     spells(t, ns, ne, "link")))
+        return REFUSE;
     if (spells(t, ns, ne, "title") || spells(t, ns, ne, "textarea")) {
         const char *name = spells(t, ns, ne, "title") ? "title" : "textarea";
         Py_ssize_t end = text_end(t, tag.end, name);

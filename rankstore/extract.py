@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import codecs
 import enum
-import html
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from .charrefs import decode_attribute
+from .charrefs import decode_attribute, decode_text
 from .sources import ListedLink, ListedPage, casts_no_vote
 from .urls import canonical, resolver, resolving
 
@@ -416,10 +415,11 @@ def _value(raw: str | None) -> str | None:
 
 
 def _text(raw: str) -> str:
-    """Text as the tokenizer read it -> as lexbor's text nodes hold it."""
+    """Text as the tokenizer read it -> as lexbor's text nodes hold it: line breaks normalised (as the input
+    stream's are: a reference's carriage return stays one), character references decoded."""
     if "\r" in raw:
         raw = raw.replace("\r\n", "\n").replace("\r", "\n")
-    return html.unescape(raw) if "&" in raw else raw
+    return decode_text(raw) if "&" in raw else raw
 
 
 def _tokens_page(read: tuple, url: str, charset: str) -> Page:
