@@ -129,7 +129,7 @@ static int read_tag(const Doc *t, Py_ssize_t i, Tag *tag, const char *const *wan
                 ve = close - d;
                 i = ve + 1;
             } else if (d[i] == '>') {
-                vs = ve = i; /* a missing value: empty */
+                vs = ve = -2; /* a missing value: as lexbor holds it, none (as `<a href>`), not "" */
             } else {
                 vs = i;
                 while (i < n && !is_ws(d[i]) && d[i] != '>') i++;
@@ -275,7 +275,8 @@ typedef struct {
     int tables, in_cell[MOST_NESTED]; /* the tables open, and whether each has a cell or caption open */
     int in_select;
     /* <p>s begun and not ended by </p> (implicit ends uncounted: more, never fewer, than are open), the scope
-       bounds open, and whether a </p> came where it may have closed none (inside a bound): then any may be */
+       bounds begun (never uncounted), and whether a </p> came where it may have closed none (after a bound or
+       in a table): then any may be open */
     int paragraphs, scopes, unsure;
 } Reader;
 
@@ -554,10 +555,8 @@ static int end_tag(Reader *r, Py_ssize_t i, Py_ssize_t *next) {
         if (r->paragraphs > 0) r->paragraphs--;
         return OK;
     }
-    if (one_of(t, ns, ne, SCOPES)) {
-        if (r->scopes > 0 && r->tables == 0) r->scopes--; /* in a table, it may end none: counted still */
-        return OK;
-    }
+    /* a scope bound's end tag is not counted: it may end none (a </button> with an <object> open), so the
+       bounds once opened stay counted, and every </p> after them leaves the <p>s unsure */
     if (r->tables > 0) {
         if (spells(t, ns, ne, "table"))
             r->tables--;

@@ -248,6 +248,9 @@ def test_any_bytes_are_read_as_the_tree_reads_them_or_left_to_it(data):
         "<table><caption><title>T</title><tfoot><title><",
         "<table><tr><td><base href=/a/></td><base href=/b/><a href=x>x</a>",
         "<table><caption><link rel=canonical href=/a></caption><link rel=canonical href=/b></table>",
+        # a </button> that ends no button: the </p> inside the <object> closes none, the outer <p> is open
+        "<p><object></button></p></object><a href=x>foo<div>bar</div></a>",
+        "<p><applet></marquee></p></applet><a href=x>foo<hr>bar</a>",
     ],
 )
 def test_what_a_tree_may_move_or_close_is_left_to_the_tree(document):
@@ -255,6 +258,21 @@ def test_what_a_tree_may_move_or_close_is_left_to_the_tree(document):
     assert extraction._fastextract.read(body) is None
     _, tokens, tree = _both(body, PAGE)
     assert tokens == tree
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "<link rel=canonical href=>",  # "=" and no value: lexbor holds none, as for <base href>
+        "<base href=><base href=/x/><a href=a>a</a>",
+        "<base href= \n><base href=/x/><a href=a>a</a>",
+        "<a href=>x</a><a href=''>y</a><a href=z>z</a>",
+    ],
+)
+def test_an_attribute_with_an_equals_sign_and_no_value_is_read_as_the_tree_reads_it(document):
+    body = document.encode()
+    read, tokens, tree = _both(body, PAGE)
+    assert read and tokens == tree
 
 
 def test_a_value_not_in_utf8_is_left_to_the_tree():
