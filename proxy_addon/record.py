@@ -620,14 +620,13 @@ class Deflater(NamedTuple):
     """A deflate implementation with zlib's interface (``compressobj``, ``Z_SYNC_FLUSH``, ``Z_FINISH``) and the
     level the record asks of it: its output differs from another's, and any inflater reads either."""
 
-    name: str
     module: ModuleType
     level: int
 
 
 # a member is compressed while its page waits: the fastest level whose output is about zlib's level 3's
-ZLIB = Deflater("zlib", zlib, 3)  # a third of level 9's time for a seventh more bytes
-ISAL = None if _isal_zlib is None else Deflater("isal", _isal_zlib, 2)  # ISA-L: about zlib 3's size, far faster
+ZLIB = Deflater(zlib, 3)  # a third of level 9's time for a seventh more bytes
+ISAL = None if _isal_zlib is None else Deflater(_isal_zlib, 2)  # ISA-L: about zlib 3's size, far faster
 DEFLATER = ISAL or ZLIB  # the one the record uses: ISA-L where it is installed
 
 
