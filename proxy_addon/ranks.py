@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -47,9 +47,13 @@ _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts ove
 KEYS_MOST = 300_000_000
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
 _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel, ~2 KB) before they start over
+# pages' rewrites kept per connection with their bodies (PageView.again), the oldest let go past either bound
+_AGAIN_PAGES = 64
+_AGAIN_BYTES = 16 * 1024 * 1024
 # The best pages of a version known before any page asks (Ranks' preload): a site's links go mostly to its best
 # pages, so a page's first visit finds most of its targets known; a store of no more pages is known whole.
 PRELOAD_PAGES = 20_000
+PRELOAD_HOST = "preload.example"  # a host whose site is asked at a preload: the Public Suffix List read then
 T = TypeVar("T")
 _LATER = LinkInfo(None, later=True)  # a page in the store that the ranking's version does not rank yet
 NO_RANKING = 0  # the ranking id of a page's view where the store ranks no pages (no version has id 0)
@@ -274,6 +278,7 @@ class Ranks:
             store = self._local.store = Store(self.store_path, readonly=True, arrays=self._arrays)
             # data_version numbers one connection's view of the store: what was kept beside another's goes
             self._local.kept = {}
+            self._local.again = _Again()
             self._local.head = None  # a _Head once this thread has read the store
         return store
 
@@ -398,6 +403,8 @@ class Ranks:
                     view.level_keys(head.level, make=True)
                     # as the estimates read them: no votes (two fifths of a version, which they never ask for)
                     view.store.rankings.ranking_arrays(head.ranking_id, votes=False)
+            if view.site_head is not None:
+                site_of(PRELOAD_HOST)  # the Public Suffix List read, as a first estimate by site would read it
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """:meth:`PageView.lookup` in a version of its own."""
@@ -414,6 +421,41 @@ class Ranks:
         if store is not None:
             store.close()
             self._local.store = None
+
+
+class _Kept(NamedTuple):
+    version: int  # the store's data_version it was made under
+    body: bytes
+    value: Any
+    size: int  # the body's bytes and the value's
+
+
+class _Again:
+    """Values kept with the bodies they were made from (:meth:`PageView.again`), newest last."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, _Kept] = {}
+        self._bytes = 0
+
+    def get(self, key: Hashable, body: bytes, version: int) -> Any:
+        kept = self._kept.get(key)
+        if kept is None or kept.version != version or kept.body != body:
+            return None
+        del self._kept[key]
+        self._kept[key] = kept  # the newest now
+        return kept.value
+
+    def put(self, key: Hashable, body: bytes, version: int, value: Any, size: int) -> None:
+        gone = self._kept.pop(key, None)
+        if gone is not None:
+            self._bytes -= gone.size
+        size += len(body)
+        if size > _AGAIN_BYTES // 8:  # a large page would push out many small ones
+            return
+        self._kept[key] = _Kept(version, body, value, size)
+        self._bytes += size
+        while len(self._kept) > _AGAIN_PAGES or self._bytes > _AGAIN_BYTES:
+            self._bytes -= self._kept.pop(next(iter(self._kept))).size
 
 
 class PageView:
@@ -472,6 +514,17 @@ class PageView:
             kept.clear()
         kept[key] = (self.data_version, value)
         return value, False
+
+    def again(self, key: Hashable, body: bytes) -> Any:
+        """What :meth:`keep_again` kept for ``key`` and this very ``body`` (compared byte for byte) if nothing
+        has been committed to the store since (as :meth:`keep`), else None: a page's rewrite, for its revisit
+        with the same body."""
+        return self.ranks._local.again.get(key, body, self.data_version)
+
+    def keep_again(self, key: Hashable, body: bytes, value: Any, size: int) -> None:
+        """Keep ``value`` (of ``size`` bytes besides ``body``) for ``key`` and ``body`` under this view's
+        version, for :meth:`again`: at most ``_AGAIN_PAGES`` and ``_AGAIN_BYTES``, the oldest let go."""
+        self.ranks._local.again.put(key, body, self.data_version, value, size)
 
     def lookup(self, urls: Sequence[str]) -> Mapping[str, LinkInfo]:
         """What each URL shows: its page's score (:meth:`page_lookup`), else, where the host or site is ranked,

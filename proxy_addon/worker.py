@@ -25,7 +25,8 @@ import mmap
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import cast
 
 from rankstore.urls import canonical
 
@@ -141,7 +142,48 @@ def rewrite_page(
     this process (or any, if the ranking's newest version is not read yet:
     :func:`ready`), and past ``most_backlinks`` backlinks if its panel is to be
     made.  ``levels``: the host and site rankings that answer for links whose page has no score.
+    A revisit with the same body (byte for byte), nothing committed to the store since, is given the rewrite
+    this thread made of it (:meth:`~.ranks.PageView.again`): a byte compare, no parse.
     """
+    ranks = _ranks_for(store, ranking, panel, levels)
+    with ranks.page() as view:  # bars and panel from one version of the ranking
+        # a revisit of a page with the same body, the store unchanged since: the same rewrite, at once
+        again = (content_type, url, content_encoding, limit, max_links)
+        done_before = view.again(again, body)
+        if done_before is not None:
+            return cast(Rewritten, done_before)
+        return _rewritten(
+            view,
+            again,
+            body,
+            content_type,
+            url,
+            content_encoding,
+            limit,
+            max_links,
+            panel,
+            most_links,
+            most_backlinks,
+            most_lookups,
+        )
+
+
+def _rewritten(
+    view: PageView,
+    again: Hashable,
+    body: bytes,
+    content_type: str | None,
+    url: str,
+    content_encoding: str | None,
+    limit: int,
+    max_links: int,
+    panel: int,
+    most_links: int | None,
+    most_backlinks: int | None,
+    most_lookups: int | None,
+) -> Rewritten | Untouched:
+    """:func:`rewrite_page`'s work, from one version of the ranking (``view``), kept for a revisit of the page
+    with the same body under ``again`` (:meth:`~.ranks.PageView.again`)."""
     try:
         decoded = decode(body, content_encoding, limit)
     except TooLarge as error:
@@ -157,31 +199,32 @@ def rewrite_page(
         and _link_tags(decoded) > max_links
     ):
         return Untouched(f"over {max_links:,} link tags")
-    ranks = _ranks_for(store, ranking, panel, levels)
-    kept = False
-    with ranks.page() as view:  # bars and panel from one version of the ranking
-        lookup = view.lookup if most_lookups is None else functools.partial(_bounded_lookup, view, most_lookups)
+    kept = shown = False
+    lookup = view.lookup if most_lookups is None else functools.partial(_bounded_lookup, view, most_lookups)
 
-        def panel_markup(page: str) -> str:
-            nonlocal kept
-            make = functools.partial(_panel_markup, view, page, lookup, most_backlinks)
-            markup, kept = view.keep(("panel", page), make)
-            return markup
+    def panel_markup(page: str) -> str:
+        nonlocal kept, shown
+        shown = True
+        make = functools.partial(_panel_markup, view, page, lookup, most_backlinks)
+        markup, kept = view.keep(("panel", page), make)
+        return markup
 
-        done = annotate_bytes(
-            decoded,
-            content_type,
-            url,
-            lookup,
-            panel_markup if panel else None,
-            view.marks,
-            most_links=most_links,
-        )
+    done = annotate_bytes(
+        decoded,
+        content_type,
+        url,
+        lookup,
+        panel_markup if panel else None,
+        view.marks,
+        most_links=most_links,
+    )
     if done is None:
         return Untouched("charset does not round-trip")
     new_body, rewrite = done
     # sent as it is, never compressed again: a compressed size would vary with what the bars and the panel
     # show, and the page reads its own (Resource Timing's encodedBodySize); the proxy is the client's neighbour
+    # a revisit's panel is the one kept with its rewrite
+    view.keep_again(again, body, Rewritten(new_body, rewrite.links, rewrite.ranked, shown), len(new_body))
     return Rewritten(new_body, rewrite.links, rewrite.ranked, kept)
 
 

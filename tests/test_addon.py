@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import re
@@ -584,7 +585,8 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     kept = _ranks_for(path, "pagerank", 10)._local.kept
     version, markup = kept[("panel", url)]
     kept[("panel", url)] = (version, markup.replace("PageRank", "STALE"))  # what a page would show if kept
-    assert b"STALE" in rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)[0]
+    changed = body + b" "  # another body: not the rewrite kept for a revisit of the same one
+    assert b"STALE" in rewrite_page(path, "pagerank", 10, changed, "text/html", url, None, 1 << 20, 0)[0]
     statements: list[str] = []
     _ranks_for(path, "pagerank", 10).store().db.set_trace_callback(statements.append)
     assert prepare_panel(path, "pagerank", 10, url) and statements == []  # kept lately: told without a query
@@ -593,6 +595,76 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     done = rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)  # ...but by the job
     assert b"STALE" not in done[0] and panel_of(done[0]) is not None and done[3] is False
     assert prepare_panel(path, "pagerank", 0, url) is False  # no panel wanted: none made
+
+
+@pytest.mark.parametrize(
+    "commit",
+    [["rank", "--damping", "0.5"], ["rank", "--level", "host"], ["build", "--format", "edges"]],
+    ids=["pagerank", "hostrank", "build"],
+)
+def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(
+    store_path, site, tmp_path, commit, monkeypatch
+):
+    """A page's rewrite is kept with its body: a revisit with the very same bytes, nothing committed to the
+    store since, is given it without a parse; another body, another URL or header, or any commit (a ranking, a
+    host ranking, a build), and the page is rewritten again, never shown with a version gone."""
+    from proxy_addon import worker
+
+    path = str(tmp_path / "again.db")
+    shutil.copy(store_path, path)
+    url, body = site + "index.html", b"<!doctype html><body><a href='docs/'>d</a> <a href='other.html'>o</a>"
+    first = worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
+    assert isinstance(first, Rewritten) and first.links == 2
+    parsed: list[bytes] = []
+    real = worker.annotate_bytes
+
+    def counted(decoded, *args, **kwargs):
+        parsed.append(decoded)
+        return real(decoded, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "annotate_bytes", counted)
+    again = worker.rewrite_page(path, "pagerank", 10, bytes(body), "text/html", url, None, 1 << 20, 0)
+    assert again.body == first.body and again.links == 2 and again.panel_kept is True and parsed == []
+    for other in [
+        (body + b" ", "text/html", url, None),  # another body
+        (body, "text/html", site + "docs/", None),  # another page
+        (body, "text/html; charset=latin-1", url, None),  # another header
+    ]:
+        worker.rewrite_page(path, "pagerank", 10, other[0], other[1], other[2], other[3], 1 << 20, 0)
+    assert len(parsed) == 3
+    if commit[0] == "build":
+        extra = tmp_path / "extra.txt"
+        extra.write_text(f"{site}index.html {site}new.html\n")
+        commit = [*commit, str(extra)]
+    result = CliRunner().invoke(cli, [*commit, "--store", path, "-q"])
+    assert result.exit_code == 0, result.output
+    after = worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
+    assert len(parsed) == 4  # made again from the store as it now is
+    fresh = worker._ranks_for(path, "pagerank", 10)
+    fresh.close()  # a connection of its own: what this version shows, made anew
+    assert worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0).body == after.body
+    if commit[0] == "rank" and commit[1] == "--damping":
+        assert after.body != first.body  # the scores moved
+
+
+def test_kept_rewrites_are_bounded_in_pages_and_bytes(monkeypatch):
+    from proxy_addon import ranks as ranks_module
+
+    monkeypatch.setattr(ranks_module, "_AGAIN_PAGES", 3)
+    monkeypatch.setattr(ranks_module, "_AGAIN_BYTES", 800)
+    kept = ranks_module._Again()
+    for key in "abcd":
+        kept.put(key, key.encode() * 10, 1, key.upper(), 10)
+    assert [kept.get(key, key.encode() * 10, 1) for key in "abcd"] == [None, "B", "C", "D"]  # the oldest let go
+    assert kept.get("b", b"b" * 10, 2) is None  # another version of the store
+    assert kept.get("b", b"b" * 9 + b"c", 1) is None  # another body
+    kept.put("e", b"e" * 90, 1, "E", 10)  # 100 bytes: one eighth of the bound, kept
+    kept.put("f", b"f" * 91, 1, "F", 10)  # more: never kept, lest one page push out many
+    assert kept.get("e", b"e" * 90, 1) == "E" and kept.get("f", b"f" * 91, 1) is None
+    for key in "ghijklmn":
+        kept.put(key, key.encode() * 90, 1, key, 10)
+    assert kept._bytes <= 800 and len(kept._kept) <= 3
+    assert kept._bytes == sum(entry.size for entry in kept._kept.values())
 
 
 def test_the_workers_threads_share_one_ranks_whichever_asks_first(store_path, tmp_path, monkeypatch):
@@ -1263,3 +1335,26 @@ def test_a_version_larger_than_the_preload_is_preloaded_beside_its_first_page_no
         assert ranks.ready() and threads == ["pagerank-preload"]
     finally:
         ranks.close()
+
+
+def test_a_preload_reads_the_public_suffix_list_where_a_site_ranking_answers(tmp_path, monkeypatch):
+    """The first estimate by site reads the Public Suffix List (tens of milliseconds): a preload reads it, so
+    that the proxy's first page does not; without a site ranking it is not read."""
+    from proxy_addon.ranks import Ranks
+    from rankstore import urls
+
+    from conftest import edge_store
+
+    edges = [("http://a.example.com/", "http://b.example.org/"), ("http://b.example.org/", "http://a.example.com/")]
+    for ranked, read in [((), False), ((("--level", "site"),), True)]:
+        folder = tmp_path / str(read)
+        folder.mkdir()
+        store = edge_store(folder, edges, *ranked)
+        monkeypatch.setattr(urls, "_sites", functools.lru_cache(maxsize=1)(urls._Sites))  # not read yet
+        urls.site_of.cache_clear()
+        ranks = Ranks(store)
+        try:
+            ranks.preload()
+        finally:
+            ranks.close()
+        assert (urls._sites.cache_info().currsize == 1) is read
