@@ -47,9 +47,10 @@ _CACHE_URLS = 200_000  # URLs remembered per process before the cache starts ove
 KEYS_MOST = 300_000_000
 _CACHE_MARKS = 100_000  # hrefs whose marks are remembered, in all directories, before they start over
 _CACHE_KEPT = 5_000  # values kept per connection (PageView.keep: a page's panel, ~2 KB) before they start over
-# pages' rewrites kept per connection with their bodies (PageView.again), the oldest let go past either bound
-_AGAIN_PAGES = 64
-_AGAIN_BYTES = 16 * 1024 * 1024
+# pages' rewrites kept per connection with their bodies (PageView.again), the oldest let go past either bound:
+# as many as the record keeps for its revisits (record.RevisitCache), a site's pages browsed in turn among them
+_AGAIN_PAGES = 256
+_AGAIN_BYTES = 32 * 1024 * 1024
 # The best pages of a version known before any page asks (Ranks' preload): a site's links go mostly to its best
 # pages, so a page's first visit finds most of its targets known; a store of no more pages is known whole.
 PRELOAD_PAGES = 20_000
