@@ -502,6 +502,7 @@ class PageRankProxy:
             response.headers.get("content-encoding"),
             settings.max_body,
             settings.max_links,
+            flow.request.headers.get("sec-fetch-dest", "document") == "document",
         )
 
     async def _rewrite(self, body: bytes, job: PageJob) -> tuple[Rewritten | Untouched, Route]:

@@ -10,7 +10,7 @@ Between the proxy and a worker these travel as length-prefixed pickles of plain 
 only here: a pickled named tuple or dataclass costs several times a plain tuple's (its class is looked up
 by name and called, each way), on every page.  The layouts:
 
-* a page: ``("page", body, content_type, url, content_encoding, limit, max_links)``, ``body`` its bytes or,
+* a page: ``("page", body, content_type, url, content_encoding, limit, max_links, top_level)``, ``body`` its bytes or,
   when they sit in the worker's shared region, a :class:`Slot` ``(offset, length, room)``;
 * a panel to make ahead: ``("prepare", url)``, not answered;
 * a page's record to make (:mod:`.record`): ``("record", body, *record_job)``, ``body`` as a page's;
@@ -45,6 +45,9 @@ class PageJob(NamedTuple):
     content_encoding: str | None = None
     limit: int = 8 * 1024 * 1024  # the decoded body's bytes at most (:mod:`.bodies`)
     max_links: int = 0  # link tags at most (0: no budget)
+    # a top-level navigation (or no Fetch Metadata said): its rewrite is kept for a revisit of the same body; a
+    # frame's never is, so that a site framing another's page cannot time whether the user saw it lately
+    top_level: bool = True
 
 
 class Rewritten(NamedTuple):

@@ -102,6 +102,7 @@ def rewrite_job(
         job.content_encoding,
         job.limit,
         job.max_links,
+        top_level=job.top_level,
         most_links=most_links,
         most_backlinks=most_backlinks,
         most_lookups=most_lookups,
@@ -120,6 +121,7 @@ def rewrite_page(
     limit: int = 8 * 1024 * 1024,
     max_links: int = 0,
     *,
+    top_level: bool = True,
     most_links: int | None = None,
     most_backlinks: int | None = None,
     most_lookups: int | None = None,
@@ -143,13 +145,14 @@ def rewrite_page(
     :func:`ready`), and past ``most_backlinks`` backlinks if its panel is to be
     made.  ``levels``: the host and site rankings that answer for links whose page has no score.
     A revisit with the same body (byte for byte), nothing committed to the store since, is given the rewrite
-    this thread made of it (:meth:`~.ranks.PageView.again`): a byte compare, no parse.
+    this thread made of it (:meth:`~.ranks.PageView.again`): a byte compare, no parse; only for a
+    ``top_level`` page (a frame's rewrite is neither kept nor taken: :class:`~.jobs.PageJob`).
     """
     ranks = _ranks_for(store, ranking, panel, levels)
     with ranks.page() as view:  # bars and panel from one version of the ranking
         # a revisit of a page with the same body, the store unchanged since: the same rewrite, at once
-        again = (content_type, url, content_encoding, limit, max_links)
-        done_before = view.again(again, body)
+        again = (content_type, url, content_encoding, limit, max_links) if top_level else None
+        done_before = view.again(again, body) if again is not None else None
         if done_before is not None:
             return cast(Rewritten, done_before)
         return _rewritten(
@@ -170,7 +173,7 @@ def rewrite_page(
 
 def _rewritten(
     view: PageView,
-    again: Hashable,
+    again: Hashable | None,
     body: bytes,
     content_type: str | None,
     url: str,
@@ -224,7 +227,8 @@ def _rewritten(
     # sent as it is, never compressed again: a compressed size would vary with what the bars and the panel
     # show, and the page reads its own (Resource Timing's encodedBodySize); the proxy is the client's neighbour
     # a revisit's panel is the one kept with its rewrite
-    view.keep_again(again, body, Rewritten(new_body, rewrite.links, rewrite.ranked, shown), len(new_body))
+    if again is not None:
+        view.keep_again(again, body, Rewritten(new_body, rewrite.links, rewrite.ranked, shown), len(new_body))
     return Rewritten(new_body, rewrite.links, rewrite.ranked, kept)
 
 

@@ -632,6 +632,11 @@ def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(
     ]:
         worker.rewrite_page(path, "pagerank", 10, other[0], other[1], other[2], other[3], 1 << 20, 0)
     assert len(parsed) == 3
+    framed = worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0, top_level=False)
+    assert framed.body == first.body and len(parsed) == 4  # a frame's page: made anew, and not kept
+    worker.rewrite_page(path, "pagerank", 10, body + b"  ", "text/html", url, None, 1 << 20, 0, top_level=False)
+    worker.rewrite_page(path, "pagerank", 10, body + b"  ", "text/html", url, None, 1 << 20, 0)
+    assert len(parsed) == 6
     if commit[0] == "build":
         extra = tmp_path / "extra.txt"
         extra.write_text(f"{site}index.html {site}new.html\n")
@@ -639,12 +644,53 @@ def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(
     result = CliRunner().invoke(cli, [*commit, "--store", path, "-q"])
     assert result.exit_code == 0, result.output
     after = worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
-    assert len(parsed) == 4  # made again from the store as it now is
+    assert len(parsed) == 7  # made again from the store as it now is
     fresh = worker._ranks_for(path, "pagerank", 10)
     fresh.close()  # a connection of its own: what this version shows, made anew
     assert worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0).body == after.body
     if commit[0] == "rank" and commit[1] == "--damping":
         assert after.body != first.body  # the scores moved
+
+
+@pytest.mark.parametrize(
+    "dest, kept",
+    [("document", True), (None, True), ("iframe", False), ("frame", False)],
+)
+async def test_only_a_top_level_page_s_rewrite_is_kept_for_its_revisit(
+    store_path, site, tmp_path, monkeypatch, dest, kept
+):
+    """A page in a frame is rewritten anew each time: another site that frames it could otherwise time whether
+    the user saw it lately through the proxy (a kept rewrite comes sooner).  A client that sends no Fetch
+    Metadata runs no page script (or its user accepted the risk: --insecure-pages)."""
+    from proxy_addon import worker
+
+    parsed: list[bytes] = []
+    real = worker.annotate_bytes
+
+    def counted(decoded, *args, **kwargs):
+        parsed.append(decoded)
+        return real(decoded, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "annotate_bytes", counted)
+    path = str(tmp_path / "framed.db")  # a store of its own: nothing kept by another test's rewrites
+    shutil.copy(store_path, path)
+    body = b"<!doctype html><body><a href='docs/'>d</a> <a href='x.html'>x</a>"
+    async with running_addon(path) as addon:
+        assert worker.ready(path, "pagerank", addon.settings.panel)  # read at start: pages alone go to the loop
+        flows = []
+        for _ in range(2):
+            flow = make_flow(site + "index.html", body)
+            if dest is not None:
+                flow.request.headers["sec-fetch-dest"] = dest
+            assert addon._job(flow).top_level is kept
+            response, flow.response = flow.response, None
+            await addon.request(flow)
+            flow.response = response
+            await run_hooks(addon, flow)
+            assert flow.metadata["pagerank"].endswith(", in the loop"), flow.metadata
+            flows.append(flow)
+    assert flows[0].response.content == flows[1].response.content
+    assert len(parsed) == (1 if kept else 2)
 
 
 def test_kept_rewrites_are_bounded_in_pages_and_bytes(monkeypatch):
