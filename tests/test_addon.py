@@ -597,14 +597,28 @@ def test_a_panel_kept_before_a_commit_is_made_again(store_path, site, tmp_path, 
     assert prepare_panel(path, "pagerank", 0, url) is False  # no panel wanted: none made
 
 
+@pytest.fixture
+def parsed(monkeypatch) -> list[bytes]:
+    """The bodies a page's rewrite parses from now on (a rewrite kept for a revisit parses none)."""
+    from proxy_addon import worker
+
+    bodies: list[bytes] = []
+    real = worker.annotate_bytes
+
+    def counted(decoded, *args, **kwargs):
+        bodies.append(decoded)
+        return real(decoded, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "annotate_bytes", counted)
+    return bodies
+
+
 @pytest.mark.parametrize(
     "commit",
     [["rank", "--damping", "0.5"], ["rank", "--level", "host"], ["build", "--format", "edges"]],
     ids=["pagerank", "hostrank", "build"],
 )
-def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(
-    store_path, site, tmp_path, commit, monkeypatch
-):
+def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(store_path, site, tmp_path, commit, parsed):
     """A page's rewrite is kept with its body: a revisit with the very same bytes, nothing committed to the
     store since, is given it without a parse; another body, another URL or header, or any commit (a ranking, a
     host ranking, a build), and the page is rewritten again, never shown with a version gone."""
@@ -614,15 +628,8 @@ def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(
     shutil.copy(store_path, path)
     url, body = site + "index.html", b"<!doctype html><body><a href='docs/'>d</a> <a href='other.html'>o</a>"
     first = worker.rewrite_page(path, "pagerank", 10, body, "text/html", url, None, 1 << 20, 0)
-    assert isinstance(first, Rewritten) and first.links == 2
-    parsed: list[bytes] = []
-    real = worker.annotate_bytes
-
-    def counted(decoded, *args, **kwargs):
-        parsed.append(decoded)
-        return real(decoded, *args, **kwargs)
-
-    monkeypatch.setattr(worker, "annotate_bytes", counted)
+    assert isinstance(first, Rewritten) and first.links == 2 and len(parsed) == 1
+    parsed.clear()
     again = worker.rewrite_page(path, "pagerank", 10, bytes(body), "text/html", url, None, 1 << 20, 0)
     assert again.body == first.body and again.links == 2 and again.panel_kept is True and parsed == []
     for other in [
@@ -656,22 +663,12 @@ def test_a_revisit_with_the_same_body_is_the_rewrite_before_until_a_commit(
     "dest, kept",
     [("document", True), (None, True), ("iframe", False), ("frame", False)],
 )
-async def test_only_a_top_level_page_s_rewrite_is_kept_for_its_revisit(
-    store_path, site, tmp_path, monkeypatch, dest, kept
-):
+async def test_only_a_top_level_page_s_rewrite_is_kept_for_its_revisit(store_path, site, tmp_path, parsed, dest, kept):
     """A page in a frame is rewritten anew each time: another site that frames it could otherwise time whether
     the user saw it lately through the proxy (a kept rewrite comes sooner).  A client that sends no Fetch
     Metadata runs no page script (or its user accepted the risk: --insecure-pages)."""
     from proxy_addon import worker
 
-    parsed: list[bytes] = []
-    real = worker.annotate_bytes
-
-    def counted(decoded, *args, **kwargs):
-        parsed.append(decoded)
-        return real(decoded, *args, **kwargs)
-
-    monkeypatch.setattr(worker, "annotate_bytes", counted)
     path = str(tmp_path / "framed.db")  # a store of its own: nothing kept by another test's rewrites
     shutil.copy(store_path, path)
     body = b"<!doctype html><body><a href='docs/'>d</a> <a href='x.html'>x</a>"
