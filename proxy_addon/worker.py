@@ -25,7 +25,7 @@ import mmap
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from rankstore.urls import canonical
@@ -148,45 +148,27 @@ def rewrite_page(
     this thread made of it (:meth:`~.ranks.PageView.again`): a byte compare, no parse; only for a
     ``top_level`` page (a frame's rewrite is neither kept nor taken: :class:`~.jobs.PageJob`).
     """
-    ranks = _ranks_for(store, ranking, panel, levels)
-    with ranks.page() as view:  # bars and panel from one version of the ranking
+    job = PageJob(content_type, url, content_encoding, limit, max_links, top_level)
+    with _ranks_for(store, ranking, panel, levels).page() as view:  # bars and panel from one version of the ranking
         # a revisit of a page with the same body, the store unchanged since: the same rewrite, at once
-        again = (content_type, url, content_encoding, limit, max_links) if top_level else None
-        done_before = view.again(again, body) if again is not None else None
+        done_before = view.again(job, body) if top_level else None
         if done_before is not None:
             return cast(Rewritten, done_before)
-        return _rewritten(
-            view,
-            again,
-            body,
-            content_type,
-            url,
-            content_encoding,
-            limit,
-            max_links,
-            panel,
-            most_links,
-            most_backlinks,
-            most_lookups,
-        )
+        return _rewritten(view, body, job, panel, most_links, most_backlinks, most_lookups)
 
 
 def _rewritten(
     view: PageView,
-    again: Hashable | None,
     body: bytes,
-    content_type: str | None,
-    url: str,
-    content_encoding: str | None,
-    limit: int,
-    max_links: int,
+    job: PageJob,
     panel: int,
     most_links: int | None,
     most_backlinks: int | None,
     most_lookups: int | None,
 ) -> Rewritten | Untouched:
     """:func:`rewrite_page`'s work, from one version of the ranking (``view``), kept for a revisit of the page
-    with the same body under ``again`` (:meth:`~.ranks.PageView.again`)."""
+    with the same body if it is ``top_level`` (:meth:`~.ranks.PageView.again`)."""
+    content_type, url, content_encoding, limit, max_links, _ = job
     try:
         decoded = decode(body, content_encoding, limit)
     except TooLarge as error:
@@ -227,8 +209,8 @@ def _rewritten(
     # sent as it is, never compressed again: a compressed size would vary with what the bars and the panel
     # show, and the page reads its own (Resource Timing's encodedBodySize); the proxy is the client's neighbour
     # a revisit's panel is the one kept with its rewrite
-    if again is not None:
-        view.keep_again(again, body, Rewritten(new_body, rewrite.links, rewrite.ranked, shown), len(new_body))
+    if job.top_level:
+        view.keep_again(job, body, Rewritten(new_body, rewrite.links, rewrite.ranked, shown), len(new_body))
     return Rewritten(new_body, rewrite.links, rewrite.ranked, kept)
 
 
