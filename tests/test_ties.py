@@ -122,6 +122,25 @@ def test_the_store_says_how_many_score_more_in_both_readers(store):
         expected = [int(np.count_nonzero(scores > s)) for s in scores]
         assert arrays.places(np.arange(len(scores))).tolist() == expected
         assert [int(blocks.places(np.array([i]))[0]) for i in range(len(scores))] == expected
+        for i in range(len(scores)):  # a few at a time, as a panel asks (remembered): in any order, and again
+            assert arrays.places([i, len(scores) - 1 - i]).tolist() == [expected[i], expected[-1 - i]]
+        assert arrays.places(np.arange(len(scores))[::-1]).tolist() == expected[::-1]
+
+
+@pytest.mark.parametrize("asked, known", [(2, 1_000), (64, 3)], ids=["searched-whole", "memory-starts-over"])
+def test_places_remembered_read_as_searched_past_either_bound(store, monkeypatch, asked, known):
+    from rankstore.store import rankings
+
+    monkeypatch.setattr(rankings, "_PLACES_ASKED_MOST", asked)
+    monkeypatch.setattr(rankings, "_PLACES_KNOWN_MOST", known)
+    with Store(store, readonly=True) as opened:
+        arrays = opened.rankings.ranking_arrays(opened.rankings.ranking("pagerank").id)
+        scores = arrays.scores
+        expected = [int(np.count_nonzero(scores > s)) for s in scores]
+        for start in range(len(scores)):
+            wanted = [(start + step) % len(scores) for step in range(3)]
+            assert arrays.places(wanted).tolist() == [expected[i] for i in wanted]
+        assert len(arrays._places_known) <= max(known, 3) + 3
 
 
 def test_only_the_best_reads_100_when_shown():

@@ -145,9 +145,26 @@ class RankingArrays:
     def places(self, indices: ArrayLike) -> np.ndarray:
         """How many pages score more than each of ``indices`` (all inside this version), as int64: its place
         among equals, the first of its run of equal scores.  Every view reads rank (place + 1) and percentile
-        from it, so that ties read alike; ``position`` breaks ties by index, for an order, and is shown nowhere."""
+        from it, so that ties read alike; ``position`` breaks ties by index, for an order, and is shown nowhere.
+        A few positions at a time (a page's panel, its backlinks) are remembered for the version: the same
+        pages recur from panel to panel, and a run's start is a bisection of several array passes."""
         at = self.position[np.asarray(indices, dtype=np.int64)].astype(np.int64)
-        return run_starts(self.scores, self.best, at)
+        if len(at) > _PLACES_ASKED_MOST:
+            return run_starts(self.scores, self.best, at)
+        known = self._places_known
+        wanted = at.tolist()
+        new = [position for position in wanted if position not in known]
+        if new:
+            if len(known) + len(new) > _PLACES_KNOWN_MOST:
+                known.clear()  # and every position asked is searched now
+                new = list(dict.fromkeys(wanted))
+            known.update(zip(new, run_starts(self.scores, self.best, np.array(new, dtype=np.int64)).tolist()))
+        return np.array([known[position] for position in wanted], dtype=np.int64)
+
+    @functools.cached_property
+    def _places_known(self) -> dict[int, int]:
+        """Positions' places found so far (:meth:`places`)."""
+        return {}
 
     def positions_of(self, indices: np.ndarray) -> np.ndarray:
         """Positions of page indices; a page outside this version comes after all of them."""
@@ -159,6 +176,10 @@ class RankingArrays:
         out = np.full(len(indices), self.pages, dtype=np.int64)
         out[inside] = self.position[indices[inside]]
         return out
+
+
+_PLACES_ASKED_MOST = 64  # positions asked at once past which places() searches them all (a view of many rows)
+_PLACES_KNOWN_MOST = 20_000  # places remembered a version before they start over
 
 
 def run_starts(scores: np.ndarray, best: np.ndarray, at: np.ndarray) -> np.ndarray:
