@@ -206,12 +206,12 @@ def _rewritten(
     if done is None:
         return Untouched("charset does not round-trip")
     new_body, rewrite = done
+    rewritten = Rewritten(new_body, rewrite.links, rewrite.ranked, kept)
+    if job.top_level:  # a revisit's panel is the one kept with its rewrite
+        view.keep_again(job, body, rewritten._replace(panel_kept=shown), len(new_body))
     # sent as it is, never compressed again: a compressed size would vary with what the bars and the panel
     # show, and the page reads its own (Resource Timing's encodedBodySize); the proxy is the client's neighbour
-    # a revisit's panel is the one kept with its rewrite
-    if job.top_level:
-        view.keep_again(job, body, Rewritten(new_body, rewrite.links, rewrite.ranked, shown), len(new_body))
-    return Rewritten(new_body, rewrite.links, rewrite.ranked, kept)
+    return rewritten
 
 
 def prepare_panel(

@@ -151,15 +151,19 @@ class RankingArrays:
         at = self.position[np.asarray(indices, dtype=np.int64)].astype(np.int64)
         if len(at) > _PLACES_ASKED_MOST:
             return run_starts(self.scores, self.best, at)
+        # the proxy's threads share a version's arrays: what is answered is read into a dict of this call's
+        # own first, so that another thread starting the memory over meanwhile takes nothing from it
         known = self._places_known
         wanted = at.tolist()
-        new = [position for position in wanted if position not in known]
+        found = {position: place for position in wanted if (place := known.get(position)) is not None}
+        new = [position for position in dict.fromkeys(wanted) if position not in found]
         if new:
+            searched = dict(zip(new, run_starts(self.scores, self.best, np.array(new, dtype=np.int64)).tolist()))
+            found.update(searched)
             if len(known) + len(new) > _PLACES_KNOWN_MOST:
-                known.clear()  # and every position asked is searched now
-                new = list(dict.fromkeys(wanted))
-            known.update(zip(new, run_starts(self.scores, self.best, np.array(new, dtype=np.int64)).tolist()))
-        return np.array([known[position] for position in wanted], dtype=np.int64)
+                known.clear()
+            known.update(searched)
+        return np.array([found[position] for position in wanted], dtype=np.int64)
 
     @functools.cached_property
     def _places_known(self) -> dict[int, int]:
